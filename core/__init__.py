@@ -1,0 +1,1 @@
+"""hardneg core: records, GQA loading, the path executor, ids, config and run folders."""

@@ -1,0 +1,54 @@
+"""The attribute -> category table (data in `templates/attribute_categories.json`).
+
+GQA attributes carry no category, but `same_attr` paths and same-category replacement need one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+DEFAULT_TABLE = Path(__file__).resolve().parent.parent / "templates" / "attribute_categories.json"
+
+
+@dataclass(slots=True, frozen=True)
+class AttributeTable:
+    version: str
+    categories: dict[str, tuple[str, ...]]
+    _by_attribute: dict[str, str]
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> AttributeTable:
+        cats = data.get("categories")
+        if not isinstance(cats, dict):
+            raise ValueError("attribute table needs a 'categories' object of category -> [attributes]")
+        by_attr: dict[str, str] = {}
+        for cat, attrs in cats.items():
+            if not isinstance(attrs, list) or not all(isinstance(a, str) for a in attrs):
+                raise ValueError(f"attribute category {cat!r} must list strings")
+            for a in attrs:
+                if a in by_attr:
+                    raise ValueError(f"attribute {a!r} is in two categories: {by_attr[a]!r} and {cat!r}")
+                by_attr[a] = cat
+        return cls(
+            version=str(data.get("version", "unversioned")),
+            categories={c: tuple(a) for c, a in cats.items()},
+            _by_attribute=by_attr,
+        )
+
+    @classmethod
+    def load(cls, path: str | Path | None = None) -> AttributeTable:
+        p = Path(path) if path is not None else DEFAULT_TABLE
+        try:
+            return cls.from_json(orjson.loads(p.read_bytes()))
+        except orjson.JSONDecodeError as e:
+            raise ValueError(f"attribute table {p} is not valid JSON: {e}") from e
+
+    def category(self, attribute: str) -> str | None:
+        return self._by_attribute.get(attribute)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"version": self.version, "categories": {c: list(a) for c, a in self.categories.items()}}

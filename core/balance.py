@@ -1,0 +1,53 @@
+"""Deterministic, seeded balancing of positives (SPEC 1.3).
+
+GQA is dominated by left/right relations and a few names; caps per (type, level), per relation name and
+per target name keep any one of them from swamping the benchmark. Candidates are visited in an order keyed
+by (seed, sample id), which is independent of sharding, and each is kept when none of its caps is full.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from dataclasses import dataclass
+
+from core.config import BalanceConfig
+
+
+@dataclass(slots=True, frozen=True)
+class BalanceItem:
+    id: int
+    tuple_type: str
+    level: int
+    target_name: str
+    relations: tuple[str, ...]  # distinct relation names on the path
+
+
+def _order_key(seed: int, sid: int) -> bytes:
+    return hashlib.sha1(f"{seed}:balance:{sid}".encode()).digest()
+
+
+def balance(items: list[BalanceItem], cfg: BalanceConfig, seed: int) -> tuple[set[int], dict[int, str]]:
+    """Return (kept ids, {dropped id: reason})."""
+    by_tl: Counter = Counter()
+    by_rel: Counter = Counter()
+    by_name: Counter = Counter()
+    kept: set[int] = set()
+    dropped: dict[int, str] = {}
+    for it in sorted(items, key=lambda i: _order_key(seed, i.id)):
+        if cfg.per_type_level is not None and by_tl[(it.tuple_type, it.level)] >= cfg.per_type_level:
+            dropped[it.id] = f"balance: per_type_level cap {cfg.per_type_level} for {it.tuple_type} L{it.level}"
+            continue
+        full = [r for r in it.relations if cfg.per_relation is not None and by_rel[r] >= cfg.per_relation]
+        if full:
+            dropped[it.id] = f"balance: per_relation cap {cfg.per_relation} for {full[0]!r}"
+            continue
+        if cfg.per_target_name is not None and by_name[it.target_name] >= cfg.per_target_name:
+            dropped[it.id] = f"balance: per_target_name cap {cfg.per_target_name} for {it.target_name!r}"
+            continue
+        kept.add(it.id)
+        by_tl[(it.tuple_type, it.level)] += 1
+        by_name[it.target_name] += 1
+        for r in it.relations:
+            by_rel[r] += 1
+    return kept, dropped

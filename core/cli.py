@@ -1,0 +1,99 @@
+"""`hardneg` command line.
+
+hardneg run [--config FILE] [--scene-graphs PATH --images DIR] [--output DIR] [--seed N] [--no-prefect]
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from core.config import DEFAULT_CONFIG, REPO_ROOT, load_config
+
+log = logging.getLogger("hardneg")
+
+
+def prefect_env_defaults() -> None:
+    """Offline, quiet, ephemeral Prefect (see ENVIRONMENT.md); explicit settings in the env win."""
+    defaults = {
+        "PREFECT_HOME": str(REPO_ROOT / ".prefect"),
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "DO_NOT_TRACK": "1",
+        "PREFECT_LOGGING_LEVEL": "WARNING",
+        "PREFECT_SERVER_LOGGING_LEVEL": "WARNING",
+        "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180",
+        "PREFECT_RESULTS_LOCAL_STORAGE_PATH": str(Path(tempfile.gettempdir()) / "hardneg-prefect-results"),
+    }
+    for k, v in defaults.items():
+        os.environ.setdefault(k, v)
+
+
+def _overrides(args: argparse.Namespace) -> dict:
+    o: dict = {}
+    if args.scene_graphs is not None:
+        o["inputs"] = {"scene_graphs": str(Path(args.scene_graphs).resolve())}
+        if args.images is not None:
+            o["inputs"]["images"] = str(Path(args.images).resolve())
+    elif args.images is not None:
+        raise ValueError("--images needs --scene-graphs (the demo world brings its own images)")
+    if args.seed is not None:
+        o["seed"] = args.seed
+    return o
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    cfg = load_config(args.config, _overrides(args))
+    if args.output is not None:
+        run_dir = Path(args.output).resolve()
+    else:
+        stem = cfg.name or f"{Path(args.config or DEFAULT_CONFIG).stem}-{cfg.fingerprint()[:8]}"
+        run_dir = REPO_ROOT / "outputs" / stem
+    t0 = time.perf_counter()
+    if args.no_prefect:
+        from core.pipeline import run_local
+
+        manifest = run_local(cfg, run_dir)
+    else:
+        prefect_env_defaults()
+        from flows.generate import run_generate
+
+        manifest = run_generate(cfg, run_dir)
+    c = manifest["counts"]
+    print(f"run folder: {run_dir}")
+    print(
+        f"images kept {c['ingest'].get('images_kept', 0)}, rejected {c['ingest'].get('images_rejected', 0)}; "
+        f"positives {c['positives']} (of {c['positives_candidates']} candidates); "
+        f"{time.perf_counter() - t0:.1f}s"
+    )
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="hardneg", description="Build hard-negative grounding benchmarks.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run the pipeline (default: the embedded demo world)")
+    run.add_argument("--config", type=Path, default=None, help="YAML config (default configs/demo.yaml)")
+    run.add_argument("--scene-graphs", default=None, help="GQA *_sceneGraphs.json file or folder of them")
+    run.add_argument("--images", default=None, help="folder of <image_id>.jpg")
+    run.add_argument("--output", default=None, help="run folder (default outputs/<config>-<hash>)")
+    run.add_argument("--seed", type=int, default=None)
+    run.add_argument("--no-prefect", action="store_true", help="run the same stages without Prefect")
+    run.add_argument("-v", "--verbose", action="store_true")
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        return {"run": cmd_run}[args.command](args)
+    except ValueError as e:
+        print(f"hardneg: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,143 @@
+"""Run configuration: one validated YAML file (configs/demo.yaml is the embedded default).
+
+Unknown keys and bad values fail with a message naming the key, so a typo never silently runs the
+default.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_CONFIG = REPO_ROOT / "configs" / "demo.yaml"
+
+PathType = Literal["0_hop", "1_hop", "and", "2_hop", "same_attr", "same_attr_2hop"]
+ALL_PATH_TYPES: tuple[str, ...] = ("0_hop", "1_hop", "and", "2_hop", "same_attr", "same_attr_2hop")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class InputsConfig(_Strict):
+    scene_graphs: Path | None = None  # a GQA *_sceneGraphs.json or a folder of them; None = the demo world
+    images: Path | None = None  # folder of <image_id>.jpg; None = do not check images
+
+
+class DemoConfig(_Strict):
+    n_scenes: int = Field(40, ge=1, le=100_000)
+    seed: int = 0
+
+
+class SplitsConfig(_Strict):
+    train: float = Field(0.8, ge=0.0, le=1.0)
+    val: float = Field(0.1, ge=0.0, le=1.0)
+    test: float = Field(0.1, ge=0.0, le=1.0)
+
+    @model_validator(mode="after")
+    def _sums_to_one(self) -> SplitsConfig:
+        total = self.train + self.val + self.test
+        if abs(total - 1.0) > 1e-9:
+            raise ValueError(f"split proportions must sum to 1, got {total:g}")
+        return self
+
+    def items(self) -> list[tuple[str, float]]:
+        return [("train", self.train), ("val", self.val), ("test", self.test)]
+
+
+class TargetsConfig(_Strict):
+    min_area_frac: float = Field(0.002, ge=0.0, le=1.0)  # of the image; smaller targets are unreadable
+    min_side: int = Field(8, ge=0)  # px; a sliver is not a referent even if its area passes
+    max_area_frac: float = Field(0.8, gt=0.0, le=1.0)  # a box covering most of the image is the scene
+    poor_referents: Path = Path("templates/poor_referents.v1.yaml")
+
+
+class PathsConfig(_Strict):
+    types: list[PathType] = Field(default_factory=lambda: list(ALL_PATH_TYPES))
+    max_target_attributes: int = Field(2, ge=0, le=4)  # attributes on the target node
+    max_related_attributes: int = Field(1, ge=0, le=3)  # attributes on each related node
+    per_target_type: int = Field(1, ge=1)  # unique paths kept per (target, type)
+    max_per_image: int = Field(24, ge=1)  # positives kept per image before balancing
+    max_candidates: int = Field(2000, ge=1)  # enumeration bound per (target, type): counts, never time
+    same_categories: list[str] = Field(default_factory=lambda: ["color", "material", "size", "shape", "pattern"])
+    relations: Path = Path("templates/relations.v1.yaml")
+    templates: Path = Path("templates/expressions.v1.yaml")
+    english: Path = Path("templates/english.v1.yaml")
+
+    @field_validator("types")
+    @classmethod
+    def _no_duplicates(cls, v: list[str]) -> list[str]:
+        if len(set(v)) != len(v) or not v:
+            raise ValueError("types must be a non-empty list without repeats")
+        return v
+
+
+class BalanceConfig(_Strict):
+    """Caps applied in a seeded random order over all candidates; null means no cap."""
+
+    per_type_level: int | None = Field(None, ge=1)
+    per_relation: int | None = Field(None, ge=1)  # samples using a relation name (GQA: left/right dominate)
+    per_target_name: int | None = Field(None, ge=1)
+
+
+class RunConfig(_Strict):
+    name: str | None = None  # run folder name under outputs/; None = derived from the config hash
+    seed: int = 0
+    shard_size: int = Field(1000, ge=1)  # images per Prefect task
+    task_runner: Literal["thread", "process"] = "thread"  # "process" uses every core on big corpora
+    workers: int = Field(2, ge=1, le=256)
+    inputs: InputsConfig = InputsConfig()
+    demo: DemoConfig = DemoConfig()
+    attribute_table: Path = Path("templates/attribute_categories.json")
+    splits: SplitsConfig = SplitsConfig()
+    targets: TargetsConfig = TargetsConfig()
+    paths: PathsConfig = PathsConfig()
+    balance: BalanceConfig = BalanceConfig()
+
+    def resolve(self, p: Path) -> Path:
+        """Data paths in a config are relative to the repository root."""
+        return p if p.is_absolute() else REPO_ROOT / p
+
+    def fingerprint(self, *sections: str) -> str:
+        """A hash of the named sections (all when none): a stage's work is reusable iff it matches."""
+        data = self.model_dump(mode="json")
+        if sections:
+            data = {k: data[k] for k in sections}
+        return hashlib.sha1(orjson.dumps(data, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
+
+
+def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> RunConfig:
+    """Load and validate a YAML config; `overrides` are nested dicts merged on top (CLI flags)."""
+    p = Path(path) if path is not None else DEFAULT_CONFIG
+    try:
+        raw = yaml.safe_load(p.read_text()) or {}
+    except FileNotFoundError:
+        raise ValueError(f"config file not found: {p}") from None
+    except yaml.YAMLError as e:
+        raise ValueError(f"config {p} is not valid YAML: {e}") from None
+    if not isinstance(raw, dict):
+        raise ValueError(f"config {p} must be a mapping of keys, got {type(raw).__name__}")
+    _merge(raw, overrides or {})
+    try:
+        return RunConfig.model_validate(raw)
+    except ValidationError as e:
+        lines = []
+        for err in e.errors():
+            where = ".".join(str(x) for x in err["loc"]) or "(top level)"
+            msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+            lines.append(f"  {where}: {msg}")
+        raise ValueError(f"config {p} is invalid:\n" + "\n".join(lines)) from None
+
+
+def _merge(base: dict[str, Any], extra: dict[str, Any]) -> None:
+    for k, v in extra.items():
+        if isinstance(v, dict) and isinstance(base.get(k), dict):
+            _merge(base[k], v)
+        else:
+            base[k] = v

@@ -1,0 +1,113 @@
+"""The path executor: the single source of truth for "unique" and "matches nothing".
+
+Implements the matching rule of SPEC section 3. A node matches object X when X's name equals the
+node's name, the node's attributes are a subset of X's, every relation child is satisfied by some edge
+`X -name-> Y` with Y matching the child, and every `same` child by some Y != X matching the child whose
+attributes of that category intersect X's (both non-empty). The result of a path is the set of objects its
+root matches.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from core.attributes import AttributeTable
+from core.records import PathNode, SceneGraph
+
+
+class GraphIndex:
+    """Per-image indexes built once and shared by every path executed against the image.
+
+    Objects are indexed by name (a node only ever looks at objects of its own name), attributes are
+    frozensets, out-edges are grouped by relation name, and each object's attributes are grouped by
+    category for `same` edges.
+    """
+
+    __slots__ = ("attrs", "by_name", "cat_attrs", "graph", "into", "out", "table")
+
+    def __init__(self, graph: SceneGraph, table: AttributeTable) -> None:
+        self.graph = graph
+        self.table = table
+        by_name: dict[str, list[str]] = defaultdict(list)
+        attrs: dict[str, frozenset[str]] = {}
+        out: dict[str, dict[str, set[str]]] = {}
+        into: dict[str, dict[str, set[str]]] = {}
+        cat_attrs: dict[str, dict[str, frozenset[str]]] = {}
+        for oid, obj in graph.objects.items():
+            by_name[obj.name].append(oid)
+            attrs[oid] = frozenset(obj.attributes)
+            out[oid] = {}
+            into.setdefault(oid, {})
+            cats: dict[str, set[str]] = defaultdict(set)
+            for a in obj.attributes:
+                c = table.category(a)
+                if c is not None:
+                    cats[c].add(a)
+            cat_attrs[oid] = {c: frozenset(v) for c, v in cats.items()}
+        for oid, obj in graph.objects.items():
+            for rel in obj.relations:
+                if rel.object not in graph.objects:
+                    continue  # the loader drops dangling edges; tolerate hand-built graphs too
+                out[oid].setdefault(rel.name, set()).add(rel.object)
+                into.setdefault(rel.object, {}).setdefault(rel.name, set()).add(oid)
+        self.by_name = {k: tuple(v) for k, v in by_name.items()}
+        self.attrs = attrs
+        self.out = out
+        self.into = into
+        self.cat_attrs = cat_attrs
+
+    def name_count(self, name: str) -> int:
+        return len(self.by_name.get(name, ()))
+
+
+def execute(path: PathNode, index: GraphIndex) -> frozenset[str]:
+    """Return the ids of every object the path's root matches."""
+    return frozenset(_match(path, index))
+
+
+def matches_exactly(path: PathNode, index: GraphIndex, target: str) -> bool:
+    result = _match(path, index)
+    return len(result) == 1 and target in result
+
+
+def _match(node: PathNode, index: GraphIndex) -> set[str]:
+    candidates = index.by_name.get(node.name)
+    if not candidates:
+        return set()
+    if node.attributes:
+        need = frozenset(node.attributes)
+        attrs = index.attrs
+        matched = [oid for oid in candidates if need <= attrs[oid]]
+    else:
+        matched = list(candidates)
+    # Cheapest filters first: each relation child narrows by edge lookups.
+    for edge in node.relations:
+        if not matched:
+            return set()
+        child = _match(edge.object, index)
+        if not child:
+            return set()
+        out = index.out
+        matched = [oid for oid in matched if not child.isdisjoint(out[oid].get(edge.name, ()))]
+    for same in node.same:
+        if not matched:
+            return set()
+        child = _match(same.object, index)
+        if not child:
+            return set()
+        cat_attrs = index.cat_attrs
+        cat = same.category
+        kept = []
+        for oid in matched:
+            mine = cat_attrs[oid].get(cat)
+            if not mine:
+                continue
+            for other in child:
+                if other == oid:
+                    continue
+                theirs = cat_attrs[other].get(cat)
+                if theirs and not mine.isdisjoint(theirs):
+                    kept.append(oid)
+                    break
+        matched = kept
+    return set(matched)

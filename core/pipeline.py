@@ -1,0 +1,365 @@
+"""The pipeline's stages as plain functions over a run folder (SPEC section 3b).
+
+Prefect flows (flows/) only orchestrate these. Each stage takes the run folder (and a shard) and writes
+files; its work is keyed by a fingerprint of what it depends on, so a rerun skips finished shards, redoes
+a stage whose inputs changed, and never duplicates a record.
+
+    <run>/manifest.json, attribute_categories.json, rejects.jsonl, splits/<split>/{positive,coco}.json
+    <run>/inputs/demo/            the demo world, when the run uses it
+    <run>/work/config.json        the validated config the stages read
+    <run>/work/ingest/            validated graphs in shards of JSON Lines, and their rejects
+    <run>/work/paths/             positives per shard, their rejects and counts
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import shutil
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from core.attributes import AttributeTable
+from core.balance import BalanceItem, balance
+from core.coco import CocoWriter
+from core.config import RunConfig
+from core.io import JsonArrayWriter, atomic_write_bytes, read_jsonl, write_json, write_jsonl
+from core.records import Reject, SceneGraph
+from core.splits import split_of
+
+log = logging.getLogger("hardneg")
+
+SPLITS = ("train", "val", "test")
+HARDNEG_VERSION = "0.1.0"
+
+
+# --------------------------------------------------------------------------------------------------
+# Run folder and stage bookkeeping
+
+
+@dataclass(slots=True, frozen=True)
+class RunFolder:
+    root: Path
+
+    @property
+    def work(self) -> Path:
+        return self.root / "work"
+
+    @property
+    def config_file(self) -> Path:
+        return self.work / "config.json"
+
+    def config(self) -> RunConfig:
+        return RunConfig.model_validate_json(self.config_file.read_bytes())
+
+    def stage(self, name: str, fingerprint: str) -> Path:
+        """The stage's work folder, emptied first if it holds work made under another fingerprint."""
+        d = self.work / name
+        fp_file = d / "_fingerprint"
+        if d.exists() and (not fp_file.exists() or fp_file.read_text() != fingerprint):
+            log.info("stage %s: inputs changed, redoing it", name)
+            shutil.rmtree(d)
+        if not d.exists():
+            d.mkdir(parents=True)
+            atomic_write_bytes(fp_file, fingerprint.encode())
+        return d
+
+    def fingerprint_of(self, name: str) -> str:
+        return (self.work / name / "_fingerprint").read_text()
+
+
+def _hash(*parts: Any) -> str:
+    return hashlib.sha1(orjson.dumps(parts, option=orjson.OPT_SORT_KEYS, default=str)).hexdigest()[:16]
+
+
+def _file_stamp(path: Path) -> list[Any]:
+    """Cheap identity of an input file or folder: names, sizes, mtimes (never the content of GBs)."""
+    if path.is_dir():
+        return sorted(
+            (p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in path.iterdir() if p.name.endswith(".json")
+        )
+    st = path.stat()
+    return [path.name, st.st_size, st.st_mtime_ns]
+
+
+def _content_hash(path: Path) -> str:
+    return hashlib.sha1(path.read_bytes()).hexdigest()[:16]
+
+
+# --------------------------------------------------------------------------------------------------
+# Stage 0: prepare
+
+
+def prepare_run(cfg: RunConfig, root: Path) -> RunFolder:
+    """Create the run folder, store the config and the attribute table, build the demo world if used."""
+    run = RunFolder(root)
+    run.work.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(run.config_file, cfg.model_dump_json(indent=2).encode())
+    table = AttributeTable.load(cfg.resolve(cfg.attribute_table))
+    write_json(root / "attribute_categories.json", table.to_json())
+    if cfg.inputs.scene_graphs is None:
+        from core.demo_world import build_demo_world
+
+        demo_dir = root / "inputs" / "demo"
+        fp = _hash(cfg.demo.model_dump())
+        stamp = demo_dir / "_fingerprint"
+        if not (stamp.exists() and stamp.read_text() == fp):
+            log.info("building the demo world (%d scenes)", cfg.demo.n_scenes)
+            if demo_dir.exists():
+                shutil.rmtree(demo_dir)
+            build_demo_world(demo_dir, n_scenes=cfg.demo.n_scenes, seed=cfg.demo.seed)
+            atomic_write_bytes(stamp, fp.encode())
+    return run
+
+
+def resolve_inputs(run: RunFolder, cfg: RunConfig) -> tuple[Path, Path | None]:
+    if cfg.inputs.scene_graphs is None:
+        demo_dir = run.root / "inputs" / "demo"
+        return demo_dir / "demo_sceneGraphs.json", demo_dir / "images"
+    sg = cfg.resolve(cfg.inputs.scene_graphs)
+    images = cfg.resolve(cfg.inputs.images) if cfg.inputs.images is not None else None
+    if not sg.exists():
+        raise ValueError(f"scene graphs not found: {sg}")
+    if images is not None and not images.is_dir():
+        raise ValueError(f"images folder not found: {images}")
+    return sg, images
+
+
+# --------------------------------------------------------------------------------------------------
+# Stage 1: ingest (stream, validate, check images, shard)
+
+
+def graph_to_row(g: SceneGraph) -> dict[str, Any]:
+    return {"image_id": g.image_id, "graph": g.to_gqa()}
+
+
+def row_to_graph(row: dict[str, Any]) -> SceneGraph:
+    from core.gqa import validate_graph
+
+    check = validate_graph(row["image_id"], row["graph"])
+    if check.graph is None:  # the shard was written from a validated graph: this is corruption
+        raise ValueError(f"work shard holds an invalid graph {row['image_id']}: {check.reason}")
+    return check.graph
+
+
+def check_image(images: Path, graph: SceneGraph) -> str | None:
+    """None when `<images>/<image_id>.jpg` exists, decodes and has the graph's size."""
+    from PIL import Image, UnidentifiedImageError
+
+    path = images / f"{graph.image_id}.jpg"
+    if not path.exists():
+        return f"image file missing: {path.name}"
+    try:
+        with Image.open(path) as im:
+            size = im.size
+            im.verify()
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as e:
+        return f"image file corrupt: {path.name}: {e}"
+    if size != (graph.width, graph.height):
+        return f"image size {size[0]}x{size[1]} differs from the graph's {graph.width}x{graph.height}"
+    return None
+
+
+def ingest(run: RunFolder) -> list[Path]:
+    """Stream the scene graphs into validated shards; returns the shard files in order."""
+    from core.gqa import load_graphs
+
+    cfg = run.config()
+    sg, images = resolve_inputs(run, cfg)
+    fp = _hash("ingest@v1", str(sg), _file_stamp(sg), str(images), cfg.shard_size)
+    d = run.stage("ingest", fp)
+    done = d / "_done.json"
+    if done.exists():
+        return [d / name for name in orjson.loads(done.read_bytes())["shards"]]
+    rejects: list[dict[str, Any]] = []
+    repairs: Counter = Counter()
+    counts: Counter = Counter()
+    shards: list[str] = []
+    buf: list[dict[str, Any]] = []
+    seen: set[str] = set()
+
+    def flush() -> None:
+        name = f"graphs-{len(shards):05d}.jsonl"
+        write_jsonl(d / name, buf)
+        shards.append(name)
+        buf.clear()
+
+    for check in load_graphs(sg):
+        counts["images_read"] += 1
+        if check.graph is None:
+            rejects.append(Reject("ingest", check.reason or "invalid", check.image_id).to_json())
+            continue
+        if check.image_id in seen:
+            rejects.append(Reject("ingest", "duplicate image id", check.image_id).to_json())
+            continue
+        seen.add(check.image_id)
+        repairs.update(check.repairs)
+        if images is not None and (why := check_image(images, check.graph)):
+            rejects.append(Reject("ingest", why, check.image_id).to_json())
+            continue
+        buf.append(graph_to_row(check.graph))
+        counts["images_kept"] += 1
+        if len(buf) >= cfg.shard_size:
+            flush()
+    if buf:
+        flush()
+    counts["images_rejected"] = len(rejects)
+    write_jsonl(d / "rejects.jsonl", rejects)
+    write_json(d / "_done.json", {"shards": shards, "counts": dict(counts), "repairs": dict(sorted(repairs.items()))})
+    log.info("ingest: %d images kept, %d rejected, %d shards", counts["images_kept"], len(rejects), len(shards))
+    return [d / s for s in shards]
+
+
+# --------------------------------------------------------------------------------------------------
+# Stage 2: positive paths, one shard at a time
+
+
+def paths_fingerprint(run: RunFolder, cfg: RunConfig) -> str:
+    data_files = [
+        cfg.attribute_table,
+        cfg.targets.poor_referents,
+        cfg.paths.relations,
+        cfg.paths.templates,
+        cfg.paths.english,
+    ]
+    return _hash(
+        "paths@v1",
+        run.fingerprint_of("ingest"),
+        cfg.fingerprint("seed", "attribute_table", "targets", "paths"),
+        [_content_hash(cfg.resolve(p)) for p in data_files],
+    )
+
+
+def paths_shard(run: RunFolder, shard: Path) -> Path:
+    """Generate the positives of one ingest shard; skipped when its output already exists."""
+    from generators.paths import PathResources, generate_positives
+
+    cfg = run.config()
+    d = run.stage("paths", paths_fingerprint(run, cfg))
+    out = d / shard.name.replace("graphs-", "positives-")
+    if out.exists():
+        return out
+    res = PathResources.load(cfg)
+    rows: list[dict[str, Any]] = []
+    rejects: list[dict[str, Any]] = []
+    stats: Counter = Counter()
+    for row in read_jsonl(shard):
+        graph = row_to_graph(row)
+        positives, rej, st = generate_positives(graph, cfg, res)
+        rows.extend(p.to_vanilla() for p in positives)
+        rejects.extend(r.to_json() for r in rej)
+        stats.update(st)
+    # Rejects and counts first, the positives file last: its presence marks the shard done.
+    write_jsonl(out.with_suffix(".rejects.jsonl"), rejects)
+    write_json(out.with_suffix(".stats.json"), dict(sorted(stats.items())))
+    write_jsonl(out, rows)
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# Stage 3: balance, split, write the run folder
+
+
+def _iter_positive_rows(files: list[Path]) -> Iterator[dict[str, Any]]:
+    for f in files:
+        yield from read_jsonl(f)
+
+
+def assemble(run: RunFolder, positive_files: list[Path]) -> dict[str, Any]:
+    """Balance all positives, assign splits by image, write splits/, rejects.jsonl and manifest.json."""
+    from generators.paths import PathResources
+
+    cfg = run.config()
+    sg, images = resolve_inputs(run, cfg)
+    items = [
+        BalanceItem(
+            id=r["id"],
+            tuple_type=r["tuple_type"],
+            level=r["level"],
+            target_name=r["path"]["name"],
+            relations=tuple(
+                sorted({t[1] for t in r["tuple"] if t[1] != "has attribute" and not t[1].startswith("same ")})
+            ),
+        )
+        for r in _iter_positive_rows(positive_files)
+    ]
+    if len({i.id for i in items}) != len(items):
+        raise AssertionError("two positives share an id: content ids collided or a shard was read twice")
+    kept, dropped = balance(items, cfg.balance, cfg.seed)
+
+    writers = {s: JsonArrayWriter(run.root / "splits" / s / "positive.json") for s in SPLITS}
+    cocos = {s: CocoWriter(run.root / "splits" / s / "coco.json") for s in SPLITS}
+    table: Counter = Counter()
+    balance_rejects: list[dict[str, Any]] = []
+    for r in _iter_positive_rows(positive_files):
+        if r["id"] not in kept:
+            balance_rejects.append(
+                Reject(
+                    "balance",
+                    dropped[r["id"]],
+                    r["image_id"],
+                    r["id"],
+                    detail={"tuple_type": r["tuple_type"], "level": r["level"], "expression": r["expression"]},
+                ).to_json()
+            )
+            continue
+        split = split_of(r["image_id"], cfg.splits)
+        r["split"] = split
+        writers[split].write(r)
+        cocos[split].add(r)
+        table[(split, r["tuple_type"], r["level"])] += 1
+    for s in SPLITS:
+        writers[s].close()
+        cocos[s].close({"description": f"hardneg {s} split", "version": HARDNEG_VERSION, "split": s})
+
+    # rejects.jsonl is rebuilt from the stage files every time, so reruns never duplicate a line.
+    ingest_dir = run.work / "ingest"
+    reject_files = [ingest_dir / "rejects.jsonl"] + [f.with_suffix(".rejects.jsonl") for f in positive_files]
+    chunks = [f.read_bytes() for f in reject_files if f.exists()]
+    chunks.append(b"".join(orjson.dumps(r) + b"\n" for r in balance_rejects))
+    atomic_write_bytes(run.root / "rejects.jsonl", b"".join(chunks))
+
+    ingest_info = orjson.loads((ingest_dir / "_done.json").read_bytes())
+    path_stats: Counter = Counter()
+    for f in positive_files:
+        path_stats.update(orjson.loads(f.with_suffix(".stats.json").read_bytes()))
+    res = PathResources.load(cfg)
+    manifest = {
+        "hardneg_version": HARDNEG_VERSION,
+        "run": run.root.name,
+        "seed": cfg.seed,
+        "config": cfg.model_dump(mode="json"),
+        "config_fingerprint": cfg.fingerprint(),
+        "inputs": {"scene_graphs": str(sg), "images": str(images) if images is not None else None},
+        "versions": res.versions(),
+        "models": {},
+        "counts": {
+            "ingest": ingest_info["counts"],
+            "repairs": ingest_info["repairs"],
+            "paths": dict(sorted(path_stats.items())),
+            "positives_candidates": len(items),
+            "positives_kept": len(kept),
+            "balance_dropped": len(dropped),
+            "balance_dropped_by_reason": dict(sorted(Counter(dropped.values()).items())),
+            "positives": {s: writers[s].count for s in SPLITS},
+            "positives_by_split_type_level": {f"{s}/{t}/L{lv}": n for (s, t, lv), n in sorted(table.items())},
+        },
+    }
+    write_json(run.root / "manifest.json", manifest)
+    return manifest
+
+
+# --------------------------------------------------------------------------------------------------
+# Without Prefect (tests, debugging): the same stages in one process
+
+
+def run_local(cfg: RunConfig, root: Path) -> dict[str, Any]:
+    run = prepare_run(cfg, root)
+    shards = ingest(run)
+    outs = [paths_shard(run, s) for s in shards]
+    return assemble(run, outs)

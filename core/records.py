@@ -1,0 +1,261 @@
+"""Typed records shared by every stage.
+
+Scene graphs mirror GQA's `*_sceneGraphs.json` (SPEC section 2); paths mirror the path form
+of SPEC section 3 and serialise to exactly that JSON.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+
+@dataclass(slots=True, frozen=True)
+class Relation:
+    """An edge stored on its subject: `subject name object`."""
+
+    name: str
+    object: str
+
+
+@dataclass(slots=True)
+class SceneObject:
+    id: str
+    name: str
+    x: int
+    y: int
+    w: int
+    h: int
+    attributes: tuple[str, ...] = ()
+    relations: tuple[Relation, ...] = ()
+
+    @property
+    def box(self) -> tuple[int, int, int, int]:
+        """xywh in pixels of the image."""
+        return (self.x, self.y, self.w, self.h)
+
+    @property
+    def area(self) -> int:
+        return self.w * self.h
+
+    def to_gqa(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "x": self.x,
+            "y": self.y,
+            "w": self.w,
+            "h": self.h,
+            "attributes": list(self.attributes),
+            "relations": [{"name": r.name, "object": r.object} for r in self.relations],
+        }
+
+
+@dataclass(slots=True)
+class SceneGraph:
+    image_id: str
+    width: int
+    height: int
+    objects: dict[str, SceneObject]
+    location: str | None = None
+    weather: str | None = None
+
+    def to_gqa(self) -> dict[str, Any]:
+        """The value GQA stores under this image's id."""
+        out: dict[str, Any] = {"width": self.width, "height": self.height}
+        if self.location is not None:
+            out["location"] = self.location
+        if self.weather is not None:
+            out["weather"] = self.weather
+        out["objects"] = {oid: obj.to_gqa() for oid, obj in self.objects.items()}
+        return out
+
+
+@dataclass(slots=True, frozen=True)
+class PathEdge:
+    """A relation child of a path node: the node's object `name` the child's object."""
+
+    name: str
+    object: PathNode
+
+
+@dataclass(slots=True, frozen=True)
+class SameEdge:
+    """A `same` child: the node shares an attribute of `category` with the child's object."""
+
+    category: str
+    object: PathNode
+
+
+@dataclass(slots=True, frozen=True)
+class PathNode:
+    """One node of a referring path (SPEC section 3). `id` names the grounded object, if any."""
+
+    name: str
+    attributes: tuple[str, ...] = ()
+    relations: tuple[PathEdge, ...] = ()
+    same: tuple[SameEdge, ...] = ()
+    id: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "attributes": list(self.attributes)}
+        if self.id is not None:
+            out["id"] = self.id
+        out["relations"] = [{"name": e.name, "object": e.object.to_json()} for e in self.relations]
+        out["same"] = [{"category": s.category, "object": s.object.to_json()} for s in self.same]
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PathNode:
+        if not isinstance(data, dict) or not isinstance(data.get("name"), str):
+            raise ValueError(f"path node needs a string 'name': {data!r}")
+        attrs = data.get("attributes", [])
+        if not isinstance(attrs, list) or not all(isinstance(a, str) for a in attrs):
+            raise ValueError(f"path node 'attributes' must be a list of strings: {attrs!r}")
+        node_id = data.get("id")
+        if node_id is not None and not isinstance(node_id, str):
+            raise ValueError(f"path node 'id' must be a string: {node_id!r}")
+        return cls(
+            name=data["name"],
+            attributes=tuple(attrs),
+            relations=tuple(
+                PathEdge(name=r["name"], object=cls.from_json(r["object"])) for r in data.get("relations", [])
+            ),
+            same=tuple(
+                SameEdge(category=s["category"], object=cls.from_json(s["object"])) for s in data.get("same", [])
+            ),
+            id=node_id,
+        )
+
+    def nodes(self) -> list[PathNode]:
+        """All nodes, depth first, this one first."""
+        out = [self]
+        for e in self.relations:
+            out.extend(e.object.nodes())
+        for s in self.same:
+            out.extend(s.object.nodes())
+        return out
+
+    def without_ids(self) -> PathNode:
+        return PathNode(
+            name=self.name,
+            attributes=self.attributes,
+            relations=tuple(PathEdge(e.name, e.object.without_ids()) for e in self.relations),
+            same=tuple(SameEdge(s.category, s.object.without_ids()) for s in self.same),
+        )
+
+    def canonical(self) -> bytes:
+        """Deterministic bytes of the path (sorted keys), for ids and dedup."""
+        return orjson.dumps(self.to_json(), option=orjson.OPT_SORT_KEYS)
+
+
+@dataclass(slots=True)
+class Reject:
+    """A dropped candidate and why (STYLE habit 2: rejects are data)."""
+
+    stage: str
+    reason: str
+    image_id: str | None = None
+    sample_id: int | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"stage": self.stage, "reason": self.reason}
+        if self.image_id is not None:
+            out["image_id"] = self.image_id
+        if self.sample_id is not None:
+            out["sample_id"] = self.sample_id
+        if self.detail:
+            out["detail"] = self.detail
+        return out
+
+
+def content_id(*parts: str | bytes) -> int:
+    """A stable id from content: the first 52 bits of a SHA-1 (exact in JSON and float64)."""
+    h = hashlib.sha1()
+    for p in parts:
+        h.update(p if isinstance(p, bytes) else p.encode("utf-8"))
+        h.update(b"\x00")
+    return int(h.hexdigest()[:13], 16)
+
+
+@dataclass(slots=True)
+class Positive:
+    """A referring expression that picks out exactly one object (FineCops-Ref positive)."""
+
+    id: int
+    image_id: str
+    width: int
+    height: int
+    path: PathNode
+    tuple_type: str
+    level: int
+    expression: str
+    template: str  # "<type>@<templates version>#<index>"
+    bbox: tuple[int, int, int, int]  # the target's xywh
+    distractors: int  # other objects in the image with the target's name
+    generator: str
+    spatial: bool
+    attribute: bool
+
+    @staticmethod
+    def make_id(image_id: str, path: PathNode) -> int:
+        return content_id("positive", image_id, path.canonical())
+
+    def triples(self) -> list[list[str]]:
+        """The scene-graph facts the path uses, as [subject, predicate, object] (FineCops `tuple`)."""
+        out: list[list[str]] = []
+
+        def walk(node: PathNode) -> None:
+            for a in node.attributes:
+                out.append([node.name, "has attribute", a])
+            for e in node.relations:
+                out.append([node.name, e.name, e.object.name])
+                walk(e.object)
+            for s in node.same:
+                out.append([node.name, f"same {s.category} as", s.object.name])
+                walk(s.object)
+
+        walk(self.path)
+        return out
+
+    def to_vanilla(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "image_id": self.image_id,
+            "objects_id": [n.id for n in self.path.nodes() if n.id is not None],
+            "tuple": self.triples(),
+            "tuple_type": self.tuple_type,
+            "level": self.level,
+            "spatial": self.spatial,
+            "attribute": self.attribute,
+            "expression": self.expression,
+            "path": self.path.to_json(),
+            "bbox": list(self.bbox),
+            "width": self.width,
+            "height": self.height,
+            "distractors": self.distractors,
+            "template": self.template,
+            "generator": self.generator,
+        }
+
+    @classmethod
+    def from_vanilla(cls, d: dict[str, Any]) -> Positive:
+        return cls(
+            id=d["id"],
+            image_id=d["image_id"],
+            width=d["width"],
+            height=d["height"],
+            path=PathNode.from_json(d["path"]),
+            tuple_type=d["tuple_type"],
+            level=d["level"],
+            expression=d["expression"],
+            template=d["template"],
+            bbox=tuple(d["bbox"]),  # type: ignore[arg-type]
+            distractors=d["distractors"],
+            generator=d["generator"],
+            spatial=d["spatial"],
+            attribute=d["attribute"],
+        )

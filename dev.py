@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""Set up and run hardneg with nothing but Python 3.11: the README's two commands.
+
+    python3 dev.py demo [hardneg run args...]   # create .venv, install, run the pipeline on the demo world
+    python3 dev.py test [pytest args...]        # create .venv, install with test extras, run the tests
+
+The virtual environment lives in .venv and is reinstalled only when pyproject.toml changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+PY = BIN / "python"
+
+
+def ensure_env(extras: str) -> None:
+    if sys.version_info < (3, 11):  # noqa: UP036  (dev.py runs on whatever python3 the machine has)
+        sys.exit(f"hardneg needs Python 3.11+, this is {sys.version.split()[0]}")
+    if not PY.exists():
+        print(f"creating {VENV}", flush=True)
+        venv.EnvBuilder(with_pip=True).create(VENV)
+    stamp = VENV / f".installed-{extras or 'base'}"
+    want = hashlib.sha1((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    if stamp.exists() and stamp.read_text() == want:
+        return
+    print(f"installing hardneg[{extras}] into {VENV} (once per pyproject change)", flush=True)
+    pip = [str(PY), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
+    subprocess.run([*pip, "--upgrade", "pip"], check=True)
+    target = f".[{extras}]" if extras else "."
+    subprocess.run([*pip, "-e", target], check=True, cwd=ROOT)
+    stamp.write_text(want)
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in {"demo", "test", "lint"}:
+        print(__doc__)
+        return 2
+    cmd, rest = argv[0], argv[1:]
+    if cmd == "demo":
+        ensure_env("")
+        return subprocess.call([str(BIN / "hardneg"), "run", *rest], cwd=ROOT)
+    ensure_env("dev")
+    if cmd == "lint":
+        return subprocess.call([str(PY), "-m", "ruff", "check", "."], cwd=ROOT)
+    return subprocess.call([str(PY), "-m", "pytest", "-q", *rest], cwd=ROOT)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,42 @@
+"""Tiny scene graphs built in code for unit tests."""
+
+from __future__ import annotations
+
+from core.attributes import AttributeTable
+from core.executor import GraphIndex
+from core.records import PathEdge, PathNode, Relation, SameEdge, SceneGraph, SceneObject
+
+
+def obj(
+    oid: str,
+    name: str,
+    attrs: tuple[str, ...] = (),
+    rels: tuple[tuple[str, str], ...] = (),
+    box: tuple[int, int, int, int] = (10, 10, 40, 40),
+) -> SceneObject:
+    x, y, w, h = box
+    return SceneObject(oid, name, x, y, w, h, tuple(attrs), tuple(Relation(n, o) for n, o in rels))
+
+
+def graph(*objects: SceneObject, image_id: str = "1", width: int = 500, height: int = 400) -> SceneGraph:
+    return SceneGraph(image_id, width, height, {o.id: o for o in objects})
+
+
+def index(g: SceneGraph) -> GraphIndex:
+    return GraphIndex(g, AttributeTable.load())
+
+
+def node(
+    name: str,
+    *attrs: str,
+    rel: list[tuple[str, PathNode]] | None = None,
+    same: list[tuple[str, PathNode]] | None = None,
+    oid: str | None = None,
+) -> PathNode:
+    return PathNode(
+        name=name,
+        attributes=tuple(attrs),
+        relations=tuple(PathEdge(r, n) for r, n in rel or []),
+        same=tuple(SameEdge(c, n) for c, n in same or []),
+        id=oid,
+    )
