@@ -171,7 +171,11 @@ def ingest(run: RunFolder) -> list[Path]:
 
     cfg = run.config()
     sg, images = resolve_inputs(run, cfg)
-    fp = _hash("ingest@v1", str(sg), _file_stamp(sg), str(images), cfg.shard_size)
+    if cfg.inputs.scene_graphs is None:  # inside the run folder: identify it by what built it, so a moved run resumes
+        source: list[Any] = ["demo", cfg.demo.model_dump()]
+    else:
+        source = [str(sg), _file_stamp(sg), str(images)]
+    fp = _hash("ingest@v1", source, cfg.shard_size)
     d = run.stage("ingest", fp)
     done = d / "_done.json"
     if done.exists():
@@ -235,12 +239,19 @@ def paths_fingerprint(run: RunFolder, cfg: RunConfig) -> str:
     )
 
 
+def open_paths_stage(run: RunFolder) -> Path:
+    """Open (or reset, when its inputs changed) the paths stage; once, before its shards run in parallel."""
+    return run.stage("paths", paths_fingerprint(run, run.config()))
+
+
 def paths_shard(run: RunFolder, shard: Path) -> Path:
     """Generate the positives of one ingest shard; skipped when its output already exists."""
     from generators.paths import PathResources, generate_positives
 
     cfg = run.config()
-    d = run.stage("paths", paths_fingerprint(run, cfg))
+    d = run.work / "paths"
+    if not d.exists() or run.fingerprint_of("paths") != paths_fingerprint(run, cfg):
+        raise RuntimeError("paths stage is not open for this config: call open_paths_stage first")
     out = d / shard.name.replace("graphs-", "positives-")
     if out.exists():
         return out
@@ -361,5 +372,6 @@ def assemble(run: RunFolder, positive_files: list[Path]) -> dict[str, Any]:
 def run_local(cfg: RunConfig, root: Path) -> dict[str, Any]:
     run = prepare_run(cfg, root)
     shards = ingest(run)
+    open_paths_stage(run)
     outs = [paths_shard(run, s) for s in shards]
     return assemble(run, outs)

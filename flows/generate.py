@@ -27,6 +27,11 @@ def ingest_task(run_dir: str) -> list[str]:
     return [str(p) for p in pipeline.ingest(pipeline.RunFolder(Path(run_dir)))]
 
 
+@task(name="open-paths-stage", cache_policy=NO_CACHE)
+def open_paths_task(run_dir: str) -> str:
+    return str(pipeline.open_paths_stage(pipeline.RunFolder(Path(run_dir))))
+
+
 @task(name="paths-shard", cache_policy=NO_CACHE)
 def paths_task(run_dir: str, shard: str) -> str:
     return str(pipeline.paths_shard(pipeline.RunFolder(Path(run_dir)), Path(shard)))
@@ -42,6 +47,7 @@ def generate(config_json: str, run_dir: str) -> dict:
     """Scene graphs -> validated shards -> positives per shard -> balanced, split run folder."""
     run_dir = prepare_task(config_json, run_dir)
     shards = ingest_task(run_dir)
+    open_paths_task(run_dir)
     futures = [paths_task.submit(run_dir, s) for s in shards]
     outputs = [f.result() for f in futures]
     return assemble_task(run_dir, outputs)

@@ -1,0 +1,128 @@
+"""The Prefect flow and the CLI, on the demo world and on GQA-format input with bad records."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from core.cli import main as cli_main
+from core.cli import prefect_env_defaults
+from core.config import REPO_ROOT, load_config
+from core.demo_world import build_demo_world, generate_graphs
+from core.pipeline import SPLITS, run_local
+
+
+@pytest.fixture(scope="module")
+def prefect_harness(tmp_path_factory):
+    """An isolated ephemeral Prefect API; results storage in a fresh dir so no cache leaks across sessions."""
+    home = tmp_path_factory.mktemp("prefect")
+    os.environ["PREFECT_HOME"] = str(home)
+    os.environ["PREFECT_RESULTS_LOCAL_STORAGE_PATH"] = str(home / "results")
+    prefect_env_defaults()
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=180):
+        yield
+
+
+@pytest.mark.slow
+def test_flow_writes_the_same_run_folder_as_the_plain_stages(prefect_harness, tmp_path: Path):
+    from flows.generate import run_generate
+
+    cfg = load_config()
+    manifest = run_generate(cfg, tmp_path / "flow")
+    run_local(cfg, tmp_path / "plain")
+    assert sum(manifest["counts"]["positives"].values()) > 100
+    for s in SPLITS:
+        for f in ("positive.json", "coco.json"):
+            assert (tmp_path / "flow" / "splits" / s / f).read_bytes() == (
+                tmp_path / "plain" / "splits" / s / f
+            ).read_bytes()
+    # One task per shard: 40 demo images in shards of 16.
+    assert len(list((tmp_path / "flow" / "work" / "ingest").glob("graphs-*.jsonl"))) == 3
+
+
+def _gqa_with_problems(tmp_path: Path) -> tuple[Path, Path]:
+    """A GQA-format folder: the demo graphs and images, plus malformed graphs and broken images."""
+    world = build_demo_world(tmp_path / "world", n_scenes=8, seed=3)
+    graphs = orjson.loads(world.scene_graphs.read_bytes())
+    ids = sorted(graphs)
+    graphs["9000001"] = {"height": 300, "objects": {}}  # missing width
+    graphs["9000002"] = {"width": 100, "height": 0, "objects": {}}  # non-positive size
+    graphs["9000003"] = {"width": 100, "height": 100, "objects": {"1": {"name": "cup", "x": 1, "y": 1, "w": 0, "h": 5}}}
+    (world.images / f"{ids[0]}.jpg").unlink()  # missing image
+    (world.images / f"{ids[1]}.jpg").write_bytes(b"not a jpeg at all")  # corrupt image
+    # Spilled boxes and a dangling relation are repaired and counted, not rejected.
+    first_obj = next(iter(graphs[ids[2]]["objects"].values()))
+    first_obj["w"] += 10_000
+    first_obj["relations"].append({"name": "near", "object": "no-such-id"})
+    folder = tmp_path / "gqa"
+    folder.mkdir()
+    (folder / "val_sceneGraphs.json").write_bytes(orjson.dumps(graphs))
+    return folder, world.images
+
+
+def test_bad_input_is_rejected_with_reasons_and_the_run_goes_on(tmp_path: Path):
+    folder, images = _gqa_with_problems(tmp_path)
+    cfg = load_config(None, {"inputs": {"scene_graphs": str(folder), "images": str(images)}})
+    manifest = run_local(cfg, tmp_path / "run")
+    rejects = [orjson.loads(x) for x in (tmp_path / "run" / "rejects.jsonl").read_bytes().splitlines()]
+    ingest = {r["image_id"]: r["reason"] for r in rejects if r["stage"] == "ingest"}
+    assert "width" in ingest["9000001"]
+    assert "height" in ingest["9000002"]
+    assert "w=0" in ingest["9000003"] or "size" in ingest["9000003"]
+    assert any("missing" in v for v in ingest.values())
+    assert any("corrupt" in v for v in ingest.values())
+    assert len(ingest) == 5
+    assert manifest["counts"]["ingest"]["images_kept"] == 6
+    assert manifest["counts"]["repairs"].get("clipped_box", 0) >= 1
+    assert manifest["counts"]["repairs"].get("dropped_dangling_relation", 0) >= 1
+    assert sum(manifest["counts"]["positives"].values()) > 0
+    assert manifest["inputs"]["scene_graphs"] == str(folder)
+
+
+def test_adding_images_never_moves_old_ones_between_splits(tmp_path: Path):
+    graphs = generate_graphs(30, seed=11)
+    ids = sorted(graphs)
+    small, big = tmp_path / "small.json", tmp_path / "big.json"
+    small.write_bytes(orjson.dumps({i: graphs[i] for i in ids[:15]}))
+    big.write_bytes(orjson.dumps(graphs))
+    where: dict[str, dict[str, str]] = {}
+    for name, f in (("small", small), ("big", big)):
+        run_local(load_config(None, {"inputs": {"scene_graphs": str(f)}}), tmp_path / name)
+        where[name] = {
+            r["image_id"]: s
+            for s in SPLITS
+            for r in orjson.loads((tmp_path / name / "splits" / s / "positive.json").read_bytes())
+        }
+    assert where["small"]
+    assert all(where["big"].get(i, s) == s for i, s in where["small"].items())
+
+
+def test_cli_rejects_a_bad_config_with_a_clear_message(tmp_path: Path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("seeed: 3\n")
+    assert cli_main(["run", "--config", str(bad), "--no-prefect", "--output", str(tmp_path / "x")]) == 2
+    assert "seeed: unknown key" in capsys.readouterr().err
+    assert cli_main(["run", "--images", str(tmp_path), "--no-prefect"]) == 2
+    assert "--images needs --scene-graphs" in capsys.readouterr().err
+
+
+def test_cli_runs_on_gqa_format_input(tmp_path: Path):
+    folder, images = _gqa_with_problems(tmp_path)
+    out = tmp_path / "cli-run"
+    args = ["run", "--no-prefect", "--scene-graphs", str(folder), "--images", str(images), "--output", str(out)]
+    assert cli_main(args) == 0
+    assert (out / "splits" / "train" / "coco.json").exists()
+
+
+def test_console_script_is_installed():
+    exe = Path(sys.executable).parent / "hardneg"
+    assert exe.exists(), "pip install -e . should install the hardneg command"
+    out = subprocess.run([str(exe), "run", "--help"], capture_output=True, text=True, cwd=REPO_ROOT)
+    assert out.returncode == 0 and "--scene-graphs" in out.stdout
