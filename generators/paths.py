@@ -416,7 +416,7 @@ def generate_positives(
                 if not matches_exactly(path, search.index, tid):
                     # The masks and the executor disagree: a bug, never a silent keep.
                     raise AssertionError(f"image {graph.image_id}: mask search kept a non-unique path")
-                kept.append(_positive(graph, path, ptype, search, res))
+                kept.append(_Candidate(path, ptype, path_level(path, search.index)))
                 found += 1
                 if found >= cfg.paths.per_target_type:
                     break
@@ -424,22 +424,31 @@ def generate_positives(
             if not found:
                 stats[f"none:{ptype}"] += 1
     if len(kept) > cfg.paths.max_per_image:
-        kept, dropped = _cap_image(kept, cfg)
-        for p in dropped:
+        kept, dropped = _cap_image(kept, cfg, graph.image_id)
+        for c in dropped:
             rejects.append(
                 Reject(
                     "paths",
                     f"max_per_image {cfg.paths.max_per_image}",
                     graph.image_id,
-                    p.id,
-                    detail={"tuple_type": p.tuple_type, "level": p.level, "expression": p.expression},
+                    Positive.make_id(graph.image_id, c.path),
+                    detail={"tuple_type": c.ptype, "level": c.level, "path": c.path.to_json()},
                 )
             )
         stats["dropped_max_per_image"] += len(dropped)
-    return kept, rejects, stats
+    # Rendering is the costly part of a sample: only the ones kept are rendered.
+    return [_positive(graph, c, search, res) for c in kept], rejects, stats
 
 
-def _positive(graph: SceneGraph, path: PathNode, ptype: str, search: _ImageSearch, res: PathResources) -> Positive:
+@dataclass(slots=True, frozen=True)
+class _Candidate:
+    path: PathNode
+    ptype: str
+    level: int
+
+
+def _positive(graph: SceneGraph, c: _Candidate, search: _ImageSearch, res: PathResources) -> Positive:
+    path, ptype = c.path, c.ptype
     sid = Positive.make_id(graph.image_id, path)
     expression, template = res.renderer.render(path, ptype, sid, search.index)
     target = graph.objects[path.id]  # type: ignore[index]
@@ -450,7 +459,7 @@ def _positive(graph: SceneGraph, path: PathNode, ptype: str, search: _ImageSearc
         height=graph.height,
         path=path,
         tuple_type=ptype,
-        level=path_level(path, search.index),
+        level=c.level,
         expression=expression,
         template=template,
         bbox=target.box,
@@ -461,20 +470,19 @@ def _positive(graph: SceneGraph, path: PathNode, ptype: str, search: _ImageSearc
     )
 
 
-def _cap_image(kept: list[Positive], cfg: RunConfig) -> tuple[list[Positive], list[Positive]]:
+def _cap_image(kept: list[_Candidate], cfg: RunConfig, image_id: str) -> tuple[list[_Candidate], list[_Candidate]]:
     """Keep `max_per_image`, round-robin over (type, level) groups in a keyed order, for variety."""
-    rng = random.Random(f"{cfg.seed}:cap:{kept[0].image_id}")
-    groups: dict[tuple[str, int], list[Positive]] = {}
-    for p in kept:
-        groups.setdefault((p.tuple_type, p.level), []).append(p)
+    rng = random.Random(f"{cfg.seed}:cap:{image_id}")
+    groups: dict[tuple[str, int], list[int]] = {}
+    for i, c in enumerate(kept):
+        groups.setdefault((c.ptype, c.level), []).append(i)
     order = sorted(groups)
     rng.shuffle(order)
     for k in order:
         rng.shuffle(groups[k])
-    chosen: list[Positive] = []
+    chosen: set[int] = set()
     while len(chosen) < cfg.paths.max_per_image:
         for k in order:
             if groups[k] and len(chosen) < cfg.paths.max_per_image:
-                chosen.append(groups[k].pop())
-    ids = {p.id for p in chosen}
-    return [p for p in kept if p.id in ids], [p for p in kept if p.id not in ids]
+                chosen.add(groups[k].pop())
+    return [c for i, c in enumerate(kept) if i in chosen], [c for i, c in enumerate(kept) if i not in chosen]
