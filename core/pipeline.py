@@ -27,6 +27,7 @@ import orjson
 from core.attributes import AttributeTable
 from core.balance import BalanceItem, balance
 from core.coco import CocoWriter
+from core.demo_world import GENERATOR_VERSION as DEMO_WORLD_VERSION
 from core.config import RunConfig
 from core.io import JsonArrayWriter, atomic_write_bytes, read_jsonl, write_json, write_jsonl
 from core.records import Reject, SceneGraph
@@ -347,7 +348,7 @@ def assemble(run: RunFolder, positive_files: list[Path]) -> dict[str, Any]:
         "config": cfg.model_dump(mode="json"),
         "config_fingerprint": cfg.fingerprint(),
         "inputs": {"scene_graphs": str(sg), "images": str(images) if images is not None else None},
-        "versions": res.versions(),
+        "versions": res.versions() | ({"demo_world": DEMO_WORLD_VERSION} if cfg.inputs.scene_graphs is None else {}),
         "models": {},
         "counts": {
             "ingest": ingest_info["counts"],
