@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import zlib
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -63,6 +64,11 @@ class PathResources:
             "relations": self.relations.version,
             "english": self.english.version,
         }
+
+
+def keyed_seed(*parts: object) -> int:
+    """A cheap deterministic seed from parts (str seeds cost Random a SHA-512 each)."""
+    return zlib.crc32(":".join(map(str, parts)).encode())
 
 
 # --------------------------------------------------------------------------------------------------
@@ -135,6 +141,16 @@ class _ImageSearch:
         self.index = GraphIndex(graph, res.table)
         self.related = {oid for oid, obj in graph.objects.items() if related_ok(obj, graph, cfg, res)}
         self._desc_cache: dict[tuple[str, tuple[str, ...]], PathNode] = {}
+        self._subset_cache: dict[tuple[str, int, str | None], list[tuple[str, ...]]] = {}
+
+    def subsets(self, oid: str, max_size: int, exclude_category: str | None = None) -> list[tuple[str, ...]]:
+        """A fresh list (callers shuffle it) of the object's usable attribute subsets, memoised."""
+        key = (oid, max_size, exclude_category)
+        got = self._subset_cache.get(key)
+        if got is None:
+            got = _attr_subsets(self.graph.objects[oid].attributes, self.res.table, max_size, exclude_category)
+            self._subset_cache[key] = got
+        return list(got)
 
     def node(self, oid: str, attrs: tuple[str, ...]) -> PathNode:
         key = (oid, attrs)
@@ -202,11 +218,10 @@ def _relation_elements(
 ) -> Iterator[Element]:
     """Relation edges from the target, lazily, in a keyed random order."""
     p = search.cfg.paths
-    table = search.res.table
     edges = search.edges(target, exclude=frozenset({target}))
     rng.shuffle(edges)
     for rel, oid in edges:
-        subsets = _attr_subsets(search.graph.objects[oid].attributes, table, p.max_related_attributes)
+        subsets = search.subsets(oid, p.max_related_attributes)
         rng.shuffle(subsets)
         for attrs in subsets:
             child = search.node(oid, attrs)
@@ -217,7 +232,7 @@ def _relation_elements(
             inner = search.edges(oid, exclude=frozenset({target, oid}))
             rng.shuffle(inner)
             for rel2, oid2 in inner:
-                subsets2 = _attr_subsets(search.graph.objects[oid2].attributes, table, p.max_related_attributes)
+                subsets2 = search.subsets(oid2, p.max_related_attributes)
                 attrs2 = subsets2[rng.randrange(len(subsets2))]
                 deep = PathNode(
                     child.name, child.attributes, (PathEdge(rel2, search.node(oid2, attrs2)),), (), child.id
@@ -230,7 +245,6 @@ def _same_elements(
 ) -> Iterator[Element]:
     """`same` edges: another object (of another name) sharing an attribute category with the target."""
     p = search.cfg.paths
-    table = search.res.table
     idx = search.index
     tobj = search.graph.objects[target]
     pairs: list[tuple[str, str]] = []
@@ -248,9 +262,7 @@ def _same_elements(
     rng.shuffle(pairs)
     for cat, oid in pairs:
         # The shared attribute itself stays out of the child, or the expression gives the answer away.
-        subsets = _attr_subsets(
-            search.graph.objects[oid].attributes, table, p.max_related_attributes, exclude_category=cat
-        )
+        subsets = search.subsets(oid, p.max_related_attributes, exclude_category=cat)
         attrs = subsets[rng.randrange(len(subsets))]
         child = search.node(oid, attrs)
         if not two_hop:
@@ -260,7 +272,7 @@ def _same_elements(
         inner = search.edges(oid, exclude=frozenset({target, oid}))
         rng.shuffle(inner)
         for rel2, oid2 in inner:
-            subsets2 = _attr_subsets(search.graph.objects[oid2].attributes, table, p.max_related_attributes)
+            subsets2 = search.subsets(oid2, p.max_related_attributes)
             attrs2 = subsets2[rng.randrange(len(subsets2))]
             deep = PathNode(child.name, child.attributes, (PathEdge(rel2, search.node(oid2, attrs2)),), (), child.id)
             yield Element(None, cat, deep, _mask_same(search, distractors, cat, deep), inner_mask, 2)
@@ -304,7 +316,7 @@ def candidate_paths(search: _ImageSearch, target: str, ptype: str, rng: random.R
     budget = p.max_candidates
 
     def attr_options(exclude_category: str | None = None) -> list[tuple[tuple[str, ...], int]]:
-        subsets = _attr_subsets(tobj.attributes, search.res.table, p.max_target_attributes, exclude_category)
+        subsets = search.subsets(target, p.max_target_attributes, exclude_category)
         rng.shuffle(subsets)
         return [(a, _mask_attrs(search, distractors, a)) for a in subsets]
 
@@ -410,7 +422,7 @@ def generate_positives(
             continue
         stats["targets"] += 1
         for ptype in cfg.paths.types:
-            rng = random.Random(f"{cfg.seed}:{graph.image_id}:{tid}:{ptype}")
+            rng = random.Random(keyed_seed(cfg.seed, graph.image_id, tid, ptype))
             found = 0
             for path in candidate_paths(search, tid, ptype, rng):
                 if not matches_exactly(path, search.index, tid):
@@ -432,7 +444,7 @@ def generate_positives(
                     f"max_per_image {cfg.paths.max_per_image}",
                     graph.image_id,
                     Positive.make_id(graph.image_id, c.path),
-                    detail={"tuple_type": c.ptype, "level": c.level, "path": c.path.to_json()},
+                    detail={"object": c.path.id, "tuple_type": c.ptype, "level": c.level},
                 )
             )
         stats["dropped_max_per_image"] += len(dropped)

@@ -1,0 +1,185 @@
+"""GQA-scale benchmark of the CPU stages: load, paths, levels, balance, templates, write.
+
+Generates (or reuses) the synthetic GQA-train-like corpus of `benchmarks.synthetic_gqa` (74,942 images,
+~16 objects and ~50 relations each, GQA's left/right skew), then, each in a fresh subprocess so peak RSS
+is its own:
+- the baseline: `orjson.loads` of the whole file (the time just to parse it);
+- the pipeline's stages exactly as `hardneg run --no-prefect` runs them, with `configs/gqa.yaml`:
+  ingest (stream, validate, shard), paths (search + levels + templates, per shard), assemble (balance,
+  split, write the run folder). `--workers N` runs the path shards in N processes, as the Prefect
+  process runner does;
+- a breakdown of the paths stage on the first shard: search, levels, templates, timed separately.
+
+Prints seconds per stage, the end-to-end time as a ratio to the orjson parse, and peak RSS.
+
+    python -m benchmarks.bench_pipeline [--n-images 74942] [--workers 1] [--workdir /tmp/hardneg-bench]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import random
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from benchmarks.bench_loader import corpus_path
+from benchmarks.synthetic_gqa import write_synthetic_gqa
+
+REPO = Path(__file__).resolve().parent.parent
+log = logging.getLogger(__name__)
+
+
+def _rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _shard_job(args: tuple[str, str]) -> str:
+    from core import pipeline
+
+    run_dir, shard = args
+    return str(pipeline.paths_shard(pipeline.RunFolder(Path(run_dir)), Path(shard)))
+
+
+def _child_pipeline(corpus: Path, run_dir: Path, workers: int) -> dict[str, Any]:
+    from core import pipeline
+    from core.config import load_config
+
+    cfg = load_config(REPO / "configs" / "gqa.yaml", {"inputs": {"scene_graphs": str(corpus)}})
+    times: dict[str, float] = {}
+    t0 = time.perf_counter()
+    run = pipeline.prepare_run(cfg, run_dir)
+    t1 = time.perf_counter()
+    shards = pipeline.ingest(run)
+    t2 = time.perf_counter()
+    pipeline.open_paths_stage(run)
+    if workers > 1:
+        with ProcessPoolExecutor(workers) as pool:
+            outs = [Path(p) for p in pool.map(_shard_job, [(str(run_dir), str(s)) for s in shards])]
+    else:
+        outs = [pipeline.paths_shard(run, s) for s in shards]
+    t3 = time.perf_counter()
+    manifest = pipeline.assemble(run, outs)
+    t4 = time.perf_counter()
+    times = {"prepare": t1 - t0, "ingest": t2 - t1, "paths": t3 - t2, "assemble": t4 - t3}
+    c = manifest["counts"]
+    return {
+        "times": times,
+        "total": t4 - t0,
+        "images": c["ingest"]["images_kept"],
+        "candidates": c["positives_candidates"],
+        "positives": c["positives"],
+        "shards": len(shards),
+        "peak_rss_mb": _rss_mb(),
+        "breakdown": _breakdown(cfg, shards[0]),
+    }
+
+
+def _breakdown(cfg: Any, shard: Path) -> dict[str, Any]:
+    """Search, levels and templates timed apart on one shard (the paths stage does all three)."""
+    from core.io import read_jsonl
+    from core.pipeline import row_to_graph
+    from generators.paths import PathResources, _ImageSearch, candidate_paths, path_level, target_reason
+
+    res = PathResources.load(cfg)
+    graphs = [row_to_graph(r) for r in read_jsonl(shard)]
+    search_s = level_s = render_s = 0.0
+    found = []
+    for g in graphs:
+        t = time.perf_counter()
+        s = _ImageSearch(g, cfg, res)
+        for tid in sorted(g.objects):
+            if target_reason(g.objects[tid], g, cfg, res):
+                continue
+            for ptype in cfg.paths.types:
+                rng = random.Random(f"{cfg.seed}:{g.image_id}:{tid}:{ptype}")
+                for path in candidate_paths(s, tid, ptype, rng):
+                    found.append((s, path, ptype))
+                    break
+        search_s += time.perf_counter() - t
+    t = time.perf_counter()
+    for s, path, _ in found:
+        path_level(path, s.index)
+    level_s = time.perf_counter() - t
+    t = time.perf_counter()
+    for i, (s, path, ptype) in enumerate(found):
+        res.renderer.render(path, ptype, i, s.index)
+    render_s = time.perf_counter() - t
+    return {
+        "images": len(graphs),
+        "paths": len(found),
+        "search_s": search_s,
+        "levels_s": level_s,
+        "templates_s": render_s,
+    }
+
+
+def _child_orjson(corpus: Path) -> dict[str, Any]:
+    t = time.perf_counter()
+    n = len(orjson.loads(corpus.read_bytes()))
+    return {"seconds": time.perf_counter() - t, "images": n, "peak_rss_mb": _rss_mb()}
+
+
+def _run_child(*args: str) -> dict[str, Any]:
+    cmd = [sys.executable, "-m", "benchmarks.bench_pipeline", "--child", *args]
+    out = subprocess.run(cmd, cwd=REPO, check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--n-images", type=int, default=74_942)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--workers", type=int, default=1, help="processes for the path shards")
+    ap.add_argument("--workdir", type=Path, default=Path("/tmp/hardneg-bench"))
+    ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+
+    if args.child:
+        kind, *rest = args.child
+        if kind == "orjson":
+            print(json.dumps(_child_orjson(Path(rest[0]))))
+        else:
+            print(json.dumps(_child_pipeline(Path(rest[0]), Path(rest[1]), int(rest[2]))))
+        return
+
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    corpus = corpus_path(args.workdir, args.n_images, args.seed, 16, 50)
+    if not corpus.exists():
+        write_synthetic_gqa(corpus, args.n_images, args.seed, 16, 50)
+    corpus.read_bytes()  # warm the page cache for both measurements
+    run_dir = args.workdir / f"run_n{args.n_images}"
+    shutil.rmtree(run_dir, ignore_errors=True)  # measure from scratch, not a resumed run
+
+    base = _run_child("orjson", str(corpus))
+    r = _run_child("pipeline", str(corpus), str(run_dir), str(args.workers))
+    size_mb = corpus.stat().st_size / 1e6
+    print(f"corpus: {corpus.name}: {r['images']} images, {size_mb:.0f} MB")
+    print(f"baseline orjson.loads(whole file): {base['seconds']:.2f} s, peak RSS {base['peak_rss_mb']:.0f} MB")
+    for stage, s in r["times"].items():
+        print(f"  {stage:9s} {s:8.2f} s")
+    print(
+        f"pipeline end to end ({args.workers} worker(s) for paths): {r['total']:.2f} s "
+        f"= {r['total'] / base['seconds']:.1f}x the orjson parse; peak RSS {r['peak_rss_mb']:.0f} MB "
+        f"(parent; path workers each hold one shard)"
+    )
+    print(f"  {r['shards']} shards, {r['candidates']} candidates, positives {r['positives']}")
+    b = r["breakdown"]
+    print(
+        f"paths breakdown on the first shard ({b['images']} images, {b['paths']} paths): search {b['search_s']:.2f} s, "
+        f"levels {b['levels_s']:.2f} s, templates {b['templates_s']:.2f} s"
+    )
+
+
+if __name__ == "__main__":
+    main()
