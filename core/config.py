@@ -14,6 +14,8 @@ import orjson
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from core.vocab import load_yaml_text
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CONFIG = REPO_ROOT / "configs" / "demo.yaml"
 
@@ -116,7 +118,7 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
     """Load and validate a YAML config; `overrides` are nested dicts merged on top (CLI flags)."""
     p = Path(path) if path is not None else DEFAULT_CONFIG
     try:
-        raw = yaml.safe_load(p.read_text()) or {}
+        raw = load_yaml_text(p.read_text()) or {}
     except FileNotFoundError:
         raise ValueError(f"config file not found: {p}") from None
     except yaml.YAMLError as e:

@@ -2,15 +2,33 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 
+class DataLoader(yaml.SafeLoader):
+    """YAML without 1.1's on/off/yes/no booleans: "on" is a GQA relation, not True."""
+
+
+DataLoader.yaml_implicit_resolvers = {
+    k: [r for r in v if r[0] != "tag:yaml.org,2002:bool"] for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+DataLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+
+
+def load_yaml_text(text: str) -> Any:
+    return yaml.load(text, Loader=DataLoader)
+
+
 def _load_yaml(path: Path) -> dict:
     try:
-        data = yaml.safe_load(path.read_text())
+        data = load_yaml_text(path.read_text())
     except FileNotFoundError:
         raise ValueError(f"data file not found: {path}") from None
     if not isinstance(data, dict) or "version" not in data:
@@ -95,3 +113,52 @@ class English:
         if first in self.article_a:
             return "a"
         return "an" if first[:1] in "aeiou" else "a"
+
+
+@dataclass(slots=True, frozen=True)
+class NameCategories:
+    """Object name -> category (templates/name_categories.v1.yaml), for same-category replacement."""
+
+    version: str
+    by_name: dict[str, str]
+
+    @classmethod
+    def load(cls, path: Path) -> NameCategories:
+        data = _load_yaml(path)
+        by_name: dict[str, str] = {}
+        for cat, names in data["categories"].items():
+            for n in names:
+                by_name.setdefault(n, cat)
+        return cls(version=f"name_categories@{data['version']}", by_name=by_name)
+
+    def category(self, name: str) -> str | None:
+        return self.by_name.get(name)
+
+
+@dataclass(slots=True, frozen=True)
+class Lexicon:
+    """Synonyms, antonyms, relation categories and paraphrase rules (templates/lexicon.v1.yaml)."""
+
+    version: str
+    relation_synonyms: dict[str, tuple[str, ...]]
+    attribute_synonyms: dict[str, tuple[str, ...]]
+    antonyms: dict[str, str]
+    relation_category: dict[str, str]
+    paraphrases: tuple[tuple[str, str], ...]
+
+    @classmethod
+    def load(cls, path: Path) -> Lexicon:
+        data = _load_yaml(path)
+        syn = data.get("synonyms", {})
+        rel_cat: dict[str, str] = {}
+        for cat, names in data.get("relation_categories", {}).items():
+            for n in names:
+                rel_cat.setdefault(n, cat)
+        return cls(
+            version=f"lexicon@{data['version']}",
+            relation_synonyms={k: tuple(v) for k, v in (syn.get("relations") or {}).items()},
+            attribute_synonyms={k: tuple(v) for k, v in (syn.get("attributes") or {}).items()},
+            antonyms=dict(data.get("antonyms") or {}),
+            relation_category=rel_cat,
+            paraphrases=tuple((a, b) for a, b in data.get("paraphrases", [])),
+        )

@@ -10,12 +10,10 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from core.attributes import AttributeTable
 from core.executor import GraphIndex, execute
 from core.records import PathNode
-from core.vocab import English, RelationVocab
+from core.vocab import English, RelationVocab, load_yaml_text
 
 
 @dataclass(slots=True, frozen=True)
@@ -25,7 +23,7 @@ class Templates:
 
     @classmethod
     def load(cls, path: Path) -> Templates:
-        data = yaml.safe_load(path.read_text())
+        data = load_yaml_text(path.read_text())
         if not isinstance(data, dict) or "version" not in data or "types" not in data:
             raise ValueError(f"{path} must have 'version' and 'types'")
         types = {t: tuple(v) for t, v in data["types"].items()}
