@@ -88,6 +88,63 @@ class BalanceConfig(_Strict):
     per_target_name: int | None = Field(None, ge=1)
 
 
+NegativeType = Literal["replace_object", "replace_attribute", "replace_relation", "swap_object", "swap_attribute"]
+
+
+class OpenAIConfig(_Strict):
+    """An OpenAI-compatible endpoint. The key is read from the env var `api_key_env`, never stored."""
+
+    base_url: str | None = None  # None = the OPENAI_BASE_URL env var
+    model: str = "gpt-4o-mini"
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout_s: float = Field(30.0, gt=0)
+    max_retries: int = Field(4, ge=0)  # transport retries: 429, 5xx, timeouts
+    max_attempts: int = Field(3, ge=1)  # answers that fail validation are asked again this many times in all
+    concurrency: int = Field(4, ge=1, le=256)
+    temperature: float = Field(0.7, ge=0.0, le=2.0)
+    json_mode: Literal["json_object", "json_schema", "none"] = "json_object"
+    cache: Path | None = None  # SQLite response cache; None = <run>/work/llm_cache.sqlite
+    rewrite_prompt: str = "rewrite.v1.md"
+    replace_prompt: str = "replace.v1.md"
+
+
+class LanguageConfig(_Strict):
+    backend: Literal["lexicon", "openai"] = "lexicon"
+    rewrite_positives: bool = True
+    rewrite_negatives: bool = False  # a rewrite of a negative is validated against its altered path
+    negatives_per_positive: int = Field(1, ge=0)
+    negative_types: list[NegativeType] = Field(
+        default_factory=lambda: [
+            "replace_object",
+            "replace_attribute",
+            "replace_relation",
+            "swap_object",
+            "swap_attribute",
+        ]
+    )
+    max_rounds: int = Field(3, ge=1)  # replace sites tried per positive, one backend batch per round
+    n_replacements: int = Field(5, ge=1, le=20)
+    lexicon: Path = Path("templates/lexicon.v1.yaml")
+    name_categories: Path = Path("templates/name_categories.v1.yaml")
+    openai: OpenAIConfig = OpenAIConfig()
+
+
+class RefineConfig(_Strict):
+    """SugarCREPE adversarial refinement of text negatives (SPEC section 5)."""
+
+    enabled: bool = True
+    scorers: list[dict[str, Any]] = Field(default_factory=lambda: [{"kind": "ngram"}, {"kind": "grammar"}])
+    bins_2d: int = Field(50, ge=2)
+    bins_1d: int = Field(10, ge=2)
+
+    @field_validator("scorers")
+    @classmethod
+    def _two_scorers(cls, v: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if len(v) != 2 or not all(isinstance(s, dict) and "kind" in s for s in v):
+            raise ValueError("refine needs exactly two scorers, each a mapping with a 'kind'")
+        return v
+
+
 class RunConfig(_Strict):
     name: str | None = None  # run folder name under outputs/; None = derived from the config hash
     seed: int = 0
@@ -101,6 +158,8 @@ class RunConfig(_Strict):
     targets: TargetsConfig = TargetsConfig()
     paths: PathsConfig = PathsConfig()
     balance: BalanceConfig = BalanceConfig()
+    language: LanguageConfig = LanguageConfig()
+    refine: RefineConfig = RefineConfig()
 
     def resolve(self, p: Path) -> Path:
         """Data paths in a config are relative to the repository root."""

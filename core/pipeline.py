@@ -27,11 +27,11 @@ import orjson
 from core.attributes import AttributeTable
 from core.balance import BalanceItem, balance
 from core.coco import CocoWriter
-from core.demo_world import GENERATOR_VERSION as DEMO_WORLD_VERSION
 from core.config import RunConfig
+from core.demo_world import GENERATOR_VERSION as DEMO_WORLD_VERSION
 from core.io import JsonArrayWriter, atomic_write_bytes, read_jsonl, write_json, write_jsonl
 from core.records import Reject, SceneGraph
-from core.splits import split_of
+from core.splits import image_unit, split_of
 
 log = logging.getLogger("hardneg")
 
@@ -187,6 +187,7 @@ def ingest(run: RunFolder) -> list[Path]:
     shards: list[str] = []
     buf: list[dict[str, Any]] = []
     seen: set[str] = set()
+    vocab: dict[str, Counter] = {"names": Counter(), "attributes": Counter(), "relations": Counter()}
 
     def flush() -> None:
         name = f"graphs-{len(shards):05d}.jsonl"
@@ -209,13 +210,25 @@ def ingest(run: RunFolder) -> list[Path]:
             continue
         buf.append(graph_to_row(check.graph))
         counts["images_kept"] += 1
+        for obj in check.graph.objects.values():
+            vocab["names"][obj.name] += 1
+            vocab["attributes"].update(obj.attributes)
+            vocab["relations"].update(r.name for r in obj.relations)
         if len(buf) >= cfg.shard_size:
             flush()
     if buf:
         flush()
     counts["images_rejected"] = len(rejects)
     write_jsonl(d / "rejects.jsonl", rejects)
-    write_json(d / "_done.json", {"shards": shards, "counts": dict(counts), "repairs": dict(sorted(repairs.items()))})
+    write_json(
+        d / "_done.json",
+        {
+            "shards": shards,
+            "counts": dict(counts),
+            "repairs": dict(sorted(repairs.items())),
+            "vocab": {k: dict(sorted(v.items(), key=lambda kv: (-kv[1], kv[0]))) for k, v in vocab.items()},
+        },
+    )
     log.info("ingest: %d images kept, %d rejected, %d shards", counts["images_kept"], len(rejects), len(shards))
     return [d / s for s in shards]
 
@@ -274,73 +287,272 @@ def paths_shard(run: RunFolder, shard: Path) -> Path:
 
 
 # --------------------------------------------------------------------------------------------------
-# Stage 3: balance, split, write the run folder
+# Stage 3: select (global balancing over every shard's candidates; cheap, metadata only)
 
 
-def _iter_positive_rows(files: list[Path]) -> Iterator[dict[str, Any]]:
+def _rows(files: list[Path]) -> Iterator[dict[str, Any]]:
     for f in files:
         yield from read_jsonl(f)
 
 
-def assemble(run: RunFolder, positive_files: list[Path]) -> dict[str, Any]:
-    """Balance all positives, assign splits by image, write splits/, rejects.jsonl and manifest.json."""
-    from generators.paths import PathResources
+def _relation_names(row: dict[str, Any]) -> tuple[str, ...]:
+    return tuple(sorted({t[1] for t in row["tuple"] if t[1] != "has attribute" and not t[1].startswith("same ")}))
 
+
+def select(run: RunFolder, positive_files: list[Path]) -> Path:
+    """Balance all candidates; writes the kept ids and each dropped id's reason."""
     cfg = run.config()
-    sg, images = resolve_inputs(run, cfg)
+    fp = _hash("select@v1", run.fingerprint_of("paths"), cfg.fingerprint("balance", "seed"))
+    d = run.stage("select", fp)
+    out = d / "selection.json"
+    if out.exists():
+        return out
     items = [
-        BalanceItem(
-            id=r["id"],
-            tuple_type=r["tuple_type"],
-            level=r["level"],
-            target_name=r["path"]["name"],
-            relations=tuple(
-                sorted({t[1] for t in r["tuple"] if t[1] != "has attribute" and not t[1].startswith("same ")})
-            ),
-        )
-        for r in _iter_positive_rows(positive_files)
+        BalanceItem(r["id"], r["tuple_type"], r["level"], r["path"]["name"], _relation_names(r))
+        for r in _rows(positive_files)
     ]
     if len({i.id for i in items}) != len(items):
         raise AssertionError("two positives share an id: content ids collided or a shard was read twice")
     kept, dropped = balance(items, cfg.balance, cfg.seed)
+    write_json(out, {"kept": sorted(kept), "dropped": {str(k): v for k, v in sorted(dropped.items())}}, indent=False)
+    return out
+
+
+def _selection(run: RunFolder) -> tuple[set[int], dict[int, str]]:
+    data = orjson.loads((run.work / "select" / "selection.json").read_bytes())
+    return set(data["kept"]), {int(k): v for k, v in data["dropped"].items()}
+
+
+# --------------------------------------------------------------------------------------------------
+# Stage 4: language (rewrites and text negatives), one shard at a time
+
+
+def language_fingerprint(run: RunFolder, cfg: RunConfig) -> str:
+    lang = cfg.language
+    files = [lang.lexicon, lang.name_categories]
+    if lang.backend == "openai":
+        files += [Path("prompts") / lang.openai.rewrite_prompt, Path("prompts") / lang.openai.replace_prompt]
+    return _hash(
+        "language@v1",
+        run.fingerprint_of("select"),
+        cfg.fingerprint("language", "seed"),
+        [_content_hash(cfg.resolve(p)) for p in files],
+    )
+
+
+def open_language_stage(run: RunFolder) -> Path:
+    return run.stage("language", language_fingerprint(run, run.config()))
+
+
+def corpus_vocab(run: RunFolder) -> dict[str, Counter]:
+    info = orjson.loads((run.work / "ingest" / "_done.json").read_bytes())
+    return {k: Counter(v) for k, v in info["vocab"].items()}
+
+
+def language_shard(run: RunFolder, positive_file: Path) -> Path:
+    """Rewrite the shard's selected positives and make their text negatives; skipped when done."""
+    from backends.registry import make_language_backend
+    from core.vocab import Lexicon, NameCategories
+    from generators.negatives import NegativeContext, make_text_negatives
+    from generators.paths import PathResources
+    from generators.rewrite import RewriteValidator, rewrite_records
+
+    cfg = run.config()
+    d = run.work / "language"
+    if not d.exists() or run.fingerprint_of("language") != language_fingerprint(run, cfg):
+        raise RuntimeError("language stage is not open for this config: call open_language_stage first")
+    out = d / positive_file.name
+    if out.exists():
+        return out
+    kept, _ = _selection(run)
+    positives = [r for r in read_jsonl(positive_file) if r["id"] in kept]
+    shard = run.work / "ingest" / positive_file.name.replace("positives-", "graphs-")
+    graphs = {g.image_id: g for g in map(row_to_graph, read_jsonl(shard))}
+    res = PathResources.load(cfg)
+    lang = cfg.language
+    lexicon = Lexicon.load(cfg.resolve(lang.lexicon))
+    vocab = corpus_vocab(run)
+    backend = make_language_backend(cfg, run.work, lexicon)
+    validator = RewriteValidator(res.table, lexicon, frozenset(vocab["names"]))
+    rejects: list[Reject] = []
+    stats: Counter = Counter()
+    if lang.rewrite_positives and positives:
+        rej, st = rewrite_records(positives, backend, validator, cfg.seed, stage="rewrite")
+        rejects += rej
+        stats.update({f"rewrite_positives:{k}": v for k, v in st.items()})
+    ctx = NegativeContext(
+        table=res.table,
+        names=NameCategories.load(cfg.resolve(lang.name_categories)),
+        lexicon=lexicon,
+        renderer=res.renderer,
+        vocab=vocab,
+        seed=cfg.seed,
+        per_positive=lang.negatives_per_positive,
+        max_rounds=lang.max_rounds,
+        n_replacements=lang.n_replacements,
+        types=tuple(lang.negative_types),
+    )
+    negatives, rej, st = (
+        make_text_negatives(positives, graphs, ctx, backend) if lang.negatives_per_positive else ([], [], Counter())
+    )
+    rejects += rej
+    stats.update(st)
+    neg_rows = [n.to_vanilla() for n in negatives]
+    if lang.rewrite_negatives and neg_rows:
+        rej, st = rewrite_records(neg_rows, backend, validator, cfg.seed, stage="rewrite_negatives")
+        rejects += rej
+        stats.update({f"rewrite_negatives:{k}": v for k, v in st.items()})
+    stats.update({f"backend:{k}": v for k, v in backend.stats().items()})
+    write_jsonl(out.with_suffix(".rejects.jsonl"), [r.to_json() for r in rejects])
+    write_json(out.with_suffix(".stats.json"), dict(sorted(stats.items())))
+    write_jsonl(out.with_name(out.name.replace("positives-", "negatives-")), neg_rows)
+    write_jsonl(out, positives)  # last: its presence marks the shard done
+    return out
+
+
+def _negative_file(language_file: Path) -> Path:
+    return language_file.with_name(language_file.name.replace("positives-", "negatives-"))
+
+
+# --------------------------------------------------------------------------------------------------
+# Stage 5: refine scores (global: the n-gram scorer is fit on every positive). Scores only, no decision.
+
+
+def refine_scores(run: RunFolder, language_files: list[Path]) -> Path:
+    """Score every (positive, text negative) pair with the two configured text scorers."""
+    from backends.text_scorers import make_scorer
+
+    cfg = run.config()
+    fp = _hash("refine@v1", run.fingerprint_of("language"), cfg.fingerprint("refine"))
+    d = run.stage("refine", fp)
+    out = d / "scores.jsonl"
+    if out.exists():
+        return out
+    positives = {r["id"]: (r["image_id"], r["expression"]) for r in _rows(language_files)}
+    negatives = [
+        (r["id"], r["positive_id"], r["expression"]) for f in language_files for r in read_jsonl(_negative_file(f))
+    ]
+    rows = []
+    if cfg.refine.enabled and negatives:
+        # Cross-fitting: a scorer that is fit (the n-gram LM) is fit on the positives of one half of the
+        # images and scores the other half, or it would have memorised every positive it scores and
+        # prefer it by construction, leaving no pair a mirror cell.
+        fold = {pid: int(image_unit(img) * 2) for pid, (img, _) in positives.items()}
+        scorers = []
+        for spec in cfg.refine.scorers:
+            scorer = make_scorer(spec)
+            if hasattr(scorer, "fit"):
+                pair = []
+                for k in (0, 1):
+                    m = make_scorer(spec)
+                    m.fit(sorted({t for pid, (_, t) in positives.items() if fold[pid] != k}))
+                    pair.append(m)
+                scorers.append(pair)
+            else:
+                scorers.append([scorer, scorer])
+        for k in (0, 1):
+            mine = [(nid, pid, text) for nid, pid, text in negatives if fold[pid] == k]
+            texts = sorted({positives[pid][1] for _, pid, _ in mine} | {t for _, _, t in mine})
+            if not texts:
+                continue
+            s1 = dict(zip(texts, scorers[0][k].score(texts), strict=True))
+            s2 = dict(zip(texts, scorers[1][k].score(texts), strict=True))
+            for nid, pid, text in mine:
+                pos = positives[pid][1]
+                rows.append({"id": nid, "s1": [s1[pos], s1[text]], "s2": [s2[pos], s2[text]]})
+        rows.sort(key=lambda r: r["id"])
+    write_jsonl(out, rows)
+    return out
+
+
+def refine_decision(cfg: RunConfig, scores_file: Path) -> tuple[set[int], dict[int, str], dict[int, dict[str, Any]]]:
+    """Pure: (kept negative ids, dropped id -> reason, id -> scores) from stored scores and the config."""
+    from filters.refine import RefinePair, refine
+
+    rows = list(read_jsonl(scores_file))
+    by_id = {r["id"]: r for r in rows}
+    if not cfg.refine.enabled:
+        return set(by_id), {}, by_id
+    pairs = [RefinePair(str(r["id"]), r["s1"][0] - r["s1"][1], r["s2"][0] - r["s2"][1]) for r in rows]
+    result = refine(pairs, seed=cfg.seed, bins_2d=cfg.refine.bins_2d, bins_1d=cfg.refine.bins_1d)
+    return {int(k) for k in result.kept}, {int(k): v for k, v in result.dropped.items()}, by_id
+
+
+# --------------------------------------------------------------------------------------------------
+# Stage 6: split and write the run folder
+
+
+def assemble(run: RunFolder, language_files: list[Path], scores_file: Path) -> dict[str, Any]:
+    """Apply the refinement decision, assign splits by image, write splits/, rejects.jsonl and manifest.json."""
+    from generators.paths import PathResources
+
+    cfg = run.config()
+    sg, images = resolve_inputs(run, cfg)
+    paths_dir = run.work / "paths"
+    positive_files = sorted(p for p in paths_dir.glob("positives-*.jsonl") if ".rejects" not in p.name)
+    kept_ids, dropped = _selection(run)
+    refine_kept, refine_dropped, scores = refine_decision(cfg, scores_file)
 
     writers = {s: JsonArrayWriter(run.root / "splits" / s / "positive.json") for s in SPLITS}
+    neg_writers = {s: JsonArrayWriter(run.root / "splits" / s / "negative.json") for s in SPLITS}
     cocos = {s: CocoWriter(run.root / "splits" / s / "coco.json") for s in SPLITS}
     table: Counter = Counter()
-    balance_rejects: list[dict[str, Any]] = []
-    for r in _iter_positive_rows(positive_files):
-        if r["id"] not in kept:
-            balance_rejects.append(
-                Reject(
-                    "balance",
-                    dropped[r["id"]],
-                    r["image_id"],
-                    r["id"],
-                    detail={"tuple_type": r["tuple_type"], "level": r["level"], "expression": r["expression"]},
-                ).to_json()
-            )
-            continue
-        split = split_of(r["image_id"], cfg.splits)
-        r["split"] = split
-        writers[split].write(r)
-        cocos[split].add(r)
-        table[(split, r["tuple_type"], r["level"])] += 1
+    neg_table: Counter = Counter()
+    late_rejects: list[dict[str, Any]] = []
+    for r in _rows(positive_files):
+        if r["id"] not in kept_ids:
+            detail = {"tuple_type": r["tuple_type"], "level": r["level"], "expression": r["expression"]}
+            late_rejects.append(Reject("balance", dropped[r["id"]], r["image_id"], r["id"], detail=detail).to_json())
+    for f in language_files:
+        for r in read_jsonl(f):
+            split = split_of(r["image_id"], cfg.splits)
+            r["split"] = split
+            writers[split].write(r)
+            cocos[split].add(r)
+            table[(split, r["tuple_type"], r["level"])] += 1
+        for r in read_jsonl(_negative_file(f)):
+            sc = scores.get(r["id"])
+            if sc is not None:
+                r["scores"] = {"refine_s1": sc["s1"], "refine_s2": sc["s2"]}
+            if r["id"] not in refine_kept and cfg.refine.enabled:
+                why = refine_dropped.get(r["id"], "refine: not scored")
+                detail = {"negative_type": r["negative_type"], "expression": r["expression"], **r.get("scores", {})}
+                late_rejects.append(Reject("refine", why, r["image_id"], r["id"], detail=detail).to_json())
+                continue
+            split = split_of(r["image_id"], cfg.splits)  # always its positive's split: same image
+            r["split"] = split
+            neg_writers[split].write(r)
+            cocos[split].add(r)
+            neg_table[(split, r["negative_type"], r["negative_level"])] += 1
     for s in SPLITS:
         writers[s].close()
+        neg_writers[s].close()
         cocos[s].close({"description": f"hardneg {s} split", "version": HARDNEG_VERSION, "split": s})
 
     # rejects.jsonl is rebuilt from the stage files every time, so reruns never duplicate a line.
     ingest_dir = run.work / "ingest"
-    reject_files = [ingest_dir / "rejects.jsonl"] + [f.with_suffix(".rejects.jsonl") for f in positive_files]
+    reject_files = [ingest_dir / "rejects.jsonl"]
+    reject_files += [f.with_suffix(".rejects.jsonl") for f in positive_files]
+    reject_files += [f.with_suffix(".rejects.jsonl") for f in language_files]
     chunks = [f.read_bytes() for f in reject_files if f.exists()]
-    chunks.append(b"".join(orjson.dumps(r) + b"\n" for r in balance_rejects))
+    chunks.append(b"".join(orjson.dumps(r) + b"\n" for r in late_rejects))
     atomic_write_bytes(run.root / "rejects.jsonl", b"".join(chunks))
 
     ingest_info = orjson.loads((ingest_dir / "_done.json").read_bytes())
     path_stats: Counter = Counter()
     for f in positive_files:
         path_stats.update(orjson.loads(f.with_suffix(".stats.json").read_bytes()))
+    lang_stats: Counter = Counter()
+    for f in language_files:
+        lang_stats.update(orjson.loads(f.with_suffix(".stats.json").read_bytes()))
     res = PathResources.load(cfg)
+    versions = res.versions() | {
+        "language_backend": _backend_version(cfg),
+        "negatives": "negatives_text@v1",
+        "rewrite": "rewrite@v1",
+    }
+    if cfg.inputs.scene_graphs is None:
+        versions["demo_world"] = DEMO_WORLD_VERSION
     manifest = {
         "hardneg_version": HARDNEG_VERSION,
         "run": run.root.name,
@@ -348,22 +560,43 @@ def assemble(run: RunFolder, positive_files: list[Path]) -> dict[str, Any]:
         "config": cfg.model_dump(mode="json"),
         "config_fingerprint": cfg.fingerprint(),
         "inputs": {"scene_graphs": str(sg), "images": str(images) if images is not None else None},
-        "versions": res.versions() | ({"demo_world": DEMO_WORLD_VERSION} if cfg.inputs.scene_graphs is None else {}),
-        "models": {},
+        "versions": versions,
+        "models": _models(cfg),
         "counts": {
             "ingest": ingest_info["counts"],
             "repairs": ingest_info["repairs"],
             "paths": dict(sorted(path_stats.items())),
-            "positives_candidates": len(items),
-            "positives_kept": len(kept),
+            "positives_candidates": len(kept_ids) + len(dropped),
+            "positives_kept": len(kept_ids),
             "balance_dropped": len(dropped),
             "balance_dropped_by_reason": dict(sorted(Counter(dropped.values()).items())),
+            "language": dict(sorted(lang_stats.items())),
+            "refine_kept": len(refine_kept) if cfg.refine.enabled else None,
+            "refine_dropped": len(refine_dropped),
             "positives": {s: writers[s].count for s in SPLITS},
+            "negatives": {s: neg_writers[s].count for s in SPLITS},
             "positives_by_split_type_level": {f"{s}/{t}/L{lv}": n for (s, t, lv), n in sorted(table.items())},
+            "negatives_by_split_type_level": {f"{s}/{t}/L{lv}": n for (s, t, lv), n in sorted(neg_table.items())},
         },
     }
     write_json(run.root / "manifest.json", manifest)
     return manifest
+
+
+def _backend_version(cfg: RunConfig) -> str:
+    lang = cfg.language
+    if lang.backend == "openai":
+        return f"openai:{lang.openai.model}+{lang.openai.rewrite_prompt}+{lang.openai.replace_prompt}"
+    return "lexicon@v1"
+
+
+def _models(cfg: RunConfig) -> dict[str, Any]:
+    from generators.rewrite import SPACY_MODEL
+
+    out: dict[str, Any] = {"spacy": SPACY_MODEL, "refine_scorers": cfg.refine.scorers if cfg.refine.enabled else None}
+    if cfg.language.backend == "openai":
+        out["llm"] = {"model": cfg.language.openai.model, "base_url": cfg.language.openai.base_url}
+    return out
 
 
 # --------------------------------------------------------------------------------------------------
@@ -374,5 +607,9 @@ def run_local(cfg: RunConfig, root: Path) -> dict[str, Any]:
     run = prepare_run(cfg, root)
     shards = ingest(run)
     open_paths_stage(run)
-    outs = [paths_shard(run, s) for s in shards]
-    return assemble(run, outs)
+    positive_files = [paths_shard(run, s) for s in shards]
+    select(run, positive_files)
+    open_language_stage(run)
+    language_files = [language_shard(run, f) for f in positive_files]
+    scores = refine_scores(run, language_files)
+    return assemble(run, language_files, scores)

@@ -259,3 +259,60 @@ class Positive:
             spatial=d["spatial"],
             attribute=d["attribute"],
         )
+
+
+NEGATIVE_TYPES = ("replace_object", "replace_attribute", "replace_relation", "swap_object", "swap_attribute")
+
+
+@dataclass(slots=True)
+class TextNegative:
+    """An expression that matches nothing in its positive's image (FineCops-Ref negative, cate "text").
+
+    `path` is the altered path (no ids: it grounds nothing); `change` says what was altered, with node
+    indices in `PathNode.nodes()` order; `shuffle_index` lists those indices (FineCops-Ref's key).
+    """
+
+    id: int
+    positive_id: int
+    image_id: str
+    width: int
+    height: int
+    path: PathNode
+    ori_type: str  # the positive's tuple_type
+    level: int  # the positive's level
+    negative_type: str
+    negative_level: int  # 1: change on the target, 2: on a related object
+    shuffle_index: list[int]
+    change: dict[str, Any]
+    expression: str
+    template: str
+    bbox: tuple[int, int, int, int]  # the positive's target box; the negative itself has none
+    generator: str
+    backend: str
+
+    @staticmethod
+    def make_id(positive_id: int, negative_type: str, path: PathNode) -> int:
+        return content_id("negative-text", str(positive_id), negative_type, path.canonical())
+
+    def to_vanilla(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "image_id": self.image_id,
+            "positive_id": self.positive_id,
+            "negative_level": self.negative_level,
+            "negative_type": self.negative_type,
+            "shuffle_index": self.shuffle_index,
+            "ori_type": self.ori_type,
+            "negative_cate": "text",
+            "tuple_type": self.ori_type,
+            "level": self.level,
+            "expression": self.expression,
+            "path": self.path.to_json(),
+            "change": self.change,
+            "bbox": list(self.bbox),
+            "width": self.width,
+            "height": self.height,
+            "template": self.template,
+            "generator": self.generator,
+            "backend": self.backend,
+        }

@@ -37,20 +37,43 @@ def paths_task(run_dir: str, shard: str) -> str:
     return str(pipeline.paths_shard(pipeline.RunFolder(Path(run_dir)), Path(shard)))
 
 
+@task(name="select", cache_policy=NO_CACHE)
+def select_task(run_dir: str, positive_files: list[str]) -> str:
+    return str(pipeline.select(pipeline.RunFolder(Path(run_dir)), [Path(p) for p in positive_files]))
+
+
+@task(name="open-language-stage", cache_policy=NO_CACHE)
+def open_language_task(run_dir: str, selection: str) -> str:
+    return str(pipeline.open_language_stage(pipeline.RunFolder(Path(run_dir))))
+
+
+@task(name="language-shard", cache_policy=NO_CACHE)
+def language_task(run_dir: str, positive_file: str) -> str:
+    return str(pipeline.language_shard(pipeline.RunFolder(Path(run_dir)), Path(positive_file)))
+
+
+@task(name="refine-scores", cache_policy=NO_CACHE)
+def refine_task(run_dir: str, language_files: list[str]) -> str:
+    return str(pipeline.refine_scores(pipeline.RunFolder(Path(run_dir)), [Path(p) for p in language_files]))
+
+
 @task(name="assemble", cache_policy=NO_CACHE)
-def assemble_task(run_dir: str, positive_files: list[str]) -> dict:
-    return pipeline.assemble(pipeline.RunFolder(Path(run_dir)), [Path(p) for p in positive_files])
+def assemble_task(run_dir: str, language_files: list[str], scores: str) -> dict:
+    return pipeline.assemble(pipeline.RunFolder(Path(run_dir)), [Path(p) for p in language_files], Path(scores))
 
 
 @flow(name="hardneg-generate", log_prints=False)
 def generate(config_json: str, run_dir: str) -> dict:
-    """Scene graphs -> validated shards -> positives per shard -> balanced, split run folder."""
+    """Graphs -> shards -> positives per shard -> balance -> language per shard -> refine -> run folder."""
     run_dir = prepare_task(config_json, run_dir)
     shards = ingest_task(run_dir)
     open_paths_task(run_dir)
-    futures = [paths_task.submit(run_dir, s) for s in shards]
-    outputs = [f.result() for f in futures]
-    return assemble_task(run_dir, outputs)
+    positive_files = [f.result() for f in [paths_task.submit(run_dir, s) for s in shards]]
+    selection = select_task(run_dir, positive_files)
+    open_language_task(run_dir, selection)
+    language_files = [f.result() for f in [language_task.submit(run_dir, p) for p in positive_files]]
+    scores = refine_task(run_dir, language_files)
+    return assemble_task(run_dir, language_files, scores)
 
 
 def run_generate(cfg: RunConfig, run_dir: Path) -> dict:

@@ -96,6 +96,13 @@ class Renderer:
             raise ValueError(f"unknown path type {ptype!r}")
         return s
 
+    def render_with(self, path: PathNode, ptype: str, template_id: str, index: GraphIndex | None) -> str:
+        """Render with a given template ("1_hop@v1#2"): a negative reads like its positive."""
+        head, _, i = template_id.rpartition("#")
+        if head != f"{ptype}@{self.templates.version}":
+            raise ValueError(f"template {template_id!r} is not a {ptype} template of version {self.templates.version}")
+        return self.templates.types[ptype][int(i)].format(**self.slots(path, ptype, index))
+
     def render(self, path: PathNode, ptype: str, key: int, index: GraphIndex | None) -> tuple[str, str]:
         """Return (expression, template id)."""
         text, template_id = self.templates.choose(ptype, key)

@@ -128,16 +128,23 @@ def test_coco_files_load_with_pycocotools(demo_run: Path):
 
     for s in SPLITS:
         positives = orjson.loads((demo_run / "splits" / s / "positive.json").read_bytes())
+        negatives = orjson.loads((demo_run / "splits" / s / "negative.json").read_bytes())
         coco = COCO(str(demo_run / "splits" / s / "coco.json"))
-        assert len(coco.imgs) == len(positives) > 0
-        for r in positives:
+        assert len(coco.imgs) == len(positives) + len(negatives) and positives and negatives
+        for r in positives + negatives:
             ann_ids = coco.getAnnIds(imgIds=r["id"])
             assert len(ann_ids) == 1
             ann = coco.loadAnns(ann_ids)[0]
             img = coco.loadImgs(r["id"])[0]
-            assert ann["bbox"] == r["bbox"] and ann["level"] == r["level"] and "negative_type" not in ann
+            assert ann["bbox"] == r["bbox"] and ann["level"] == r["level"]
             assert img["caption"] == r["expression"] and img["file_name"] == f"{r['image_id']}.jpg"
             assert (img["width"], img["height"]) == (r["width"], r["height"])
+            if "negative_type" in r:
+                assert {k: ann[k] for k in ("negative_type", "negative_level", "positive_id", "negative_cate")} == {
+                    k: r[k] for k in ("negative_type", "negative_level", "positive_id", "negative_cate")
+                }
+            else:
+                assert "negative_type" not in ann
 
 
 def test_splits_are_by_image(demo_run: Path):

@@ -1,0 +1,92 @@
+"""The offline language backend: deterministic, with real semantics (the demo's, and the paper's
+"predefined replace list" baseline).
+
+- rewrite: template paraphrase by the regex rules of `templates/lexicon.v1.yaml` (e.g. "that is" <->
+  "which is", "that has the same color as" -> "with the same color as"), applied alone and in pairs,
+  and relation/attribute synonyms from the same file; two distinct variants are chosen by a keyed draw.
+- replace: the antonym of a relation first ("to the left of" -> "to the right of"), then the request's
+  same-category corpus vocabulary in a keyed random order.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import re
+import zlib
+from collections.abc import Sequence
+
+from backends.language import Answer, ReplaceRequest, RewriteRequest, Validator
+from core.vocab import Lexicon
+
+
+def _seed(*parts: object) -> int:
+    return zlib.crc32(":".join(map(str, parts)).encode())
+
+
+class LexiconBackend:
+    def __init__(self, lexicon: Lexicon, seed: int = 0):
+        self.lexicon = lexicon
+        self.seed = seed
+        self.version = lexicon.version
+        self._rules = [(re.compile(a), b) for a, b in lexicon.paraphrases]
+        self._synonyms = {**lexicon.relation_synonyms, **lexicon.attribute_synonyms}
+        self._calls = 0
+
+    def stats(self) -> dict[str, int]:
+        return {"calls": 0, "cache_hits": 0, "lexicon_requests": self._calls}
+
+    # ----------------------------------------------------------------------------------------------
+    def variants(self, text: str) -> list[str]:
+        """Every distinct paraphrase reachable by one or two rules or one synonym swap, sorted."""
+        singles: list[str] = []
+        for rx, repl in self._rules:
+            out = rx.sub(repl, text, count=1)
+            if out != text:
+                singles.append(out)
+        for word, syns in self._synonyms.items():
+            pat = re.compile(rf"\b{re.escape(word)}\b")
+            if pat.search(text):
+                singles.extend(pat.sub(s, text, count=1) for s in syns)
+        out = set(singles)
+        for a, b in itertools.combinations(range(len(self._rules)), 2):
+            if self._rules[a][0].pattern == self._rules[b][0].pattern:
+                continue  # two rewrites of the same spot ("in the image in the picture")
+            t = self._rules[a][0].sub(self._rules[a][1], text, count=1)
+            t = self._rules[b][0].sub(self._rules[b][1], t, count=1)
+            out.add(t)
+        out.discard(text)
+        return sorted(" ".join(v.split()) for v in out)
+
+    def rewrite(self, requests: Sequence[RewriteRequest], validate: Validator | None = None) -> list[Answer]:
+        answers = []
+        for r in requests:
+            self._calls += 1
+            candidates = self.variants(r.expression)
+            random.Random(_seed(self.seed, "rewrite", r.key)).shuffle(candidates)
+            if validate is not None:
+                candidates = [c for c in candidates if validate(r, (r.expression, c)) is None]
+            if len(candidates) < 2:
+                answers.append(Answer(r.key, None, error="lexicon: fewer than two valid paraphrases", raw=None))
+                continue
+            answers.append(Answer(r.key, (r.expression, candidates[0], candidates[1])))
+        return answers
+
+    def replace(self, requests: Sequence[ReplaceRequest], validate: Validator | None = None) -> list[Answer]:
+        answers = []
+        for r in requests:
+            self._calls += 1
+            options = [o for o in r.options if o != r.word]
+            random.Random(_seed(self.seed, "replace", r.key)).shuffle(options)
+            antonym = self.lexicon.antonyms.get(r.word) if r.part == "relation" else None
+            if antonym is not None:
+                options = [antonym, *(o for o in options if o != antonym)]
+            values = tuple(options[: r.n])
+            if not values:
+                answers.append(
+                    Answer(r.key, None, error=f"lexicon: no {r.category or r.part} alternative to {r.word!r}")
+                )
+                continue
+            why = validate(r, values) if validate is not None else None
+            answers.append(Answer(r.key, None if why else values, error=f"semantic: {why}" if why else None))
+        return answers

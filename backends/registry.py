@@ -1,0 +1,39 @@
+"""Build the configured backend for each model role (one registry line per implementation)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from backends.language import LanguageBackend
+from core.config import REPO_ROOT, RunConfig
+from core.vocab import Lexicon
+
+
+def make_language_backend(cfg: RunConfig, work_dir: Path, lexicon: Lexicon) -> LanguageBackend:
+    lang = cfg.language
+    if lang.backend == "lexicon":
+        from backends.lexicon import LexiconBackend
+
+        return LexiconBackend(lexicon, seed=cfg.seed)
+    if lang.backend == "openai":
+        from backends.openai_backend import OpenAIBackend, OpenAISettings
+
+        o = lang.openai
+        return OpenAIBackend(
+            OpenAISettings(
+                base_url=o.base_url,
+                model=o.model,
+                api_key_env=o.api_key_env,
+                timeout_s=o.timeout_s,
+                max_retries=o.max_retries,
+                max_attempts=o.max_attempts,
+                concurrency=o.concurrency,
+                temperature=o.temperature,
+                json_mode=o.json_mode,
+                cache_path=cfg.resolve(o.cache) if o.cache is not None else work_dir / "llm_cache.sqlite",
+                prompt_dir=REPO_ROOT / "prompts",
+                rewrite_prompt=o.rewrite_prompt,
+                replace_prompt=o.replace_prompt,
+            )
+        )
+    raise ValueError(f"unknown language backend {lang.backend!r}")

@@ -1,0 +1,1 @@
+"""Filters: scorers write scores, and pure rules decide from them (score first, decide later)."""

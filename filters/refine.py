@@ -1,0 +1,218 @@
+"""SugarCREPE's adversarial refinement (Hsieh et al., 2023; SPEC section 5) as a pure decision rule.
+
+Two text-only scorers (a plausibility model and a grammar-acceptability model in the paper) score the
+positive and the negative text of each pair. If a scorer prefers the positive for most pairs, a
+"blind" model that never looks at the image can solve the benchmark; refinement removes that shortcut
+by keeping a subset in which, for each scorer, the gap ``g = s(pos) - s(neg)`` is as often positive as
+negative, at every magnitude.
+
+Binning (per group, per axis; ``half = bins // 2``)::
+
+    scale  = max |g| over the group's pairs on that axis
+    bin(g) = sign(g) * min(half, ceil(|g| / scale * half))      # in {-half..-1, 1..half}, never 0
+
+so the bin of ``-g`` is exactly ``-bin(g)`` and each cell ``(i, j)`` has the point-mirror cell ``(-i, -j)``.
+Groups: pairs with both gaps zero ("zero") are kept; pairs with both gaps non-zero ("2d") are binned on
+a ``bins_2d x bins_2d`` grid; pairs with exactly one zero gap are binned in one dimension with
+``bins_1d`` bins on the non-zero gap, separately for "1d:g1" (g2 = 0) and "1d:g2" (g1 = 0) because the two
+scorers have different scales. For each cell and its mirror, the smaller side is kept whole and an
+equal-size seeded sample of the larger side is kept; a cell whose mirror is empty is dropped.
+
+Sampling sorts members by key and seeds one RNG per (seed, group, cell pair), so the result depends on
+the set of pairs and the seed only, never on input order.
+
+Scoring lives in `score_pairs` (it calls `backends.text_scorers` scorers); `refine` never runs a model,
+so re-refining with another seed or grid costs nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+from collections import defaultdict
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from backends.text_scorers import TextScorer
+
+logger = logging.getLogger(__name__)
+
+VERSION = "refine@v1"  # recorded in provenance; bump when the binning or sampling changes
+
+Cell = tuple[int, ...]  # (i, j) for "2d", (i,) for the 1d groups
+
+
+@dataclass(frozen=True, slots=True)
+class RefinePair:
+    """One positive/negative pair: the gaps s1(pos) - s1(neg) and s2(pos) - s2(neg) of two scorers."""
+
+    key: str
+    g1: float
+    g2: float
+
+
+@dataclass(frozen=True, slots=True)
+class RefineResult:
+    """Every input key is in exactly one of `kept` and `dropped` (key -> reason)."""
+
+    kept: set[str]
+    dropped: dict[str, str]
+
+    @property
+    def kept_share(self) -> float:
+        total = len(self.kept) + len(self.dropped)
+        return len(self.kept) / total if total else math.nan
+
+
+def gaps(pos_scores: Sequence[float], neg_scores: Sequence[float]) -> list[float]:
+    """Element-wise ``pos - neg``; both sequences are one scorer's scores, aligned by pair."""
+    if len(pos_scores) != len(neg_scores):
+        raise ValueError(f"pos_scores has {len(pos_scores)} items but neg_scores has {len(neg_scores)}")
+    out = [float(p) - float(n) for p, n in zip(pos_scores, neg_scores, strict=True)]
+    bad = [i for i, g in enumerate(out) if not math.isfinite(g)]
+    if bad:
+        raise ValueError(f"non-finite gap at pair index {bad[0]} ({len(bad)} in all)")
+    return out
+
+
+def score_pairs(
+    pos_texts: Sequence[str], neg_texts: Sequence[str], scorer1: TextScorer, scorer2: TextScorer
+) -> list[tuple[float, float]]:
+    """Gaps (g1, g2) per pair; each unique text is scored once per scorer, in one `score` call."""
+    if len(pos_texts) != len(neg_texts):
+        raise ValueError(f"pos_texts has {len(pos_texts)} items but neg_texts has {len(neg_texts)}")
+    unique = sorted(set(pos_texts) | set(neg_texts))  # sorted: the scorer sees the same batches every run
+    per_scorer: list[list[float]] = []
+    for scorer in (scorer1, scorer2):
+        scores = scorer.score(unique)
+        if len(scores) != len(unique):
+            raise ValueError(f"scorer {scorer.version} returned {len(scores)} scores for {len(unique)} texts")
+        lookup = dict(zip(unique, scores, strict=True))
+        per_scorer.append(gaps([lookup[t] for t in pos_texts], [lookup[t] for t in neg_texts]))
+    return list(zip(per_scorer[0], per_scorer[1], strict=True))
+
+
+def bin_index(g: float, scale: float, bins: int) -> int:
+    """Signed bin of a non-zero gap: ``sign(g) * min(bins//2, ceil(|g| / scale * bins//2))``."""
+    half = bins // 2
+    # min(): |g| == scale can round a hair above half
+    return int(math.copysign(min(half, max(1, math.ceil(abs(g) / scale * half))), g))
+
+
+def assign_cells(
+    pairs: Sequence[RefinePair], bins_2d: int = 50, bins_1d: int = 10, *, zero_tol: float = 0.0
+) -> dict[str, tuple[str, Cell]]:
+    """Key -> (group, cell) with group in "zero", "2d", "1d:g1", "1d:g2" (see the module docstring)."""
+    _check(pairs, bins_2d, bins_1d, zero_tol)
+    groups: dict[str, list[RefinePair]] = defaultdict(list)
+    for p in pairs:
+        z1, z2 = abs(p.g1) <= zero_tol, abs(p.g2) <= zero_tol
+        group = "zero" if z1 and z2 else "2d" if not (z1 or z2) else "1d:g1" if z2 else "1d:g2"
+        groups[group].append(p)
+    out: dict[str, tuple[str, Cell]] = {p.key: ("zero", ()) for p in groups["zero"]}
+    two = groups["2d"]
+    if two:
+        s1, s2 = max(abs(p.g1) for p in two), max(abs(p.g2) for p in two)
+        for p in two:
+            out[p.key] = ("2d", (bin_index(p.g1, s1, bins_2d), bin_index(p.g2, s2, bins_2d)))
+    for group, attr in (("1d:g1", "g1"), ("1d:g2", "g2")):
+        members = groups[group]
+        if members:
+            scale = max(abs(getattr(p, attr)) for p in members)
+            for p in members:
+                out[p.key] = (group, (bin_index(getattr(p, attr), scale, bins_1d),))
+    return out
+
+
+def refine(
+    pairs: Sequence[RefinePair], seed: int, bins_2d: int = 50, bins_1d: int = 10, *, zero_tol: float = 0.0
+) -> RefineResult:
+    """Keep a subset of `pairs` on which both scorers prefer the positive exactly as often as the negative.
+
+    `zero_tol`: a gap with ``|g| <= zero_tol`` counts as zero (0.0: exact ties only, right for the discrete
+    rule scorer and for identical texts).
+    """
+    cells = assign_cells(pairs, bins_2d, bins_1d, zero_tol=zero_tol)
+    kept: set[str] = set()
+    dropped: dict[str, str] = {}
+    members: dict[tuple[str, Cell], list[str]] = defaultdict(list)
+    for key, (group, cell) in cells.items():
+        if group == "zero":
+            kept.add(key)  # neither scorer prefers either text: no bias to remove
+        else:
+            members[(group, cell)].append(key)
+    for (group, cell), keys in sorted(members.items()):
+        mirror = tuple(-i for i in cell)
+        here, there = _label(group, cell), _label(group, mirror, short=True)
+        other = members.get((group, mirror))
+        if not other:
+            for k in keys:
+                dropped[k] = f"refine: mirror cell empty: {here}, mirror {there}"
+            continue
+        if len(keys) <= len(other):
+            kept.update(keys)  # the smaller (or an equal) side is kept whole
+            continue
+        # The larger side: an equal-size sample, seeded per cell pair so other cells cannot shift it.
+        canonical = max(cell, mirror)
+        rng = random.Random(f"{VERSION}:{seed}:{group}:{canonical}")
+        chosen = set(rng.sample(sorted(keys), len(other)))
+        kept.update(chosen)
+        for k in keys:
+            if k not in chosen:
+                dropped[k] = (
+                    f"refine: larger side of {here} vs mirror {there}"
+                    if group == "2d"
+                    else f"refine: {here} larger than mirror {there}"
+                )
+    logger.info(
+        "refine: kept %d of %d pairs (%d both-zero); dropped %d",
+        len(kept),
+        len(cells),
+        sum(1 for g, _ in cells.values() if g == "zero"),
+        len(dropped),
+    )
+    return RefineResult(kept=kept, dropped=dropped)
+
+
+def chance_accuracy(
+    pairs: Sequence[RefinePair], kept: Collection[str] | None = None, *, zero_tol: float = 0.0
+) -> tuple[float, float]:
+    """Per scorer, the accuracy of "pick the higher-scored text" over `pairs` (only `kept` keys if given).
+
+    A pair counts 1 when s(pos) > s(neg) (gap > zero_tol), 0 when below, and 0.5 on a tie (a blind pick
+    between equal scores is right half the time), so a set refined with the same `zero_tol` scores exactly
+    0.5 for both scorers. Returns (nan, nan) when no pair is counted.
+    """
+    chosen = [p for p in pairs if kept is None or p.key in kept]
+    if not chosen:
+        return math.nan, math.nan
+
+    def acc(values: list[float]) -> float:
+        return sum(0.5 if abs(g) <= zero_tol else 1.0 if g > 0 else 0.0 for g in values) / len(values)
+
+    return acc([p.g1 for p in chosen]), acc([p.g2 for p in chosen])
+
+
+def _label(group: str, cell: Cell, short: bool = False) -> str:
+    # "2d cell (3,-2)" / "1d bin g1=+3"; short drops the kind, for the mirror named right after
+    if group == "2d":
+        return f"{'' if short else '2d cell '}({cell[0]},{cell[1]})"
+    return f"{'' if short else '1d bin '}{group[3:]}={cell[0]:+d}"
+
+
+def _check(pairs: Sequence[RefinePair], bins_2d: int, bins_1d: int, zero_tol: float) -> None:
+    for name, bins in (("bins_2d", bins_2d), ("bins_1d", bins_1d)):
+        if bins < 2 or bins % 2:
+            raise ValueError(f"{name} must be an even integer >= 2 (half the bins per sign), got {bins}")
+    if not zero_tol >= 0:
+        raise ValueError(f"zero_tol must be >= 0, got {zero_tol}")
+    seen: set[str] = set()
+    for p in pairs:
+        if p.key in seen:
+            raise ValueError(f"duplicate pair key {p.key!r}")
+        seen.add(p.key)
+        if not (math.isfinite(p.g1) and math.isfinite(p.g2)):
+            raise ValueError(f"pair {p.key!r} has a non-finite gap ({p.g1}, {p.g2})")
