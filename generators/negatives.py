@@ -332,3 +332,17 @@ def iter_keep_words(path: PathNode) -> Iterator[tuple[str, str]]:
             yield ("relation", e.name)
         for s in n.same:
             yield ("category", s.category)
+
+
+def replay(positive_path: PathNode, negative: dict[str, Any]) -> PathNode:
+    """Re-apply a written negative's recorded `change` to its positive's path (for re-checking)."""
+    ch = negative["change"]
+    site = Site(
+        negative["negative_type"],
+        negative["negative_level"],
+        tuple(ch["nodes"]),
+        word=ch.get("from"),
+        edge=ch.get("edge"),
+        other=ch.get("with"),
+    )
+    return apply_site(positive_path, site, ch.get("to"))

@@ -1,0 +1,174 @@
+"""The language stage: text negatives, rewrites and refinement, re-checked from the written run folder."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import orjson
+import pytest
+
+from backends.lexicon import LexiconBackend
+from core.attributes import AttributeTable
+from core.config import load_config
+from core.executor import GraphIndex, execute
+from core.gqa import load_graphs
+from core.pipeline import SPLITS, run_local
+from core.records import NEGATIVE_TYPES, PathNode
+from core.vocab import Lexicon
+from generators.negatives import Site, apply_site, map_node, replay
+from generators.rewrite import RewriteValidator
+from tests.helpers import node
+
+LEXICON = Lexicon.load(Path("templates/lexicon.v1.yaml"))
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("lang") / "run"
+    run_local(load_config(), root)
+    return root
+
+
+def _load(root: Path, kind: str) -> list[dict]:
+    return [r for s in SPLITS for r in orjson.loads((root / "splits" / s / f"{kind}.json").read_bytes())]
+
+
+def _graphs(root: Path) -> tuple[dict, AttributeTable]:
+    m = orjson.loads((root / "manifest.json").read_bytes())
+    table = AttributeTable.from_json(orjson.loads((root / "attribute_categories.json").read_bytes()))
+    return {c.image_id: c.graph for c in load_graphs(m["inputs"]["scene_graphs"])}, table
+
+
+def test_every_text_negative_matches_nothing_in_its_image(demo_run: Path):
+    graphs, table = _graphs(demo_run)
+    negatives = _load(demo_run, "negative")
+    assert len(negatives) > 100
+    for n in negatives:
+        path = PathNode.from_json(n["path"])
+        assert execute(path, GraphIndex(graphs[n["image_id"]], table)) == frozenset(), n["expression"]
+        assert all(x.id is None for x in path.nodes())  # a negative grounds nothing
+
+
+def test_demo_has_all_five_types_at_both_levels(demo_run: Path):
+    got = Counter((n["negative_type"], n["negative_level"]) for n in _load(demo_run, "negative"))
+    assert set(got) == {(t, lv) for t in NEGATIVE_TYPES for lv in (1, 2)}, got
+
+
+def test_negative_records_replay_from_their_positive(demo_run: Path):
+    positives = {p["id"]: p for p in _load(demo_run, "positive")}
+    for n in _load(demo_run, "negative"):
+        pos = positives[n["positive_id"]]
+        assert n["split"] == pos["split"] and n["image_id"] == pos["image_id"]
+        assert n["negative_cate"] == "text" and n["ori_type"] == pos["tuple_type"]
+        assert replay(PathNode.from_json(pos["path"]), n) == PathNode.from_json(n["path"])
+        assert (n["negative_level"] == 1) == (0 in n["shuffle_index"])
+
+
+def test_swaps_stay_within_a_category(demo_run: Path):
+    table = AttributeTable.load()
+    for n in _load(demo_run, "negative"):
+        if n["negative_type"] == "swap_attribute":
+            assert table.category(n["change"]["from"]) == table.category(n["change"]["with"]) is not None
+        if n["negative_type"].startswith("replace_attribute"):
+            assert table.category(n["change"]["from"]) == table.category(n["change"]["to"])
+
+
+def test_rewrites_keep_every_part_of_the_path(demo_run: Path):
+    validator = RewriteValidator(AttributeTable.load(), LEXICON, frozenset({"ball", "box", "cup", "plate", "chair"}))
+    positives = _load(demo_run, "positive")
+    rewritten = [p for p in positives if p["rewrites"]]
+    assert len(rewritten) > len(positives) / 2
+    for p in rewritten:
+        path = PathNode.from_json(p["path"])
+        assert p["expression"] in [p["template_expression"], *p["rewrites"]]
+        for text in p["rewrites"]:
+            assert text != p["template_expression"]
+            assert validator.check(path, p["template_expression"], text) is None, text
+
+
+def test_refinement_drops_are_recorded_with_scores(demo_run: Path):
+    rejects = [orjson.loads(x) for x in (demo_run / "rejects.jsonl").read_bytes().splitlines()]
+    refine = [r for r in rejects if r["stage"] == "refine"]
+    kept = _load(demo_run, "negative")
+    assert refine and all(r["reason"].startswith("refine: ") for r in refine)
+    assert all("refine_s1" in r["detail"] and "refine_s2" in r["detail"] for r in refine)
+    assert all("refine_s1" in n["scores"] for n in kept)
+    m = orjson.loads((demo_run / "manifest.json").read_bytes())["counts"]
+    assert m["refine_kept"] == len(kept) and m["refine_dropped"] == len(refine)
+
+
+# ---------------------------------------------------------------------------------------------- units
+
+
+def test_map_node_follows_nodes_order():
+    path = node("a", rel=[("on", node("b", rel=[("near", node("c"))]))], same=[("color", node("d"))])
+    assert [n.name for n in path.nodes()] == ["a", "b", "c", "d"]
+    for i, name in enumerate("abcd"):
+        out = map_node(path, i, lambda n: PathNode(n.name.upper(), n.attributes, n.relations, n.same, n.id))
+        assert [n.name for n in out.nodes()] == [x.upper() if x == name else x for x in "abcd"]
+
+
+def test_apply_site_each_kind():
+    path = node("plate", "white", rel=[("to the left of", node("cup", "red"))], oid="1")
+    assert apply_site(path, Site("replace_object", 1, (0,), word="plate"), "bowl").name == "bowl"
+    assert apply_site(path, Site("replace_attribute", 2, (1,), word="red"), "blue").nodes()[1].attributes == ("blue",)
+    assert (
+        apply_site(path, Site("replace_relation", 1, (0,), word="to the left of", edge=0), "to the right of")
+        .relations[0]
+        .name
+        == "to the right of"
+    )
+    swapped = apply_site(path, Site("swap_object", 1, (0, 1)))
+    assert [n.name for n in swapped.nodes()] == ["cup", "plate"]
+    swapped = apply_site(path, Site("swap_attribute", 1, (0, 1), word="white", other="red"))
+    assert [n.attributes for n in swapped.nodes()] == [("red",), ("white",)]
+    assert swapped.id is None
+
+
+@pytest.fixture(scope="module")
+def validator() -> RewriteValidator:
+    return RewriteValidator(AttributeTable.load(), LEXICON, frozenset({"plate", "cup", "table", "bowl"}))
+
+
+PATH = node("plate", "white", rel=[("to the left of", node("cup"))])
+ORIGINAL = "the white plate to the left of the cup"
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("the white plate that is to the left of the cup", None),
+        ("the white plate left of the cup", None),  # a listed synonym of the relation
+        ("the white plates to the left of the cups", None),  # lemmas, not surface forms
+        ("the plate to the left of the cup", "drops attribute 'white'"),
+        ("the white dish to the left of the cup", "drops object 'plate'"),
+        ("the white plate near the cup", "drops relation 'to the left of'"),
+        ("the white plate to the left of the cup on the table", "invents object 'table'"),
+        ("the white plate to the left of the red cup", "invents attribute 'red'"),
+        ("the white plate to the left of the cup and behind it", "invents relation word 'behind'"),
+        ("the white plate not to the left of the cup", "adds a negation 'not'"),
+    ],
+)
+def test_rewrite_validator(validator, text, why):
+    assert validator.check(PATH, ORIGINAL, text) == why
+
+
+def test_lexicon_backend_is_deterministic_and_prefers_antonyms():
+    from backends.language import ReplaceRequest, RewriteRequest
+
+    b = LexiconBackend(LEXICON, seed=0)
+    req = ReplaceRequest(
+        "k", "the cup to the left of the plate", "relation", "to the left of", "horizontal", ("next to", "near"), 3
+    )
+    ans = b.replace([req])[0]
+    assert ans.values[0] == "to the right of" and ans.error is None
+    assert b.replace([req])[0] == ans
+    rw = b.rewrite(
+        [RewriteRequest("k", "the small ball that is next to the box", ("ball", "small", "next to", "box"))]
+    )[0]
+    assert rw.values[0] == "the small ball that is next to the box" and len(set(rw.values)) == 3
+    none = b.replace([ReplaceRequest("k", "the ball", "object", "ball", "sports", (), 3)])[0]
+    assert none.values is None and "no sports alternative" in none.error
+    vetoed = b.replace([req], validate=lambda r, v: "all still match")[0]
+    assert vetoed.values is None and vetoed.error == "semantic: all still match"
