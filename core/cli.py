@@ -88,11 +88,16 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )
+    from backends.language import BackendUnavailable
+
     try:
         return {"run": cmd_run}[args.command](args)
     except ValueError as e:
         print(f"hardneg: error: {e}", file=sys.stderr)
         return 2
+    except BackendUnavailable as e:  # finished shards and cached answers are kept: rerun to resume
+        print(f"hardneg: error: {e}\nhardneg: finished work is kept; rerun the same command to resume", file=sys.stderr)
+        return 3
 
 
 if __name__ == "__main__":

@@ -97,6 +97,20 @@ class NegativeContext:
         pool = sorted({p for p in pool if p != site.word}, key=lambda w: (-counts.get(w, 0), w))
         return tuple(pool[: self.max_options])
 
+    def same_category(self, site: Site, word: str) -> bool:
+        """A replacement must be of the replaced word's category (an LLM may answer a relation for an
+        object); a relation's antonym always qualifies."""
+        if site.part == "object":
+            return self.names.category(word) == site.category
+        if site.part == "attribute":
+            return self.table.category(word) == site.category
+        return self.lexicon.relation_category.get(word) == site.category or word == self.lexicon.antonyms.get(
+            site.word or ""
+        )
+
+    def request_category(self, site: Site) -> str | None:
+        return site.category if site.part == "attribute" else f"{site.part}: {site.category}"
+
 
 def sites(path: PathNode, ctx: NegativeContext) -> list[Site]:
     """Every structurally possible alteration of a path, in a stable order."""
@@ -231,7 +245,7 @@ def make_text_negatives(
                     expression=st["pos"]["expression"],
                     part=site.part,  # type: ignore[arg-type]
                     word=site.word or "",
-                    category=site.category,
+                    category=ctx.request_category(site),
                     options=options,
                     n=ctx.n_replacements,
                 )
@@ -244,10 +258,13 @@ def make_text_negatives(
         def validate(req, values, by_key=by_key) -> str | None:
             st, site = by_key[req.key]
             idx = indexes[st["pos"]["image_id"]]
-            for v in values:
+            usable = [v for v in values if ctx.same_category(site, v)]
+            if not usable:
+                return f"no replacement of category {req.category!r} among {', '.join(values)}"
+            for v in usable:
                 if execute(apply_site(st["path"], site, v), idx) == frozenset():
                     return None
-            return f"every replacement still matches an object in the image ({', '.join(values)})"
+            return f"every replacement still matches an object in the image ({', '.join(usable)})"
 
         answers: list[Answer] = backend.replace([req for _, _, req in pending], validate)
         for (st, site, _req), ans in zip(pending, answers, strict=True):
@@ -269,6 +286,8 @@ def make_text_negatives(
                 )
                 continue
             for v in ans.values:
+                if not ctx.same_category(site, v):
+                    continue
                 neg = apply_site(st["path"], site, v)
                 if _keep(st, site, neg, v, indexes, ctx, backend, made, stats):
                     break

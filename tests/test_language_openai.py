@@ -1,0 +1,100 @@
+"""The language stage through the OpenAI backend against a local OpenAI-compatible server: resumes
+from the response cache with zero calls, and a dead server fails the stage with a clear message."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from backends.language import BackendUnavailable
+from core.cli import main as cli_main
+from core.config import load_config
+from core.pipeline import SPLITS, run_local
+from tests.test_openai_backend import FakeServer, Reply
+
+
+def answer(body: dict[str, Any], n: int) -> Reply:
+    """A well-behaved model: rewrites that keep every word, replacements from the offered options."""
+    user = body["messages"][-1]["content"].splitlines()
+    fields = dict(line.split(": ", 1) for line in user if ": " in line)
+    if "expressions" in json.dumps(body.get("response_format", {})) or "Keep these words" in fields:
+        e = fields["Expression"]
+        return Reply(json.dumps({"expressions": [e, f"{e} in the image", f"{e} in the picture"]}))
+    options = [o for o in fields.get("Options", "").split(", ") if o]
+    return Reply(json.dumps({"replacements": options[:3] or ["purple"]}))
+
+
+def _config(url: str, **language: Any):
+    return load_config(
+        None,
+        {
+            "demo": {"n_scenes": 10},
+            "language": {"backend": "openai", "openai": {"base_url": url, "model": "test-model"}, **language},
+        },
+    )
+
+
+def _splits(root: Path) -> dict[str, bytes]:
+    return {
+        f"{s}/{k}": (root / "splits" / s / f"{k}.json").read_bytes() for s in SPLITS for k in ("positive", "negative")
+    }
+
+
+def test_openai_backend_in_the_pipeline_resumes_from_its_cache(tmp_path: Path):
+    server = FakeServer(answer)
+    try:
+        cfg = _config(server.url)
+        root = tmp_path / "run"
+        m = run_local(cfg, root)
+        first = len(server.bodies)
+        assert first > 0 and sum(m["counts"]["negatives"].values()) > 0
+        assert m["versions"]["language_backend"].startswith("openai:test-model")
+        assert m["counts"]["language"]["backend:calls"] == first
+        before = _splits(root)
+
+        run_local(cfg, root)  # nothing changed: every shard is done
+        assert len(server.bodies) == first
+
+        shutil.rmtree(root / "work" / "language")  # the stage's outputs lost: answers come from the cache
+        m2 = run_local(cfg, root)
+        assert len(server.bodies) == first, "a rerun made LLM calls"
+        lang = m["counts"]["language"]
+        assert m2["counts"]["language"]["backend:cache_hits"] == first + lang.get("backend:cache_hits", 0)
+        assert _splits(root) == before
+    finally:
+        server.close()
+
+
+def _dead_url() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
+def test_dead_server_fails_the_stage_with_a_clear_message(tmp_path: Path, capsys):
+    url = _dead_url()
+    cfg = _config(url)
+    with pytest.raises(BackendUnavailable, match=r"127\.0\.0\.1"):
+        run_local(
+            cfg.model_copy(
+                update={
+                    "language": cfg.language.model_copy(
+                        update={"openai": cfg.language.openai.model_copy(update={"max_retries": 1})}
+                    )
+                }
+            ),
+            tmp_path / "run",
+        )
+    cfg_file = tmp_path / "c.yaml"
+    cfg_file.write_text(
+        f"demo: {{n_scenes: 4}}\nlanguage:\n  backend: openai\n  openai: {{base_url: '{url}', max_retries: 0}}\n"
+    )
+    assert cli_main(["run", "--no-prefect", "--config", str(cfg_file), "--output", str(tmp_path / "cli")]) == 3
+    err = capsys.readouterr().err
+    assert "unavailable" in err and "127.0.0.1" in err and "Traceback" not in err
