@@ -5,9 +5,10 @@ Generates (or reuses) the synthetic GQA-train-like corpus of `benchmarks.synthet
 is its own:
 - the baseline: `orjson.loads` of the whole file (the time just to parse it);
 - the pipeline's stages exactly as `hardneg run --no-prefect` runs them, with `configs/gqa.yaml`:
-  ingest (stream, validate, shard), paths (search + levels + templates, per shard), assemble (balance,
-  split, write the run folder). `--workers N` runs the path shards in N processes, as the Prefect
-  process runner does;
+  ingest (stream, validate, shard), paths (search + levels + templates, per shard), select (balance),
+  assemble (split, write the run folder): the end-to-end total. The language stage (lexicon rewrites and
+  text negatives) and the refine scores run too and are timed apart. `--workers N` runs the path shards
+  in N processes, as the Prefect process runner does;
 - a breakdown of the paths stage on the first shard: search, levels, templates, timed separately.
 
 Prints seconds per stage, the end-to-end time as a ratio to the orjson parse, and peak RSS.
@@ -69,16 +70,26 @@ def _child_pipeline(corpus: Path, run_dir: Path, workers: int) -> dict[str, Any]
     else:
         outs = [pipeline.paths_shard(run, s) for s in shards]
     t3 = time.perf_counter()
-    manifest = pipeline.assemble(run, outs)
+    pipeline.select(run, outs)
     t4 = time.perf_counter()
-    times = {"prepare": t1 - t0, "ingest": t2 - t1, "paths": t3 - t2, "assemble": t4 - t3}
+    pipeline.open_language_stage(run)
+    lang = [pipeline.language_shard(run, f) for f in outs]
+    t5 = time.perf_counter()
+    scores = pipeline.refine_scores(run, lang)
+    t6 = time.perf_counter()
+    manifest = pipeline.assemble(run, lang, scores)
+    t7 = time.perf_counter()
+    times = {"prepare": t1 - t0, "ingest": t2 - t1, "paths": t3 - t2, "select": t4 - t3, "assemble": t7 - t6}
+    extra = {"language (lexicon)": t5 - t4, "refine scores": t6 - t5}
     c = manifest["counts"]
     return {
         "times": times,
-        "total": t4 - t0,
+        "extra": extra,
+        "total": sum(times.values()),
         "images": c["ingest"]["images_kept"],
         "candidates": c["positives_candidates"],
         "positives": c["positives"],
+        "negatives": c["negatives"],
         "shards": len(shards),
         "peak_rss_mb": _rss_mb(),
         "breakdown": _breakdown(cfg, shards[0]),
@@ -168,12 +179,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"baseline orjson.loads(whole file): {base['seconds']:.2f} s, peak RSS {base['peak_rss_mb']:.0f} MB")
     for stage, s in r["times"].items():
         print(f"  {stage:9s} {s:8.2f} s")
+    for stage, s in r["extra"].items():
+        print(f"  (not in the total) {stage}: {s:.2f} s")
     print(
         f"pipeline end to end ({args.workers} worker(s) for paths): {r['total']:.2f} s "
         f"= {r['total'] / base['seconds']:.1f}x the orjson parse; peak RSS {r['peak_rss_mb']:.0f} MB "
         f"(parent; path workers each hold one shard)"
     )
-    print(f"  {r['shards']} shards, {r['candidates']} candidates, positives {r['positives']}")
+    print(
+        f"  {r['shards']} shards, {r['candidates']} candidates, positives {r['positives']}, "
+        f"text negatives {r['negatives']}"
+    )
     b = r["breakdown"]
     print(
         f"paths breakdown on the first shard ({b['images']} images, {b['paths']} paths): search {b['search_s']:.2f} s, "
