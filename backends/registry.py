@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from backends.inpaint import InpaintBackend
 from backends.language import LanguageBackend
 from core.config import REPO_ROOT, RunConfig
 from core.vocab import Lexicon
@@ -37,3 +38,25 @@ def make_language_backend(cfg: RunConfig, work_dir: Path, lexicon: Lexicon) -> L
             )
         )
     raise ValueError(f"unknown language backend {lang.backend!r}")
+
+
+def make_inpaint_backend(cfg: RunConfig) -> InpaintBackend:
+    im = cfg.images
+    if im.backend == "opencv":
+        from backends.inpaint_opencv import OpenCVInpainter
+
+        return OpenCVInpainter(dilate_px=im.opencv_dilate_px)
+    if im.backend == "diffusers":
+        from backends.inpaint_diffusers import DiffusersInpainter
+
+        d = im.diffusers
+        return DiffusersInpainter(
+            model=d.model,
+            mode=d.mode,
+            steps=d.steps,
+            guidance_scale=d.guidance_scale,
+            batch_size=d.batch_size,
+            dilate_px=d.dilate_px,
+            padding_mask_crop=d.padding_mask_crop,
+        )
+    raise ValueError(f"unknown inpainting backend {im.backend!r}")

@@ -17,9 +17,12 @@ NEGATIVE_KEYS = ("negative_type", "negative_level", "positive_id", "negative_cat
 
 def coco_entries(record: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """(image entry, annotation entry) for one vanilla record (positive or negative)."""
+    edited = record.get("negative_cate") == "image"
     image = {
         "id": record["id"],
-        "file_name": record.get("file_name") or f"{record['image_id']}.jpg",
+        # GQA images are named by id under the input images folder; edited ones live in the run folder.
+        "file_name": record["file_name"] if edited else f"{record['image_id']}.jpg",
+        "image_root": "run" if edited else "images",
         "height": record["height"],
         "width": record["width"],
         "caption": record["expression"],

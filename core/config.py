@@ -145,6 +145,37 @@ class RefineConfig(_Strict):
         return v
 
 
+SplitName = Literal["train", "val", "test"]
+ImageNegativeType = Literal["replace_object", "replace_attribute", "swap_object", "swap_attribute", "flip"]
+
+
+class DiffusersConfig(_Strict):
+    model: str = "runwayml/stable-diffusion-inpainting"  # hub id or local dir (weights are never downloaded here)
+    mode: Literal["sd", "powerpaint"] = "sd"
+    steps: int = Field(30, ge=1)
+    guidance_scale: float = 7.5
+    batch_size: int = Field(4, ge=1)
+    dilate_px: int = Field(8, ge=0)
+    padding_mask_crop: int | None = 32
+
+
+class ImagesConfig(_Strict):
+    """Negative images (SPEC 1.5). The paper makes them for the test split only."""
+
+    enabled: bool = True
+    backend: Literal["opencv", "diffusers"] = "opencv"
+    splits: list[SplitName] = Field(default_factory=lambda: ["test"])
+    types: list[ImageNegativeType] = Field(
+        default_factory=lambda: ["replace_object", "replace_attribute", "swap_object", "swap_attribute", "flip"]
+    )
+    per_positive: int = Field(1, ge=0)
+    candidates: int = Field(10, ge=1, le=64)  # per negative; the filters keep one (SPEC 1.5)
+    max_rounds: int = Field(3, ge=1)
+    donors_per_name: int = Field(20, ge=1)  # copy-paste donors kept per object name, largest boxes first
+    opencv_dilate_px: int = Field(6, ge=0)
+    diffusers: DiffusersConfig = DiffusersConfig()
+
+
 class RunConfig(_Strict):
     name: str | None = None  # run folder name under outputs/; None = derived from the config hash
     seed: int = 0
@@ -160,6 +191,7 @@ class RunConfig(_Strict):
     balance: BalanceConfig = BalanceConfig()
     language: LanguageConfig = LanguageConfig()
     refine: RefineConfig = RefineConfig()
+    images: ImagesConfig = ImagesConfig()
 
     def resolve(self, p: Path) -> Path:
         """Data paths in a config are relative to the repository root."""

@@ -415,6 +415,93 @@ def _negative_file(language_file: Path) -> Path:
 
 
 # --------------------------------------------------------------------------------------------------
+# Stage 4b: negative images, one shard at a time (only the configured splits; needs the source images)
+
+
+def images_fingerprint(run: RunFolder, cfg: RunConfig) -> str:
+    return _hash("images@v1", run.fingerprint_of("language"), cfg.fingerprint("images", "seed"))
+
+
+def open_images_stage(run: RunFolder) -> Path:
+    """Open (or reset) the stage and build the corpus's donor index for copy-paste edits."""
+    from core.vocab import NameCategories
+    from generators.paths import box_reason
+
+    cfg = run.config()
+    d = run.stage("images", images_fingerprint(run, cfg))
+    donors_file = d / "donors.json"
+    if donors_file.exists():
+        return d
+    names = NameCategories.load(cfg.resolve(cfg.language.name_categories))
+    best: dict[str, list[tuple[int, str, str, list[int]]]] = {}
+    for shard in sorted((run.work / "ingest").glob("graphs-*.jsonl")):
+        for row in read_jsonl(shard):
+            g = row_to_graph(row)
+            for o in g.objects.values():
+                if names.category(o.name) is None or box_reason(o, g, cfg, as_target=True) is not None:
+                    continue
+                best.setdefault(o.name, []).append((-o.area, g.image_id, o.id, list(o.box)))
+    donors = {
+        n: [{"image_id": i, "object_id": oid, "box": box} for _, i, oid, box in sorted(v)[: cfg.images.donors_per_name]]
+        for n, v in sorted(best.items())
+    }
+    write_json(donors_file, donors, indent=False)
+    return d
+
+
+def images_shard(run: RunFolder, language_file: Path) -> Path:
+    """Negative images for the shard's positives in the configured splits; skipped when done."""
+    from backends.registry import make_inpaint_backend, make_language_backend
+    from core.vocab import Lexicon, NameCategories
+    from generators.negative_images import Donor, ImageContext, make_image_negatives
+    from generators.paths import PathResources
+
+    cfg = run.config()
+    d = run.work / "images"
+    if not d.exists() or run.fingerprint_of("images") != images_fingerprint(run, cfg):
+        raise RuntimeError("images stage is not open for this config: call open_images_stage first")
+    out = d / language_file.name.replace("positives-", "image-negatives-")
+    if out.exists():
+        return out
+    _, images = resolve_inputs(run, cfg)
+    stats: Counter = Counter()
+    rows: list[dict[str, Any]] = []
+    rejects: list[Reject] = []
+    positives = [r for r in read_jsonl(language_file) if split_of(r["image_id"], cfg.splits) in cfg.images.splits]
+    if images is None or not cfg.images.enabled or cfg.images.per_positive == 0:
+        stats["skipped_no_images" if images is None else "skipped_disabled"] += len(positives)
+    elif positives:
+        shard = run.work / "ingest" / language_file.name.replace("positives-", "graphs-")
+        graphs = {g.image_id: g for g in map(row_to_graph, read_jsonl(shard))}
+        res = PathResources.load(cfg)
+        lexicon = Lexicon.load(cfg.resolve(cfg.language.lexicon))
+        donors = {
+            n: [Donor(x["image_id"], x["object_id"], tuple(x["box"])) for x in v]
+            for n, v in orjson.loads((d / "donors.json").read_bytes()).items()
+        }
+        ctx = ImageContext(
+            table=res.table,
+            names=NameCategories.load(cfg.resolve(cfg.language.name_categories)),
+            vocab=corpus_vocab(run),
+            donors=donors,
+            images_dir=images,
+            out_dir=run.root / "images",
+            seed=cfg.seed,
+            candidates=cfg.images.candidates,
+            per_positive=cfg.images.per_positive,
+            max_rounds=cfg.images.max_rounds,
+            types=tuple(cfg.images.types),
+        )
+        rows, rejects, stats = make_image_negatives(
+            positives, graphs, ctx, make_language_backend(cfg, run.work, lexicon), make_inpaint_backend(cfg)
+        )
+    write_jsonl(out.with_suffix(".rejects.jsonl"), [r.to_json() for r in rejects])
+    write_json(out.with_suffix(".stats.json"), dict(sorted(stats.items())))
+    write_jsonl(out, rows)
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
 # Stage 5: refine scores (global: the n-gram scorer is fit on every positive). Scores only, no decision.
 
 
@@ -482,7 +569,9 @@ def refine_decision(cfg: RunConfig, scores_file: Path) -> tuple[set[int], dict[i
 # Stage 6: split and write the run folder
 
 
-def assemble(run: RunFolder, language_files: list[Path], scores_file: Path) -> dict[str, Any]:
+def assemble(
+    run: RunFolder, language_files: list[Path], scores_file: Path, image_files: list[Path] | None = None
+) -> dict[str, Any]:
     """Apply the refinement decision, assign splits by image, write splits/, rejects.jsonl and manifest.json."""
     from generators.paths import PathResources
 
@@ -524,6 +613,14 @@ def assemble(run: RunFolder, language_files: list[Path], scores_file: Path) -> d
             neg_writers[split].write(r)
             cocos[split].add(r)
             neg_table[(split, r["negative_type"], r["negative_level"])] += 1
+    image_table: Counter = Counter()
+    for f in image_files or []:
+        for r in read_jsonl(f):
+            split = split_of(r["source_image_id"], cfg.splits)  # its positive's split
+            r["split"] = split
+            neg_writers[split].write(r)
+            cocos[split].add(r)
+            image_table[(split, r["negative_type"], r["negative_level"])] += 1
     for s in SPLITS:
         writers[s].close()
         neg_writers[s].close()
@@ -534,6 +631,7 @@ def assemble(run: RunFolder, language_files: list[Path], scores_file: Path) -> d
     reject_files = [ingest_dir / "rejects.jsonl"]
     reject_files += [f.with_suffix(".rejects.jsonl") for f in positive_files]
     reject_files += [f.with_suffix(".rejects.jsonl") for f in language_files]
+    reject_files += [f.with_suffix(".rejects.jsonl") for f in image_files or []]
     chunks = [f.read_bytes() for f in reject_files if f.exists()]
     chunks.append(b"".join(orjson.dumps(r) + b"\n" for r in late_rejects))
     atomic_write_bytes(run.root / "rejects.jsonl", b"".join(chunks))
@@ -545,6 +643,9 @@ def assemble(run: RunFolder, language_files: list[Path], scores_file: Path) -> d
     lang_stats: Counter = Counter()
     for f in language_files:
         lang_stats.update(orjson.loads(f.with_suffix(".stats.json").read_bytes()))
+    image_stats: Counter = Counter()
+    for f in image_files or []:
+        image_stats.update(orjson.loads(f.with_suffix(".stats.json").read_bytes()))
     res = PathResources.load(cfg)
     versions = res.versions() | {
         "language_backend": _backend_version(cfg),
@@ -577,6 +678,10 @@ def assemble(run: RunFolder, language_files: list[Path], scores_file: Path) -> d
             "negatives": {s: neg_writers[s].count for s in SPLITS},
             "positives_by_split_type_level": {f"{s}/{t}/L{lv}": n for (s, t, lv), n in sorted(table.items())},
             "negatives_by_split_type_level": {f"{s}/{t}/L{lv}": n for (s, t, lv), n in sorted(neg_table.items())},
+            "images": dict(sorted(image_stats.items())),
+            "image_negatives_by_split_type_level": {
+                f"{s}/{t}/L{lv}": n for (s, t, lv), n in sorted(image_table.items())
+            },
         },
     }
     write_json(run.root / "manifest.json", manifest)
@@ -611,5 +716,7 @@ def run_local(cfg: RunConfig, root: Path) -> dict[str, Any]:
     select(run, positive_files)
     open_language_stage(run)
     language_files = [language_shard(run, f) for f in positive_files]
+    open_images_stage(run)
+    image_files = [images_shard(run, f) for f in language_files]
     scores = refine_scores(run, language_files)
-    return assemble(run, language_files, scores)
+    return assemble(run, language_files, scores, image_files)

@@ -52,19 +52,31 @@ def language_task(run_dir: str, positive_file: str) -> str:
     return str(pipeline.language_shard(pipeline.RunFolder(Path(run_dir)), Path(positive_file)))
 
 
+@task(name="open-images-stage", cache_policy=NO_CACHE)
+def open_images_task(run_dir: str, language_files: list[str]) -> str:
+    return str(pipeline.open_images_stage(pipeline.RunFolder(Path(run_dir))))
+
+
+@task(name="images-shard", cache_policy=NO_CACHE)
+def images_task(run_dir: str, language_file: str) -> str:
+    return str(pipeline.images_shard(pipeline.RunFolder(Path(run_dir)), Path(language_file)))
+
+
 @task(name="refine-scores", cache_policy=NO_CACHE)
 def refine_task(run_dir: str, language_files: list[str]) -> str:
     return str(pipeline.refine_scores(pipeline.RunFolder(Path(run_dir)), [Path(p) for p in language_files]))
 
 
 @task(name="assemble", cache_policy=NO_CACHE)
-def assemble_task(run_dir: str, language_files: list[str], scores: str) -> dict:
-    return pipeline.assemble(pipeline.RunFolder(Path(run_dir)), [Path(p) for p in language_files], Path(scores))
+def assemble_task(run_dir: str, language_files: list[str], scores: str, image_files: list[str]) -> dict:
+    run = pipeline.RunFolder(Path(run_dir))
+    return pipeline.assemble(run, [Path(p) for p in language_files], Path(scores), [Path(p) for p in image_files])
 
 
 @flow(name="hardneg-generate", log_prints=False)
 def generate(config_json: str, run_dir: str) -> dict:
-    """Graphs -> shards -> positives per shard -> balance -> language per shard -> refine -> run folder."""
+    """Graphs -> shards -> positives per shard -> balance -> language per shard -> image negatives per shard
+    and refine scores -> run folder."""
     run_dir = prepare_task(config_json, run_dir)
     shards = ingest_task(run_dir)
     open_paths_task(run_dir)
@@ -72,8 +84,11 @@ def generate(config_json: str, run_dir: str) -> dict:
     selection = select_task(run_dir, positive_files)
     open_language_task(run_dir, selection)
     language_files = [f.result() for f in [language_task.submit(run_dir, p) for p in positive_files]]
-    scores = refine_task(run_dir, language_files)
-    return assemble_task(run_dir, language_files, scores)
+    open_images_task(run_dir, language_files)
+    image_futures = [images_task.submit(run_dir, p) for p in language_files]
+    scores = refine_task(run_dir, language_files)  # runs beside the image shards
+    image_files = [f.result() for f in image_futures]
+    return assemble_task(run_dir, language_files, scores, image_files)
 
 
 def run_generate(cfg: RunConfig, run_dir: Path) -> dict:

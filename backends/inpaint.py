@@ -1,0 +1,56 @@
+"""The inpainting role: edit boxes of an image into N candidate negative images.
+
+Implementations: `backends.inpaint_opencv.OpenCVInpainter` (offline, the demo's: GrabCut recolouring,
+copy-paste of a donor object, Telea removal) and `backends.inpaint_diffusers.DiffusersInpainter`
+(Stable Diffusion inpainting through diffusers, with a PowerPaint mode). Generators only see this
+protocol. Every candidate is full size, with the source pasted back outside the dilated edit boxes, so
+later similarity and realism scores compare like with like (SPEC section 6).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from PIL import Image
+
+RegionOp = Literal["recolor", "replace", "remove"]
+
+
+@dataclass(frozen=True, slots=True)
+class EditRegion:
+    """One box to change.
+
+    - "recolor": make the object in `box` the colour `color` (a GQA colour name), keeping its shape;
+    - "replace": put `prompt`'s object in `box` ("a red cup", "a bowl"); `donor`, when given, is an RGB
+      crop of a real object of that kind from another image (copy-paste backends need it);
+    - "remove": fill `box` with background (`prompt` may describe it).
+    """
+
+    box: tuple[int, int, int, int]  # xywh in the source image's pixels
+    op: RegionOp
+    prompt: str
+    color: str | None = None
+    donor: Image.Image | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class InpaintJob:
+    key: str  # stable id of the negative; with `seed` it fixes the candidates
+    image: Image.Image  # the RGB source
+    regions: tuple[EditRegion, ...]  # applied in order (a swap has two)
+    n: int  # candidates to return
+    seed: int
+
+
+class InpaintBackend(Protocol):
+    version: str
+
+    def supports(self, region: EditRegion) -> bool:
+        """Whether this backend can perform the region's edit (opencv cannot make "a wooden cup")."""
+        ...
+
+    def run(self, jobs: Sequence[InpaintJob]) -> list[list[Image.Image]]:
+        """`job.n` RGB candidates per job, each the source's size, unchanged outside the dilated boxes."""
+        ...

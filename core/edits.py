@@ -1,0 +1,100 @@
+"""Scene-graph edits: what a negative image changed, as a change to the graph (SPEC section 3).
+
+An image negative records its `edit`, so the claim "the original path matches nothing in the edited
+image" can be re-checked with the executor on `apply_edit(graph, edit)`. Forms (SPEC section 3, plus
+`remove`, which the copy-paste backend needs when no donor object exists):
+
+    {"op": "flip"}                                         mirror boxes; left<->right in relations and attributes
+    {"op": "rename", "object": ID, "name": NEW}
+    {"op": "set_attribute", "object": ID, "from": OLD, "to": NEW}
+    {"op": "swap_names", "objects": [ID1, ID2]}
+    {"op": "swap_attributes", "objects": [ID1, ID2], "from": [A1, A2]}
+    {"op": "remove", "object": ID}                         the object and its edges are gone
+    {"op": "sequence", "edits": [...]}
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Any
+
+from core.records import Relation, SceneGraph, SceneObject
+
+_LR = re.compile(r"\b(left|right)\b")
+
+
+def mirror_word(text: str) -> str:
+    """left <-> right as whole words ("to the left of" -> "to the right of")."""
+    return _LR.sub(lambda m: "right" if m.group(1) == "left" else "left", text)
+
+
+def has_left_right(text: str) -> bool:
+    return _LR.search(text) is not None
+
+
+def flip_graph(graph: SceneGraph) -> SceneGraph:
+    objects = {
+        oid: replace(
+            o,
+            x=graph.width - o.x - o.w,
+            attributes=tuple(mirror_word(a) for a in o.attributes),
+            relations=tuple(Relation(mirror_word(r.name), r.object) for r in o.relations),
+        )
+        for oid, o in graph.objects.items()
+    }
+    return replace(graph, objects=objects)
+
+
+def _obj(graph: SceneGraph, oid: Any) -> SceneObject:
+    if not isinstance(oid, str) or oid not in graph.objects:
+        raise ValueError(f"edit names object {oid!r}, which is not in image {graph.image_id}")
+    return graph.objects[oid]
+
+
+def _with(graph: SceneGraph, *objs: SceneObject) -> SceneGraph:
+    objects = dict(graph.objects)
+    for o in objs:
+        objects[o.id] = o
+    return replace(graph, objects=objects)
+
+
+def apply_edit(graph: SceneGraph, edit: dict[str, Any]) -> SceneGraph:
+    """The graph of the edited image. Raises ValueError naming a malformed edit."""
+    op = edit.get("op") if isinstance(edit, dict) else None
+    if op == "flip":
+        return flip_graph(graph)
+    if op == "rename":
+        o = _obj(graph, edit.get("object"))
+        return _with(graph, replace(o, name=str(edit["name"])))
+    if op == "set_attribute":
+        o = _obj(graph, edit.get("object"))
+        old, new = edit.get("from"), edit.get("to")
+        if old not in o.attributes:
+            raise ValueError(f"set_attribute: object {o.id} has no attribute {old!r}")
+        attrs = tuple(dict.fromkeys(new if a == old else a for a in o.attributes))
+        return _with(graph, replace(o, attributes=attrs))
+    if op == "swap_names":
+        a, b = (_obj(graph, i) for i in edit.get("objects", [None, None]))
+        return _with(graph, replace(a, name=b.name), replace(b, name=a.name))
+    if op == "swap_attributes":
+        a, b = (_obj(graph, i) for i in edit.get("objects", [None, None]))
+        x, y = edit.get("from", [None, None])
+        if x not in a.attributes or y not in b.attributes:
+            raise ValueError(f"swap_attributes: {a.id} lacks {x!r} or {b.id} lacks {y!r}")
+        a2 = replace(a, attributes=tuple(dict.fromkeys(y if t == x else t for t in a.attributes)))
+        b2 = replace(b, attributes=tuple(dict.fromkeys(x if t == y else t for t in b.attributes)))
+        return _with(graph, a2, b2)
+    if op == "remove":
+        gone = _obj(graph, edit.get("object")).id
+        objects = {
+            oid: replace(o, relations=tuple(r for r in o.relations if r.object != gone))
+            for oid, o in graph.objects.items()
+            if oid != gone
+        }
+        return replace(graph, objects=objects)
+    if op == "sequence":
+        for e in edit.get("edits", []):
+            graph = apply_edit(graph, e)
+        return graph
+    raise ValueError(f"unknown edit {edit!r}")
