@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from backends.image_scorers import ImageSimilarity, ImageTextScorer, RealismScorer
 from backends.inpaint import InpaintBackend
 from backends.language import LanguageBackend
 from core.config import REPO_ROOT, RunConfig
@@ -60,3 +61,40 @@ def make_inpaint_backend(cfg: RunConfig) -> InpaintBackend:
             padding_mask_crop=d.padding_mask_crop,
         )
     raise ValueError(f"unknown inpainting backend {im.backend!r}")
+
+
+def make_filter_scorers(cfg: RunConfig) -> tuple[ImageTextScorer | None, ImageSimilarity, RealismScorer]:
+    """(CLIP or None when not configured, best-of-N similarity, realism) for the filters stage."""
+    f = cfg.filters
+    clip = None
+    if f.clip_model is not None:
+        from backends.clip_scorer import CLIPScorer
+
+        clip = CLIPScorer(model=f.clip_model, batch_size=f.batch_size)
+    if f.similarity == "dinov2":
+        from backends.dino import DinoSimilarity
+
+        dn = f.dinov2
+        similarity: ImageSimilarity = DinoSimilarity(
+            loader=dn.loader, repo_or_dir=dn.repo_or_dir, model_name=dn.model_name, source=dn.source, model=dn.model,
+            batch_size=f.batch_size,
+        )  # fmt: skip
+    else:
+        from backends.offline_scorers import SSIMSimilarity
+
+        similarity = SSIMSimilarity()
+    if f.realism == "dire":
+        from backends.realism import DIREScorer
+
+        if f.dire.unet is None or f.dire.classifier is None:
+            raise ValueError(
+                "filters.realism: dire needs filters.dire.unet and filters.dire.classifier (docs/realism.md)"
+            )
+        realism: RealismScorer = DIREScorer(
+            unet=f.dire.unet, classifier=f.dire.classifier, steps=f.dire.steps, batch_size=f.batch_size
+        )
+    else:
+        from backends.offline_scorers import SeamScore
+
+        realism = SeamScore()
+    return clip, similarity, realism

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from core.config import DEFAULT_CONFIG, REPO_ROOT, load_config
+from core.vocab import load_yaml_text
 
 log = logging.getLogger("hardneg")
 
@@ -73,6 +74,27 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_split(args: argparse.Namespace) -> int:
+    from core.pipeline import resplit
+
+    overrides: dict = {}
+    if args.config is not None:
+        try:
+            overrides = load_yaml_text(Path(args.config).read_text()) or {}
+        except FileNotFoundError:
+            raise ValueError(f"config file not found: {args.config}") from None
+        if not isinstance(overrides, dict):
+            raise ValueError(f"config {args.config} must be a mapping of keys")
+    t0 = time.perf_counter()
+    manifest = resplit(Path(args.run).resolve(), overrides)
+    c = manifest["counts"]
+    print(
+        f"re-split {args.run} in {time.perf_counter() - t0:.1f}s: "
+        f"positives {c['positives']}, negatives {c['negatives']}"
+    )
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="hardneg", description="Build hard-negative grounding benchmarks.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -84,6 +106,10 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--seed", type=int, default=None)
     run.add_argument("--no-prefect", action="store_true", help="run the same stages without Prefect")
     run.add_argument("-v", "--verbose", action="store_true")
+    split = sub.add_parser("split", help="re-apply thresholds and split proportions to a run's stored scores")
+    split.add_argument("run", help="a run folder made by `hardneg run`")
+    split.add_argument("--config", default=None, help="YAML with splits / filters / refine thresholds to apply")
+    split.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
@@ -91,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     from backends.language import BackendUnavailable
 
     try:
-        return {"run": cmd_run}[args.command](args)
+        return {"run": cmd_run, "split": cmd_split}[args.command](args)
     except ValueError as e:
         print(f"hardneg: error: {e}", file=sys.stderr)
         return 2

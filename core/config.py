@@ -176,6 +176,34 @@ class ImagesConfig(_Strict):
     diffusers: DiffusersConfig = DiffusersConfig()
 
 
+class Dinov2Config(_Strict):
+    loader: Literal["torch.hub", "transformers"] = "torch.hub"
+    repo_or_dir: str = "facebookresearch/dinov2"  # torch.hub repo, or a local hub dir with hubconf.py
+    model_name: str = "dinov2_vitl14"
+    source: Literal["github", "local"] = "github"
+    model: str | None = None  # transformers loader: hub id or local dir
+
+
+class DireConfig(_Strict):
+    unet: str | None = None  # diffusers UNet2DModel: hub id or local dir (see docs/realism.md)
+    classifier: str | None = None  # transformers ResNet with one logit, local dir
+    steps: int = Field(20, ge=1)
+
+
+class FiltersConfig(_Strict):
+    """Scorers write scores; these thresholds decide (SPEC 1.6), re-appliable by `hardneg split`."""
+
+    clip_model: str | None = None  # hub id or local dir; None = the CLIP filter is not configured
+    similarity: Literal["ssim", "dinov2"] = "ssim"  # best of N; ssim is the offline stand-in
+    dinov2: Dinov2Config = Dinov2Config()
+    realism: Literal["seam", "dire"] = "seam"  # seam is the offline stand-in for DIRE
+    dire: DireConfig = DireConfig()
+    batch_size: int = Field(16, ge=1)
+    min_clip_margin: float = 0.0
+    max_realism: float = Field(0.2, ge=0.0, le=1.0)
+    require_clip: bool = False
+
+
 class RunConfig(_Strict):
     name: str | None = None  # run folder name under outputs/; None = derived from the config hash
     seed: int = 0
@@ -192,6 +220,7 @@ class RunConfig(_Strict):
     language: LanguageConfig = LanguageConfig()
     refine: RefineConfig = RefineConfig()
     images: ImagesConfig = ImagesConfig()
+    filters: FiltersConfig = FiltersConfig()
 
     def resolve(self, p: Path) -> Path:
         """Data paths in a config are relative to the repository root."""

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from PIL import Image
 
 from core.attributes import AttributeTable
 from core.balance import BalanceItem, balance
@@ -32,6 +33,8 @@ from core.demo_world import GENERATOR_VERSION as DEMO_WORLD_VERSION
 from core.io import JsonArrayWriter, atomic_write_bytes, read_jsonl, write_json, write_jsonl
 from core.records import Reject, SceneGraph
 from core.splits import image_unit, split_of
+from core.stats import build_stats, write_stats
+from filters.decide import Thresholds, decide_image, decide_text
 
 log = logging.getLogger("hardneg")
 
@@ -502,6 +505,83 @@ def images_shard(run: RunFolder, language_file: Path) -> Path:
 
 
 # --------------------------------------------------------------------------------------------------
+# Stage 4c: filter scores (CLIP margins, similarity to the source, realism), one shard at a time
+
+
+FILTER_MODEL_KEYS = ("clip_model", "similarity", "dinov2", "realism", "dire", "batch_size")
+
+
+def filters_fingerprint(run: RunFolder, cfg: RunConfig) -> str:
+    # Thresholds are not part of it: changing them re-decides (`hardneg split`), it never re-scores.
+    models = {k: v for k, v in cfg.filters.model_dump(mode="json").items() if k in FILTER_MODEL_KEYS}
+    return _hash("filters@v1", run.fingerprint_of("images"), models)
+
+
+def open_filters_stage(run: RunFolder) -> Path:
+    return run.stage("filters", filters_fingerprint(run, run.config()))
+
+
+def _open_rgb(path: Path) -> Image.Image:
+    with Image.open(path) as im:
+        return im.convert("RGB")
+
+
+def filters_shard(run: RunFolder, language_file: Path) -> Path:
+    """Score the shard's text and image negatives; decisions happen in `assemble` from these scores."""
+    from backends.registry import make_filter_scorers
+
+    cfg = run.config()
+    d = run.work / "filters"
+    if not d.exists() or run.fingerprint_of("filters") != filters_fingerprint(run, cfg):
+        raise RuntimeError("filters stage is not open for this config: call open_filters_stage first")
+    out = d / language_file.name.replace("positives-", "scores-")
+    if out.exists():
+        return out
+    _, images = resolve_inputs(run, cfg)
+    image_file = run.work / "images" / language_file.name.replace("positives-", "image-negatives-")
+    positives = {r["id"]: r for r in read_jsonl(language_file)}
+    text_negs = list(read_jsonl(_negative_file(language_file)))
+    image_negs = list(read_jsonl(image_file)) if image_file.exists() else []
+    clip, similarity, realism = make_filter_scorers(cfg)
+    rows: list[dict[str, Any]] = []
+    sources: dict[str, Image.Image] = {}
+
+    def source(image_id: str) -> Image.Image | None:
+        if images is None:
+            return None
+        if image_id not in sources:
+            sources[image_id] = _open_rgb(images / f"{image_id}.jpg")
+        return sources[image_id]
+
+    if clip is not None and images is not None and text_negs:
+        pairs = []
+        for n in text_negs:
+            img = source(n["image_id"])
+            pairs += [(img, positives[n["positive_id"]]["expression"]), (img, n["expression"])]
+        sims = clip.similarity(pairs)
+        for i, n in enumerate(text_negs):
+            rows.append({"id": n["id"], "kind": "text", "clip_margin": sims[2 * i] - sims[2 * i + 1]})
+    for n in image_negs:
+        src = source(n["source_image_id"])
+        cands = [_open_rgb(run.root / f) for f in n["candidates"]]
+        sim = similarity.similarity([(src, c) for c in cands])
+        if n["edit_boxes"]:
+            per_box = [realism.score([(src, c, tuple(b)) for c in cands]) for b in n["edit_boxes"]]
+            real = [max(v) for v in zip(*per_box, strict=True)]
+        else:
+            real = [0.0 for _ in cands]  # a flip moves no pixel within the image: it is a real photograph
+        scored = [{"similarity": s, "realism": r} for s, r in zip(sim, real, strict=True)]
+        if clip is not None:
+            text = positives[n["positive_id"]]["expression"]
+            sims = clip.similarity([(src, text)] + [(c, text) for c in cands])
+            for c, s in zip(scored, sims[1:], strict=True):
+                c["clip_margin"] = sims[0] - s
+        rows.append({"id": n["id"], "kind": "image", "candidates": scored})
+    write_jsonl(out, rows)
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
 # Stage 5: refine scores (global: the n-gram scorer is fit on every positive). Scores only, no decision.
 
 
@@ -581,6 +661,11 @@ def assemble(
     positive_files = sorted(p for p in paths_dir.glob("positives-*.jsonl") if ".rejects" not in p.name)
     kept_ids, dropped = _selection(run)
     refine_kept, refine_dropped, scores = refine_decision(cfg, scores_file)
+    filter_scores = _filter_scores(run)
+    thresholds = Thresholds(cfg.filters.min_clip_margin, cfg.filters.max_realism, cfg.filters.require_clip)
+    passes: dict[str, list[int]] = {
+        k: [0, 0] for k in ("refine", "filter_text", "filter_image", "filter_image_candidates")
+    }
 
     writers = {s: JsonArrayWriter(run.root / "splits" / s / "positive.json") for s in SPLITS}
     neg_writers = {s: JsonArrayWriter(run.root / "splits" / s / "negative.json") for s in SPLITS}
@@ -608,14 +693,42 @@ def assemble(
                 detail = {"negative_type": r["negative_type"], "expression": r["expression"], **r.get("scores", {})}
                 late_rejects.append(Reject("refine", why, r["image_id"], r["id"], detail=detail).to_json())
                 continue
+            passes["refine"][0] += 1
+            fs = filter_scores.get(r["id"], {})
+            if "clip_margin" in fs:
+                r.setdefault("scores", {})["clip_margin"] = fs["clip_margin"]
+            d = decide_text(fs, thresholds)
+            passes["filter_text"][1] += 1
+            if not d.keep:
+                detail = {"negative_type": r["negative_type"], "expression": r["expression"], **r.get("scores", {})}
+                late_rejects.append(Reject("filter", d.reason or "", r["image_id"], r["id"], detail=detail).to_json())
+                continue
+            passes["filter_text"][0] += 1
             split = split_of(r["image_id"], cfg.splits)  # always its positive's split: same image
             r["split"] = split
             neg_writers[split].write(r)
             cocos[split].add(r)
             neg_table[(split, r["negative_type"], r["negative_level"])] += 1
+    passes["refine"][1] = passes["refine"][0] + len(refine_dropped)
     image_table: Counter = Counter()
     for f in image_files or []:
         for r in read_jsonl(f):
+            cands = filter_scores.get(r["id"], {}).get("candidates") or [{} for _ in r["candidates"]]
+            d = decide_image(cands, thresholds)
+            passes["filter_image_candidates"][1] += len(cands)
+            passes["filter_image"][1] += 1
+            for k, why in d.losers:
+                detail = {"negative_type": r["negative_type"], "file_name": r["candidates"][k], **cands[k]}
+                late_rejects.append(Reject("filter", why, r["source_image_id"], r["id"], detail=detail).to_json())
+            if not d.keep:
+                late_rejects.append(Reject("filter", d.reason or "", r["source_image_id"], r["id"],
+                                           detail={"negative_type": r["negative_type"]}).to_json())  # fmt: skip
+                continue
+            passes["filter_image"][0] += 1
+            failed = sum(1 for _, why in d.losers if "best of" not in why)  # losers that passed lost only on rank
+            passes["filter_image_candidates"][0] += len(cands) - failed
+            r["file_name"] = r["candidates"][d.candidate]
+            r["scores"] = cands[d.candidate]
             split = split_of(r["source_image_id"], cfg.splits)  # its positive's split
             r["split"] = split
             neg_writers[split].write(r)
@@ -684,8 +797,24 @@ def assemble(
             },
         },
     }
+    filters_seen = {
+        "balance": (len(kept_ids), len(kept_ids) + len(dropped)),
+        **{k: (p, n) for k, (p, n) in passes.items()},
+    }
+    stats = build_stats(table, neg_table, image_table, filters_seen)
+    write_stats(run.root, stats)
+    manifest["counts"]["filters"] = stats["filters"]
     write_json(run.root / "manifest.json", manifest)
     return manifest
+
+
+def _filter_scores(run: RunFolder) -> dict[int, dict[str, Any]]:
+    """Stored filter scores by negative id (empty when the filters stage has not run)."""
+    out: dict[int, dict[str, Any]] = {}
+    for f in sorted((run.work / "filters").glob("scores-*.jsonl")) if (run.work / "filters").exists() else []:
+        for r in read_jsonl(f):
+            out[r["id"]] = r
+    return out
 
 
 def _backend_version(cfg: RunConfig) -> str:
@@ -705,6 +834,47 @@ def _models(cfg: RunConfig) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------------------------------
+# Re-splitting from stored scores (`hardneg split`): no model is loaded
+
+
+RESPLIT_KEYS = {
+    "splits": None,  # every key
+    "filters": {"min_clip_margin", "max_realism", "require_clip"},
+    "refine": {"enabled", "bins_2d", "bins_1d"},
+}
+
+
+def resplit(root: Path, overrides: dict[str, Any]) -> dict[str, Any]:
+    """Re-apply thresholds and split proportions to a finished run's stored scores; rewrites splits/,
+    rejects.jsonl, stats and the manifest. Only the keys in RESPLIT_KEYS may change: anything else needs
+    new scores or new samples, i.e. `hardneg run`."""
+    run = RunFolder(root)
+    if not run.config_file.exists():
+        raise ValueError(f"{root} is not a hardneg run folder (no work/config.json)")
+    for section, value in overrides.items():
+        allowed = RESPLIT_KEYS.get(section, set())
+        if section not in RESPLIT_KEYS or not isinstance(value, dict):
+            raise ValueError(
+                f"split cannot change {section!r}: only {sorted(RESPLIT_KEYS)}; rerun `hardneg run` for that"
+            )
+        bad = sorted(set(value) - allowed) if allowed is not None else []
+        if bad:
+            raise ValueError(f"split cannot change {section}.{bad[0]}: it needs new scores; rerun `hardneg run`")
+    base = run.config().model_dump(mode="json")
+    for section, value in overrides.items():
+        base[section] = {**base[section], **value}
+    cfg = RunConfig.model_validate(base)
+    language_files = sorted(p for p in (run.work / "language").glob("positives-*.jsonl") if ".rejects" not in p.name)
+    image_dir = run.work / "images"
+    image_files = sorted(p for p in image_dir.glob("image-negatives-*.jsonl") if ".rejects" not in p.name)
+    scores = run.work / "refine" / "scores.jsonl"
+    if not language_files or not scores.exists():
+        raise ValueError(f"{root} has no finished language and refine stages to re-split; run `hardneg run` first")
+    atomic_write_bytes(run.config_file, cfg.model_dump_json(indent=2).encode())
+    return assemble(run, language_files, scores, image_files)
+
+
+# --------------------------------------------------------------------------------------------------
 # Without Prefect (tests, debugging): the same stages in one process
 
 
@@ -718,5 +888,8 @@ def run_local(cfg: RunConfig, root: Path) -> dict[str, Any]:
     language_files = [language_shard(run, f) for f in positive_files]
     open_images_stage(run)
     image_files = [images_shard(run, f) for f in language_files]
+    open_filters_stage(run)
+    for f in language_files:
+        filters_shard(run, f)
     scores = refine_scores(run, language_files)
     return assemble(run, language_files, scores, image_files)

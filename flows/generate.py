@@ -62,6 +62,16 @@ def images_task(run_dir: str, language_file: str) -> str:
     return str(pipeline.images_shard(pipeline.RunFolder(Path(run_dir)), Path(language_file)))
 
 
+@task(name="open-filters-stage", cache_policy=NO_CACHE)
+def open_filters_task(run_dir: str, image_files: list[str]) -> str:
+    return str(pipeline.open_filters_stage(pipeline.RunFolder(Path(run_dir))))
+
+
+@task(name="filters-shard", cache_policy=NO_CACHE)
+def filters_task(run_dir: str, language_file: str) -> str:
+    return str(pipeline.filters_shard(pipeline.RunFolder(Path(run_dir)), Path(language_file)))
+
+
 @task(name="refine-scores", cache_policy=NO_CACHE)
 def refine_task(run_dir: str, language_files: list[str]) -> str:
     return str(pipeline.refine_scores(pipeline.RunFolder(Path(run_dir)), [Path(p) for p in language_files]))
@@ -76,7 +86,7 @@ def assemble_task(run_dir: str, language_files: list[str], scores: str, image_fi
 @flow(name="hardneg-generate", log_prints=False)
 def generate(config_json: str, run_dir: str) -> dict:
     """Graphs -> shards -> positives per shard -> balance -> language per shard -> image negatives per shard
-    and refine scores -> run folder."""
+    -> filter scores per shard (beside refine scores) -> decide and split -> run folder."""
     run_dir = prepare_task(config_json, run_dir)
     shards = ingest_task(run_dir)
     open_paths_task(run_dir)
@@ -85,9 +95,12 @@ def generate(config_json: str, run_dir: str) -> dict:
     open_language_task(run_dir, selection)
     language_files = [f.result() for f in [language_task.submit(run_dir, p) for p in positive_files]]
     open_images_task(run_dir, language_files)
-    image_futures = [images_task.submit(run_dir, p) for p in language_files]
-    scores = refine_task(run_dir, language_files)  # runs beside the image shards
-    image_files = [f.result() for f in image_futures]
+    image_files = [f.result() for f in [images_task.submit(run_dir, p) for p in language_files]]
+    open_filters_task(run_dir, image_files)
+    filter_futures = [filters_task.submit(run_dir, p) for p in language_files]
+    scores = refine_task(run_dir, language_files)  # runs beside the filter shards
+    for f in filter_futures:
+        f.result()
     return assemble_task(run_dir, language_files, scores, image_files)
 
 

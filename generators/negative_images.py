@@ -369,6 +369,7 @@ def make_image_negatives(
                 "expression": p["expression"],
                 "path": p["path"],
                 "edit": plan.edit,
+                "edit_boxes": [list(r.box) for r in plan.regions],  # where the pixels changed (none for flip)
                 "file_name": files[0],
                 "candidates": files,
                 "bbox": bbox,

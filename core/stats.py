@@ -1,0 +1,76 @@
+"""The run's statistics in the paper's shape (FineCops-Ref tables), as `stats.json` and `stats.md`."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from core.io import atomic_write_bytes, write_json
+
+SPLITS = ("train", "val", "test")
+LEVELS = (1, 2, 3)
+
+
+def build_stats(
+    positives: Counter, text_negatives: Counter, image_negatives: Counter, filters: dict[str, tuple[int, int]]
+) -> dict[str, Any]:
+    """Counters keyed by (split, type, level); `filters` maps a filter to (passed, seen)."""
+    pos_split_level = {
+        s: {f"L{lv}": sum(n for (sp, _, l2), n in positives.items() if sp == s and l2 == lv) for lv in LEVELS}
+        for s in SPLITS
+    }
+    pos_type_level = {
+        t: {f"L{lv}": sum(n for (_, t2, l2), n in positives.items() if t2 == t and l2 == lv) for lv in LEVELS}
+        for t in sorted({t for _, t, _ in positives})
+    }
+
+    def by_type_level(c: Counter) -> dict[str, dict[str, int]]:
+        return {
+            f"{t}/L{lv}": {s: c.get((s, t, lv), 0) for s in SPLITS} for t, lv in sorted({(t, lv) for _, t, lv in c})
+        }
+
+    return {
+        "positives_by_split_level": pos_split_level,
+        "positives_by_type_level": pos_type_level,
+        "text_negatives_by_type_level": by_type_level(text_negatives),
+        "image_negatives_by_type_level": by_type_level(image_negatives),
+        "totals": {
+            "positives": {s: sum(pos_split_level[s].values()) for s in SPLITS},
+            "text_negatives": {s: sum(n for (sp, _, _), n in text_negatives.items() if sp == s) for s in SPLITS},
+            "image_negatives": {s: sum(n for (sp, _, _), n in image_negatives.items() if sp == s) for s in SPLITS},
+        },
+        "filters": {
+            k: {"passed": p, "seen": n, "rate": round(p / n, 4) if n else None} for k, (p, n) in filters.items()
+        },
+    }
+
+
+def _table(title: str, header: list[str], rows: list[list[Any]]) -> str:
+    lines = [f"### {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(x) for x in r) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def write_stats(root: Path, stats: dict[str, Any]) -> None:
+    write_json(root / "stats.json", stats)
+    parts = ["# Run statistics\n"]
+    psl = stats["positives_by_split_level"]
+    parts.append(_table("Positives per split and level", ["split", "L1", "L2", "L3", "total"],
+                        [[s, *psl[s].values(), sum(psl[s].values())] for s in SPLITS]))  # fmt: skip
+    ptl = stats["positives_by_type_level"]
+    parts.append(
+        _table(
+            "Positives per path type and level", ["type", "L1", "L2", "L3"], [[t, *v.values()] for t, v in ptl.items()]
+        )
+    )
+    for key, title in (("text_negatives_by_type_level", "Text negatives per type, level and split"),
+                       ("image_negatives_by_type_level", "Image negatives per type, level and split")):  # fmt: skip
+        rows = [[k, *v.values(), sum(v.values())] for k, v in stats[key].items()]
+        parts.append(_table(title, ["type/level", *SPLITS, "total"], rows or [["(none)", 0, 0, 0, 0]]))
+    rates = [
+        [k, v["passed"], v["seen"], "n/a" if v["rate"] is None else f"{v['rate']:.1%}"]
+        for k, v in stats["filters"].items()
+    ]
+    parts.append(_table("Filter pass rates", ["filter", "passed", "seen", "rate"], rates))
+    atomic_write_bytes(root / "stats.md", "\n".join(parts).encode())

@@ -1,0 +1,174 @@
+"""Negative images and filters end to end on the demo world, re-checked from the run folder; `hardneg split`."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import orjson
+import pytest
+from PIL import Image
+
+from core.attributes import AttributeTable
+from core.config import REPO_ROOT, load_config
+from core.edits import apply_edit
+from core.executor import GraphIndex, execute
+from core.gqa import load_graphs
+from core.pipeline import SPLITS, run_local
+from core.records import PathNode
+
+IMAGE_TYPES = {"replace_object", "replace_attribute", "swap_object", "swap_attribute", "flip"}
+CONFIG = {"images": {"candidates": 3}}
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("images") / "run"
+    run_local(load_config(None, CONFIG), root)
+    return root
+
+
+def _negatives(root: Path, cate: str) -> list[dict]:
+    rows = [r for s in SPLITS for r in orjson.loads((root / "splits" / s / "negative.json").read_bytes())]
+    return [r for r in rows if r["negative_cate"] == cate]
+
+
+def _graphs(root: Path) -> dict:
+    m = orjson.loads((root / "manifest.json").read_bytes())
+    return {c.image_id: c.graph for c in load_graphs(m["inputs"]["scene_graphs"])}
+
+
+def test_all_five_image_types_only_in_the_test_split(demo_run: Path):
+    rows = _negatives(demo_run, "image")
+    assert {r["negative_type"] for r in rows} == IMAGE_TYPES
+    assert {r["split"] for r in rows} == {"test"}
+
+
+def test_every_image_negative_re_checks_through_its_edit(demo_run: Path):
+    graphs, table = _graphs(demo_run), AttributeTable.load()
+    for r in _negatives(demo_run, "image"):
+        g = graphs[r["source_image_id"]]
+        path = PathNode.from_json(r["path"]).without_ids()
+        assert execute(path, GraphIndex(g, table)) == {PathNode.from_json(r["path"]).id}
+        assert execute(path, GraphIndex(apply_edit(g, r["edit"]), table)) == frozenset(), r["edit"]
+
+
+def test_candidates_are_real_images_changed_only_in_their_boxes(demo_run: Path):
+    m = orjson.loads((demo_run / "manifest.json").read_bytes())
+    src_dir = Path(m["inputs"]["images"])
+    checked = 0
+    for r in _negatives(demo_run, "image"):
+        src = np.asarray(Image.open(src_dir / f"{r['source_image_id']}.jpg").convert("RGB"), dtype=np.int16)
+        assert r["file_name"] in r["candidates"] and len(r["candidates"]) == (1 if r["negative_type"] == "flip" else 3)
+        for f in r["candidates"]:
+            cand = np.asarray(Image.open(demo_run / f).convert("RGB"), dtype=np.int16)
+            assert cand.shape == src.shape
+            if r["negative_type"] == "flip":
+                assert np.abs(cand - src[:, ::-1]).mean() < 2.0  # JPEG round trip only
+                continue
+            inside = np.zeros(src.shape[:2], bool)
+            for x, y, w, h in r["edit_boxes"]:
+                inside[max(0, y - 12) : y + h + 12, max(0, x - 12) : x + w + 12] = True
+            diff = np.abs(cand - src).sum(axis=2)
+            assert diff[~inside].mean() < 3.0, f  # outside: only JPEG noise
+            assert diff[inside].mean() > diff[~inside].mean() + 5, f  # inside: a real edit
+            checked += 1
+    assert checked > 10
+
+
+def test_filter_scores_and_decisions_are_traceable(demo_run: Path):
+    rejects = [orjson.loads(x) for x in (demo_run / "rejects.jsonl").read_bytes().splitlines()]
+    losers = [r for r in rejects if r["stage"] == "filter" and "file_name" in r.get("detail", {})]
+    kept = _negatives(demo_run, "image")
+    for r in kept:
+        assert {"similarity", "realism"} <= set(r["scores"])
+        others = [x for x in losers if x["sample_id"] == r["id"]]
+        assert len(others) == len(r["candidates"]) - 1  # every losing candidate says why
+    stats = json.loads((demo_run / "stats.json").read_text())
+    assert stats["totals"]["image_negatives"]["test"] == len(kept)
+    assert stats["filters"]["filter_image"]["passed"] == len(kept)
+    assert "Filter pass rates" in (demo_run / "stats.md").read_text()
+
+
+def test_coco_entries_of_image_negatives_point_at_the_run_folder(demo_run: Path):
+    coco = json.loads((demo_run / "splits" / "test" / "coco.json").read_text())
+    edited = [i for i in coco["images"] if i["image_root"] == "run"]
+    assert len(edited) == len(_negatives(demo_run, "image"))
+    assert all((demo_run / i["file_name"]).exists() for i in edited)
+
+
+def test_split_with_stricter_thresholds_shrinks_without_loading_models(demo_run: Path, tmp_path: Path):
+    root = tmp_path / "copy"
+    shutil.copytree(demo_run, root)
+    strict = tmp_path / "strict.yaml"
+    strict.write_text("filters: {max_realism: 0.0}\nrefine: {bins_2d: 10, bins_1d: 4}\n")
+    code = (
+        "import sys; from core.cli import main; rc = main(['split', sys.argv[1], '--config', sys.argv[2]]);"
+        "heavy = [m for m in ('torch', 'transformers', 'diffusers', 'cv2') if m in sys.modules];"
+        "print('HEAVY', heavy); sys.exit(rc)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(root), str(strict)], cwd=REPO_ROOT, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    assert "HEAVY []" in out.stdout
+    before = Counter(r["negative_cate"] for r in _negatives(demo_run, "image") + _negatives(demo_run, "text"))
+    after = Counter(r["negative_cate"] for r in _negatives(root, "image") + _negatives(root, "text"))
+    assert after["image"] < before["image"]
+    assert sum(after.values()) < sum(before.values())
+
+
+def test_split_with_the_same_config_reproduces_the_run(demo_run: Path, tmp_path: Path):
+    from core.cli import main
+
+    root = tmp_path / "same"
+    shutil.copytree(demo_run, root)
+    assert main(["split", str(root)]) == 0
+    for s in SPLITS:
+        for f in ("positive.json", "negative.json", "coco.json"):
+            assert (root / "splits" / s / f).read_bytes() == (demo_run / "splits" / s / f).read_bytes()
+
+
+def test_split_refuses_keys_that_need_new_scores(demo_run: Path, tmp_path: Path, capsys):
+    from core.cli import main
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("filters: {clip_model: openai/clip-vit-large-patch14}\n")
+    assert main(["split", str(demo_run), "--config", str(bad)]) == 2
+    assert "needs new scores" in capsys.readouterr().err
+
+
+def test_split_proportions_move_whole_images(demo_run: Path, tmp_path: Path):
+    from core.cli import main
+
+    root = tmp_path / "props"
+    shutil.copytree(demo_run, root)
+    cfg = tmp_path / "p.yaml"
+    cfg.write_text("splits: {train: 0.2, val: 0.2, test: 0.6}\n")
+    assert main(["split", str(root), "--config", str(cfg)]) == 0
+    where: dict[str, str] = {}
+    for s in SPLITS:
+        for r in orjson.loads((root / "splits" / s / "positive.json").read_bytes()):
+            assert where.setdefault(r["image_id"], s) == s
+        for r in orjson.loads((root / "splits" / s / "negative.json").read_bytes()):
+            assert where.get(r.get("source_image_id", r["image_id"]), s) == s
+
+
+def test_a_corrupt_source_image_is_rejected_and_the_run_goes_on(demo_run: Path, tmp_path: Path):
+    root = tmp_path / "corrupt"
+    shutil.copytree(demo_run, root)
+    victim = _negatives(demo_run, "image")[0]["source_image_id"]
+    (root / "inputs" / "demo" / "images" / f"{victim}.jpg").write_bytes(b"\xff\xd8 not really a jpeg")
+    shutil.rmtree(root / "work" / "images")  # redo only the image stage and what follows
+    m = run_local(load_config(None, CONFIG), root)
+    rejects = [orjson.loads(x) for x in (root / "rejects.jsonl").read_bytes().splitlines()]
+    assert any(
+        r["stage"] == "image_negatives" and "unreadable" in r["reason"] and r["image_id"] == victim for r in rejects
+    )
+    assert m["counts"]["negatives"]["test"] > 0
+    assert all(r["source_image_id"] != victim for r in _negatives(root, "image"))
