@@ -63,6 +63,7 @@ class ImageContext:
     out_dir: Path  # <run>/images
     seed: int
     candidates: int = 10
+    chunk_jobs: int = 8  # jobs inpainted per backend call; bounds memory to chunk_jobs x candidates images
     per_positive: int = 1
     max_rounds: int = 3
     types: tuple[str, ...] = IMAGE_TYPES
@@ -339,49 +340,65 @@ def make_image_negatives(
                     continue
                 job = InpaintJob(str(nid), st["image"], tuple(plan.regions), ctx.candidates, ctx.seed)
             jobs.append((st, plan, job, nid))
-    outputs = inpaint.run([j for _, _, j, _ in jobs if j is not None]) if any(j for _, _, j, _ in jobs) else []
-    out_iter = iter(outputs)
     ctx.out_dir.mkdir(parents=True, exist_ok=True)
+    # Inpaint in chunks so only a few jobs' candidates are in memory at once (10 full images per job).
+    outputs: dict[int, list[Image.Image]] = {}
+    pending_jobs = [(nid, j) for _, _, j, nid in jobs if j is not None]
+    for i in range(0, len(pending_jobs), ctx.chunk_jobs):
+        chunk = pending_jobs[i : i + ctx.chunk_jobs]
+        for (nid, _), cands in zip(chunk, inpaint.run([j for _, j in chunk]), strict=True):
+            outputs[nid] = [c for c in cands]
+        for st, plan, job, nid in [x for x in jobs if x[3] in outputs]:
+            records.append(_write(st, plan, job, nid, outputs.pop(nid), ctx, inpaint, stats))
     for st, plan, job, nid in jobs:
-        cands = [st["image"].transpose(Image.Transpose.FLIP_LEFT_RIGHT)] if job is None else next(out_iter)
-        files = []
-        for k, im in enumerate(cands):
-            name = f"{st['pos']['image_id']}_{nid:x}_{k}.jpg"
-            _save_like_source(im, ctx.out_dir / name, st["quant"])
-            files.append(f"images/{name}")
-        p = st["pos"]
-        target = st["graph"].objects[PathNode.from_json(p["path"]).id]
-        x, y, w, h = target.box
-        bbox = [p["width"] - x - w, y, w, h] if plan.negative_type == "flip" else [x, y, w, h]
-        records.append(
-            {
-                "id": nid,
-                "image_id": f"{p['image_id']}_{nid:x}",
-                "source_image_id": p["image_id"],
-                "positive_id": p["id"],
-                "negative_level": plan.level,
-                "negative_type": plan.negative_type,
-                "shuffle_index": list(plan.nodes),
-                "ori_type": p["tuple_type"],
-                "negative_cate": "image",
-                "tuple_type": p["tuple_type"],
-                "level": p["level"],
-                "expression": p["expression"],
-                "path": p["path"],
-                "edit": plan.edit,
-                "edit_boxes": [list(r.box) for r in plan.regions],  # where the pixels changed (none for flip)
-                "file_name": files[0],
-                "candidates": files,
-                "bbox": bbox,
-                "width": p["width"],
-                "height": p["height"],
-                "generator": GENERATOR,
-                "backend": "flip" if job is None else inpaint.version,
-            }
-        )
-        stats[f"made:{plan.negative_type}:L{plan.level}"] += 1
-        stats["candidates_written"] += len(files)
+        if job is None:  # flips: the mirrored source is the one candidate
+            records.append(
+                _write(
+                    st, plan, job, nid, [st["image"].transpose(Image.Transpose.FLIP_LEFT_RIGHT)], ctx, inpaint, stats
+                )
+            )
+    records.sort(key=lambda r: (r["source_image_id"], r["id"]))
     return records, rejects, stats
+
+
+def _write(st, plan, job, nid, cands, ctx, inpaint, stats) -> dict[str, Any]:
+    """Save the candidates like their source and build the vanilla record."""
+    files = []
+    for k, im in enumerate(cands):
+        name = f"{st['pos']['image_id']}_{nid:x}_{k}.jpg"
+        _save_like_source(im, ctx.out_dir / name, st["quant"])
+        files.append(f"images/{name}")
+    p = st["pos"]
+    target = st["graph"].objects[PathNode.from_json(p["path"]).id]
+    x, y, w, h = target.box
+    bbox = [p["width"] - x - w, y, w, h] if plan.negative_type == "flip" else [x, y, w, h]
+    record = {
+        "id": nid,
+        "image_id": f"{p['image_id']}_{nid:x}",
+        "source_image_id": p["image_id"],
+        "positive_id": p["id"],
+        "negative_level": plan.level,
+        "negative_type": plan.negative_type,
+        "shuffle_index": list(plan.nodes),
+        "ori_type": p["tuple_type"],
+        "negative_cate": "image",
+        "tuple_type": p["tuple_type"],
+        "level": p["level"],
+        "expression": p["expression"],
+        "path": p["path"],
+        "edit": plan.edit,
+        "edit_boxes": [list(r.box) for r in plan.regions],  # where the pixels changed (none for flip)
+        "file_name": files[0],
+        "candidates": files,
+        "bbox": bbox,
+        "width": p["width"],
+        "height": p["height"],
+        "generator": GENERATOR,
+        "backend": "flip" if job is None else inpaint.version,
+    }
+    stats[f"made:{plan.negative_type}:L{plan.level}"] += 1
+    stats["candidates_written"] += len(files)
+    return record
 
 
 def _save_like_source(image: Image.Image, path: Path, source: tuple[Any, int]) -> None:

@@ -34,17 +34,20 @@ def prefect_harness(tmp_path_factory):
 def test_flow_writes_the_same_run_folder_as_the_plain_stages(prefect_harness, tmp_path: Path):
     from flows.generate import run_generate
 
-    cfg = load_config()
+    # A small world so every task runs (negative images and filters too) in reasonable time.
+    cfg = load_config(None, {"demo": {"n_scenes": 16}, "images": {"candidates": 2}})
     manifest = run_generate(cfg, tmp_path / "flow")
     run_local(cfg, tmp_path / "plain")
-    assert sum(manifest["counts"]["positives"].values()) > 100
+    assert sum(manifest["counts"]["positives"].values()) > 50
+    assert sum(manifest["counts"]["negatives"].values()) > 50
     for s in SPLITS:
-        for f in ("positive.json", "coco.json"):
+        for f in ("positive.json", "negative.json", "coco.json"):
             assert (tmp_path / "flow" / "splits" / s / f).read_bytes() == (
                 tmp_path / "plain" / "splits" / s / f
             ).read_bytes()
-    # One task per shard: 40 demo images in shards of 16.
-    assert len(list((tmp_path / "flow" / "work" / "ingest").glob("graphs-*.jsonl"))) == 3
+    # One task per shard: 16 demo images in shards of 16.
+    assert len(list((tmp_path / "flow" / "work" / "ingest").glob("graphs-*.jsonl"))) == 1
+    assert (tmp_path / "flow" / "stats.md").exists()
 
 
 def _gqa_with_problems(tmp_path: Path) -> tuple[Path, Path]:
@@ -69,7 +72,9 @@ def _gqa_with_problems(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_bad_input_is_rejected_with_reasons_and_the_run_goes_on(tmp_path: Path):
     folder, images = _gqa_with_problems(tmp_path)
-    cfg = load_config(None, {"inputs": {"scene_graphs": str(folder), "images": str(images)}})
+    cfg = load_config(
+        None, {"inputs": {"scene_graphs": str(folder), "images": str(images)}, "images": {"candidates": 2}}
+    )
     manifest = run_local(cfg, tmp_path / "run")
     rejects = [orjson.loads(x) for x in (tmp_path / "run" / "rejects.jsonl").read_bytes().splitlines()]
     ingest = {r["image_id"]: r["reason"] for r in rejects if r["stage"] == "ingest"}
@@ -94,7 +99,9 @@ def test_adding_images_never_moves_old_ones_between_splits(tmp_path: Path):
     big.write_bytes(orjson.dumps(graphs))
     where: dict[str, dict[str, str]] = {}
     for name, f in (("small", small), ("big", big)):
-        run_local(load_config(None, {"inputs": {"scene_graphs": str(f)}}), tmp_path / name)
+        run_local(
+            load_config(None, {"inputs": {"scene_graphs": str(f)}, "images": {"enabled": False}}), tmp_path / name
+        )
         where[name] = {
             r["image_id"]: s
             for s in SPLITS

@@ -26,7 +26,7 @@ LEXICON = Lexicon.load(Path("templates/lexicon.v1.yaml"))
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("lang") / "run"
-    run_local(load_config(), root)
+    run_local(load_config(None, {"images": {"enabled": False}}), root)
     return root
 
 

@@ -34,6 +34,7 @@ def _config(url: str, **language: Any):
         None,
         {
             "demo": {"n_scenes": 10},
+            "images": {"enabled": False},
             "language": {"backend": "openai", "openai": {"base_url": url, "model": "test-model"}, **language},
         },
     )

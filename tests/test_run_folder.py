@@ -17,13 +17,15 @@ from core.pipeline import SPLITS, run_local
 from core.records import PathNode
 from generators.paths import path_level, path_type
 
+# Negative images have their own tests (test_images_stage.py); here they would only cost time.
+NO_IMAGES = {"images": {"enabled": False}}
 ALL_TYPES = {"0_hop", "1_hop", "and", "2_hop", "same_attr", "same_attr_2hop"}
 
 
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("demo") / "run"
-    run_local(load_config(), root)
+    run_local(load_config(None, NO_IMAGES), root)
     return root
 
 
@@ -175,7 +177,7 @@ def test_rejects_say_why(demo_run: Path):
 
 def test_same_seed_gives_byte_identical_splits(demo_run: Path, tmp_path: Path):
     other = tmp_path / "again"
-    run_local(load_config(), other)
+    run_local(load_config(None, NO_IMAGES), other)
     for s in SPLITS:
         for f in ("positive.json", "coco.json"):
             assert (demo_run / "splits" / s / f).read_bytes() == (other / "splits" / s / f).read_bytes()
@@ -184,7 +186,7 @@ def test_same_seed_gives_byte_identical_splits(demo_run: Path, tmp_path: Path):
 
 def test_another_seed_changes_the_selection(demo_run: Path, tmp_path: Path):
     other = tmp_path / "seed7"
-    run_local(load_config(None, {"seed": 7}), other)
+    run_local(load_config(None, {**NO_IMAGES, "seed": 7}), other)
     a = {r["id"] for r in _positives(demo_run)}
     b = {r["id"] for r in _positives(other)}
     assert a != b
@@ -199,7 +201,7 @@ def test_rerun_resumes_without_redoing_or_duplicating(demo_run: Path, tmp_path: 
     # Simulate a crash after the first shard: its output is gone, the others remain.
     shards[1].unlink()
     rejects_before = (root / "rejects.jsonl").read_bytes()
-    run_local(load_config(), root)
+    run_local(load_config(None, NO_IMAGES), root)
     assert shards[1].exists()
     for p in shards:
         if p != shards[1]:
@@ -214,6 +216,6 @@ def test_rerun_resumes_without_redoing_or_duplicating(demo_run: Path, tmp_path: 
 def test_changed_config_redoes_the_stage(demo_run: Path, tmp_path: Path):
     root = tmp_path / "changed"
     shutil.copytree(demo_run, root)
-    run_local(load_config(None, {"paths": {"types": ["0_hop", "1_hop"]}}), root)
+    run_local(load_config(None, {**NO_IMAGES, "paths": {"types": ["0_hop", "1_hop"]}}), root)
     types = {r["tuple_type"] for r in _positives(root)}
     assert types == {"0_hop", "1_hop"}

@@ -1,0 +1,385 @@
+"""`OpenCVInpainter`: the offline inpainting backend (SPEC section 6, "classical edits that need no weights").
+
+- "recolor": the object is segmented inside its box by GrabCut (`cv2.grabCut`, GC_INIT_WITH_RECT) and
+  recoloured in CIE LAB: lightness is moved to the target colour's while keeping the object's own
+  lightness variation (shading, pattern, grain), and chroma is set to the target's, scaled per pixel by
+  the object's relative chroma so highlights and dark outlines stay neutral. Achromatic targets (white,
+  black, gray, silver) have no hue and change lightness only.
+- "replace": copy-paste of a `donor` crop (a real object of the new kind from another image): the old
+  object is removed first (Telea inpainting over its GrabCut mask), then the donor's GrabCut mask is
+  fitted inside the box (aspect kept, bottom-centred, feathered) and alpha-blended in.
+- "remove": `cv2.inpaint` (Telea) over the dilated GrabCut mask.
+
+The N candidates of a job are variations seeded by (job.seed, job.key, k): candidate 0 is the plain edit,
+the others jitter hue / chroma / lightness and edge feathering (recolor), donor scale and offset
+(replace), mask dilation and inpainting radius (remove). Object masks are computed once per region on the
+source image (the object to edit is the source's), so candidates differ by the edit, not the segmentation.
+Every candidate is the source outside the union of the job's boxes dilated by `dilate_px`, bit for bit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from PIL import Image
+
+from backends.inpaint import EditRegion, InpaintJob
+
+try:
+    import cv2
+except ImportError as e:  # pragma: no cover - depends on the environment
+    raise ImportError("OpenCVInpainter needs OpenCV: pip install 'opencv-python-headless>=4.8'") from e
+
+logger = logging.getLogger(__name__)
+
+RGB = tuple[int, int, int]
+
+# GQA colour names -> a typical object RGB. Names that are not one colour ("dark", "light", "bright",
+# "colorful", "transparent", "clear") are left out on purpose: `supports` says no to them.
+COLORS: dict[str, RGB] = {
+    "white": (240, 240, 236),
+    "black": (25, 25, 28),
+    "blue": (40, 80, 210),
+    "green": (45, 150, 60),
+    "red": (200, 35, 35),
+    "brown": (125, 80, 45),
+    "yellow": (240, 210, 40),
+    "gray": (128, 128, 128),
+    "grey": (128, 128, 128),
+    "orange": (240, 135, 30),
+    "pink": (240, 140, 180),
+    "purple": (130, 55, 170),
+    "silver": (192, 192, 198),
+    "tan": (210, 180, 140),
+    "gold": (212, 175, 55),
+    "beige": (225, 210, 175),
+    "cream colored": (245, 235, 200),
+    "cream": (245, 235, 200),
+    "maroon": (128, 20, 35),
+    "khaki": (190, 180, 120),
+    "navy": (25, 35, 110),
+    "teal": (0, 128, 128),
+    "turquoise": (64, 200, 200),
+    "dark blue": (20, 40, 130),
+    "light blue": (150, 195, 235),
+    "dark brown": (80, 50, 25),
+    "light brown": (180, 130, 80),
+    "dark green": (20, 90, 35),
+    "blond": (230, 200, 130),
+}
+
+ACHROMATIC_CHROMA = 8.0  # LAB chroma below which a colour (or an object) counts as having no hue
+HUE_TOLERANCE_DEG = 35.0  # pixels this far from the object's dominant hue are other parts (a flower's stem)
+NEUTRAL_L_TOLERANCE = 25.0  # LAB L; for a neutral object, pixels this far from its lightness are other parts
+MIN_GRABCUT_FILL = 0.05  # a GrabCut mask covering less of the box than this failed: use the whole box
+
+
+@dataclass(frozen=True, slots=True)
+class _Rect:
+    """A pixel rectangle [x0, x1) x [y0, y1) inside the image."""
+
+    x0: int
+    y0: int
+    x1: int
+    y1: int
+
+    @property
+    def w(self) -> int:
+        return self.x1 - self.x0
+
+    @property
+    def h(self) -> int:
+        return self.y1 - self.y0
+
+    def grow(self, px: int, width: int, height: int) -> _Rect:
+        return _Rect(max(0, self.x0 - px), max(0, self.y0 - px), min(width, self.x1 + px), min(height, self.y1 + px))
+
+    def slices(self) -> tuple[slice, slice]:
+        return slice(self.y0, self.y1), slice(self.x0, self.x1)
+
+
+def _clip_box(box: tuple[int, int, int, int], width: int, height: int) -> _Rect:
+    """GQA boxes can spill past the image edge (SPEC section 2): clip; an empty result is an error."""
+    x, y, w, h = (int(v) for v in box)
+    r = _Rect(max(0, x), max(0, y), min(width, x + w), min(height, y + h))
+    if r.w < 1 or r.h < 1:
+        raise ValueError(f"edit box {box} is empty inside the {width}x{height} image")
+    return r
+
+
+def _candidate_seed(seed: int, key: str, k: int) -> int:
+    """A 63-bit seed from (job seed, job key, candidate index): stable across runs and platforms."""
+    digest = hashlib.blake2b(f"{seed}\x1f{key}\x1f{k}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") >> 1
+
+
+def _grabcut(rgb: np.ndarray, rect: _Rect, iters: int, seed: int) -> np.ndarray | None:
+    """GrabCut's foreground inside `rect` of `rgb` (bool, rgb-sized), or None when it finds nothing usable."""
+    h, w = rgb.shape[:2]
+    if rect.w < 4 or rect.h < 4 or (rect.w >= w - 1 and rect.h >= h - 1):
+        return None  # too small to segment, or no background pixels to model
+    mask = np.zeros((h, w), np.uint8)
+    bgd, fgd = np.zeros((1, 65), np.float64), np.zeros((1, 65), np.float64)
+    cv2.setRNGSeed(seed % (2**31))  # GrabCut's GMM initialisation draws from OpenCV's RNG
+    bgr = np.ascontiguousarray(rgb[..., ::-1])
+    try:
+        cv2.grabCut(bgr, mask, (rect.x0, rect.y0, rect.w, rect.h), bgd, fgd, iters, cv2.GC_INIT_WITH_RECT)
+    except cv2.error as e:  # degenerate colour statistics (e.g. a flat box): fall back to the box
+        logger.debug("grabCut failed on %s: %s", rect, e)
+        return None
+    fg = (mask == cv2.GC_FGD) | (mask == cv2.GC_PR_FGD)
+    if fg.sum() < MIN_GRABCUT_FILL * rect.w * rect.h:
+        return None
+    return fg
+
+
+def _morph(mask: np.ndarray, px: int) -> np.ndarray:
+    """Dilate (px > 0) or erode (px < 0) a bool mask by |px| pixels."""
+    if px == 0:
+        return mask
+    kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * abs(px) + 1, 2 * abs(px) + 1))
+    op = cv2.dilate if px > 0 else cv2.erode
+    return op(mask.astype(np.uint8), kernel).astype(bool)
+
+
+def _feather(mask: np.ndarray, sigma: float) -> np.ndarray:
+    """A soft alpha (float32, HxWx1) from a bool mask."""
+    alpha = mask.astype(np.float32)
+    if sigma > 0:
+        alpha = cv2.GaussianBlur(alpha, (0, 0), sigma)
+    return alpha[..., None]
+
+
+def _fill_holes(mask: np.ndarray) -> np.ndarray:
+    """`mask` with every enclosed hole filled (highlights, patterns and outlines inside an object)."""
+    contours, _ = cv2.findContours(mask.astype(np.uint8), cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
+    filled = np.zeros(mask.shape, np.uint8)
+    cv2.drawContours(filled, contours, -1, 1, thickness=cv2.FILLED)
+    return filled.astype(bool)
+
+
+def _colour_core(lab: np.ndarray, fg: np.ndarray) -> np.ndarray:
+    """The part of the GrabCut mask that carries the object's colour: pixels of its dominant hue (or, for a
+    white / black / grey object, neutral pixels of its dominant lightness), plus the holes inside them that
+    are neutral or of that hue (highlights, stripes, outlines). A "red flower" has red petals: its yellow
+    centre and green stem, or a black book resting on a red chair's seat, are not the colour to change."""
+    lightness, a, b = lab[..., 0], lab[..., 1], lab[..., 2]
+    chroma = np.hypot(a, b)
+    neutral = chroma <= ACHROMATIC_CHROMA
+    chromatic = fg & ~neutral
+    if chromatic.sum() < 0.3 * fg.sum():  # a neutral object: a grey house body, not its brown roof
+        member = neutral
+        median_l = float(np.median(lightness[fg & neutral]))
+        core = fg & neutral & (np.abs(lightness - median_l) < NEUTRAL_L_TOLERANCE)
+    else:
+        hue = np.degrees(np.arctan2(b, a)) % 360.0
+        weights = chroma[chromatic]
+        hist, _ = np.histogram(hue[chromatic], bins=36, range=(0.0, 360.0), weights=weights)
+        peak = (np.argmax(hist) + 0.5) * 10.0
+        near = np.abs((hue[chromatic] - peak + 180.0) % 360.0 - 180.0) < HUE_TOLERANCE_DEG
+        # Refine the histogram peak to the chroma-weighted circular mean of the pixels around it.
+        rad, w = np.radians(hue[chromatic][near]), weights[near]
+        mean = np.degrees(np.arctan2((w * np.sin(rad)).sum(), (w * np.cos(rad)).sum()))
+        same_hue = np.abs((hue - mean + 180.0) % 360.0 - 180.0) < HUE_TOLERANCE_DEG
+        member = same_hue | neutral
+        core = chromatic & same_hue
+    if core.sum() < 0.1 * fg.sum():
+        return fg
+    return fg & member & _morph(_fill_holes(core), 1)  # 1 px: the outlined rim goes with the object
+
+
+def _to_lab(rgb: np.ndarray) -> np.ndarray:
+    return cv2.cvtColor(rgb.astype(np.float32) / 255.0, cv2.COLOR_RGB2LAB)  # L 0..100, a/b about -128..127
+
+
+def _from_lab(lab: np.ndarray) -> np.ndarray:
+    return np.clip(cv2.cvtColor(lab, cv2.COLOR_LAB2RGB) * 255.0, 0.0, 255.0)
+
+
+class OpenCVInpainter:
+    """Classical edits for FineCops-Ref negative images (SPEC 1.5, 6): GrabCut recolouring, copy-paste
+    of a donor object, Telea removal. Deterministic, CPU-only, no weights."""
+
+    version = "opencv-inpaint@v1"
+
+    def __init__(self, dilate_px: int = 6, grabcut_iters: int = 5) -> None:
+        """
+        dilate_px: px the union of edit boxes grows by before the source is pasted back outside it; edits
+            (feathering, removal rings) stay inside this margin.
+        grabcut_iters: GrabCut iterations per object mask (more: tighter masks, slower).
+        """
+        if dilate_px < 0:
+            raise ValueError(f"dilate_px must be >= 0, got {dilate_px}")
+        if grabcut_iters < 1:
+            raise ValueError(f"grabcut_iters must be >= 1, got {grabcut_iters}")
+        self.dilate_px = dilate_px
+        self.grabcut_iters = grabcut_iters
+
+    def supports(self, region: EditRegion) -> bool:
+        if region.op == "recolor":
+            return region.color is not None and region.color.strip().lower() in COLORS
+        if region.op == "replace":
+            return region.donor is not None  # copy-paste only: opencv cannot draw "a wooden cup"
+        return region.op == "remove"
+
+    def run(self, jobs: Sequence[InpaintJob]) -> list[list[Image.Image]]:
+        out = []
+        for job in jobs:
+            t0 = time.perf_counter()
+            out.append(self._run_job(job))
+            logger.debug("%s: %d candidates in %.3fs", job.key, job.n, time.perf_counter() - t0)
+        return out
+
+    # -- one job ---------------------------------------------------------------------------------------
+
+    def _run_job(self, job: InpaintJob) -> list[Image.Image]:
+        if job.n < 0:
+            raise ValueError(f"job {job.key}: n must be >= 0, got {job.n}")
+        if not job.regions:
+            raise ValueError(f"job {job.key}: no regions to edit")
+        for region in job.regions:
+            if not self.supports(region):
+                raise ValueError(f"job {job.key}: {self.version} cannot {region.op} {region.box} ({region.color=})")
+        src = np.asarray(job.image.convert("RGB"))
+        height, width = src.shape[:2]
+        boxes = [_clip_box(r.box, width, height) for r in job.regions]
+        # Per region, computed once on the source: the working window and the object's mask inside it.
+        windows, masks = [], []
+        for i, (region, box) in enumerate(zip(job.regions, boxes, strict=True)):
+            margin = max(self.dilate_px + 10, round(0.2 * max(box.w, box.h)))  # context for GrabCut and Telea
+            win = box.grow(margin, width, height)
+            rect = _Rect(box.x0 - win.x0, box.y0 - win.y0, box.x1 - win.x0, box.y1 - win.y0)
+            fg = _grabcut(src[win.slices()], rect, self.grabcut_iters, _candidate_seed(job.seed, job.key, -1 - i))
+            if fg is None:
+                logger.debug("%s: no GrabCut mask for %s, using the whole box", job.key, region.box)
+                fg = np.zeros((win.h, win.w), bool)
+                fg[rect.slices()] = True
+            if region.op == "recolor":  # only the part that carries the object's colour changes colour
+                fg = _colour_core(_to_lab(src[win.slices()]), fg)
+            windows.append((win, rect))
+            masks.append(fg)
+        donors = [
+            self._donor(r.donor, job.seed, job.key, i) if r.op == "replace" else None for i, r in enumerate(job.regions)
+        ]
+
+        keep = np.zeros((height, width), bool)  # union of dilated boxes: the only pixels a candidate may change
+        for box in boxes:
+            keep[box.grow(self.dilate_px, width, height).slices()] = True
+
+        candidates = []
+        removed: dict[bytes, np.ndarray] = {}  # this job's removals, shared by its candidates
+        for k in range(job.n):
+            rng = np.random.default_rng(_candidate_seed(job.seed, job.key, k))
+            img = src.copy()
+            for region, (win, rect), fg, donor in zip(job.regions, windows, masks, donors, strict=True):
+                view = img[win.slices()]
+                if region.op == "recolor":
+                    view[:] = self._recolor(view, fg, COLORS[region.color.strip().lower()], rng, k)  # type: ignore[union-attr]
+                elif region.op == "replace":
+                    view[:] = self._replace(view, fg, rect, donor, rng, k, removed)  # type: ignore[arg-type]
+                else:
+                    view[:] = self._remove(view, fg, rng, k)
+            out = src.copy()
+            out[keep] = img[keep]  # the source, bit for bit, outside the dilated boxes
+            candidates.append(Image.fromarray(out, "RGB"))
+        return candidates
+
+    # -- edits on a window (uint8 RGB in, uint8 RGB out) ------------------------------------------------
+
+    def _recolor(self, win: np.ndarray, fg: np.ndarray, target: RGB, rng: np.random.Generator, k: int) -> np.ndarray:
+        if k > 0:  # candidate 0 is the plain edit; others jitter within the same colour name
+            hue_deg, chroma_scale, dl = rng.uniform(-4, 4), rng.uniform(0.85, 1.15), rng.uniform(-6, 6)
+            sigma = rng.uniform(0.5, 1.5)
+        else:
+            hue_deg, chroma_scale, dl, sigma = 0.0, 1.0, 0.0, 1.0
+        lab = _to_lab(win)
+        mask = fg
+        t_l, t_a, t_b = _to_lab(np.array([[target]], np.uint8))[0, 0]
+        theta = np.deg2rad(hue_deg)
+        t_a, t_b = (
+            chroma_scale * (t_a * np.cos(theta) - t_b * np.sin(theta)),
+            chroma_scale * (t_a * np.sin(theta) + t_b * np.cos(theta)),
+        )
+        t_l = float(np.clip(t_l + dl, 3.0, 97.0))
+
+        obj = lab[mask]
+        dev = obj[:, 0] - obj[:, 0].mean()
+        # Keep the object's lightness variation, compressed only as far as the target's headroom needs
+        # (a white or black target has little room on one side); never flatten it completely.
+        lo, hi = np.percentile(dev, [5, 95]) if dev.size else (0.0, 0.0)
+        room = min((100.0 - t_l) / hi if hi > 1e-3 else np.inf, t_l / -lo if lo < -1e-3 else np.inf, 1.0)
+        new_l = np.clip(t_l + max(room, 0.35) * dev, 0.0, 100.0)
+        chroma = np.hypot(obj[:, 1], obj[:, 2])
+        med = float(np.median(chroma)) if chroma.size else 0.0
+        # Relative chroma keeps specular highlights and outlines neutral; a grey object has no hue to follow.
+        ratio = np.clip(chroma / med, 0.0, 1.25) if med > ACHROMATIC_CHROMA else np.ones_like(chroma)
+        new = lab.copy()
+        new[mask] = np.stack([new_l, t_a * ratio, t_b * ratio], axis=1)
+        alpha = np.maximum(_feather(mask, sigma), mask[..., None])  # feather outwards: no old-colour fringe
+        return np.clip(alpha * _from_lab(new) + (1.0 - alpha) * win + 0.5, 0, 255).astype(np.uint8)
+
+    def _remove(self, win: np.ndarray, fg: np.ndarray, rng: np.random.Generator, k: int) -> np.ndarray:
+        grow, radius = (int(rng.integers(2, 6)), int(rng.integers(3, 10))) if k > 0 else (3, 5)
+        hole = _morph(fg, min(grow, self.dilate_px)).astype(np.uint8) * 255  # the ring hides the outline
+        bgr = np.ascontiguousarray(win[..., ::-1])
+        return cv2.inpaint(bgr, hole, radius, cv2.INPAINT_TELEA)[..., ::-1]
+
+    def _replace(
+        self,
+        win: np.ndarray,
+        fg: np.ndarray,
+        rect: _Rect,
+        donor: tuple[np.ndarray, np.ndarray],
+        rng: np.random.Generator,
+        k: int,
+        removed: dict[bytes, np.ndarray],
+    ) -> np.ndarray:
+        # Remove first, so old parts the donor does not cover vanish. The removal is the same for every
+        # candidate (they differ in how the donor is placed), so it is computed once per window.
+        key = hashlib.blake2b(win.tobytes() + fg.tobytes(), digest_size=16).digest()
+        base = removed.get(key)
+        if base is None:
+            base = removed.setdefault(key, self._remove(win, fg, rng, 0))
+        d_rgb, d_mask = donor
+        if k > 0:
+            scale, shift, sigma = rng.uniform(0.85, 1.0), rng.uniform(-0.06, 0.06), rng.uniform(0.8, 2.0)
+        else:
+            scale, shift, sigma = 1.0, 0.0, 1.2
+        dh, dw = d_rgb.shape[:2]
+        s = min(rect.w / dw, rect.h / dh) * scale  # fit inside the box, aspect kept
+        nw, nh = max(1, min(rect.w, round(dw * s))), max(1, min(rect.h, round(dh * s)))
+        interp = cv2.INTER_AREA if s < 1 else cv2.INTER_LINEAR
+        patch = cv2.resize(d_rgb, (nw, nh), interpolation=interp).astype(np.float32)
+        alpha = cv2.resize(d_mask.astype(np.float32), (nw, nh), interpolation=cv2.INTER_LINEAR)
+        slack = rect.w - nw
+        x = rect.x0 + int(np.clip(round(slack / 2 + shift * rect.w), 0, slack))  # bottom-centred, nudged
+        y = rect.y1 - nh
+        full = np.zeros(win.shape[:2], np.float32)
+        full[y : y + nh, x : x + nw] = alpha
+        layer = np.zeros(win.shape, np.float32)
+        layer[y : y + nh, x : x + nw] = patch
+        a = cv2.GaussianBlur(full, (0, 0), sigma)[..., None] if sigma > 0 else full[..., None]
+        a = np.minimum(a, full[..., None] > 0)  # feather inwards only: never paint donor-crop background
+        return np.clip(a * layer + (1.0 - a) * base + 0.5, 0, 255).astype(np.uint8)
+
+    def _donor(self, donor: Image.Image | None, seed: int, key: str, i: int) -> tuple[np.ndarray, np.ndarray]:
+        """The donor crop and its object mask. The crop is usually tight around the object, so GrabCut gets
+        a replicated border as the background sample; a failed cut keeps the whole crop."""
+        if donor is None:
+            raise ValueError(f"job {key}: replace region {i} has no donor")
+        rgb = np.asarray(donor.convert("RGB"))
+        h, w = rgb.shape[:2]
+        if h < 1 or w < 1:
+            raise ValueError(f"job {key}: empty donor crop in region {i}")
+        pad = max(4, round(0.1 * max(h, w)))
+        padded = cv2.copyMakeBorder(rgb, pad, pad, pad, pad, cv2.BORDER_REPLICATE)
+        fg = _grabcut(
+            padded, _Rect(pad, pad, pad + w, pad + h), self.grabcut_iters, _candidate_seed(seed, key, -100 - i)
+        )
+        mask = fg[pad : pad + h, pad : pad + w] if fg is not None else np.ones((h, w), bool)
+        return rgb, mask
