@@ -75,10 +75,14 @@ def make_filter_scorers(cfg: RunConfig) -> tuple[ImageTextScorer | None, ImageSi
         from backends.dino import DinoSimilarity
 
         dn = f.dinov2
+        hub = dn.loader == "torch.hub"
         similarity: ImageSimilarity = DinoSimilarity(
-            loader=dn.loader, repo_or_dir=dn.repo_or_dir, model_name=dn.model_name, source=dn.source, model=dn.model,
+            model=dn.model_name if hub else dn.model,
+            loader=dn.loader,
+            repo_or_dir=dn.repo_or_dir,
+            source=dn.source,
             batch_size=f.batch_size,
-        )  # fmt: skip
+        )
     else:
         from backends.offline_scorers import SSIMSimilarity
 

@@ -1,0 +1,149 @@
+"""CLIP image-text similarity and the CLIP filter margins of FineCops-Ref (SPEC 1.6).
+
+CLIP (Radford et al., 2021, "Learning Transferable Visual Models From Natural Language Supervision")
+embeds images and texts in one space; the cosine similarity of the L2-normalised embeddings says how
+well a text describes an image. FineCops-Ref's CLIP filter keeps a negative only when CLIP still
+prefers the positive:
+
+- text negative: ``sim(image, positive text) - sim(image, negative text) > 0``;
+- image negative: ``sim(original image, positive text) - sim(negative image, positive text) > 0``.
+
+`CLIPScorer` only computes these numbers (`text_margin`, `image_margin` and their batched forms);
+`filters/decide.py` applies the threshold.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from PIL import Image
+
+logger = logging.getLogger(__name__)
+
+MODELS_HINT = "pip install 'torch==2.13.0' 'transformers>=5,<6'  (or: pip install -e '.[models]')"
+
+
+def resolve_device_dtype(torch: Any, device: str | None, dtype: str | None) -> tuple[str, Any]:
+    """`device` None: cuda when available, else cpu. `dtype` None: fp16 on cuda (half the memory and
+    time), fp32 on cpu (CPU fp16 kernels are slow or missing); else "float16", "bfloat16" or "float32"."""
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if dtype is None:
+        return device, torch.float16 if device.startswith("cuda") else torch.float32
+    names = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
+    if dtype not in names:
+        raise ValueError(f"dtype must be one of {sorted(names)} or None, got {dtype!r}")
+    return device, names[dtype]
+
+
+def _features(out: Any) -> Any:
+    # transformers 5 returns a model output whose pooler_output is the projected embedding; 4.x a tensor
+    return out if hasattr(out, "ndim") else out.pooler_output
+
+
+class CLIPScorer:
+    """CLIP cosine similarity of (image, text) pairs, an `ImageTextScorer` (SPEC 1.6's CLIP filter).
+
+    `model` is a hub id (e.g. "openai/clip-vit-large-patch14") or a local directory holding a
+    `CLIPModel` and its processor (image processor + tokenizer). The model loads on first use, once;
+    on CUDA in fp16 when available, else CPU fp32 (`dtype` overrides). Images and texts are embedded
+    in batches of `batch_size` under `torch.inference_mode()`, each distinct image (by object
+    identity within one call) and each distinct text once, so one image paired with many texts is
+    encoded once. Similarity = cosine of the L2-normalised embeddings, computed in fp32, in [-1, 1].
+    Texts longer than the model's context (77 tokens for OpenAI CLIP) are truncated.
+    """
+
+    def __init__(self, model: str, batch_size: int = 32, device: str | None = None, dtype: str | None = None) -> None:
+        if not model:
+            raise ValueError("CLIPScorer needs a model (hub id or local directory)")
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        self.model_name, self.batch_size, self.device, self.dtype = model, batch_size, device, dtype
+        self.version = f"clip:{model}@v1"
+        self._loaded: tuple[Any, Any, Any, Any] | None = None  # (torch, image processor, tokenizer, model)
+
+    def _load(self) -> tuple[Any, Any, Any, Any]:
+        if self._loaded is not None:
+            return self._loaded
+        try:
+            import torch
+            from transformers import AutoProcessor, CLIPModel
+        except ImportError as e:
+            raise ImportError(f"CLIPScorer needs torch and transformers: {MODELS_HINT}") from e
+        device, dtype = resolve_device_dtype(torch, self.device, self.dtype)
+        processor = AutoProcessor.from_pretrained(self.model_name)
+        image_processor = getattr(processor, "image_processor", None)
+        tokenizer = getattr(processor, "tokenizer", None)
+        if image_processor is None or tokenizer is None:
+            raise ValueError(f"{self.model_name} has no CLIP processor (image processor + tokenizer)")
+        model = CLIPModel.from_pretrained(self.model_name, dtype=dtype).to(device).eval()
+        logger.info("CLIPScorer: loaded %s on %s %s", self.model_name, device, dtype)
+        self._loaded = (torch, image_processor, tokenizer, model)
+        return self._loaded
+
+    def _embed_images(self, images: Sequence[Image.Image]) -> Any:
+        torch, image_processor, _, model = self._load()
+        chunks = []
+        for start in range(0, len(images), self.batch_size):
+            batch = [im if im.mode == "RGB" else im.convert("RGB") for im in images[start : start + self.batch_size]]
+            pixels = image_processor(images=batch, return_tensors="pt")["pixel_values"]
+            pixels = pixels.to(model.device, model.dtype)
+            chunks.append(_features(model.get_image_features(pixel_values=pixels)).float())
+        return torch.nn.functional.normalize(torch.cat(chunks), dim=-1)
+
+    def _embed_texts(self, texts: Sequence[str]) -> Any:
+        torch, _, tokenizer, model = self._load()
+        max_length = model.config.text_config.max_position_embeddings
+        chunks = []
+        for start in range(0, len(texts), self.batch_size):
+            enc = tokenizer(
+                list(texts[start : start + self.batch_size]),
+                padding=True,
+                truncation=True,
+                max_length=max_length,
+                return_tensors="pt",
+            ).to(model.device)
+            out = model.get_text_features(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"])
+            chunks.append(_features(out).float())
+        return torch.nn.functional.normalize(torch.cat(chunks), dim=-1)
+
+    def similarity(self, pairs: Sequence[tuple[Image.Image, str]]) -> list[float]:
+        if not pairs:
+            return []
+        torch = self._load()[0]
+        # the pairs hold every image alive for the whole call, so id() is a safe identity key here
+        image_index: dict[int, int] = {}
+        images: list[Image.Image] = []
+        text_index: dict[str, int] = {}
+        for image, text in pairs:
+            if id(image) not in image_index:
+                image_index[id(image)] = len(images)
+                images.append(image)
+            text_index.setdefault(text, len(text_index))
+        with torch.inference_mode():
+            image_emb = self._embed_images(images)
+            text_emb = self._embed_texts(list(text_index))
+            rows = torch.tensor([image_index[id(im)] for im, _ in pairs], device=image_emb.device)
+            cols = torch.tensor([text_index[t] for _, t in pairs], device=text_emb.device)
+            sims = (image_emb[rows] * text_emb[cols]).sum(-1).clamp(-1.0, 1.0)
+        return sims.cpu().tolist()
+
+    # ---------------------------------------------------------------------------------------- margins
+
+    def text_margins(self, items: Sequence[tuple[Image.Image, str, str]]) -> list[float]:
+        """For each (image, positive text, negative text): sim(image, pos) - sim(image, neg); > 0 passes."""
+        sims = self.similarity([pair for image, pos, neg in items for pair in ((image, pos), (image, neg))])
+        return [sims[2 * i] - sims[2 * i + 1] for i in range(len(items))]
+
+    def image_margins(self, items: Sequence[tuple[Image.Image, Image.Image, str]]) -> list[float]:
+        """For each (positive image, negative image, positive text): sim(pos image, text) - sim(neg image,
+        text); > 0 passes. The positive image, shared by a negative's candidates, is encoded once."""
+        sims = self.similarity([pair for pos, neg, text in items for pair in ((pos, text), (neg, text))])
+        return [sims[2 * i] - sims[2 * i + 1] for i in range(len(items))]
+
+    def text_margin(self, image: Image.Image, pos_text: str, neg_text: str) -> float:
+        return self.text_margins([(image, pos_text, neg_text)])[0]
+
+    def image_margin(self, pos_image: Image.Image, neg_image: Image.Image, pos_text: str) -> float:
+        return self.image_margins([(pos_image, neg_image, pos_text)])[0]
