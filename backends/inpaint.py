@@ -44,6 +44,30 @@ class InpaintJob:
     seed: int
 
 
+@dataclass(frozen=True, slots=True)
+class Rect:
+    """A pixel rectangle [x0, x1) x [y0, y1) inside an image (the backends' working windows)."""
+
+    x0: int
+    y0: int
+    x1: int
+    y1: int
+
+    @property
+    def w(self) -> int:
+        return self.x1 - self.x0
+
+    @property
+    def h(self) -> int:
+        return self.y1 - self.y0
+
+    def grow(self, px: int, width: int, height: int) -> Rect:
+        return Rect(max(0, self.x0 - px), max(0, self.y0 - px), min(width, self.x1 + px), min(height, self.y1 + px))
+
+    def slices(self) -> tuple[slice, slice]:
+        return slice(self.y0, self.y1), slice(self.x0, self.x1)
+
+
 class InpaintBackend(Protocol):
     version: str
 

@@ -50,7 +50,7 @@ from typing import Any, Literal
 import numpy as np
 from PIL import Image
 
-from backends.inpaint import EditRegion, InpaintJob
+from backends.inpaint import EditRegion, InpaintJob, Rect
 
 logger = logging.getLogger(__name__)
 
@@ -61,24 +61,6 @@ CHUNK_BATCHES = 8  # pipeline batches' worth of candidates edited at once (bound
 POWERPAINT_QUALITY_NEGATIVE = "worst quality, low quality, normal quality, bad quality, blurry"
 
 
-@dataclass(frozen=True, slots=True)
-class _Rect:
-    """A pixel rectangle [x0, x1) x [y0, y1)."""
-
-    x0: int
-    y0: int
-    x1: int
-    y1: int
-
-    @property
-    def w(self) -> int:
-        return self.x1 - self.x0
-
-    @property
-    def h(self) -> int:
-        return self.y1 - self.y0
-
-
 @dataclass(slots=True)
 class _Item:
     """One candidate's edit of one region: what goes into one row of a pipeline batch."""
@@ -86,8 +68,8 @@ class _Item:
     job: int  # index into the jobs of this run
     key: str
     k: int
-    box: _Rect  # the dilated box: mask and paste-back region, image pixels
-    crop: _Rect  # what the model sees, image pixels
+    box: Rect  # the dilated box: mask and paste-back region, image pixels
+    crop: Rect  # what the model sees, image pixels
     size: tuple[int, int]  # model input (width, height)
     prompt: str
     negative: str
@@ -100,15 +82,15 @@ def _candidate_seed(seed: int, key: str, k: int, region: int) -> int:
     return int.from_bytes(digest, "little") >> 1
 
 
-def _dilated_box(box: tuple[int, int, int, int], px: int, width: int, height: int) -> _Rect:
+def _dilated_box(box: tuple[int, int, int, int], px: int, width: int, height: int) -> Rect:
     x, y, w, h = (int(v) for v in box)
-    inner = _Rect(max(0, x), max(0, y), min(width, x + w), min(height, y + h))  # GQA boxes may spill out
+    inner = Rect(max(0, x), max(0, y), min(width, x + w), min(height, y + h))  # GQA boxes may spill out
     if inner.w < 1 or inner.h < 1:
         raise ValueError(f"edit box {box} is empty inside the {width}x{height} image")
-    return _Rect(max(0, inner.x0 - px), max(0, inner.y0 - px), min(width, inner.x1 + px), min(height, inner.y1 + px))
+    return Rect(max(0, inner.x0 - px), max(0, inner.y0 - px), min(width, inner.x1 + px), min(height, inner.y1 + px))
 
 
-def _crop_around(box: _Rect, pad: int, aspect: float, width: int, height: int) -> _Rect:
+def _crop_around(box: Rect, pad: int, aspect: float, width: int, height: int) -> Rect:
     """`box` padded by `pad`, grown to `aspect` (w / h) where the image allows, kept inside the image
     (diffusers' `VaeImageProcessor.get_crop_region` rule)."""
     x0, y0, x1, y1 = max(0, box.x0 - pad), max(0, box.y0 - pad), min(width, box.x1 + pad), min(height, box.y1 + pad)
@@ -127,7 +109,7 @@ def _crop_around(box: _Rect, pad: int, aspect: float, width: int, height: int) -
         y0, y1 = grow(y0, y1, round((x1 - x0) / aspect), height)
     else:
         x0, x1 = grow(x0, x1, round((y1 - y0) * aspect), width)
-    return _Rect(x0, y0, x1, y1)
+    return Rect(x0, y0, x1, y1)
 
 
 class DiffusersInpainter:
@@ -320,7 +302,7 @@ class DiffusersInpainter:
                 box = boxes[j][r]
                 size = self._model_size(pipe, width, height)
                 if self.padding_mask_crop is None:
-                    crop = _Rect(0, 0, width, height)
+                    crop = Rect(0, 0, width, height)
                 else:
                     crop = _crop_around(box, self.padding_mask_crop, size[0] / size[1], width, height)
                 prompt, negative = self._prompts(job.regions[r])

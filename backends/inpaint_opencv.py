@@ -23,12 +23,11 @@ import hashlib
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 from PIL import Image
 
-from backends.inpaint import EditRegion, InpaintJob
+from backends.inpaint import EditRegion, InpaintJob, Rect
 
 try:
     import cv2
@@ -79,34 +78,10 @@ NEUTRAL_L_TOLERANCE = 25.0  # LAB L; for a neutral object, pixels this far from 
 MIN_GRABCUT_FILL = 0.05  # a GrabCut mask covering less of the box than this failed: use the whole box
 
 
-@dataclass(frozen=True, slots=True)
-class _Rect:
-    """A pixel rectangle [x0, x1) x [y0, y1) inside the image."""
-
-    x0: int
-    y0: int
-    x1: int
-    y1: int
-
-    @property
-    def w(self) -> int:
-        return self.x1 - self.x0
-
-    @property
-    def h(self) -> int:
-        return self.y1 - self.y0
-
-    def grow(self, px: int, width: int, height: int) -> _Rect:
-        return _Rect(max(0, self.x0 - px), max(0, self.y0 - px), min(width, self.x1 + px), min(height, self.y1 + px))
-
-    def slices(self) -> tuple[slice, slice]:
-        return slice(self.y0, self.y1), slice(self.x0, self.x1)
-
-
-def _clip_box(box: tuple[int, int, int, int], width: int, height: int) -> _Rect:
+def _clip_box(box: tuple[int, int, int, int], width: int, height: int) -> Rect:
     """GQA boxes can spill past the image edge (SPEC section 2): clip; an empty result is an error."""
     x, y, w, h = (int(v) for v in box)
-    r = _Rect(max(0, x), max(0, y), min(width, x + w), min(height, y + h))
+    r = Rect(max(0, x), max(0, y), min(width, x + w), min(height, y + h))
     if r.w < 1 or r.h < 1:
         raise ValueError(f"edit box {box} is empty inside the {width}x{height} image")
     return r
@@ -118,7 +93,7 @@ def _candidate_seed(seed: int, key: str, k: int) -> int:
     return int.from_bytes(digest, "little") >> 1
 
 
-def _grabcut(rgb: np.ndarray, rect: _Rect, iters: int, seed: int) -> np.ndarray | None:
+def _grabcut(rgb: np.ndarray, rect: Rect, iters: int, seed: int) -> np.ndarray | None:
     """GrabCut's foreground inside `rect` of `rgb` (bool, rgb-sized), or None when it finds nothing usable."""
     h, w = rgb.shape[:2]
     if rect.w < 4 or rect.h < 4 or (rect.w >= w - 1 and rect.h >= h - 1):
@@ -253,7 +228,7 @@ class OpenCVInpainter:
         for i, (region, box) in enumerate(zip(job.regions, boxes, strict=True)):
             margin = max(self.dilate_px + 10, round(0.2 * max(box.w, box.h)))  # context for GrabCut and Telea
             win = box.grow(margin, width, height)
-            rect = _Rect(box.x0 - win.x0, box.y0 - win.y0, box.x1 - win.x0, box.y1 - win.y0)
+            rect = Rect(box.x0 - win.x0, box.y0 - win.y0, box.x1 - win.x0, box.y1 - win.y0)
             fg = _grabcut(src[win.slices()], rect, self.grabcut_iters, _candidate_seed(job.seed, job.key, -1 - i))
             if fg is None:
                 logger.debug("%s: no GrabCut mask for %s, using the whole box", job.key, region.box)
@@ -333,7 +308,7 @@ class OpenCVInpainter:
         self,
         win: np.ndarray,
         fg: np.ndarray,
-        rect: _Rect,
+        rect: Rect,
         donor: tuple[np.ndarray, np.ndarray],
         rng: np.random.Generator,
         k: int,
@@ -379,7 +354,7 @@ class OpenCVInpainter:
         pad = max(4, round(0.1 * max(h, w)))
         padded = cv2.copyMakeBorder(rgb, pad, pad, pad, pad, cv2.BORDER_REPLICATE)
         fg = _grabcut(
-            padded, _Rect(pad, pad, pad + w, pad + h), self.grabcut_iters, _candidate_seed(seed, key, -100 - i)
+            padded, Rect(pad, pad, pad + w, pad + h), self.grabcut_iters, _candidate_seed(seed, key, -100 - i)
         )
         mask = fg[pad : pad + h, pad : pad + w] if fg is not None else np.ones((h, w), bool)
         return rgb, mask

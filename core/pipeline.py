@@ -73,6 +73,14 @@ class RunFolder:
             atomic_write_bytes(fp_file, fingerprint.encode())
         return d
 
+    def opened(self, name: str, fingerprint: str) -> Path:
+        """The folder of a stage that `stage()` opened for this fingerprint. Shard tasks run in parallel
+        and must not reset it, so a mismatch is an error, not a reset."""
+        d = self.work / name
+        if not d.exists() or self.fingerprint_of(name) != fingerprint:
+            raise RuntimeError(f"{name} stage is not open for this config: call open_{name}_stage first")
+        return d
+
     def fingerprint_of(self, name: str) -> str:
         return (self.work / name / "_fingerprint").read_text()
 
@@ -266,9 +274,7 @@ def paths_shard(run: RunFolder, shard: Path) -> Path:
     from generators.paths import PathResources, generate_positives
 
     cfg = run.config()
-    d = run.work / "paths"
-    if not d.exists() or run.fingerprint_of("paths") != paths_fingerprint(run, cfg):
-        raise RuntimeError("paths stage is not open for this config: call open_paths_stage first")
+    d = run.opened("paths", paths_fingerprint(run, cfg))
     out = d / shard.name.replace("graphs-", "positives-")
     if out.exists():
         return out
@@ -361,9 +367,7 @@ def language_shard(run: RunFolder, positive_file: Path) -> Path:
     from generators.rewrite import RewriteValidator, rewrite_records
 
     cfg = run.config()
-    d = run.work / "language"
-    if not d.exists() or run.fingerprint_of("language") != language_fingerprint(run, cfg):
-        raise RuntimeError("language stage is not open for this config: call open_language_stage first")
+    d = run.opened("language", language_fingerprint(run, cfg))
     out = d / positive_file.name
     if out.exists():
         return out
@@ -460,9 +464,7 @@ def images_shard(run: RunFolder, language_file: Path) -> Path:
     from generators.paths import PathResources
 
     cfg = run.config()
-    d = run.work / "images"
-    if not d.exists() or run.fingerprint_of("images") != images_fingerprint(run, cfg):
-        raise RuntimeError("images stage is not open for this config: call open_images_stage first")
+    d = run.opened("images", images_fingerprint(run, cfg))
     out = d / language_file.name.replace("positives-", "image-negatives-")
     if out.exists():
         return out
@@ -531,9 +533,7 @@ def filters_shard(run: RunFolder, language_file: Path) -> Path:
     from backends.registry import make_filter_scorers
 
     cfg = run.config()
-    d = run.work / "filters"
-    if not d.exists() or run.fingerprint_of("filters") != filters_fingerprint(run, cfg):
-        raise RuntimeError("filters stage is not open for this config: call open_filters_stage first")
+    d = run.opened("filters", filters_fingerprint(run, cfg))
     out = d / language_file.name.replace("positives-", "scores-")
     if out.exists():
         return out

@@ -19,36 +19,13 @@ SEED = 0
 CLIP_WORDS = ("the", "red", "blue", "green", "ball", "cup", "plate", "left", "of", "on", "a", "photo")
 
 
-def _bytes_to_unicode() -> dict[int, str]:
-    """GPT-2/CLIP's reversible byte -> printable character table (the base alphabet of CLIP's BPE)."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return dict(zip(bs, (chr(c) for c in cs), strict=True))
-
-
 def tiny_clip_tokenizer():
-    """A real `CLIPTokenizer` with CLIP's layout (bytes, bytes + ``</w>``, merges, then the specials)."""
+    """A real `CLIPTokenizer` with CLIP's layout, with whole-word merges for the words these tests use."""
     from transformers import CLIPTokenizer
 
-    alphabet = list(_bytes_to_unicode().values())
-    tokens = alphabet + [c + "</w>" for c in alphabet]
-    merges: list[tuple[str, str]] = []
-    for word in CLIP_WORDS:  # left-to-right merges build each word up to "word</w>"
-        pieces = [*word[:-1], word[-1] + "</w>"]
-        while len(pieces) > 1:
-            merges.append((pieces[0], pieces[1]))
-            pieces = [pieces[0] + pieces[1], *pieces[2:]]
-            if pieces[0] not in tokens:
-                tokens.append(pieces[0])
-    tokens += ["<|startoftext|>", "<|endoftext|>"]
-    vocab = {t: i for i, t in enumerate(dict.fromkeys(tokens))}
-    merges = list(dict.fromkeys(merges))
+    from tests.tiny_models import clip_vocab_and_merges
+
+    vocab, merges = clip_vocab_and_merges(CLIP_WORDS)
     return CLIPTokenizer(vocab=vocab, merges=merges, model_max_length=77)
 
 
