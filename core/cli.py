@@ -95,6 +95,18 @@ def cmd_split(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    prefect_env_defaults()
+    if not os.environ.get("PREFECT_API_URL"):
+        raise ValueError("schedules need a running Prefect server: `prefect server start`, then set PREFECT_API_URL")
+    load_config(args.config)  # fail now, not at 3 a.m.
+    from flows.deploy import serve
+
+    config = str(Path(args.config).resolve()) if args.config else None
+    serve(config, str(Path(args.output).resolve()), args.cron)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="hardneg", description="Build hard-negative grounding benchmarks.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -110,6 +122,11 @@ def main(argv: list[str] | None = None) -> int:
     split.add_argument("run", help="a run folder made by `hardneg run`")
     split.add_argument("--config", default=None, help="YAML with splits / filters / refine thresholds to apply")
     split.add_argument("-v", "--verbose", action="store_true")
+    srv = sub.add_parser("serve", help="serve a cron-scheduled deployment of the run (needs a Prefect server)")
+    srv.add_argument("--cron", required=True, help='cron schedule, e.g. "0 3 * * 1"')
+    srv.add_argument("--config", default=None, help="YAML config, read when each run starts")
+    srv.add_argument("--output", required=True, help="the run folder every scheduled run resumes in")
+    srv.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
@@ -117,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     from backends.language import BackendUnavailable
 
     try:
-        return {"run": cmd_run, "split": cmd_split}[args.command](args)
+        return {"run": cmd_run, "split": cmd_split, "serve": cmd_serve}[args.command](args)
     except ValueError as e:
         print(f"hardneg: error: {e}", file=sys.stderr)
         return 2

@@ -133,3 +133,20 @@ def test_console_script_is_installed():
     assert exe.exists(), "pip install -e . should install the hardneg command"
     out = subprocess.run([str(exe), "run", "--help"], capture_output=True, text=True, cwd=REPO_ROOT)
     assert out.returncode == 0 and "--scene-graphs" in out.stdout
+
+
+def test_scheduled_deployment_carries_the_cron_and_parameters(tmp_path: Path):
+    from flows.deploy import make_deployment
+
+    dep = make_deployment("configs/demo.yaml", str(tmp_path / "run"), "0 3 * * 1")
+    assert dep.name == "hardneg-scheduled"
+    assert dep.parameters == {"config_path": "configs/demo.yaml", "run_dir": str(tmp_path / "run")}
+    assert [s.schedule.cron for s in dep.schedules] == ["0 3 * * 1"]
+    with pytest.raises(ValueError):
+        make_deployment(None, str(tmp_path), "not a cron")
+
+
+def test_serve_refuses_without_a_server(monkeypatch, capsys):
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    assert cli_main(["serve", "--cron", "0 3 * * *", "--output", "/tmp/x"]) == 2
+    assert "running Prefect server" in capsys.readouterr().err
