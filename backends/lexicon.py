@@ -64,8 +64,10 @@ class LexiconBackend:
             self._calls += 1
             candidates = self.variants(r.expression)
             random.Random(_seed(self.seed, "rewrite", r.key)).shuffle(candidates)
-            if validate is not None:
-                candidates = [c for c in candidates if validate(r, (r.expression, c)) is None]
+            if validate is not None:  # lazily: validation (spaCy) costs more than making variants
+                candidates = list(
+                    itertools.islice((c for c in candidates if validate(r, (r.expression, c)) is None), 2)
+                )
             if len(candidates) < 2:
                 answers.append(Answer(r.key, None, error="lexicon: fewer than two valid paraphrases", raw=None))
                 continue

@@ -6,9 +6,9 @@ is its own:
 - the baseline: `orjson.loads` of the whole file (the time just to parse it);
 - the pipeline's stages exactly as `hardneg run --no-prefect` runs them, with `configs/gqa.yaml`:
   ingest (stream, validate, shard), paths (search + levels + templates, per shard), select (balance),
-  assemble (split, write the run folder): the end-to-end total. The language stage (lexicon rewrites and
-  text negatives) and the refine scores run too and are timed apart. `--workers N` runs the path shards
-  in N processes, as the Prefect process runner does;
+  assemble (split, write the run folder): the end-to-end total. The language stage passes positives
+  through unless `--with-language` (lexicon rewrites, text negatives and refinement) is given.
+  `--workers N` runs the path shards in N processes, as the Prefect process runner does;
 - a breakdown of the paths stage on the first shard: search, levels, templates, timed separately.
 
 Prints seconds per stage, the end-to-end time as a ratio to the orjson parse, and peak RSS.
@@ -19,6 +19,7 @@ Prints seconds per stage, the end-to-end time as a ratio to the orjson parse, an
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import random
@@ -52,35 +53,72 @@ def _shard_job(args: tuple[str, str]) -> str:
     return str(pipeline.paths_shard(pipeline.RunFolder(Path(run_dir)), Path(shard)))
 
 
-def _child_pipeline(corpus: Path, run_dir: Path, workers: int) -> dict[str, Any]:
+def _reset_peak() -> None:
+    """Reset this process's peak RSS (Linux >= 4.0), so each stage's peak is its own."""
+    with contextlib.suppress(OSError):
+        Path("/proc/self/clear_refs").write_text("5")
+
+
+def _peak_now_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return _rss_mb()
+
+
+def _child_pipeline(corpus: Path, run_dir: Path, workers: int, with_language: bool) -> dict[str, Any]:
     from core import pipeline
     from core.config import load_config
 
-    cfg = load_config(REPO / "configs" / "gqa.yaml", {"inputs": {"scene_graphs": str(corpus)}})
-    times: dict[str, float] = {}
+    overrides: dict[str, Any] = {"inputs": {"scene_graphs": str(corpus)}}
+    if not with_language:  # the issue's scope: load, paths, levels, balance, templates, write
+        overrides["language"] = {"rewrite_positives": False, "negatives_per_positive": 0}
+        overrides["refine"] = {"enabled": False}
+    cfg = load_config(REPO / "configs" / "gqa.yaml", overrides)
+    peaks: dict[str, float] = {}
     t0 = time.perf_counter()
     run = pipeline.prepare_run(cfg, run_dir)
     t1 = time.perf_counter()
+    _reset_peak()
     shards = pipeline.ingest(run)
+    peaks["ingest"] = _peak_now_mb()
     t2 = time.perf_counter()
+    _reset_peak()
     pipeline.open_paths_stage(run)
     if workers > 1:
         with ProcessPoolExecutor(workers) as pool:
             outs = [Path(p) for p in pool.map(_shard_job, [(str(run_dir), str(s)) for s in shards])]
     else:
         outs = [pipeline.paths_shard(run, s) for s in shards]
+    peaks["paths"] = _peak_now_mb()
     t3 = time.perf_counter()
+    _reset_peak()
     pipeline.select(run, outs)
+    peaks["select"] = _peak_now_mb()
     t4 = time.perf_counter()
+    _reset_peak()
     pipeline.open_language_stage(run)
     lang = [pipeline.language_shard(run, f) for f in outs]
+    peaks["language"] = _peak_now_mb()
     t5 = time.perf_counter()
+    _reset_peak()
     scores = pipeline.refine_scores(run, lang)
+    peaks["refine"] = _peak_now_mb()
     t6 = time.perf_counter()
+    _reset_peak()
     manifest = pipeline.assemble(run, lang, scores)
+    peaks["assemble"] = _peak_now_mb()
     t7 = time.perf_counter()
-    times = {"prepare": t1 - t0, "ingest": t2 - t1, "paths": t3 - t2, "select": t4 - t3, "assemble": t7 - t6}
-    extra = {"language (lexicon)": t5 - t4, "refine scores": t6 - t5}
+    times = {
+        "prepare": t1 - t0,
+        "ingest": t2 - t1,
+        "paths": t3 - t2,
+        "select": t4 - t3,
+        "language": t5 - t4,
+        "refine": t6 - t5,
+        "assemble": t7 - t6,
+    }
+    extra: dict[str, float] = {}
     c = manifest["counts"]
     return {
         "times": times,
@@ -92,6 +130,7 @@ def _child_pipeline(corpus: Path, run_dir: Path, workers: int) -> dict[str, Any]
         "negatives": c["negatives"],
         "shards": len(shards),
         "peak_rss_mb": _rss_mb(),
+        "stage_peak_rss_mb": peaks,
         "breakdown": _breakdown(cfg, shards[0]),
     }
 
@@ -152,6 +191,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--n-images", type=int, default=74_942)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workers", type=int, default=1, help="processes for the path shards")
+    ap.add_argument(
+        "--with-language", action="store_true", help="also lexicon rewrites, text negatives and refinement (slow)"
+    )
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/hardneg-bench"))
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -161,7 +203,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         if kind == "orjson":
             print(json.dumps(_child_orjson(Path(rest[0]))))
         else:
-            print(json.dumps(_child_pipeline(Path(rest[0]), Path(rest[1]), int(rest[2]))))
+            print(json.dumps(_child_pipeline(Path(rest[0]), Path(rest[1]), int(rest[2]), rest[3] == "1")))
         return
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
@@ -173,12 +215,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     shutil.rmtree(run_dir, ignore_errors=True)  # measure from scratch, not a resumed run
 
     base = _run_child("orjson", str(corpus))
-    r = _run_child("pipeline", str(corpus), str(run_dir), str(args.workers))
+    r = _run_child("pipeline", str(corpus), str(run_dir), str(args.workers), "1" if args.with_language else "0")
     size_mb = corpus.stat().st_size / 1e6
     print(f"corpus: {corpus.name}: {r['images']} images, {size_mb:.0f} MB")
     print(f"baseline orjson.loads(whole file): {base['seconds']:.2f} s, peak RSS {base['peak_rss_mb']:.0f} MB")
     for stage, s in r["times"].items():
-        print(f"  {stage:9s} {s:8.2f} s")
+        peak = r["stage_peak_rss_mb"].get(stage)
+        print(f"  {stage:9s} {s:8.2f} s" + (f"   peak RSS {peak:.0f} MB" if peak else ""))
     for stage, s in r["extra"].items():
         print(f"  (not in the total) {stage}: {s:.2f} s")
     print(
