@@ -23,6 +23,7 @@ class EditRegion:
     """One box to change.
 
     - "recolor": make the object in `box` the colour `color` (a GQA colour name), keeping its shape;
+      `source_color` names its current colour, so a backend recolours the right part;
     - "replace": put `prompt`'s object in `box` ("a red cup", "a bowl"); `donor`, when given, is an RGB
       crop of a real object of that kind from another image (copy-paste backends need it);
     - "remove": fill `box` with background (`prompt` may describe it).
@@ -33,6 +34,7 @@ class EditRegion:
     prompt: str
     color: str | None = None
     donor: Image.Image | None = None
+    source_color: str | None = None  # "recolor": the colour the object has now, when the graph says
 
 
 @dataclass(frozen=True, slots=True)

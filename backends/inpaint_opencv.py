@@ -75,6 +75,7 @@ COLORS: dict[str, RGB] = {
 ACHROMATIC_CHROMA = 8.0  # LAB chroma below which a colour (or an object) counts as having no hue
 HUE_TOLERANCE_DEG = 35.0  # pixels this far from the object's dominant hue are other parts (a flower's stem)
 NEUTRAL_L_TOLERANCE = 25.0  # LAB L; for a neutral object, pixels this far from its lightness are other parts
+GRABCUT_MAX_SIDE = 128  # px; larger windows are segmented at reduced size (GrabCut is the costly step)
 MIN_GRABCUT_FILL = 0.05  # a GrabCut mask covering less of the box than this failed: use the whole box
 
 
@@ -98,16 +99,28 @@ def _grabcut(rgb: np.ndarray, rect: Rect, iters: int, seed: int) -> np.ndarray |
     h, w = rgb.shape[:2]
     if rect.w < 4 or rect.h < 4 or (rect.w >= w - 1 and rect.h >= h - 1):
         return None  # too small to segment, or no background pixels to model
-    mask = np.zeros((h, w), np.uint8)
+    # GrabCut's cost grows with the window's area: segment a large window at reduced size and scale the
+    # mask back (nearest), which keeps the outline to within a pixel or two of the full-size cut.
+    scale = min(1.0, GRABCUT_MAX_SIDE / max(h, w))
+    sh, sw = max(1, round(h * scale)), max(1, round(w * scale))
+    x0, y0 = round(rect.x0 * scale), round(rect.y0 * scale)
+    rw, rh = max(1, round(rect.w * scale)), max(1, round(rect.h * scale))
+    small = rgb if scale == 1.0 else cv2.resize(rgb, (sw, sh), interpolation=cv2.INTER_AREA)
+    mask = np.zeros((sh, sw), np.uint8)
     bgd, fgd = np.zeros((1, 65), np.float64), np.zeros((1, 65), np.float64)
     cv2.setRNGSeed(seed % (2**31))  # GrabCut's GMM initialisation draws from OpenCV's RNG
-    bgr = np.ascontiguousarray(rgb[..., ::-1])
+    bgr = np.ascontiguousarray(small[..., ::-1])
     try:
-        cv2.grabCut(bgr, mask, (rect.x0, rect.y0, rect.w, rect.h), bgd, fgd, iters, cv2.GC_INIT_WITH_RECT)
+        cv2.grabCut(bgr, mask, (x0, y0, min(rw, sw - x0), min(rh, sh - y0)), bgd, fgd, iters, cv2.GC_INIT_WITH_RECT)
     except cv2.error as e:  # degenerate colour statistics (e.g. a flat box): fall back to the box
         logger.debug("grabCut failed on %s: %s", rect, e)
         return None
     fg = (mask == cv2.GC_FGD) | (mask == cv2.GC_PR_FGD)
+    if scale != 1.0:
+        fg = cv2.resize(fg.astype(np.uint8), (w, h), interpolation=cv2.INTER_NEAREST).astype(bool)
+        inside = np.zeros((h, w), bool)
+        inside[rect.slices()] = True
+        fg &= inside  # GrabCut never marks foreground outside its rectangle
     if fg.sum() < MIN_GRABCUT_FILL * rect.w * rect.h:
         return None
     return fg
@@ -138,7 +151,7 @@ def _fill_holes(mask: np.ndarray) -> np.ndarray:
     return filled.astype(bool)
 
 
-def _colour_core(lab: np.ndarray, fg: np.ndarray) -> np.ndarray:
+def _colour_core(lab: np.ndarray, fg: np.ndarray, source: RGB | None = None) -> np.ndarray:
     """The part of the GrabCut mask that carries the object's colour: pixels of its dominant hue (or, for a
     white / black / grey object, neutral pixels of its dominant lightness), plus the holes inside them that
     are neutral or of that hue (highlights, stripes, outlines). A "red flower" has red petals: its yellow
@@ -147,15 +160,27 @@ def _colour_core(lab: np.ndarray, fg: np.ndarray) -> np.ndarray:
     chroma = np.hypot(a, b)
     neutral = chroma <= ACHROMATIC_CHROMA
     chromatic = fg & ~neutral
-    if chromatic.sum() < 0.3 * fg.sum():  # a neutral object: a grey house body, not its brown roof
-        member = neutral
-        median_l = float(np.median(lightness[fg & neutral]))
+    # The colour the graph says the object has, when known, decides which part carries it: a white
+    # flower's petals, not its yellow centre.
+    src = _to_lab(np.array([[source]], np.uint8))[0, 0] if source is not None else None
+    src_neutral = src is not None and float(np.hypot(src[1], src[2])) <= ACHROMATIC_CHROMA
+    if (src is None and chromatic.sum() < 0.3 * fg.sum()) or (src_neutral and (fg & neutral).any()):
+        member = neutral  # a neutral object: a grey house body, not its brown roof
+        pool = lightness[fg & neutral]
+        if src is not None:  # the neutral pixels nearest the named lightness (white petals, not a black outline)
+            near_l = pool[np.abs(pool - src[0]) < 2 * NEUTRAL_L_TOLERANCE]
+            pool = near_l if near_l.size else pool
+        median_l = float(np.median(pool))
         core = fg & neutral & (np.abs(lightness - median_l) < NEUTRAL_L_TOLERANCE)
+    elif not chromatic.any():
+        return fg
     else:
         hue = np.degrees(np.arctan2(b, a)) % 360.0
         weights = chroma[chromatic]
         hist, _ = np.histogram(hue[chromatic], bins=36, range=(0.0, 360.0), weights=weights)
         peak = (np.argmax(hist) + 0.5) * 10.0
+        if src is not None and not src_neutral:
+            peak = float(np.degrees(np.arctan2(src[2], src[1])) % 360.0)
         near = np.abs((hue[chromatic] - peak + 180.0) % 360.0 - 180.0) < HUE_TOLERANCE_DEG
         # Refine the histogram peak to the chroma-weighted circular mean of the pixels around it.
         rad, w = np.radians(hue[chromatic][near]), weights[near]
@@ -235,7 +260,8 @@ class OpenCVInpainter:
                 fg = np.zeros((win.h, win.w), bool)
                 fg[rect.slices()] = True
             if region.op == "recolor":  # only the part that carries the object's colour changes colour
-                fg = _colour_core(_to_lab(src[win.slices()]), fg)
+                source = COLORS.get((region.source_color or "").strip().lower())
+                fg = _colour_core(_to_lab(src[win.slices()]), fg, source)
             windows.append((win, rect))
             masks.append(fg)
         donors = [

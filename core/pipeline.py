@@ -461,7 +461,7 @@ def images_shard(run: RunFolder, language_file: Path) -> Path:
     from backends.registry import make_inpaint_backend, make_language_backend
     from core.vocab import Lexicon, NameCategories
     from generators.negative_images import Donor, ImageContext, make_image_negatives
-    from generators.paths import PathResources
+    from generators.paths import PathResources, target_reason
 
     cfg = run.config()
     d = run.opened("images", images_fingerprint(run, cfg))
@@ -496,6 +496,7 @@ def images_shard(run: RunFolder, language_file: Path) -> Path:
             per_positive=cfg.images.per_positive,
             max_rounds=cfg.images.max_rounds,
             types=tuple(cfg.images.types),
+            editable=lambda obj, graph: target_reason(obj, graph, cfg, res) is None,
         )
         rows, rejects, stats = make_image_negatives(
             positives, graphs, ctx, make_language_backend(cfg, run.work, lexicon), make_inpaint_backend(cfg)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from backends.language import LanguageBackend, ReplaceRequest
 from core.attributes import AttributeTable
 from core.edits import apply_edit, has_left_right
 from core.executor import GraphIndex, execute
-from core.records import PathNode, Reject, SceneGraph, content_id
+from core.records import PathNode, Reject, SceneGraph, SceneObject, content_id
 from core.vocab import NameCategories
 from generators.negatives import keyed_seed
 
@@ -67,6 +68,9 @@ class ImageContext:
     per_positive: int = 1
     max_rounds: int = 3
     types: tuple[str, ...] = IMAGE_TYPES
+    # Which objects may be edited: the pipeline passes the target filter (no stuff such as "floor", no
+    # box covering most of the image), so an edit never repaints the ground or pastes a sky into a cup.
+    editable: Callable[[SceneObject, SceneGraph], bool] = lambda obj, graph: True
 
 
 def _prompt(attrs: tuple[str, ...], name: str) -> str:
@@ -78,6 +82,7 @@ def plans_for(path: PathNode, graph: SceneGraph, ctx: ImageContext, image: Image
     """Every structurally possible image edit of a positive, before choosing words."""
     nodes = path.nodes()
     objs = [graph.objects.get(n.id or "") for n in nodes]
+    objs = [o if o is not None and ctx.editable(o, graph) else None for o in objs]
     out: list[Plan] = []
     lr_root = any(has_left_right(a) for a in nodes[0].attributes) or any(
         has_left_right(e.name) for e in nodes[0].relations
@@ -143,7 +148,7 @@ def plans_for(path: PathNode, graph: SceneGraph, ctx: ImageContext, image: Image
                     c = ctx.table.category(a)
                     if c is None or c != ctx.table.category(b) or a == b or a in ok.attributes or b in oi.attributes:
                         continue
-                    regions = [_attr_region(oi.box, b, c, oi.name), _attr_region(ok.box, a, c, ok.name)]
+                    regions = [_attr_region(oi.box, b, c, oi.name, a), _attr_region(ok.box, a, c, ok.name, b)]
                     out.append(
                         Plan(
                             "swap_attribute",
@@ -156,9 +161,11 @@ def plans_for(path: PathNode, graph: SceneGraph, ctx: ImageContext, image: Image
     return [p for p in out if p.negative_type in ctx.types]
 
 
-def _attr_region(box: tuple[int, int, int, int], new: str, category: str, name: str) -> EditRegion:
+def _attr_region(
+    box: tuple[int, int, int, int], new: str, category: str, name: str, old: str | None = None
+) -> EditRegion:
     if category == "color":
-        return EditRegion(box, "recolor", _prompt((new,), name), color=new)
+        return EditRegion(box, "recolor", _prompt((new,), name), color=new, source_color=old)
     return EditRegion(box, "replace", _prompt((new,), name))
 
 
@@ -172,7 +179,7 @@ def _finish(plan: Plan, graph: SceneGraph, ctx: ImageContext, backend: InpaintBa
     """Fill in the edit and regions of a replace plan for `word`; None when the backend cannot render it."""
     o = graph.objects[plan.object_id]  # type: ignore[index]
     if plan.negative_type == "replace_attribute":
-        region = _attr_region(o.box, word, plan.category, o.name)  # type: ignore[arg-type]
+        region = _attr_region(o.box, word, plan.category, o.name, plan.word)  # type: ignore[arg-type]
         if not backend.supports(region):
             return None
         return Plan(
