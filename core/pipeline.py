@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import shutil
 from collections import Counter
 from collections.abc import Iterator
@@ -673,7 +674,15 @@ def assemble(
     cocos = {s: CocoWriter(run.root / "splits" / s / "coco.json") for s in SPLITS}
     table: Counter = Counter()
     neg_table: Counter = Counter()
-    late_rejects: list[dict[str, Any]] = []
+    # rejects.jsonl is rebuilt every time: the stage files first, then this stage's decisions, streamed
+    # (a GQA run drops millions of candidates), so reruns never duplicate a line.
+    late_rejects = _RejectSink(run.root / "rejects.jsonl")
+    ingest_dir = run.work / "ingest"
+    reject_files = [ingest_dir / "rejects.jsonl"]
+    reject_files += [f.with_suffix(".rejects.jsonl") for f in positive_files]
+    reject_files += [f.with_suffix(".rejects.jsonl") for f in language_files]
+    reject_files += [f.with_suffix(".rejects.jsonl") for f in image_files or []]
+    late_rejects.copy(reject_files)
     for r in _rows(positive_files):
         if r["id"] not in kept_ids:
             detail = {"tuple_type": r["tuple_type"], "level": r["level"], "expression": r["expression"]}
@@ -740,15 +749,7 @@ def assemble(
         neg_writers[s].close()
         cocos[s].close({"description": f"hardneg {s} split", "version": HARDNEG_VERSION, "split": s})
 
-    # rejects.jsonl is rebuilt from the stage files every time, so reruns never duplicate a line.
-    ingest_dir = run.work / "ingest"
-    reject_files = [ingest_dir / "rejects.jsonl"]
-    reject_files += [f.with_suffix(".rejects.jsonl") for f in positive_files]
-    reject_files += [f.with_suffix(".rejects.jsonl") for f in language_files]
-    reject_files += [f.with_suffix(".rejects.jsonl") for f in image_files or []]
-    chunks = [f.read_bytes() for f in reject_files if f.exists()]
-    chunks.append(b"".join(orjson.dumps(r) + b"\n" for r in late_rejects))
-    atomic_write_bytes(run.root / "rejects.jsonl", b"".join(chunks))
+    late_rejects.close()
 
     ingest_info = orjson.loads((ingest_dir / "_done.json").read_bytes())
     path_stats: Counter = Counter()
@@ -807,6 +808,28 @@ def assemble(
     manifest["counts"]["filters"] = stats["filters"]
     write_json(run.root / "manifest.json", manifest)
     return manifest
+
+
+class _RejectSink:
+    """rejects.jsonl written as it goes (stage files copied, decisions appended), renamed into place."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._tmp = path.with_name(f".{path.name}.tmp")
+        self._f = self._tmp.open("wb")
+
+    def copy(self, files: list[Path]) -> None:
+        for f in files:
+            if f.exists():
+                with f.open("rb") as src:
+                    shutil.copyfileobj(src, self._f, 1 << 20)
+
+    def append(self, row: dict[str, Any]) -> None:
+        self._f.write(orjson.dumps(row) + b"\n")
+
+    def close(self) -> None:
+        self._f.close()
+        os.replace(self._tmp, self.path)
 
 
 def _filter_scores(run: RunFolder) -> dict[int, dict[str, Any]]:
