@@ -226,7 +226,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"  (not in the total) {stage}: {s:.2f} s")
     print(
         f"pipeline end to end ({args.workers} worker(s) for paths): {r['total']:.2f} s "
-        f"= {r['total'] / base['seconds']:.1f}x the orjson parse; peak RSS {max(r['stage_peak_rss_mb'].values()):.0f} MB "
+        f"= {r['total'] / base['seconds']:.1f}x the orjson parse; "
+        f"peak RSS {max(r['stage_peak_rss_mb'].values()):.0f} MB "
         f"(max over stages: clear_refs resets ru_maxrss too; path workers each hold one shard)"
     )
     print(
