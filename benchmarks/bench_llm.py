@@ -20,13 +20,29 @@ from pathlib import Path
 
 from backends.language import Answer, ReplaceRequest, RewriteRequest
 from backends.openai_backend import OpenAIBackend, OpenAISettings
+from core.records import PathEdge, PathNode
 from tests.llm_server import MODEL_NAME, llama_server, missing_reason
-from tests.test_llm_server import validate
+from tests.test_llm_server import REWRITE_CHECK
+from tests.test_llm_server import validate as validate_case
 
 ATTRS = {"white": "color", "red": "color", "black": "color", "small": "size", "wooden": "material", "tall": "size"}
 OBJECTS = ["plate", "cup", "ball", "box", "dog", "table", "lamp", "chair", "car", "bag", "man", "tree"]
 RELATIONS = ["to the left of", "next to", "behind", "on top of", "under", "near"]
 COLOR_OPTIONS = ("black", "red", "blue", "yellow", "green", "white")
+
+
+PATHS: dict[str, PathNode] = {}
+
+
+def validate(req: RewriteRequest | ReplaceRequest, values: tuple[str, ...]) -> str | None:
+    """The pipeline's checks: the spaCy rewrite validator against the expression's path; replacements by
+    the integration test's same-category rule."""
+    if isinstance(req, RewriteRequest):
+        for v in values[1:]:
+            if (why := REWRITE_CHECK.check(PATHS[req.expression], req.expression, v)) is not None:
+                return f"{why} in {v!r}"
+        return None
+    return validate_case(req, values)
 
 
 def make_requests(n: int) -> tuple[list[RewriteRequest], list[ReplaceRequest]]:
@@ -38,13 +54,14 @@ def make_requests(n: int) -> tuple[list[RewriteRequest], list[ReplaceRequest]]:
     rewrites, replaces = [], []
     for i, (attr, obj, rel, other) in enumerate(rows):
         expr = f"the {attr} {obj} {rel} the {other}"
+        PATHS[expr] = PathNode(obj, (attr,), (PathEdge(rel, PathNode(other)),))
         if i % 2 == 0:
             rewrites.append(RewriteRequest(f"rw{i}", expr, (attr, obj, rel, other)))
         else:
             part, word, cat = [
                 ("attribute", attr, ATTRS[attr]),
-                ("object", other, None),
-                ("relation", rel, None),
+                ("object", other, "object"),
+                ("relation", rel, "relation"),
             ][(i // 2) % 3]
             options = COLOR_OPTIONS if cat == "color" else ()
             replaces.append(ReplaceRequest(f"rp{i}", expr, part, word, cat, options, 3))  # type: ignore[arg-type]
