@@ -86,6 +86,11 @@ class RunFolder:
         return (self.work / name / "_fingerprint").read_text()
 
 
+def _shard_path(folder: Path, kind: str, like: Path) -> Path:
+    """The `kind` file of the same shard as `like`: every stage names its shard files `<kind>-<NNNNN>.jsonl`."""
+    return folder / f"{kind}-{like.name.rsplit('-', 1)[1]}"
+
+
 def _hash(*parts: Any) -> str:
     return hashlib.sha1(orjson.dumps(parts, option=orjson.OPT_SORT_KEYS, default=str)).hexdigest()[:16]
 
@@ -276,7 +281,7 @@ def paths_shard(run: RunFolder, shard: Path) -> Path:
 
     cfg = run.config()
     d = run.opened("paths", paths_fingerprint(run, cfg))
-    out = d / shard.name.replace("graphs-", "positives-")
+    out = _shard_path(d, "positives", shard)
     if out.exists():
         return out
     res = PathResources.load(cfg)
@@ -374,7 +379,7 @@ def language_shard(run: RunFolder, positive_file: Path) -> Path:
         return out
     kept, _ = _selection(run)
     positives = [r for r in read_jsonl(positive_file) if r["id"] in kept]
-    shard = run.work / "ingest" / positive_file.name.replace("positives-", "graphs-")
+    shard = _shard_path(run.work / "ingest", "graphs", positive_file)
     graphs = {g.image_id: g for g in map(row_to_graph, read_jsonl(shard))}
     res = PathResources.load(cfg)
     lang = cfg.language
@@ -413,13 +418,13 @@ def language_shard(run: RunFolder, positive_file: Path) -> Path:
     stats.update({f"backend:{k}": v for k, v in backend.stats().items()})
     write_jsonl(out.with_suffix(".rejects.jsonl"), [r.to_json() for r in rejects])
     write_json(out.with_suffix(".stats.json"), dict(sorted(stats.items())))
-    write_jsonl(out.with_name(out.name.replace("positives-", "negatives-")), neg_rows)
+    write_jsonl(_negative_file(out), neg_rows)
     write_jsonl(out, positives)  # last: its presence marks the shard done
     return out
 
 
 def _negative_file(language_file: Path) -> Path:
-    return language_file.with_name(language_file.name.replace("positives-", "negatives-"))
+    return _shard_path(language_file.parent, "negatives", language_file)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -466,7 +471,7 @@ def images_shard(run: RunFolder, language_file: Path) -> Path:
 
     cfg = run.config()
     d = run.opened("images", images_fingerprint(run, cfg))
-    out = d / language_file.name.replace("positives-", "image-negatives-")
+    out = _shard_path(d, "image-negatives", language_file)
     if out.exists():
         return out
     _, images = resolve_inputs(run, cfg)
@@ -477,7 +482,7 @@ def images_shard(run: RunFolder, language_file: Path) -> Path:
     if images is None or not cfg.images.enabled or cfg.images.per_positive == 0:
         stats["skipped_no_images" if images is None else "skipped_disabled"] += len(positives)
     elif positives:
-        shard = run.work / "ingest" / language_file.name.replace("positives-", "graphs-")
+        shard = _shard_path(run.work / "ingest", "graphs", language_file)
         graphs = {g.image_id: g for g in map(row_to_graph, read_jsonl(shard))}
         res = PathResources.load(cfg)
         lexicon = Lexicon.load(cfg.resolve(cfg.language.lexicon))
@@ -536,11 +541,11 @@ def filters_shard(run: RunFolder, language_file: Path) -> Path:
 
     cfg = run.config()
     d = run.opened("filters", filters_fingerprint(run, cfg))
-    out = d / language_file.name.replace("positives-", "scores-")
+    out = _shard_path(d, "scores", language_file)
     if out.exists():
         return out
     _, images = resolve_inputs(run, cfg)
-    image_file = run.work / "images" / language_file.name.replace("positives-", "image-negatives-")
+    image_file = _shard_path(run.work / "images", "image-negatives", language_file)
     positives = {r["id"]: r for r in read_jsonl(language_file)}
     text_negs = list(read_jsonl(_negative_file(language_file)))
     image_negs = list(read_jsonl(image_file)) if image_file.exists() else []

@@ -304,11 +304,16 @@ def make_image_negatives(
             break
         by_key = {req.key: (st, plan) for st, plan, req in pending}
 
-        def finished(st, plan, word):
-            done = _finish(plan, st["graph"], ctx, inpaint, word) if word in plan.options else None
-            return (
-                done if done is not None and _matches_nothing(st["path"], st["graph"], done.edit, ctx.table) else None
-            )
+        done_cache: dict[tuple[int, str], Plan | None] = {}
+
+        def finished(st, plan, word, done_cache=done_cache):
+            # Validation and the answer loop ask about the same words: read each donor and re-check once.
+            key = (id(plan), word)
+            if key not in done_cache:
+                done = _finish(plan, st["graph"], ctx, inpaint, word) if word in plan.options else None
+                ok = done is not None and _matches_nothing(st["path"], st["graph"], done.edit, ctx.table)
+                done_cache[key] = done if ok else None
+            return done_cache[key]
 
         def validate(req, values, by_key=by_key):
             st, plan = by_key[req.key]

@@ -213,6 +213,16 @@ def _mask_attrs(search: _ImageSearch, distractors: list[str], attrs: tuple[str, 
     return mask
 
 
+def _second_hops(search: _ImageSearch, target: str, child: PathNode, rng: random.Random) -> Iterator[PathNode]:
+    """`child` extended by one of its own relations (the second hop of a 2-hop path), in keyed order."""
+    inner = search.edges(child.id, exclude=frozenset({target, child.id}))  # type: ignore[arg-type]
+    rng.shuffle(inner)
+    for rel2, oid2 in inner:
+        subsets2 = search.subsets(oid2, search.cfg.paths.max_related_attributes)
+        attrs2 = subsets2[rng.randrange(len(subsets2))]
+        yield PathNode(child.name, child.attributes, (PathEdge(rel2, search.node(oid2, attrs2)),), (), child.id)
+
+
 def _relation_elements(
     search: _ImageSearch, target: str, distractors: list[str], two_hop: bool, rng: random.Random
 ) -> Iterator[Element]:
@@ -229,14 +239,7 @@ def _relation_elements(
                 yield Element(rel, None, child, _mask_relation(search, distractors, rel, child), None, 1)
                 continue
             inner_mask = _mask_relation(search, distractors, rel, child)
-            inner = search.edges(oid, exclude=frozenset({target, oid}))
-            rng.shuffle(inner)
-            for rel2, oid2 in inner:
-                subsets2 = search.subsets(oid2, p.max_related_attributes)
-                attrs2 = subsets2[rng.randrange(len(subsets2))]
-                deep = PathNode(
-                    child.name, child.attributes, (PathEdge(rel2, search.node(oid2, attrs2)),), (), child.id
-                )
+            for deep in _second_hops(search, target, child, rng):
                 yield Element(rel, None, deep, _mask_relation(search, distractors, rel, deep), inner_mask, 2)
 
 
@@ -269,12 +272,7 @@ def _same_elements(
             yield Element(None, cat, child, _mask_same(search, distractors, cat, child), None, 1)
             continue
         inner_mask = _mask_same(search, distractors, cat, child)
-        inner = search.edges(oid, exclude=frozenset({target, oid}))
-        rng.shuffle(inner)
-        for rel2, oid2 in inner:
-            subsets2 = search.subsets(oid2, p.max_related_attributes)
-            attrs2 = subsets2[rng.randrange(len(subsets2))]
-            deep = PathNode(child.name, child.attributes, (PathEdge(rel2, search.node(oid2, attrs2)),), (), child.id)
+        for deep in _second_hops(search, target, child, rng):
             yield Element(None, cat, deep, _mask_same(search, distractors, cat, deep), inner_mask, 2)
 
 

@@ -339,6 +339,15 @@ def test_400_is_not_retried(serve: Callable[[Responder], FakeServer]) -> None:
     assert len(server.bodies) == 1 and backend.stats()["retries"] == 0
 
 
+@pytest.mark.parametrize("status", [401, 403, 404])
+def test_auth_or_model_errors_stop_the_stage(serve: Callable[[Responder], FakeServer], status: int) -> None:
+    # A wrong key, model or URL fails every request alike: one clear error, not a reject per sample.
+    server = serve(lambda body, n: Reply(status=status))
+    with pytest.raises(BackendUnavailable, match=rf"HTTP {status}.*OPENAI_API_KEY.*test-model"):
+        OpenAIBackend(settings(server.url)).rewrite([rw(i) for i in range(3)])
+    assert len(server.bodies) <= 3  # not retried
+
+
 def test_timeout_is_retried(serve: Callable[[Responder], FakeServer]) -> None:
     server = serve(lambda body, n: Reply(rewrites(expression_of(body)), delay=1.0 if n == 0 else 0.0))
     backend = OpenAIBackend(settings(server.url, timeout_s=0.3))
