@@ -50,7 +50,7 @@ from typing import Any, Literal
 import numpy as np
 from PIL import Image
 
-from backends.inpaint import EditRegion, InpaintJob, Rect
+from hardneg.backends.inpaint import EditRegion, InpaintJob, Rect
 
 logger = logging.getLogger(__name__)
 

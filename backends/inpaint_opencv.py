@@ -27,7 +27,7 @@ from collections.abc import Sequence
 import numpy as np
 from PIL import Image
 
-from backends.inpaint import EditRegion, InpaintJob, Rect
+from hardneg.backends.inpaint import EditRegion, InpaintJob, Rect
 
 try:
     import cv2

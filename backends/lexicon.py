@@ -13,15 +13,11 @@ from __future__ import annotations
 import itertools
 import random
 import re
-import zlib
 from collections.abc import Sequence
 
-from backends.language import Answer, ReplaceRequest, RewriteRequest, Validator
-from core.vocab import Lexicon
-
-
-def _seed(*parts: object) -> int:
-    return zlib.crc32(":".join(map(str, parts)).encode())
+from hardneg.backends.language import Answer, ReplaceRequest, RewriteRequest, Validator
+from hardneg.core.records import keyed_seed
+from hardneg.core.vocab import Lexicon
 
 
 class LexiconBackend:
@@ -31,6 +27,7 @@ class LexiconBackend:
         self.version = lexicon.version
         self._rules = [(re.compile(a), b) for a, b in lexicon.paraphrases]
         self._synonyms = {**lexicon.relation_synonyms, **lexicon.attribute_synonyms}
+        self._synonym_patterns = [(re.compile(rf"\b{re.escape(w)}\b"), syns) for w, syns in self._synonyms.items()]
         self._calls = 0
 
     def stats(self) -> dict[str, int]:
@@ -39,22 +36,17 @@ class LexiconBackend:
     # ----------------------------------------------------------------------------------------------
     def variants(self, text: str) -> list[str]:
         """Every distinct paraphrase reachable by one or two rules or one synonym swap, sorted."""
-        singles: list[str] = []
-        for rx, repl in self._rules:
-            out = rx.sub(repl, text, count=1)
-            if out != text:
-                singles.append(out)
-        for word, syns in self._synonyms.items():
-            pat = re.compile(rf"\b{re.escape(word)}\b")
+        once = [rx.sub(repl, text, count=1) for rx, repl in self._rules]
+        out = {t for t in once if t != text}
+        for pat, syns in self._synonym_patterns:
             if pat.search(text):
-                singles.extend(pat.sub(s, text, count=1) for s in syns)
-        out = set(singles)
+                out.update(pat.sub(s, text, count=1) for s in syns)
         for a, b in itertools.combinations(range(len(self._rules)), 2):
+            if once[a] == text:
+                continue  # rule a changes nothing: the pair is rule b alone, already in `out`
             if self._rules[a][0].pattern == self._rules[b][0].pattern:
                 continue  # two rewrites of the same spot ("in the image in the picture")
-            t = self._rules[a][0].sub(self._rules[a][1], text, count=1)
-            t = self._rules[b][0].sub(self._rules[b][1], t, count=1)
-            out.add(t)
+            out.add(self._rules[b][0].sub(self._rules[b][1], once[a], count=1))
         out.discard(text)
         return sorted(" ".join(v.split()) for v in out)
 
@@ -63,7 +55,7 @@ class LexiconBackend:
         for r in requests:
             self._calls += 1
             candidates = self.variants(r.expression)
-            random.Random(_seed(self.seed, "rewrite", r.key)).shuffle(candidates)
+            random.Random(keyed_seed(self.seed, "rewrite", r.key)).shuffle(candidates)
             if validate is not None:  # lazily: validation (spaCy) costs more than making variants
                 candidates = list(
                     itertools.islice((c for c in candidates if validate(r, (r.expression, c)) is None), 2)
@@ -79,7 +71,7 @@ class LexiconBackend:
         for r in requests:
             self._calls += 1
             options = [o for o in r.options if o != r.word]
-            random.Random(_seed(self.seed, "replace", r.key)).shuffle(options)
+            random.Random(keyed_seed(self.seed, "replace", r.key)).shuffle(options)
             antonym = self.lexicon.antonyms.get(r.word) if r.part == "relation" else None
             if antonym is not None:
                 options = [antonym, *(o for o in options if o != antonym)]

@@ -4,21 +4,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from backends.image_scorers import ImageSimilarity, ImageTextScorer, RealismScorer
-from backends.inpaint import InpaintBackend
-from backends.language import LanguageBackend
-from core.config import REPO_ROOT, RunConfig
-from core.vocab import Lexicon
+from hardneg.backends.inpaint import InpaintBackend
+from hardneg.backends.language import LanguageBackend
+from hardneg.core.config import RunConfig
+from hardneg.core.resources import bundled_dir
+from hardneg.core.vocab import Lexicon
 
 
 def make_language_backend(cfg: RunConfig, work_dir: Path, lexicon: Lexicon) -> LanguageBackend:
     lang = cfg.language
     if lang.backend == "lexicon":
-        from backends.lexicon import LexiconBackend
+        from hardneg.backends.lexicon import LexiconBackend
 
         return LexiconBackend(lexicon, seed=cfg.seed)
     if lang.backend == "openai":
-        from backends.openai_backend import OpenAIBackend, OpenAISettings
+        from hardneg.backends.openai_backend import OpenAIBackend, OpenAISettings
 
         o = lang.openai
         return OpenAIBackend(
@@ -33,7 +33,7 @@ def make_language_backend(cfg: RunConfig, work_dir: Path, lexicon: Lexicon) -> L
                 temperature=o.temperature,
                 json_mode=o.json_mode,
                 cache_path=cfg.resolve(o.cache) if o.cache is not None else work_dir / "llm_cache.sqlite",
-                prompt_dir=REPO_ROOT / "prompts",
+                prompt_dir=bundled_dir("prompts"),
                 rewrite_prompt=o.rewrite_prompt,
                 replace_prompt=o.replace_prompt,
             )
@@ -44,11 +44,11 @@ def make_language_backend(cfg: RunConfig, work_dir: Path, lexicon: Lexicon) -> L
 def make_inpaint_backend(cfg: RunConfig) -> InpaintBackend:
     im = cfg.images
     if im.backend == "opencv":
-        from backends.inpaint_opencv import OpenCVInpainter
+        from hardneg.backends.inpaint_opencv import OpenCVInpainter
 
         return OpenCVInpainter(dilate_px=im.opencv_dilate_px)
     if im.backend == "diffusers":
-        from backends.inpaint_diffusers import DiffusersInpainter
+        from hardneg.backends.inpaint_diffusers import DiffusersInpainter
 
         d = im.diffusers
         return DiffusersInpainter(
@@ -61,44 +61,3 @@ def make_inpaint_backend(cfg: RunConfig) -> InpaintBackend:
             padding_mask_crop=d.padding_mask_crop,
         )
     raise ValueError(f"unknown inpainting backend {im.backend!r}")
-
-
-def make_filter_scorers(cfg: RunConfig) -> tuple[ImageTextScorer | None, ImageSimilarity, RealismScorer]:
-    """(CLIP or None when not configured, best-of-N similarity, realism) for the filters stage."""
-    f = cfg.filters
-    clip = None
-    if f.clip_model is not None:
-        from backends.clip_scorer import CLIPScorer
-
-        clip = CLIPScorer(model=f.clip_model, batch_size=f.batch_size)
-    if f.similarity == "dinov2":
-        from backends.dino import DinoSimilarity
-
-        dn = f.dinov2
-        hub = dn.loader == "torch.hub"
-        similarity: ImageSimilarity = DinoSimilarity(
-            model=dn.model_name if hub else dn.model,
-            loader=dn.loader,
-            repo_or_dir=dn.repo_or_dir,
-            source=dn.source,
-            batch_size=f.batch_size,
-        )
-    else:
-        from backends.offline_scorers import SSIMSimilarity
-
-        similarity = SSIMSimilarity()
-    if f.realism == "dire":
-        from backends.realism import DIREScorer
-
-        if f.dire.unet is None or f.dire.classifier is None:
-            raise ValueError(
-                "filters.realism: dire needs filters.dire.unet and filters.dire.classifier (docs/realism.md)"
-            )
-        realism: RealismScorer = DIREScorer(
-            unet=f.dire.unet, classifier=f.dire.classifier, steps=f.dire.steps, batch_size=f.batch_size
-        )
-    else:
-        from backends.offline_scorers import SeamScore
-
-        realism = SeamScore()
-    return clip, similarity, realism

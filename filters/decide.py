@@ -1,66 +1,98 @@
-"""The one place thresholds are applied (STYLE habit 3: score first, decide later).
+"""The decision rules: the one place thresholds are applied (STYLE habit 3: score first, decide later).
 
-Scorers write scores into the samples and never drop anything; these pure functions read the stored
-scores and the config's thresholds and say keep (and which candidate) or why not. `hardneg split` calls
-them again with new thresholds, without loading any model.
+Pure functions of stored scores and the config's thresholds: each configured filter's `keep` in config
+order, and for an image negative the best candidate among those every filter keeps (SPEC 1.5: the most
+similar to the source). The decide stage (`filters/decide_stage.py`) applies them; no model, no torch.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+
+from hardneg.core.config import RunConfig
+from hardneg.filters.base import Filter, Scores, Settings
+from hardneg.filters.registry import filter_class, thresholds
 
 
 @dataclass(frozen=True, slots=True)
-class Thresholds:
-    min_clip_margin: float = 0.0  # SPEC 1.6: the positive must score higher than the negative
-    max_realism: float = 0.2  # SPEC 1.6: drop edits whose realism score (probability generated) exceeds this
-    require_clip: bool = False  # True: a missing CLIP score drops the sample instead of passing it
+class Rule:
+    """One filter's decision half: its class (for `keep`, `targets`, `rank`) and its thresholds."""
+
+    cls: type[Filter]
+    thresholds: Settings
+
+    @property
+    def name(self) -> str:
+        return self.cls.name
 
 
 @dataclass(frozen=True, slots=True)
 class Decision:
     keep: bool
     reason: str | None = None  # why not, when dropped
-    candidate: int | None = None  # image negatives: the index of the chosen candidate
-    losers: tuple[tuple[int, str], ...] = ()  # image negatives: (candidate index, why it lost)
+    candidate: int | None = None  # image negatives: the chosen candidate
+    losers: tuple[tuple[int, str], ...] = ()  # image negatives: (candidate, why it lost)
 
 
-def _clip_ok(margin: float | None, t: Thresholds) -> tuple[bool, str | None]:
-    if margin is None:
-        return (not t.require_clip, "no CLIP score" if t.require_clip else None)
-    if margin > t.min_clip_margin:
-        return True, None
-    return False, f"CLIP margin {margin:.4f} <= {t.min_clip_margin}"
+def rules(cfg: RunConfig) -> list[Rule]:
+    """The configured filters' decision rules, in config order; thresholds for a filter that does not
+    run are an error (they would silently decide nothing)."""
+    for name in cfg.filters.thresholds:
+        filter_class(name)
+        if name not in cfg.filters.scorers:
+            raise ValueError(f"filters.thresholds.{name}: {name} does not run; add it to filters.scorers")
+    return [Rule(filter_class(n), thresholds(n, cfg.filters.thresholds.get(n))) for n in cfg.filters.scorers]
 
 
-def decide_text(scores: dict[str, Any], t: Thresholds) -> Decision:
-    """A text negative: keep when the CLIP margin sim(pos text, image) - sim(neg text, image) passes."""
-    ok, why = _clip_ok(scores.get("clip_margin"), t)
-    return Decision(True) if ok else Decision(False, f"filter: {why}")
+def _by_version(stored: dict[str, Scores], rule: Rule) -> Scores:
+    return stored.get(rule.cls.version, {})
 
 
-def decide_image(candidates: list[dict[str, Any]], t: Thresholds) -> Decision:
-    """An image negative's N candidates: drop those that fail CLIP or realism, keep the most similar
-    to the original among the rest (SPEC 1.5: best of N by DINOv2), ties to the lower index."""
+def first_failure(stored: dict[str, Scores], rules_: list[Rule], target: str) -> tuple[list[str], str | None]:
+    """Apply the rules for `target` in order until one fails: (the names of the rules applied, the
+    failure's reason or None). The last name applied is the failing rule's when there is a reason."""
+    applied = []
+    for r in rules_:
+        if target in r.cls.targets:
+            applied.append(r.name)
+            ok, why = r.cls.keep(_by_version(stored, r), r.thresholds)
+            if not ok:
+                return applied, f"filter: {why}"
+    return applied, None
+
+
+def decide_text(stored: dict[str, Scores], rules_: list[Rule]) -> Decision:
+    """A text negative: kept unless a filter's `keep` says no."""
+    why = first_failure(stored, rules_, "text_negative")[1]
+    return Decision(why is None, why)
+
+
+def decide_image(candidates: list[dict[str, Scores]], rules_: list[Rule]) -> Decision:
+    """An image negative's candidates: drop those any filter rejects, keep the best of the rest by the
+    ranking filter's score (ties, and no ranker: the lower index)."""
+    ranker = next((r for r in rules_ if r.cls.rank and "image_candidate" in r.cls.targets), None)
     passing: list[tuple[float, int]] = []
     losers: list[tuple[int, str]] = []
-    for k, c in enumerate(candidates):
-        ok, why = _clip_ok(c.get("clip_margin"), t)
-        realism = c.get("realism")
-        if ok and realism is not None and realism > t.max_realism:
-            ok, why = False, f"realism {realism:.4f} > {t.max_realism}"
-        if not ok:
-            losers.append((k, f"filter: {why}"))
+    for k, stored in enumerate(candidates):
+        why = first_failure(stored, rules_, "image_candidate")[1]
+        if why is not None:
+            losers.append((k, why))
             continue
-        sim = c.get("similarity")
-        passing.append((float("-inf") if sim is None else sim, k))
+        value = _by_version(stored, ranker).get(ranker.cls.rank) if ranker else None  # type: ignore[arg-type]
+        passing.append((float("-inf") if value is None else value, k))
     if not passing:
         return Decision(False, f"filter: no candidate passed ({len(candidates)} tried)", None, tuple(losers))
     best = max(passing, key=lambda p: (p[0], -p[1]))[1]
-    for sim, k in passing:
+    for value, k in passing:
         if k != best:
-            losers.append(
-                (k, f"filter: best of {len(candidates)} is candidate {best}, this one's similarity {sim:.4f}")
-            )
+            what = f"this one's {ranker.cls.rank} {value:.4f}" if ranker else "the first passing one wins"
+            losers.append((k, f"filter: best of {len(candidates)} is candidate {best}, {what}"))
     return Decision(True, None, best, tuple(sorted(losers)))
+
+
+def flatten(stored: dict[str, Scores]) -> Scores:
+    """Scores by name for the output records (`{"similarity": ..}`); the manifest says which version."""
+    out: Scores = {}
+    for scores in stored.values():
+        out.update(scores)
+    return out

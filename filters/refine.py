@@ -21,8 +21,8 @@ equal-size seeded sample of the larger side is kept; a cell whose mirror is empt
 Sampling sorts members by key and seeds one RNG per (seed, group, cell pair), so the result depends on
 the set of pairs and the seed only, never on input order.
 
-Scoring lives in `score_pairs` (it calls `backends.text_scorers` scorers); `refine` never runs a model,
-so re-refining with another seed or grid costs nothing.
+Scoring is the refine stage's (`filters/refine_stage.py`, with the `filters/text_scorers.py` filters);
+`refine` never runs a model, so re-refining with another seed or grid costs nothing.
 """
 
 from __future__ import annotations
@@ -33,10 +33,6 @@ import random
 from collections import defaultdict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from backends.text_scorers import TextScorer
 
 logger = logging.getLogger(__name__)
 
@@ -76,23 +72,6 @@ def gaps(pos_scores: Sequence[float], neg_scores: Sequence[float]) -> list[float
     if bad:
         raise ValueError(f"non-finite gap at pair index {bad[0]} ({len(bad)} in all)")
     return out
-
-
-def score_pairs(
-    pos_texts: Sequence[str], neg_texts: Sequence[str], scorer1: TextScorer, scorer2: TextScorer
-) -> list[tuple[float, float]]:
-    """Gaps (g1, g2) per pair; each unique text is scored once per scorer, in one `score` call."""
-    if len(pos_texts) != len(neg_texts):
-        raise ValueError(f"pos_texts has {len(pos_texts)} items but neg_texts has {len(neg_texts)}")
-    unique = sorted(set(pos_texts) | set(neg_texts))  # sorted: the scorer sees the same batches every run
-    per_scorer: list[list[float]] = []
-    for scorer in (scorer1, scorer2):
-        scores = scorer.score(unique)
-        if len(scores) != len(unique):
-            raise ValueError(f"scorer {scorer.version} returned {len(scores)} scores for {len(unique)} texts")
-        lookup = dict(zip(unique, scores, strict=True))
-        per_scorer.append(gaps([lookup[t] for t in pos_texts], [lookup[t] for t in neg_texts]))
-    return list(zip(per_scorer[0], per_scorer[1], strict=True))
 
 
 def bin_index(g: float, scale: float, bins: int) -> int:

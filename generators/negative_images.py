@@ -1,253 +1,61 @@
 """Negative images (SPEC 1.5): flip, replace object / attribute, swap object / attribute.
 
 Each negative keeps its positive's expression and path and records the `edit` it applied as a change to
-the scene graph (`core.edits`). A plan is kept only when the executor says the original path matches
-nothing in the edited graph; then the inpainting backend makes N candidate images, all kept for the
-filters (which pick one). Replacement words come from the language backend, restricted to words the image
-backend can render (a colour it can paint, an object name with a donor crop in the corpus).
+the scene graph (`core.edits`). Sites come from the same algorithm as text negatives
+(`generators/sites.py`), restricted to objects that may be edited; an edit is kept only when the executor
+says the original path matches nothing in the edited graph (`generators/image_edits.py`). Then the
+inpainting backend makes N candidate images, all kept for the filters (which pick one). Replacement words
+come from the language backend, restricted to words the image backend can render (a colour it can
+paint, an object name with a donor crop in the corpus).
 """
 
 from __future__ import annotations
 
-import random
 from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
 from PIL import Image, JpegImagePlugin
 
-from backends.inpaint import EditRegion, InpaintBackend, InpaintJob
-from backends.language import LanguageBackend, ReplaceRequest
-from core.attributes import AttributeTable
-from core.edits import apply_edit, has_left_right
-from core.executor import GraphIndex, execute
-from core.records import PathNode, Reject, SceneGraph, SceneObject, content_id
-from core.vocab import NameCategories
-from generators.negatives import keyed_seed
+from hardneg.backends.inpaint import InpaintBackend, InpaintJob
+from hardneg.backends.language import LanguageBackend, ReplaceRequest
+from hardneg.backends.registry import make_inpaint_backend, make_language_backend
+from hardneg.core.config import RunConfig
+from hardneg.core.hygiene import words_digest
+from hardneg.core.ids import safe_name
+from hardneg.core.ingest import corpus_vocab, row_to_graph
+from hardneg.core.io import write_json
+from hardneg.core.records import ImageNegative, PathNode, Reject, SceneGraph
+from hardneg.core.runfolder import image_file, resolve_inputs
+from hardneg.core.splits import split_of
+from hardneg.core.stage import Run, Stage, Unit
+from hardneg.core.vocab import Lexicon
+from hardneg.core.words import Words
+from hardneg.generators.image_edits import Donor, DonorUnreadable, ImageContext, ImageEdit, matches_nothing
+from hardneg.generators.image_types import ImageType, image_type
+from hardneg.generators.paths import PathResources, box_reason, target_reason
+from hardneg.generators.sites import SearchState, Site, SiteSearch, SiteVocab, enumerate_sites, site_order
 
 GENERATOR = "negatives_image@v1"
-IMAGE_TYPES = ("replace_object", "replace_attribute", "swap_object", "swap_attribute", "flip")
-RARITY = {"flip": 0, "swap_attribute": 0, "swap_object": 1, "replace_attribute": 2, "replace_object": 2}
 
 
-@dataclass(slots=True)
-class Donor:
-    image_id: str
-    object_id: str
-    box: tuple[int, int, int, int]
+class ImageSearch(SiteSearch):
+    """Image negatives: a site becomes an `ImageEdit` whose graph change makes the path match nothing."""
 
+    stage = "image_negatives"
 
-@dataclass(slots=True)
-class Plan:
-    negative_type: str
-    level: int
-    nodes: tuple[int, ...]
-    edit: dict[str, Any] | None  # None until a replacement word is chosen
-    regions: list[EditRegion] = field(default_factory=list)
-    # replace plans: what to ask the language backend
-    part: str | None = None
-    word: str | None = None
-    category: str | None = None
-    options: tuple[str, ...] = ()
-    object_id: str | None = None
+    def __init__(self, ctx: ImageContext, language: LanguageBackend, inpaint: InpaintBackend) -> None:
+        super().__init__(language, ctx.per_positive, ctx.max_rounds)
+        self.ctx = ctx
+        self.inpaint = inpaint
+        self.vocab = SiteVocab(ctx.table, ctx.words)
+        self.kinds: dict[str, ImageType] = {n: image_type(n) for n in ctx.types}
+        self.rarity = {n: k.rarity for n, k in self.kinds.items()}
+        self._done: dict[tuple[int, Site, str], ImageEdit | None] = {}
 
-
-@dataclass(slots=True)
-class ImageContext:
-    table: AttributeTable
-    names: NameCategories
-    vocab: dict[str, Counter]
-    donors: dict[str, list[Donor]]  # name -> donor objects across the corpus
-    images_dir: Path
-    out_dir: Path  # <run>/images
-    seed: int
-    candidates: int = 10
-    chunk_jobs: int = 8  # jobs inpainted per backend call; bounds memory to chunk_jobs x candidates images
-    per_positive: int = 1
-    max_rounds: int = 3
-    types: tuple[str, ...] = IMAGE_TYPES
-    # Which objects may be edited: the pipeline passes the target filter (no stuff such as "floor", no
-    # box covering most of the image), so an edit never repaints the ground or pastes a sky into a cup.
-    editable: Callable[[SceneObject, SceneGraph], bool] = lambda obj, graph: True
-
-
-def _prompt(attrs: tuple[str, ...], name: str) -> str:
-    words = " ".join((*attrs, name))
-    return f"a photo of {'an' if words[:1] in 'aeiou' else 'a'} {words}"
-
-
-def plans_for(path: PathNode, graph: SceneGraph, ctx: ImageContext, image: Image.Image) -> list[Plan]:
-    """Every structurally possible image edit of a positive, before choosing words."""
-    nodes = path.nodes()
-    objs = [graph.objects.get(n.id or "") for n in nodes]
-    objs = [o if o is not None and ctx.editable(o, graph) else None for o in objs]
-    out: list[Plan] = []
-    lr_root = any(has_left_right(a) for a in nodes[0].attributes) or any(
-        has_left_right(e.name) for e in nodes[0].relations
-    )
-    lr_any = any(has_left_right(a) for n in nodes for a in n.attributes) or any(
-        has_left_right(e.name) for n in nodes for e in n.relations
-    )
-    if lr_any:
-        out.append(Plan("flip", 1 if lr_root else 2, (0,), {"op": "flip"}))
-    for i, (n, o) in enumerate(zip(nodes, objs, strict=True)):
-        if o is None:
-            continue
-        level = 1 if i == 0 else 2
-        cat = ctx.names.category(o.name)
-        if cat is not None:
-            opts = tuple(m for m in ctx.vocab["names"] if ctx.names.category(m) == cat and m != o.name)
-            out.append(
-                Plan(
-                    "replace_object",
-                    level,
-                    (i,),
-                    None,
-                    part="object",
-                    word=o.name,
-                    category=f"object: {cat}",
-                    options=opts,
-                    object_id=o.id,
-                )
-            )
-        for a in n.attributes:
-            c = ctx.table.category(a)
-            if c is None:
-                continue
-            opts = tuple(b for b in ctx.vocab["attributes"] if ctx.table.category(b) == c and b not in o.attributes)
-            out.append(
-                Plan(
-                    "replace_attribute",
-                    level,
-                    (i,),
-                    None,
-                    part="attribute",
-                    word=a,
-                    category=c,
-                    options=opts,
-                    object_id=o.id,
-                )
-            )
-    for i in range(len(nodes)):
-        for k in range(i + 1, len(nodes)):
-            oi, ok = objs[i], objs[k]
-            if oi is None or ok is None or oi.id == ok.id:
-                continue
-            level = 1 if i == 0 else 2
-            if oi.name != ok.name:
-                # Swapping objects pastes each one's own crop into the other's box.
-                regions = [
-                    EditRegion(oi.box, "replace", _prompt((), ok.name), donor=_crop(image, ok.box)),
-                    EditRegion(ok.box, "replace", _prompt((), oi.name), donor=_crop(image, oi.box)),
-                ]
-                out.append(Plan("swap_object", level, (i, k), {"op": "swap_names", "objects": [oi.id, ok.id]}, regions))
-            for a in nodes[i].attributes:
-                for b in nodes[k].attributes:
-                    c = ctx.table.category(a)
-                    if c is None or c != ctx.table.category(b) or a == b or a in ok.attributes or b in oi.attributes:
-                        continue
-                    regions = [_attr_region(oi.box, b, c, oi.name, a), _attr_region(ok.box, a, c, ok.name, b)]
-                    out.append(
-                        Plan(
-                            "swap_attribute",
-                            level,
-                            (i, k),
-                            {"op": "swap_attributes", "objects": [oi.id, ok.id], "from": [a, b]},
-                            regions,
-                        )
-                    )
-    return [p for p in out if p.negative_type in ctx.types]
-
-
-def _attr_region(
-    box: tuple[int, int, int, int], new: str, category: str, name: str, old: str | None = None
-) -> EditRegion:
-    if category == "color":
-        return EditRegion(box, "recolor", _prompt((new,), name), color=new, source_color=old)
-    return EditRegion(box, "replace", _prompt((new,), name))
-
-
-def _source_crop(images_dir: Path, donor: Donor) -> Image.Image:
-    with Image.open(images_dir / f"{donor.image_id}.jpg") as im:
-        x, y, w, h = donor.box
-        return im.convert("RGB").crop((x, y, x + w, y + h))
-
-
-def _finish(plan: Plan, graph: SceneGraph, ctx: ImageContext, backend: InpaintBackend, word: str | None) -> Plan | None:
-    """Fill in the edit and regions of a replace plan for `word`; None when the backend cannot render it."""
-    o = graph.objects[plan.object_id]  # type: ignore[index]
-    if plan.negative_type == "replace_attribute":
-        region = _attr_region(o.box, word, plan.category, o.name, plan.word)  # type: ignore[arg-type]
-        if not backend.supports(region):
-            return None
-        return Plan(
-            plan.negative_type,
-            plan.level,
-            plan.nodes,
-            {"op": "set_attribute", "object": o.id, "from": plan.word, "to": word},
-            [region],
-        )
-    # replace_object: a donor of the new name from another image, else (copy-paste backends) removal
-    keep_attrs = tuple(a for a in o.attributes if ctx.table.category(a) == "color")[:1]
-    donors = [d for d in ctx.donors.get(word or "", []) if d.image_id != graph.image_id]
-    donor = None
-    if donors:
-        pick = donors[random.Random(keyed_seed(ctx.seed, "donor", graph.image_id, o.id, word)).randrange(len(donors))]
-        try:
-            donor = _source_crop(ctx.images_dir, pick)
-        except OSError:
-            donor = None
-    region = EditRegion(o.box, "replace", _prompt(keep_attrs, word or ""), donor=donor)
-    if backend.supports(region):
-        return Plan(
-            plan.negative_type, plan.level, plan.nodes, {"op": "rename", "object": o.id, "name": word}, [region]
-        )
-    region = EditRegion(o.box, "remove", "background")
-    if backend.supports(region):
-        return Plan(plan.negative_type, plan.level, plan.nodes, {"op": "remove", "object": o.id}, [region])
-    return None
-
-
-_PLACEHOLDER = Image.new("RGB", (1, 1))
-
-
-def _renderable(plan: Plan, graph: SceneGraph, ctx: ImageContext, backend: InpaintBackend, word: str) -> bool:
-    """Whether `_finish` can render `word`, without reading any donor image."""
-    o = graph.objects[plan.object_id]  # type: ignore[index]
-    if plan.negative_type == "replace_attribute":
-        return backend.supports(_attr_region(o.box, word, plan.category, o.name))  # type: ignore[arg-type]
-    has_donor = any(d.image_id != graph.image_id for d in ctx.donors.get(word, []))
-    return backend.supports(
-        EditRegion(o.box, "replace", _prompt((), word), donor=_PLACEHOLDER if has_donor else None)
-    ) or backend.supports(EditRegion(o.box, "remove", "background"))
-
-
-def _matches_nothing(path: PathNode, graph: SceneGraph, edit: dict[str, Any], table: AttributeTable) -> bool:
-    return execute(path.without_ids(), GraphIndex(apply_edit(graph, edit), table)) == frozenset()
-
-
-def _crop(image: Image.Image, box: tuple[int, int, int, int]) -> Image.Image:
-    x, y, w, h = box
-    return image.crop((x, y, x + w, y + h))
-
-
-def make_image_negatives(
-    positives: list[dict[str, Any]],
-    graphs: dict[str, SceneGraph],
-    ctx: ImageContext,
-    language: LanguageBackend,
-    inpaint: InpaintBackend,
-) -> tuple[list[dict[str, Any]], list[Reject], Counter]:
-    """Plan, choose words, inpaint N candidates and write them; returns vanilla records."""
-    stats: Counter = Counter()
-    rejects: list[Reject] = []
-    states = []
-    for p in positives:
-        path = PathNode.from_json(p["path"])
-        graph = graphs[p["image_id"]]
-        src = ctx.images_dir / f"{p['image_id']}.jpg"
+    def state(self, positive: dict[str, Any], graph: SceneGraph) -> SearchState | None:
+        src = image_file(self.ctx.images_dir, positive["image_id"])
         try:
             with Image.open(src) as im:
                 im.load()
@@ -257,163 +65,185 @@ def make_image_negatives(
                     JpegImagePlugin.get_sampling(im) if im.format == "JPEG" else -1,
                 )
         except (OSError, SyntaxError, ValueError) as e:
-            stats["source_unreadable"] += 1
-            rejects.append(
-                Reject("image_negatives", f"source image unreadable: {src.name}: {e}", p["image_id"], p["id"])
+            self.stats["source_unreadable"] += 1
+            self.rejects.append(
+                Reject(self.stage, f"source image unreadable: {src.name}: {e}", positive["image_id"], positive["id"])
             )
-            continue
-        plans = plans_for(path, graph, ctx, image)
-        rng = random.Random(keyed_seed(ctx.seed, "image-negatives", p["id"]))
-        draw = {id(pl): rng.random() for pl in plans}
-        plans.sort(key=lambda pl: (RARITY[pl.negative_type], -pl.level, draw[id(pl)]))
-        states.append(
-            {"pos": p, "path": path, "graph": graph, "image": image, "quant": quant, "todo": iter(plans), "chosen": []}
+            return None
+        path = PathNode.from_json(positive["path"])
+        objects = [graph.objects.get(n.id or "") for n in path.nodes()]
+        objects = [o if o is not None and self.ctx.editable(o, graph) else None for o in objects]
+        shared = enumerate_sites(path, self.vocab, objects)
+        sites = [s for kind in self.kinds.values() for s in kind.sites(shared, path, objects)]
+        todo = site_order(positive["id"], self.ctx.seed, "image-negatives", sites, self.ctx.types, self.rarity)
+        extra = {"graph": graph, "image": image, "quant": quant, "objects": objects, "chosen": []}
+        return SearchState(positive, path, iter(todo), extra=extra)
+
+    def _choose(self, st: SearchState, edit: ImageEdit) -> None:
+        st.extra["chosen"].append(edit)
+        st.made += 1
+
+    def needs_word(self, site: Site) -> bool:
+        return self.kinds[site.negative_type].needs_word
+
+    def direct(self, st: SearchState, site: Site) -> bool:
+        if site.negative_type.startswith("swap_") and (
+            why := self.vocab.swap_refusal(site, st.path, st.extra["objects"])
+        ):
+            self.stats[f"refused:{site.negative_type}"] += 1
+            detail = {"negative_type": site.negative_type, "nodes": list(site.nodes)}
+            self.rejects.append(Reject(self.stage, why, st.positive["image_id"], st.positive["id"], detail=detail))
+            return False
+        edit = self.kinds[site.negative_type].edit(site, st.extra["objects"], st.extra["image"], self.ctx)
+        if (
+            edit is not None
+            and all(self.inpaint.supports(r) for r in edit.regions)
+            and matches_nothing(st.path, st.extra["graph"], edit.edit, self.ctx.table)
+        ):
+            self._choose(st, edit)
+            return True
+        return False
+
+    def request(self, st: SearchState, site: Site) -> ReplaceRequest | None:
+        if (why := self.vocab.crowd_refusal(site, st.path)) is not None:
+            self.stats[f"refused:{site.negative_type}"] += 1
+            detail = {"negative_type": site.negative_type, "nodes": list(site.nodes)}
+            self.rejects.append(Reject(self.stage, why, st.positive["image_id"], st.positive["id"], detail=detail))
+            return None
+        obj = st.extra["objects"][site.nodes[0]]
+        graph = st.extra["graph"]
+        kind = self.kinds[site.negative_type]
+        options = tuple(
+            w for w in kind.options(site, obj, self.ctx) if kind.renderable(site, obj, graph, self.ctx, self.inpaint, w)
+        )[: self.ctx.max_options]
+        if not options:
+            return None
+        return ReplaceRequest(
+            f"img:{st.positive['id']}:{site.negative_type}:{site.nodes}:{site.word}",
+            st.positive["expression"],
+            site.part,  # type: ignore[arg-type]
+            site.word or "",
+            site.request_category,
+            options,
+            5,
         )
 
-    for _ in range(ctx.max_rounds):
-        pending: list[tuple[dict, Plan, ReplaceRequest]] = []
-        for st in states:
-            while len(st["chosen"]) < ctx.per_positive:
-                plan = next(st["todo"], None)
-                if plan is None:
-                    break
-                if plan.edit is not None:  # flip and swaps: no word to choose
-                    if all(inpaint.supports(r) for r in plan.regions) and _matches_nothing(
-                        st["path"], st["graph"], plan.edit, ctx.table
-                    ):
-                        st["chosen"].append(plan)
-                    else:
-                        stats[f"not_negative:{plan.negative_type}"] += 1
-                    continue
-                options = tuple(w for w in plan.options if _renderable(plan, st["graph"], ctx, inpaint, w))[:40]
-                if not options:
-                    stats[f"no_renderable_word:{plan.negative_type}"] += 1
-                    continue
-                req = ReplaceRequest(
-                    f"img:{st['pos']['id']}:{plan.negative_type}:{plan.nodes}:{plan.word}",
-                    st["pos"]["expression"],
-                    plan.part,
-                    plan.word,
-                    plan.category,
-                    options,
-                    5,
-                )  # type: ignore[arg-type]
-                pending.append((st, plan, req))
-                break
-        if not pending:
-            break
-        by_key = {req.key: (st, plan) for st, plan, req in pending}
-
-        done_cache: dict[tuple[int, str], Plan | None] = {}
-
-        def finished(st, plan, word, done_cache=done_cache):
-            # Validation and the answer loop ask about the same words: read each donor and re-check once.
-            key = (id(plan), word)
-            if key not in done_cache:
-                done = _finish(plan, st["graph"], ctx, inpaint, word) if word in plan.options else None
-                ok = done is not None and _matches_nothing(st["path"], st["graph"], done.edit, ctx.table)
-                done_cache[key] = done if ok else None
-            return done_cache[key]
-
-        def validate(req, values, by_key=by_key):
-            st, plan = by_key[req.key]
-            if any(finished(st, plan, v) for v in values):
-                return None
-            return f"no renderable replacement that makes the path match nothing ({', '.join(values)})"
-
-        answers = language.replace([req for _, _, req in pending], validate)
-        for (st, plan, _req), ans in zip(pending, answers, strict=True):
-            done = next((d for v in (ans.values or ()) if (d := finished(st, plan, v))), None)
-            if done is None:
-                stats[f"replace_failed:{plan.negative_type}"] += 1
-                rejects.append(
-                    Reject(
-                        "image_negatives",
-                        ans.error or "no usable replacement",
-                        st["pos"]["image_id"],
-                        st["pos"]["id"],
-                        detail={"negative_type": plan.negative_type, "word": plan.word, "raw": ans.raw},
+    def finished(self, st: SearchState, site: Site, word: str) -> ImageEdit | None:
+        """The edit for `word` when it is renderable and makes the path match nothing; each (site, word)
+        is built once, since validation and the answer loop ask about the same words."""
+        key = (st.positive["id"], site, word)
+        if key not in self._done:
+            obj = st.extra["objects"][site.nodes[0]]
+            kind = self.kinds[site.negative_type]
+            done = None
+            if word in kind.options(site, obj, self.ctx):
+                try:
+                    done = kind.edit_with(site, obj, st.extra["graph"], self.ctx, self.inpaint, word)
+                except DonorUnreadable as e:
+                    self.stats["donor_unreadable"] += 1
+                    detail = {"negative_type": site.negative_type, "nodes": list(site.nodes), "word": word}
+                    self.rejects.append(
+                        Reject(self.stage, str(e), st.positive["image_id"], st.positive["id"], detail=detail)
                     )
-                )
-                continue
-            st["chosen"].append(done)
+            ok = done is not None and matches_nothing(st.path, st.extra["graph"], done.edit, self.ctx.table)
+            self._done[key] = done if ok else None
+        return self._done[key]
 
-    records: list[dict[str, Any]] = []
-    jobs: list[tuple[dict, Plan, InpaintJob | None, int]] = []
+    def check(self, st: SearchState, site: Site, values: tuple[str, ...]) -> str | None:
+        if any(self.finished(st, site, v) for v in values):
+            return None
+        return f"no renderable replacement that makes the path match nothing ({', '.join(values)})"
+
+    def accept(self, st: SearchState, site: Site, values: tuple[str, ...]) -> bool:
+        done = next((d for v in values if (d := self.finished(st, site, v))), None)
+        if done is None:
+            return False
+        self._choose(st, done)
+        return True
+
+
+def make_image_negatives(
+    positives: list[dict[str, Any]],
+    graphs: dict[str, SceneGraph],
+    ctx: ImageContext,
+    language: LanguageBackend,
+    inpaint: InpaintBackend,
+) -> tuple[list[dict[str, Any]], list[Reject], Counter]:
+    """Choose edits, inpaint N candidates each and write them; returns vanilla records."""
+    search = ImageSearch(ctx, language, inpaint)
+    states = [st for p in positives if (st := search.state(p, graphs[p["image_id"]])) is not None]
+    search.run(states)
+    stats = search.stats
+    jobs: list[tuple[SearchState, ImageEdit, InpaintJob | None, int]] = []
     for st in states:
-        for plan in st["chosen"]:
-            nid = content_id(
-                "negative-image", str(st["pos"]["id"]), plan.negative_type, repr(sorted(plan.edit.items()))
-            )
+        for edit in st.extra["chosen"]:
+            nid = ImageNegative.make_id(st.positive["id"], edit.site.negative_type, edit.edit)
             job = None
-            if plan.negative_type != "flip":
-                if not all(inpaint.supports(r) for r in plan.regions):
-                    stats[f"unsupported:{plan.negative_type}"] += 1
-                    continue
-                job = InpaintJob(str(nid), st["image"], tuple(plan.regions), ctx.candidates, ctx.seed)
-            jobs.append((st, plan, job, nid))
+            if edit.site.negative_type != "flip":
+                job = InpaintJob(str(nid), st.extra["image"], edit.regions, ctx.candidates, ctx.seed)
+            jobs.append((st, edit, job, nid))
     ctx.out_dir.mkdir(parents=True, exist_ok=True)
+    records: list[dict[str, Any]] = []
     # Inpaint in chunks so only a few jobs' candidates are in memory at once (10 full images per job).
     outputs: dict[int, list[Image.Image]] = {}
     pending_jobs = [(nid, j) for _, _, j, nid in jobs if j is not None]
     for i in range(0, len(pending_jobs), ctx.chunk_jobs):
         chunk = pending_jobs[i : i + ctx.chunk_jobs]
         for (nid, _), cands in zip(chunk, inpaint.run([j for _, j in chunk]), strict=True):
-            outputs[nid] = [c for c in cands]
-        for st, plan, job, nid in [x for x in jobs if x[3] in outputs]:
-            records.append(_write(st, plan, job, nid, outputs.pop(nid), ctx, inpaint, stats))
-    for st, plan, job, nid in jobs:
+            outputs[nid] = list(cands)
+        for st, edit, _job, nid in [x for x in jobs if x[3] in outputs]:
+            records.append(_write(st, edit, nid, outputs.pop(nid), ctx, inpaint.version, stats))
+    for st, edit, job, nid in jobs:
         if job is None:  # flips: the mirrored source is the one candidate
-            records.append(
-                _write(
-                    st, plan, job, nid, [st["image"].transpose(Image.Transpose.FLIP_LEFT_RIGHT)], ctx, inpaint, stats
-                )
-            )
+            flipped = st.extra["image"].transpose(Image.Transpose.FLIP_LEFT_RIGHT)
+            records.append(_write(st, edit, nid, [flipped], ctx, "flip", stats))
     records.sort(key=lambda r: (r["source_image_id"], r["id"]))
-    return records, rejects, stats
+    return records, search.rejects, stats
 
 
-def _write(st, plan, job, nid, cands, ctx, inpaint, stats) -> dict[str, Any]:
+def _write(
+    st: SearchState,
+    edit: ImageEdit,
+    nid: int,
+    cands: list[Image.Image],
+    ctx: ImageContext,
+    backend: str,
+    stats: Counter,
+) -> dict[str, Any]:
     """Save the candidates like their source and build the vanilla record."""
+    p = st.positive
     files = []
     for k, im in enumerate(cands):
-        name = f"{st['pos']['image_id']}_{nid:x}_{k}.jpg"
-        _save_like_source(im, ctx.out_dir / name, st["quant"])
+        name = f"{safe_name(p['image_id'])}_{nid:x}_{k}.jpg"  # any id, a plain bounded name inside images/
+        save_like_source(im, ctx.out_dir / name, st.extra["quant"])
         files.append(f"images/{name}")
-    p = st["pos"]
-    target = st["graph"].objects[PathNode.from_json(p["path"]).id]
-    x, y, w, h = target.box
-    bbox = [p["width"] - x - w, y, w, h] if plan.negative_type == "flip" else [x, y, w, h]
-    record = {
-        "id": nid,
-        "image_id": f"{p['image_id']}_{nid:x}",
-        "source_image_id": p["image_id"],
-        "positive_id": p["id"],
-        "negative_level": plan.level,
-        "negative_type": plan.negative_type,
-        "shuffle_index": list(plan.nodes),
-        "ori_type": p["tuple_type"],
-        "negative_cate": "image",
-        "tuple_type": p["tuple_type"],
-        "level": p["level"],
-        "expression": p["expression"],
-        "path": p["path"],
-        "edit": plan.edit,
-        "edit_boxes": [list(r.box) for r in plan.regions],  # where the pixels changed (none for flip)
-        "file_name": files[0],
-        "candidates": files,
-        "bbox": bbox,
-        "width": p["width"],
-        "height": p["height"],
-        "generator": GENERATOR,
-        "backend": "flip" if job is None else inpaint.version,
-    }
-    stats[f"made:{plan.negative_type}:L{plan.level}"] += 1
+    x, y, w, h = st.extra["graph"].objects[st.path.id].box
+    site = edit.site
+    stats[f"made:{site.negative_type}:L{site.level}"] += 1
     stats["candidates_written"] += len(files)
-    return record
+    return ImageNegative(
+        id=nid,
+        source_image_id=p["image_id"],
+        positive_id=p["id"],
+        negative_level=site.level,
+        negative_type=site.negative_type,
+        shuffle_index=list(site.nodes),
+        ori_type=p["tuple_type"],
+        level=p["level"],
+        expression=p["expression"],
+        path=p["path"],
+        edit=edit.edit,
+        edit_boxes=[list(r.box) for r in edit.regions],
+        candidates=files,
+        bbox=[p["width"] - x - w, y, w, h] if site.negative_type == "flip" else [x, y, w, h],
+        width=p["width"],
+        height=p["height"],
+        generator=GENERATOR,
+        backend=backend,
+    ).to_vanilla()
 
 
-def _save_like_source(image: Image.Image, path: Path, source: tuple[Any, int]) -> None:
+def save_like_source(image: Image.Image, path: Path, source: tuple[Any, int]) -> None:
     """JPEG with the source's quantisation tables and subsampling, so scores compare like with like
     (SPEC section 6); a source that is not a JPEG gets quality 95."""
     qtables, sampling = source
@@ -421,3 +251,80 @@ def _save_like_source(image: Image.Image, path: Path, source: tuple[Any, int]) -
         image.save(path, "JPEG", qtables=qtables, subsampling=sampling if sampling != -1 else 0)
     else:
         image.save(path, "JPEG", quality=95)
+
+
+class ImagesStage(Stage):
+    """Negative images for the positives of the configured splits (SPEC 1.5; the paper: test only)."""
+
+    name = "images"
+    version = GENERATOR
+    reads = ("ingest", "hygiene", "language")
+    config = ("seed", "images", "splits")
+    gpu = True
+
+    def extra_fingerprint(self, run: Run) -> Any:
+        return words_digest()
+
+    def validate(self, cfg: RunConfig) -> None:
+        for name in cfg.images.types:
+            image_type(name)
+
+    def prepare(self, run: Run, folder: Path) -> None:
+        """The corpus's copy-paste donors: per object name, the largest boxes that could be targets."""
+        donors_file = folder / "donors.json"
+        if donors_file.exists():
+            return
+        cfg = run.cfg
+        words = Words.load()
+        best: dict[str, list[tuple[int, str, str, list[int]]]] = {}
+        for row in run.read_all("hygiene", "graphs"):
+            g = row_to_graph(row)
+            for o in g.objects.values():
+                if words.name_category(o.name) is None or box_reason(o, g, cfg, as_target=True) is not None:
+                    continue
+                best.setdefault(o.name, []).append((-o.area, g.image_id, o.id, list(o.box)))
+        n = cfg.images.donors_per_name
+        donors = {
+            name: [{"image_id": i, "object_id": oid, "box": box} for _, i, oid, box in sorted(v)[:n]]
+            for name, v in sorted(best.items())
+        }
+        write_json(donors_file, donors, indent=False)
+
+    def run(self, unit: Unit) -> None:
+        cfg = unit.cfg
+        _, images = resolve_inputs(unit.root, cfg)
+        positives = [
+            r for r in unit.read("language", "positives") if split_of(r["image_id"], cfg.splits) in cfg.images.splits
+        ]
+        unit.items_in = len(positives)
+        rows: list[dict[str, Any]] = []
+        if images is None or not cfg.images.enabled or cfg.images.per_positive == 0:
+            unit.stats["skipped_no_images" if images is None else "skipped_disabled"] += len(positives)
+        elif positives:
+            graphs = {g.image_id: g for g in map(row_to_graph, unit.read("hygiene", "graphs"))}
+            res = PathResources.load(cfg)
+            lexicon = Lexicon.load(cfg.resolve(cfg.language.lexicon))
+            donors = {
+                n: [Donor(x["image_id"], x["object_id"], tuple(x["box"])) for x in v]
+                for n, v in orjson.loads((unit.dir / "donors.json").read_bytes()).items()
+            }
+            ctx = ImageContext(
+                table=res.table,
+                words=res.words,
+                vocab=corpus_vocab(unit.upstream("ingest")),
+                donors=donors,
+                images_dir=images,
+                out_dir=unit.root / "images",
+                seed=cfg.seed,
+                candidates=cfg.images.candidates,
+                per_positive=cfg.images.per_positive,
+                max_rounds=cfg.images.max_rounds,
+                types=tuple(cfg.images.types),
+                editable=lambda obj, graph: target_reason(obj, graph, cfg, res) is None,
+            )
+            rows, rejects, stats = make_image_negatives(
+                positives, graphs, ctx, make_language_backend(cfg, unit.run.work, lexicon), make_inpaint_backend(cfg)
+            )
+            unit.rejects.extend(rejects)
+            unit.stats.update(stats)
+        unit.write("image-negatives", rows)

@@ -1,103 +1,22 @@
-"""Offline image scorers with real, documented semantics: no weights, CPU only (SPEC 1.5-1.6, 7).
+"""The seam score, the offline realism stand-in for DIRE: no weights, CPU only (SPEC 1.6, 7).
 
-- `SSIMSimilarity` (an `ImageSimilarity`): structural similarity (Wang, Bovik, Sheikh & Simoncelli,
-  2004) of the original and a candidate, the stand-in for DINOv2 best-of-N: "keep the candidate most
-  like the original".
-- `SeamScore` (a `RealismScorer`): strength of the straight, new edges an edit leaves along the outline
-  of its box, squashed to [0, 1], the stand-in for DIRE: higher = more visibly edited.
-
-Both need scikit-image (`pip install 'scikit-image>=0.22'`); it is imported on first use.
+Strength of the straight, new edges an edit leaves along the outline of its box, squashed to [0, 1]:
+higher = more visibly edited. Needs scikit-image, imported on first use.
 """
 
 from __future__ import annotations
 
-import logging
 import math
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 from PIL import Image
 
-from backends.image_scorers import Box
-
-logger = logging.getLogger(__name__)
-
-SKIMAGE_HINT = "pip install 'scikit-image>=0.22'"
+from hardneg.filters.base import Box, Filter, Item, Scores, Settings, check_same_size, require_skimage
 
 # skimage's `sobel` gives 1/sqrt(2) at a unit step edge; this factor makes a unit step read 1.0, so
 # gradient values are in "step units": the fraction of the full intensity range the edge jumps.
 SOBEL_TO_STEP = math.sqrt(2.0)
-
-
-def _skimage() -> Any:
-    try:
-        import skimage.filters
-        import skimage.metrics
-    except ImportError as e:
-        raise ImportError(f"offline image scorers need scikit-image: {SKIMAGE_HINT}") from e
-    return skimage
-
-
-def _same_size(a: Image.Image, b: Image.Image, what: str) -> None:
-    if a.size != b.size:
-        raise ValueError(f"{what}: original is {a.size[0]}x{a.size[1]} but candidate is {b.size[0]}x{b.size[1]}")
-
-
-# --------------------------------------------------------------------------------------------------
-# SSIM
-
-
-class SSIMSimilarity:
-    """SSIM of (original, candidate) in [-1, 1], 1 = identical (Wang et al., 2004).
-
-    The offline stand-in for DINOv2 best-of-N (SPEC 1.6): among candidates that pass the filters, the
-    one with the highest score changed the least of the original's structure. Computed with
-    scikit-image's `structural_similarity` on 8-bit luma (PIL "L") or, with `color=True`, per RGB
-    channel and averaged; Gaussian 11x11 window with sigma 1.5 and population covariances, the
-    paper's settings. `max_side` downscales both images the same way (bilinear) so the longest side is
-    at most that many px, for speed; None keeps the original resolution. Deterministic.
-    """
-
-    def __init__(self, color: bool = False, max_side: int | None = None) -> None:
-        if max_side is not None and max_side < 11:
-            raise ValueError(f"max_side must be >= 11 (the SSIM window) or None, got {max_side}")
-        self.color, self.max_side = color, max_side
-        self.version = f"ssim@v1:{'rgb' if color else 'luma'}:{max_side or 'full'}"
-
-    def _array(self, image: Image.Image) -> np.ndarray:
-        image = image.convert("RGB" if self.color else "L")
-        if self.max_side is not None and max(image.size) > self.max_side:
-            scale = self.max_side / max(image.size)
-            size = (max(1, round(image.width * scale)), max(1, round(image.height * scale)))
-            image = image.resize(size, Image.Resampling.BILINEAR)
-        return np.asarray(image)
-
-    def similarity(self, pairs: Sequence[tuple[Image.Image, Image.Image]]) -> list[float]:
-        if not pairs:
-            return []
-        ssim = _skimage().metrics.structural_similarity
-        out: list[float] = []
-        for original, candidate in pairs:
-            _same_size(original, candidate, "SSIMSimilarity")
-            a, b = self._array(original), self._array(candidate)
-            if min(a.shape[:2]) < 11:
-                raise ValueError(f"SSIMSimilarity needs images of at least 11x11 px, got {a.shape[1]}x{a.shape[0]}")
-            value = ssim(
-                a,
-                b,
-                data_range=255,
-                gaussian_weights=True,
-                sigma=1.5,
-                use_sample_covariance=False,
-                channel_axis=2 if self.color else None,
-            )
-            out.append(float(value))
-        return out
-
-
-# --------------------------------------------------------------------------------------------------
-# Seam score
 
 
 def color_gradient(image: Image.Image) -> np.ndarray:
@@ -106,7 +25,7 @@ def color_gradient(image: Image.Image) -> np.ndarray:
     The maximum over channels sees a seam between regions of equal brightness but different hue,
     which a luma gradient misses.
     """
-    sobel = _skimage().filters.sobel
+    sobel = require_skimage().filters.sobel
     rgb = np.asarray(image.convert("RGB"), dtype=np.float32) / 255.0
     mags = [sobel(rgb[..., c]) for c in range(3)]
     return np.maximum.reduce(mags) * SOBEL_TO_STEP
@@ -158,7 +77,7 @@ class SeamScore:
 
     def seam_strength(self, original: Image.Image, candidate: Image.Image, box: Box) -> float:
         """Step 1-4 of the class docstring: the mean over box sides of the strongest new straight edge."""
-        _same_size(original, candidate, "SeamScore")
+        check_same_size(original, candidate, "SeamScore")
         return self._seam(color_gradient(original), color_gradient(candidate), box)
 
     def _seam(self, grad_original: np.ndarray, grad_candidate: np.ndarray, box: Box) -> float:
@@ -191,9 +110,55 @@ class SeamScore:
         originals: dict[int, np.ndarray] = {}
         out = []
         for original, candidate, box in items:
-            _same_size(original, candidate, "SeamScore")
+            check_same_size(original, candidate, "SeamScore")
             if id(original) not in originals:
                 originals[id(original)] = color_gradient(original)
             seam = self._seam(originals[id(original)], color_gradient(candidate), box)
             out.append(1.0 - math.exp(-seam / self.scale))
         return out
+
+
+class SeamOptions(Settings):
+    outer: int = 12  # px beyond the box: covers the inpainters' 6-8 px mask dilation and blending
+    scale: float = 0.36  # step units; sets which seam strength reaches SPEC 1.6's 0.2
+
+
+class MaxRealism(Settings):
+    max: float = 0.2  # SPEC 1.6: drop edits more likely generated than this
+
+
+class SeamFilter(Filter):
+    """Realism by seam visibility: the worst (highest) score over the edited boxes; flips score nothing."""
+
+    name = "seam"
+    version = "seam@v1"
+    targets = frozenset({"image_candidate"})
+    Options = SeamOptions
+    Thresholds = MaxRealism
+
+    def score(self, items: Sequence[Item]) -> list[Scores]:
+        scorer = SeamScore(outer=self.options.outer, scale=self.options.scale)  # type: ignore[attr-defined]
+        return realism_over_boxes(items, scorer.score)
+
+    @classmethod
+    def keep(cls, scores: Scores, thresholds: Settings) -> tuple[bool, str | None]:
+        return keep_realism(scores, thresholds)
+
+
+def realism_over_boxes(items: Sequence[Item], score_fn) -> list[Scores]:  # type: ignore[no-untyped-def]
+    """A candidate's realism is its worst edited box's; an edit with no box (a flip) moved no pixel
+    within the image and gets no realism score."""
+    flat = [(k, it.image, it.candidate, box) for k, it in enumerate(items) for box in it.boxes]
+    values = score_fn([(a, b, box) for _, a, b, box in flat]) if flat else []
+    worst: dict[int, float] = {}
+    for (k, *_), v in zip(flat, values, strict=True):
+        worst[k] = max(worst.get(k, v), v)
+    return [{"realism": worst[k]} if k in worst else {} for k in range(len(items))]
+
+
+def keep_realism(scores: Scores, thresholds: Settings) -> tuple[bool, str | None]:
+    r = scores.get("realism")
+    limit = thresholds.max  # type: ignore[attr-defined]
+    if r is not None and r > limit:
+        return False, f"realism {r:.4f} > {limit}"
+    return True, None

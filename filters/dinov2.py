@@ -4,7 +4,7 @@ DINOv2 (Oquab et al., 2023, "DINOv2: Learning Robust Visual Features without Sup
 self-supervised image embeddings in which near-identical pictures lie close. FineCops-Ref generates 10
 candidates per negative image and keeps, among those that pass the CLIP and realism filters, the one
 whose DINOv2 embedding is most similar (cosine) to the original's: the edit that changed the least
-besides the intended change. `DinoSimilarity` computes that cosine; `filters/decide.py` picks.
+besides the intended change. `DinoSimilarity` computes that cosine; `Dinov2Filter` ranks candidates by it.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from typing import Any, Literal
 import numpy as np
 from PIL import Image
 
-from backends.clip_scorer import MODELS_HINT, resolve_device_dtype
+from hardneg.backends.models import MODELS_HINT, resolve_device_dtype, shared
+from hardneg.filters.base import Filter, Item, Scores, Settings
 
 logger = logging.getLogger(__name__)
 
@@ -174,3 +175,44 @@ class DinoSimilarity:
             b = torch.tensor([index[id(c)] for _, c in pairs], device=emb.device)
             sims = (emb[a] * emb[b]).sum(-1).clamp(-1.0, 1.0)
         return sims.cpu().tolist()
+
+
+class Dinov2Options(Settings):
+    loader: Loader = "torch.hub"
+    repo_or_dir: str = "facebookresearch/dinov2"  # torch.hub repo, or a local hub dir with hubconf.py
+    model_name: str = "dinov2_vitl14"
+    source: Literal["github", "local"] = "github"
+    model: str | None = None  # transformers loader: hub id or local dir
+    device: str | None = None
+    dtype: str | None = None
+
+
+class Dinov2Filter(Filter):
+    """Best-of-N by DINOv2 cosine similarity to the source (SPEC 1.5); it never drops by itself."""
+
+    name = "dinov2"
+    version = "dinov2@v1"
+    targets = frozenset({"image_candidate"})
+    rank = "similarity"
+    Options = Dinov2Options
+
+    def _model(self) -> DinoSimilarity:
+        o: Dinov2Options = self.options  # type: ignore[assignment]
+        hub = o.loader == "torch.hub"
+        model = o.model_name if hub else o.model
+        key = ("dinov2", o.loader, o.repo_or_dir, o.source, model, o.device, o.dtype, self.batch_size)
+        return shared(
+            key,
+            lambda: DinoSimilarity(
+                model=model, loader=o.loader, repo_or_dir=o.repo_or_dir, source=o.source,
+                batch_size=self.batch_size, device=o.device, dtype=o.dtype,
+            ),
+        )  # fmt: skip
+
+    @property
+    def identity(self) -> str:
+        return f"{self.version} {self._model().version}"
+
+    def score(self, items: Sequence[Item]) -> list[Scores]:
+        sims = self._model().similarity([(it.image, it.candidate) for it in items])  # type: ignore[misc]
+        return [{"similarity": s} for s in sims]

@@ -8,8 +8,8 @@ prefers the positive:
 - text negative: ``sim(image, positive text) - sim(image, negative text) > 0``;
 - image negative: ``sim(original image, positive text) - sim(negative image, positive text) > 0``.
 
-`CLIPScorer` only computes these numbers (`text_margin`, `image_margin` and their batched forms);
-`filters/decide.py` applies the threshold.
+`CLIPScorer` embeds and compares; `ClipFilter` turns that into the two margins and keeps a sample
+when its margin passes `min_margin`.
 """
 
 from __future__ import annotations
@@ -20,21 +20,10 @@ from typing import Any
 
 from PIL import Image
 
+from hardneg.backends.models import MODELS_HINT, resolve_device_dtype, shared
+from hardneg.filters.base import Filter, Item, Scores, Settings
+
 logger = logging.getLogger(__name__)
-
-MODELS_HINT = "pip install 'torch==2.13.0' 'transformers>=5,<6'  (or: pip install -e '.[models]')"
-
-
-def resolve_device_dtype(torch: Any, device: str | None, dtype: str | None) -> tuple[str, Any]:
-    """`device` None: cuda when available, else cpu. `dtype` None: fp16 on cuda (half the memory and
-    time), fp32 on cpu (CPU fp16 kernels are slow or missing); else "float16", "bfloat16" or "float32"."""
-    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-    if dtype is None:
-        return device, torch.float16 if device.startswith("cuda") else torch.float32
-    names = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
-    if dtype not in names:
-        raise ValueError(f"dtype must be one of {sorted(names)} or None, got {dtype!r}")
-    return device, names[dtype]
 
 
 def _features(out: Any) -> Any:
@@ -142,8 +131,56 @@ class CLIPScorer:
         sims = self.similarity([pair for pos, neg, text in items for pair in ((pos, text), (neg, text))])
         return [sims[2 * i] - sims[2 * i + 1] for i in range(len(items))]
 
-    def text_margin(self, image: Image.Image, pos_text: str, neg_text: str) -> float:
-        return self.text_margins([(image, pos_text, neg_text)])[0]
 
-    def image_margin(self, pos_image: Image.Image, neg_image: Image.Image, pos_text: str) -> float:
-        return self.image_margins([(pos_image, neg_image, pos_text)])[0]
+class ClipOptions(Settings):
+    model: str  # hub id or local directory of a CLIPModel and its processor
+    device: str | None = None  # None: cuda when available
+    dtype: str | None = None  # None: fp16 on cuda, fp32 on cpu
+
+
+class MinMargin(Settings):
+    min_margin: float = 0.0  # SPEC 1.6: CLIP must prefer the positive by more than this
+
+
+class ClipFilter(Filter):
+    """FineCops-Ref's CLIP filter (SPEC 1.6), both margins: a text negative's
+    sim(image, positive text) - sim(image, negative text), an image candidate's
+    sim(source, positive text) - sim(candidate, positive text)."""
+
+    name = "clip"
+    version = "clip@v1"
+    targets = frozenset({"text_negative", "image_candidate"})
+    Options = ClipOptions
+    Thresholds = MinMargin
+
+    def _scorer(self) -> CLIPScorer:
+        o = self.options
+        key = ("clip", o.model, o.device, o.dtype, self.batch_size)  # type: ignore[attr-defined]
+        return shared(key, lambda: CLIPScorer(o.model, self.batch_size, o.device, o.dtype))  # type: ignore[attr-defined]
+
+    @property
+    def identity(self) -> str:
+        return f"{self.version} {self.options.model}"  # type: ignore[attr-defined]
+
+    def score(self, items: Sequence[Item]) -> list[Scores]:
+        texts = [(k, it) for k, it in enumerate(items) if it.target == "text_negative"]
+        cands = [(k, it) for k, it in enumerate(items) if it.target == "image_candidate"]
+        out: list[Scores] = [{} for _ in items]
+        scorer = self._scorer()
+        if texts:
+            margins = scorer.text_margins([(it.image, it.text, it.negative_text) for _, it in texts])  # type: ignore[misc]
+            for (k, _), m in zip(texts, margins, strict=True):
+                out[k] = {"clip_margin": m}
+        if cands:
+            margins = scorer.image_margins([(it.image, it.candidate, it.text) for _, it in cands])  # type: ignore[misc]
+            for (k, _), m in zip(cands, margins, strict=True):
+                out[k] = {"clip_margin": m}
+        return out
+
+    @classmethod
+    def keep(cls, scores: Scores, thresholds: Settings) -> tuple[bool, str | None]:
+        m = scores.get("clip_margin")
+        limit = thresholds.min_margin  # type: ignore[attr-defined]
+        if m is not None and m <= limit:
+            return False, f"CLIP margin {m:.4f} <= {limit}"
+        return True, None

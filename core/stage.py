@@ -1,0 +1,420 @@
+"""The Stage contract and the one runner every stage goes through (datatrove's `PipelineStep.run`,
+img2dataset's shard worker).
+
+A stage declares what it is and what its output depends on, and implements one method over one unit of
+work: a shard of the corpus (`sharded = True`) or the whole corpus (the unit `"all"`):
+
+    class PathsStage(Stage):
+        name = "paths"
+        version = "paths@v2"                     # bump when the output changes meaning
+        reads = ("ingest",)                      # upstream stages it reads (and only those)
+        config = ("seed", "targets", "paths")    # config keys its output depends on
+        data = ("paths.templates",)              # config keys naming data files: their content counts
+
+        def run(self, unit: Unit) -> None:
+            for row in unit.read("ingest", "graphs"):
+                ...
+            unit.write("positives", rows)
+
+The runner owns everything else, once for all stages:
+- **fingerprints**: a hash of the version, the declared config values, the content of the declared data
+  files, `extra_fingerprint` and the *output digests* of the stages it reads (a hash of every file they
+  wrote), so a resumed run equals a fresh one: a changed key redoes exactly the stages that depend on it,
+  and a stage redone for any reason (a lost folder, a changed input) redoes everything downstream of it
+  unless its output came out the same;
+- **skip-if-done**: a unit is done when its marker `_done/<unit>.json` exists (written last, atomically);
+- **declared reads**: `Unit.read` refuses an undeclared stage, so a fingerprint never misses an input;
+- **rejects, stats and timings** per unit, and the stage summary `_stage.json` (the units, summed stats,
+  rows written, rejects, seconds) written when every unit is done; **progress** hooks (`core/progress.py`).
+The first stage partitions the corpus: its unit's `meta["shards"]` lists every sharded stage's shards.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import shutil
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import orjson
+
+from hardneg.core.config import RunConfig
+from hardneg.core.io import atomic_write_bytes, clean_temp_files, dumps, read_jsonl, write_json, write_jsonl
+from hardneg.core.progress import Progress
+from hardneg.core.records import Reject
+
+log = logging.getLogger("hardneg")
+
+ALL = "all"  # the one unit of a stage that is not sharded
+FINGERPRINT = "_fingerprint"
+SUMMARY = "_stage.json"
+
+
+def digest(*parts: Any) -> str:
+    """A short stable hash of JSON-able parts."""
+    return hashlib.sha1(orjson.dumps(parts, option=orjson.OPT_SORT_KEYS, default=str)).hexdigest()[:16]
+
+
+def file_digest(path: Path) -> str:
+    h = hashlib.sha1()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()[:16]
+
+
+class Stage:
+    """One step of the pipeline. Subclasses set the class attributes and implement `run`."""
+
+    name: ClassVar[str]
+    version: ClassVar[str]
+    reads: ClassVar[tuple[str, ...]] = ()
+    reads_all: ClassVar[bool] = False  # reads every earlier stage (the final writer: rejects, stats)
+    config: ClassVar[tuple[str, ...]] = ()  # dotted RunConfig keys: "seed", "paths", "filters.scorers"
+    data: ClassVar[tuple[str, ...]] = ()  # dotted RunConfig keys whose value is a data file
+    sharded: ClassVar[bool] = True
+    decision: ClassVar[bool] = False  # model-free and cheap: `hardneg split` may rerun it with new keys
+    gpu: ClassVar[bool] = False  # runs models on a GPU when one is configured (one worker per GPU)
+    reports: ClassVar[bool] = False  # reports on the stages it reads: redone whenever one of them reran
+
+    def extra_fingerprint(self, run: Run) -> Any:
+        """Anything else the output depends on (the ingest stage: the input files' identity)."""
+        return None
+
+    def validate(self, cfg: RunConfig) -> None:
+        """Raise ValueError for a config this stage cannot run with; called before any work starts."""
+
+    def prepare(self, run: Run, folder: Path) -> None:
+        """Once per opening of the stage, before its units run (e.g. an index over the whole corpus)."""
+
+    def run(self, unit: Unit) -> None:
+        raise NotImplementedError
+
+    def summarize(self, run: Run, units: list[dict[str, Any]]) -> dict[str, Any]:
+        """Extra fields of `_stage.json` from the units' markers (default: nothing)."""
+        return {}
+
+    def __repr__(self) -> str:
+        return f"<stage {self.name} {self.version}>"
+
+
+class Unit:
+    """One unit of a stage's work: what `Stage.run` reads from and writes to."""
+
+    def __init__(self, run: Run, stage: Stage, shard: str) -> None:
+        self.run = run
+        self.stage = stage
+        self.shard = shard
+        self.dir = run.stage_dir(stage.name)
+        self.rejects: list[Reject] = []
+        self.stats: Counter = Counter()
+        self.meta: dict[str, Any] = {}
+        self.written: Counter = Counter()
+        self.files: dict[str, dict[str, Any]] = {}  # name -> size and content hash
+        self.items_in = 0
+
+    @property
+    def cfg(self) -> RunConfig:
+        return self.run.cfg
+
+    @property
+    def root(self) -> Path:
+        return self.run.root
+
+    def path(self, kind: str, shard: str | None = None) -> Path:
+        return self.dir / f"{kind}-{shard or self.shard}.jsonl"
+
+    def _check_declared(self, stage: str) -> None:
+        if stage not in self.run.reads[self.stage.name]:
+            raise RuntimeError(f"stage {self.stage.name} reads {stage!r} without declaring it in `reads`")
+
+    def read(self, stage: str, kind: str, shard: str | None = None) -> Iterator[Any]:
+        """Rows a declared upstream stage wrote for this unit's shard (or `shard`)."""
+        self._check_declared(stage)
+        yield from self.run.read(stage, kind, shard or self.shard)
+
+    def read_all(self, stage: str, kind: str) -> Iterator[Any]:
+        """Rows of every unit of a declared upstream stage, in unit order."""
+        self._check_declared(stage)
+        yield from self.run.read_all(stage, kind)
+
+    def upstream(self, stage: str) -> dict[str, Any]:
+        """The summary (`_stage.json`) of a declared upstream stage."""
+        self._check_declared(stage)
+        return self.run.summary(stage)
+
+    def upstream_file(self, stage: str, name: str) -> Path:
+        """A stage-level file (written by `Stage.prepare`) of a declared upstream stage."""
+        self._check_declared(stage)
+        return self.run.stage_dir(stage) / name
+
+    def write(self, kind: str, rows: Iterable[Any], shard: str | None = None) -> Path:
+        """Write one output file atomically; rows are JSON-able. Returns its path."""
+        path = self.path(kind, shard)
+        chunks = [dumps(r) + b"\n" for r in rows]
+        data = b"".join(chunks)
+        atomic_write_bytes(path, data)
+        self.written[kind] += len(chunks)
+        self.files[path.name] = {"size": len(data), "sha1": hashlib.sha1(data).hexdigest()[:16]}
+        return path
+
+    def reject(self, reject: Reject) -> None:
+        self.rejects.append(reject)
+
+
+class Run:
+    """A run folder with a config and the ordered stage list: fingerprints, opening, units, summaries."""
+
+    def __init__(self, root: Path, cfg: RunConfig, stages: Sequence[Stage], progress: Progress | None = None) -> None:
+        self.root, self.progress = root, progress or Progress()  # told of stages opening, units done, closing
+        self.cfg = cfg
+        self.stages = {s.name: s for s in stages}
+        self.order = [s.name for s in stages]
+        if len(self.stages) != len(stages):
+            raise ValueError("two stages share a name")
+        self.reads: dict[str, tuple[str, ...]] = {}
+        for i, s in enumerate(stages):
+            unknown = [r for r in s.reads if r not in self.order[:i]]
+            if unknown:
+                raise ValueError(f"stage {s.name} reads {unknown[0]!r}, which is not an earlier stage")
+            self.reads[s.name] = tuple(self.order[:i]) if s.reads_all else s.reads
+        self._config_fps: dict[str, str] = {}
+
+    # -- folders and fingerprints ------------------------------------------------------------------
+
+    @property
+    def work(self) -> Path:
+        return self.root / "work"
+
+    def stage_dir(self, name: str) -> Path:
+        return self.work / name
+
+    def config_fingerprint(self, name: str) -> str:
+        """What the config and code say about a stage and everything upstream of it."""
+        fp = self._config_fps.get(name)
+        if fp is None:
+            s = self.stages[name]
+            fp = digest(
+                s.version,
+                {k: config_value(self.cfg, k) for k in s.config},
+                {k: file_digest(self.cfg.resolve(Path(config_value(self.cfg, k)))) for k in s.data},
+                s.extra_fingerprint(self),
+                {r: self.config_fingerprint(r) for r in self.reads[name]},
+            )
+            self._config_fps[name] = fp
+        return fp
+
+    def fingerprint(self, name: str) -> str | None:
+        """The config fingerprint plus the output digests of the stages it reads; None while one of
+        those is not finished (this stage cannot be current then)."""
+        upstream = {}
+        for r in self.reads[name]:
+            f = self.stage_dir(r) / SUMMARY
+            if not f.exists():
+                return None
+            summary = orjson.loads(f.read_bytes())
+            upstream[r] = digest(summary) if self.stages[name].reports else summary.get("digest")
+        return digest(self.config_fingerprint(name), upstream)
+
+    def stored_fingerprint(self, name: str) -> str | None:
+        f = self.stage_dir(name) / FINGERPRINT
+        return f.read_text() if f.exists() else None
+
+    def summary(self, name: str) -> dict[str, Any]:
+        f = self.stage_dir(name) / SUMMARY
+        if not f.exists():
+            raise RuntimeError(f"stage {name} has not finished in {self.root}")
+        return orjson.loads(f.read_bytes())
+
+    def is_complete(self, name: str) -> bool:
+        """Finished for the current config and the current outputs of every stage it reads, with every
+        file it wrote still there."""
+        f = self.stage_dir(name) / SUMMARY
+        fp = self.fingerprint(name)
+        if fp is None or not f.exists() or orjson.loads(f.read_bytes()).get("fingerprint") != fp:
+            return False
+        return all(self._unit_ok(name, u) for u in self.units(name))
+
+    def _unit_ok(self, name: str, unit: str) -> bool:
+        """Done: its marker exists and every file it lists is there with the size it was written with."""
+        m = self._marker(name, unit)
+        if not m.exists():
+            return False
+        d = self.stage_dir(name)
+        for rel, info in orjson.loads(m.read_bytes())["files"].items():
+            f = d / rel
+            if not f.exists() or f.stat().st_size != info["size"]:
+                return False
+        return True
+
+    def problems(self, name: str) -> list[str]:
+        """Why a stage's stored work cannot be trusted under the current config (empty: it can): not
+        finished, made under another config, a unit or a file missing or of another size."""
+        d = self.stage_dir(name)
+        if not (d / SUMMARY).exists():
+            return [f"stage {name} has not finished"]
+        if not self.is_complete(name):
+            return [f"stage {name} was made under another config or version, or from other upstream output"]
+        out = []
+        units = self.summary(name)["units"]
+        if self.stages[name].sharded and units != self.shards():
+            out.append(f"stage {name} covers other shards than the ingest stage made")
+        for unit in units:
+            m = self._marker(name, unit)
+            if not m.exists():
+                out.append(f"stage {name}: unit {unit} is missing")
+                continue
+            for rel, info in orjson.loads(m.read_bytes()).get("files", {}).items():
+                f = d / rel
+                if not f.exists():
+                    out.append(f"stage {name}: {rel} is missing")
+                elif f.stat().st_size != info["size"]:
+                    out.append(f"stage {name}: {rel} changed since it was written")
+        return out
+
+    # -- units ---------------------------------------------------------------------------------------
+
+    def shards(self) -> list[str]:
+        """The corpus's shard names, from the first stage's summary."""
+        return list(self.summary(self.order[0])["meta"]["shards"])
+
+    def units(self, name: str) -> list[str]:
+        return self.shards() if self.stages[name].sharded else [ALL]
+
+    def _marker(self, name: str, unit: str) -> Path:
+        return self.stage_dir(name) / "_done" / f"{unit}.json"
+
+    def open(self, name: str) -> list[str]:
+        """Open a stage for this config (reset it when its fingerprint changed) and return the units
+        still to do. Call once, before its units run in parallel."""
+        d = self.stage_dir(name)
+        fp = self.fingerprint(name)
+        if fp is None:
+            raise RuntimeError(f"stage {name}: the stages it reads ({', '.join(self.reads[name])}) are not finished")
+        if d.exists() and self.stored_fingerprint(name) != fp:
+            log.info("stage %s: inputs changed, redoing it", name)
+            shutil.rmtree(d)
+        if not d.exists():
+            d.mkdir(parents=True)
+            atomic_write_bytes(d / FINGERPRINT, fp.encode())
+        clean_temp_files(d)
+        self.stages[name].prepare(self, d)
+        pending = [u for u in self.units(name) if not self._unit_ok(name, u)]
+        if pending:
+            (d / SUMMARY).unlink(missing_ok=True)  # the summary describes the old units
+            for u in pending:
+                self._marker(name, u).unlink(missing_ok=True)
+        self.progress.stage_start(name, len(self.units(name)), len(pending))
+        return pending
+
+    def run_unit(self, name: str, unit: str) -> dict[str, Any]:
+        """Run one unit (skipped when done); returns its marker."""
+        marker = self._marker(name, unit)
+        if self._unit_ok(name, unit):
+            return orjson.loads(marker.read_bytes())
+        if self.stored_fingerprint(name) != self.fingerprint(name):
+            raise RuntimeError(f"stage {name} is not open for this config: call Run.open first")
+        stage = self.stages[name]
+        u = Unit(self, stage, unit)
+        t0 = time.perf_counter()
+        stage.run(u)
+        seconds = time.perf_counter() - t0
+        write_jsonl(self.stage_dir(name) / "_rejects" / f"{unit}.jsonl", (r.to_json() for r in u.rejects))
+        done = {
+            "unit": unit,
+            "seconds": round(seconds, 4),
+            "items_in": u.items_in,
+            "written": dict(sorted(u.written.items())),
+            "rejects": len(u.rejects),
+            "stats": dict(sorted(u.stats.items())),
+            "meta": u.meta,
+            "files": u.files,
+        }
+        write_json(marker, done, indent=False)  # last: its presence marks the unit done
+        return done
+
+    def close(self, name: str) -> dict[str, Any]:
+        """Write the stage summary once every unit is done; returns it."""
+        units = self.units(name)
+        markers = []
+        for unit in units:
+            m = self._marker(name, unit)
+            if not m.exists():
+                raise RuntimeError(f"stage {name}: unit {unit} is not done")
+            markers.append(orjson.loads(m.read_bytes()))
+        stats: Counter = Counter()
+        written: Counter = Counter()
+        for m in markers:
+            stats.update(m["stats"])
+            written.update(m["written"])
+        files = sorted((u, f, info["sha1"]) for m in markers for u in [m["unit"]] for f, info in m["files"].items())
+        summary = {
+            "stage": name,
+            "version": self.stages[name].version,
+            "fingerprint": self.fingerprint(name),
+            "digest": digest(self.fingerprint(name), files),
+            "units": units,
+            "seconds": round(sum(m["seconds"] for m in markers), 4),
+            "items_in": sum(m["items_in"] for m in markers),
+            "written": dict(sorted(written.items())),
+            "rejects": sum(m["rejects"] for m in markers),
+            "stats": dict(sorted(stats.items())),
+            "meta": markers[0]["meta"] if len(markers) == 1 else {},
+            **self.stages[name].summarize(self, markers),
+        }
+        write_json(self.stage_dir(name) / SUMMARY, summary)
+        self.progress.stage_done(name, summary)
+        return summary
+
+    def run_stage(self, name: str, pool: Callable[[str, list[str]], Iterable] | None = None) -> dict[str, Any]:
+        """Open, run every pending unit (here, or by `pool(stage, units)`, which yields their markers in
+        order: `flows/runners.py`), close (`run_local` and `hardneg split`)."""
+        if self.is_complete(name):
+            self.progress.stage_skipped(name, summary := self.summary(name))
+            return summary
+        for marker in pool(name, self.open(name)) if pool else (self.run_unit(name, u) for u in self.open(name)):
+            self.progress.unit_done(name, marker)
+        return self.close(name)
+
+    # -- reading stage outputs -----------------------------------------------------------------------
+
+    def read(self, stage: str, kind: str, unit: str) -> Iterator[Any]:
+        path = self.stage_dir(stage) / f"{kind}-{unit}.jsonl"
+        if path.exists():
+            yield from read_jsonl(path)
+
+    def read_all(self, stage: str, kind: str) -> Iterator[Any]:
+        """Every `kind` file the stage's units wrote, in unit order, then write order (a global stage
+        may write one file per shard, as ingest does)."""
+        d = self.stage_dir(stage)
+        for unit in self.units(stage):
+            m = self._marker(stage, unit)
+            if not m.exists():
+                raise RuntimeError(f"stage {stage}: unit {unit} is not done")
+            for rel in orjson.loads(m.read_bytes())["files"]:
+                if rel.startswith(f"{kind}-") and rel.endswith(".jsonl"):
+                    yield from read_jsonl(d / rel)
+
+    def reject_files(self) -> Iterator[Path]:
+        """Every stage's rejects, in stage order then unit order."""
+        for name in self.order:
+            d = self.stage_dir(name) / "_rejects"
+            if d.exists():
+                for unit in self.units(name):
+                    f = d / f"{unit}.jsonl"
+                    if f.exists():
+                        yield f
+
+
+def config_value(cfg: RunConfig, dotted: str) -> Any:
+    """The JSON value of a dotted config key ("filters.scorers")."""
+    value: Any = cfg.model_dump(mode="json")
+    for part in dotted.split("."):
+        if not isinstance(value, dict) or part not in value:
+            raise KeyError(f"config has no key {dotted!r}")
+        value = value[part]
+    return value

@@ -1,0 +1,113 @@
+"""The Filter contract: score first, decide later (NeMo Curator's `score_document` / `keep_document`,
+dolma's versioned taggers).
+
+Every scorer is one `Filter` subclass in its own file in `filters/`, registered under its name in
+`filters/registry.py`:
+
+- `name` is its registry key and its config key (`filters.scorers.<name>`, `filters.thresholds.<name>`);
+- `version` labels every score it stores (`"ssim@v1"`): scores made by another version are never
+  re-decided as if they were this one's;
+- `targets` says what it scores: `"positive"` (a referring expression and its target), `"text_negative"`
+  (a negative expression against its positive's image), `"image_candidate"` (one candidate image of an
+  image negative against its source), `"text"` (expressions alone: SugarCREPE's blind scorers);
+- `Options` (pydantic) is what it runs with: model ids, batch sizes. It is part of the filters stage's
+  fingerprint, so changing it re-scores;
+- `Thresholds` (pydantic) is what decides: `hardneg split` may change it and never re-scores;
+- `score(items)` returns one dict of named floats per item (`{"similarity": 0.93}`), `{}` when the
+  filter does not apply to that item (realism of a flip: no pixel was generated);
+- `keep(scores, thresholds)` is a pure function of one item's scores: `(True, None)` or
+  `(False, reason)`. Missing scores keep (the filter did not apply);
+- `rank`, when set, names the score that picks the best of an image negative's candidates (SPEC 1.5:
+  the most similar to the original among those that pass).
+
+Models load once per worker process (`hardneg.backends.models.shared`), lazily, never at import: a
+filter module imports no torch at module level, so `hardneg split` re-decides without loading any.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+from PIL import Image
+from pydantic import BaseModel, ConfigDict
+
+from hardneg.core.records import SceneGraph
+
+Box = tuple[int, int, int, int]  # xywh pixels
+Target = Literal["positive", "text_negative", "image_candidate", "text"]
+Scores = dict[str, float]
+
+
+class Settings(BaseModel):
+    """Base of every filter's `Options` and `Thresholds`: unknown keys are errors, values are frozen."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class NoOptions(Settings):
+    pass
+
+
+class NoThresholds(Settings):
+    pass
+
+
+@dataclass(slots=True)
+class Item:
+    """What a filter sees of one sample (or one candidate image of an image negative)."""
+
+    id: int  # the sample's id (an image candidate: its negative's id)
+    target: Target
+    record: dict[str, Any]  # the sample's record: path, expression, bbox, ...
+    text: str  # the positive expression (for a negative: its positive's)
+    image: Image.Image | None = None  # the source image, RGB; None when the run has no images
+    negative_text: str | None = None  # text negatives: the negative expression
+    candidate: Image.Image | None = None  # image candidates: the edited image
+    boxes: tuple[Box, ...] = ()  # image candidates: the boxes whose pixels changed (none for a flip)
+    graph: SceneGraph | None = None  # the source image's scene graph
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Filter:
+    """Base class; see the module docstring for the contract."""
+
+    name: ClassVar[str]
+    version: ClassVar[str]
+    targets: ClassVar[frozenset[str]]
+    needs_images: ClassVar[bool] = True  # False: scores text alone and runs without an images folder
+    rank: ClassVar[str | None] = None
+    Options: ClassVar[type[Settings]] = NoOptions
+    Thresholds: ClassVar[type[Settings]] = NoThresholds
+
+    def __init__(self, options: Settings | None = None, batch_size: int = 16) -> None:
+        self.options = options if options is not None else self.Options()
+        self.batch_size = batch_size
+
+    @property
+    def identity(self) -> str:
+        """What produced the scores, for the manifest: the version plus the options that matter."""
+        opts = self.options.model_dump(exclude_defaults=True)
+        return self.version + (f" {opts}" if opts else "")
+
+    def score(self, items: Sequence[Item]) -> list[Scores]:
+        raise NotImplementedError
+
+    @classmethod
+    def keep(cls, scores: Scores, thresholds: Settings) -> tuple[bool, str | None]:
+        return True, None
+
+
+def require_skimage() -> Any:
+    try:
+        import skimage.filters
+        import skimage.metrics
+    except ImportError as e:
+        raise ImportError("this filter needs scikit-image: pip install 'scikit-image>=0.22'") from e
+    return skimage
+
+
+def check_same_size(a: Image.Image, b: Image.Image, what: str) -> None:
+    if a.size != b.size:
+        raise ValueError(f"{what}: original is {a.size[0]}x{a.size[1]} but candidate is {b.size[0]}x{b.size[1]}")

@@ -1,0 +1,204 @@
+"""The decide stage: scores in, decisions out, in seconds and without a model (`hardneg split` reruns it).
+
+Per positive: each configured filter that scores positives (the detector: an unannotated twin, a label
+error). Per text negative: SugarCREPE's balancing (`filters/refine.py`), then each filter's `keep`. Per
+image negative: the candidates every filter keeps, the best of them by the ranking filter. Then the human
+filter's labels (`review/`): Ambiguous or Wrong positives go with their negatives, Still-true or Unreadable
+negatives go. A negative of a dropped positive goes too.
+
+Output rows (`scores` flattened by score name: `{"similarity": 0.93, "realism": 0.04}`):
+`positives`: `{"id", "keep", "reason", "scores"}` for each scored or dropped positive;
+`negatives`: `{"id", "keep", "reason", "candidate", "scores"}` for every negative (a kept image negative
+also has `passed`: every candidate each filter keeps).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from hardneg.core.config import RunConfig
+from hardneg.core.records import Reject
+from hardneg.core.stage import Stage, Unit
+from hardneg.filters.base import Scores
+from hardneg.filters.decide import Rule, decide_image, first_failure, flatten, rules
+from hardneg.filters.refine import RefinePair, refine
+from hardneg.review.apply import apply_labels, load_labels
+from hardneg.review.apply import summary as review_summary
+
+# Filters that decide samples and ship with hardneg; one left out of `filters.scorers` is shown as "not
+# configured" in stats.md and the run summary, never silently absent (the demo runs without CLIP or a detector).
+SAMPLE_FILTERS = ("clip", "detector", "dinov2", "dire", "sharpness")
+
+
+class _Tally:
+    """Pass counts per filter and target, for stats.md."""
+
+    def __init__(self) -> None:
+        self.seen: Counter = Counter()
+        self.passed: Counter = Counter()
+
+    def rules(self, target: str, applied: list[str], failed: bool) -> None:
+        for k, name in enumerate(applied):
+            self.seen[f"{name}:{target}"] += 1
+            self.passed[f"{name}:{target}"] += not failed or k < len(applied) - 1
+
+    def one(self, key: str, ok: bool) -> None:
+        self.seen[key] += 1
+        self.passed[key] += ok
+
+    def table(self) -> dict[str, dict[str, int]]:
+        return {k: {"passed": self.passed[k], "seen": self.seen[k]} for k in sorted(self.seen)}
+
+
+class DecideStage(Stage):
+    name = "decide"
+    version = "decide@v3"  # v3: image decisions list every passing candidate
+    reads = ("language", "images", "filters", "refine")
+    config = ("seed", "filters.scorers", "filters.thresholds", "refine.enabled", "refine.bins_2d", "refine.bins_1d")
+    sharded = False
+    decision = True
+
+    def validate(self, cfg: RunConfig) -> None:
+        rules(cfg)
+
+    def extra_fingerprint(self, run: Any) -> Any:
+        """The human filter's labels in force (`hardneg review`): a new label re-decides."""
+        return sorted((i, lab.label, lab.annotators) for i, lab in load_labels(run.root).items())
+
+    def run(self, unit: Unit) -> None:
+        cfg = unit.cfg
+        rules_ = rules(cfg)
+        ran = set(unit.upstream("filters").get("filters_ran", []))
+        active = [r for r in rules_ if r.name in ran]
+        stored = {r["id"]: r for r in unit.read_all("filters", "scores")}
+        tally = _Tally()
+        positives = self._positives(unit, stored, active, tally)
+        dropped = {p["id"]: p["reason"] for p in positives if not p["keep"]}
+        negatives = self._text(unit, stored, active, tally, dropped)
+        negatives += self._images(unit, stored, active, tally, dropped)
+        self._review(unit, positives, negatives)
+        unit.write("positives", positives)
+        unit.write("negatives", negatives)
+        unit.meta["passes"] = tally.table()
+        unit.meta["not_run"] = sorted(r.name for r in rules_ if r.name not in ran)
+        unit.meta["not_configured"] = [n for n in SAMPLE_FILTERS if n not in cfg.filters.scorers]
+        unit.meta["thresholds"] = {r.name: r.thresholds.model_dump() for r in rules_}
+
+    def _positives(self, unit: Unit, stored: dict, active: list[Rule], tally: _Tally) -> list[dict[str, Any]]:
+        out = []
+        for r in unit.read_all("language", "positives"):
+            unit.items_in += 1
+            by_version = stored.get(r["id"], {}).get("scores")
+            if not by_version:
+                continue
+            applied, why = first_failure(by_version, active, "positive")
+            tally.rules("positive", applied, why is not None)
+            scores = flatten(by_version)
+            if why is not None:
+                detail = {"tuple_type": r["tuple_type"], "level": r["level"], "expression": r["expression"], **scores}
+                unit.reject(Reject("filter", why, r["image_id"], r["id"], detail=detail))
+            out.append({"id": r["id"], "keep": why is None, "reason": why, "scores": scores})
+        return out
+
+    def _text(
+        self, unit: Unit, stored: dict, active: list[Rule], tally: _Tally, dropped: dict[int, str]
+    ) -> list[dict[str, Any]]:
+        cfg = unit.cfg
+        refine_rows = {r["id"]: r for r in unit.read_all("refine", "scores")}
+        refine_kept, refine_dropped = _refine(cfg, refine_rows)
+        out: list[dict[str, Any]] = []
+        for r in unit.read_all("language", "negatives"):
+            unit.items_in += 1
+            sc = refine_rows.get(r["id"])
+            scores: Scores = {"refine_s1": sc["s1"], "refine_s2": sc["s2"]} if sc is not None else {}  # type: ignore[dict-item]
+            detail = {"negative_type": r["negative_type"], "expression": r["expression"], **scores}
+            if r["positive_id"] in dropped:
+                out.append(
+                    {"id": r["id"], "keep": False, "reason": f"its positive was dropped: {dropped[r['positive_id']]}"}
+                )
+                continue
+            if cfg.refine.enabled:
+                tally.one("refine", r["id"] in refine_kept)
+                if r["id"] not in refine_kept:
+                    why = refine_dropped.get(r["id"], "refine: not scored")
+                    unit.reject(Reject("refine", why, r["image_id"], r["id"], detail=detail))
+                    out.append({"id": r["id"], "keep": False, "reason": why})
+                    continue
+            by_version = stored.get(r["id"], {}).get("scores", {})
+            scores.update(flatten(by_version))
+            applied, why = first_failure(by_version, active, "text_negative")
+            tally.rules("text_negative", applied, why is not None)
+            if why is not None:
+                unit.reject(Reject("filter", why, r["image_id"], r["id"], detail={**detail, **scores}))
+                out.append({"id": r["id"], "keep": False, "reason": why})
+                continue
+            out.append({"id": r["id"], "keep": True, "scores": scores})
+        return out
+
+    def _images(
+        self, unit: Unit, stored: dict, active: list[Rule], tally: _Tally, dropped: dict[int, str]
+    ) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for r in unit.read_all("images", "image-negatives"):
+            unit.items_in += 1
+            if r["positive_id"] in dropped:
+                out.append(
+                    {"id": r["id"], "keep": False, "reason": f"its positive was dropped: {dropped[r['positive_id']]}"}
+                )
+                continue
+            cands = stored.get(r["id"], {}).get("candidates") or [{} for _ in r["candidates"]]
+            d = decide_image(cands, active)
+            tally.one("image_negative", d.keep)
+            failed = sum(1 for _, why in d.losers if "best of" not in why)  # a candidate that lost on rank passed
+            tally.seen["image_candidate"] += len(cands)
+            tally.passed["image_candidate"] += len(cands) - failed
+            for k, why in d.losers:
+                detail = {"negative_type": r["negative_type"], "file_name": r["candidates"][k], **flatten(cands[k])}
+                unit.reject(Reject("filter", why, r["source_image_id"], r["id"], detail=detail))
+            if not d.keep:
+                detail = {"negative_type": r["negative_type"]}
+                unit.reject(Reject("filter", d.reason or "", r["source_image_id"], r["id"], detail=detail))
+                out.append({"id": r["id"], "keep": False, "reason": d.reason})
+                continue
+            passed = [k for k, c in enumerate(cands) if first_failure(c, active, "image_candidate")[1] is None]
+            row = {"id": r["id"], "keep": True, "candidate": d.candidate, "scores": flatten(cands[d.candidate])}
+            out.append({**row, "passed": passed})  # every candidate each filter keeps (the ImageCoDe export)
+        return out
+
+    def _review(self, unit: Unit, positives: list[dict[str, Any]], negatives: list[dict[str, Any]]) -> None:
+        """The human filter (SPEC 1.6), applied in place: dropped samples get keep False and the reason."""
+        labels = load_labels(unit.root)
+        unit.meta["review"] = review_summary(labels)
+        if not labels:
+            return
+        decided = {p["id"]: p for p in positives}
+        pos_rows = []
+        for r in unit.read_all("language", "positives"):
+            if r["id"] not in decided:
+                decided[r["id"]] = {"id": r["id"], "keep": True, "reason": None, "scores": {}}
+                positives.append(decided[r["id"]])
+            if decided[r["id"]]["keep"]:
+                pos_rows.append({"id": r["id"], "image_id": r["image_id"]})
+        kept = {d["id"]: d for d in negatives if d["keep"]}
+        rows = [*unit.read_all("language", "negatives"), *unit.read_all("images", "image-negatives")]
+        neg_rows = [
+            {"id": r["id"], "image_id": r.get("source_image_id", r["image_id"]), "positive_id": r["positive_id"]}
+            for r in rows
+            if r["id"] in kept
+        ]
+        _, _, dropped = apply_labels(pos_rows, neg_rows, labels)
+        for row in dropped:
+            unit.reject(Reject("review", row["reason"], row["image_id"], row["sample_id"], detail=row["detail"]))
+            target = kept.get(row["sample_id"]) or decided.get(row["sample_id"])
+            if target is not None:
+                target.update(keep=False, reason=row["reason"])
+        unit.stats["review_dropped"] = len(dropped)
+
+
+def _refine(cfg: RunConfig, rows: dict[int, dict[str, Any]]) -> tuple[set[int], dict[int, str]]:
+    if not cfg.refine.enabled:
+        return set(rows), {}
+    pairs = [RefinePair(str(r["id"]), r["s1"][0] - r["s1"][1], r["s2"][0] - r["s2"][1]) for r in rows.values()]
+    result = refine(pairs, seed=cfg.seed, bins_2d=cfg.refine.bins_2d, bins_1d=cfg.refine.bins_1d)
+    return {int(k) for k in result.kept}, {int(k): v for k, v in result.dropped.items()}

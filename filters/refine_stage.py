@@ -1,0 +1,80 @@
+"""The refine stage: score every (positive, text negative) pair with the two blind text scorers of
+`refine.scorers` (SugarCREPE, SPEC section 5). Global, because the n-gram LM is fit on the positives;
+scores only: the balancing decision is the decide stage's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hardneg.core.config import RunConfig
+from hardneg.core.plausibility import load_plausibility
+from hardneg.core.splits import image_unit
+from hardneg.core.stage import Stage, Unit
+from hardneg.filters.base import Item
+from hardneg.filters.registry import build
+from hardneg.filters.text_scorers import NGramFilter, TextFilter
+
+
+def text_filter(spec: dict[str, Any], i: int) -> TextFilter:
+    options = {k: v for k, v in spec.items() if k != "kind"}
+    f = build(spec["kind"], options, where=f"refine.scorers[{i}]")
+    if not isinstance(f, TextFilter):
+        raise ValueError(f"refine.scorers[{i}]: {spec['kind']!r} does not score text alone")
+    return f
+
+
+class RefineStage(Stage):
+    name = "refine"
+    version = "refine-scores@v1"
+    reads = ("language", "plausibility")
+    config = ("refine.scorers",)
+    sharded = False
+
+    def validate(self, cfg: RunConfig) -> None:
+        for i, spec in enumerate(cfg.refine.scorers):
+            text_filter(spec, i)
+
+    def run(self, unit: Unit) -> None:
+        records: dict[str, dict] = {}  # text -> a record that says it (the plausibility scorer reads its path)
+        positives = {}
+        for r in unit.read_all("language", "positives"):
+            positives[r["id"]] = (r["image_id"], r["expression"])
+            records.setdefault(r["expression"], r)
+        negatives = []
+        for r in unit.read_all("language", "negatives"):
+            negatives.append((r["id"], r["positive_id"], r["expression"]))
+            records.setdefault(r["expression"], r)
+        unit.items_in = len(negatives)
+        filters = [text_filter(spec, i) for i, spec in enumerate(unit.cfg.refine.scorers)]
+        if any(getattr(f, "needs_counts", False) for f in filters):
+            model = load_plausibility(unit.read_all("plausibility", "counts"))
+            filters = [f.using(model) if getattr(f, "needs_counts", False) else f for f in filters]  # type: ignore[attr-defined]
+        unit.meta["scorers"] = [f.identity for f in filters]
+        rows = []
+        if negatives:
+            # Cross-fitting: a scorer that is fit (the n-gram LM) is fit on the positives of one half of the
+            # images and scores the other half, or it would have memorised every positive it scores and
+            # prefer it by construction, leaving no pair a mirror cell.
+            fold = {pid: int(image_unit(img) * 2) for pid, (img, _) in positives.items()}
+            per_fold: list[list[TextFilter]] = []
+            for f in filters:
+                if isinstance(f, NGramFilter):
+                    per_fold.append(
+                        [f.fitted(sorted({t for pid, (_, t) in positives.items() if fold[pid] != k})) for k in (0, 1)]
+                    )
+                else:
+                    per_fold.append([f, f])
+            for k in (0, 1):
+                mine = [(nid, pid, text) for nid, pid, text in negatives if fold[pid] == k]
+                texts = sorted({positives[pid][1] for _, pid, _ in mine} | {t for _, _, t in mine})
+                if not texts:
+                    continue
+                items = [Item(0, "text", records[t], t) for t in texts]
+                s1 = {t: s["score"] for t, s in zip(texts, per_fold[0][k].score(items), strict=True)}
+                s2 = {t: s["score"] for t, s in zip(texts, per_fold[1][k].score(items), strict=True)}
+                for nid, pid, text in mine:
+                    pos = positives[pid][1]
+                    rows.append({"id": nid, "s1": [s1[pos], s1[text]], "s2": [s2[pos], s2[text]]})
+            rows.sort(key=lambda r: r["id"])
+        unit.write("scores", rows)

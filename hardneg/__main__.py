@@ -1,0 +1,7 @@
+"""`python -m hardneg ...` is the `hardneg` command."""
+
+import sys
+
+from hardneg.cli import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""Package data: read through `hardneg.core.resources`, never by path arithmetic."""

@@ -1,0 +1,78 @@
+"""The architecture holds: no layer imports a layer above it, and no heavy model library is imported at
+module level anywhere (models load lazily, in the functions that need them)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from tests.helpers import REPO_ROOT
+
+# Each layer and the hardneg layers it may import (itself included).
+ALLOWED = {
+    "core": {"core"},
+    "evaluation": {"evaluation"},
+    "review": {"core", "review"},
+    "backends": {"core", "backends"},
+    "generators": {"core", "backends", "generators"},
+    "filters": {"core", "backends", "generators", "review", "filters"},
+    "flows": {"core", "backends", "generators", "review", "filters", "flows"},
+    "hardneg": {"core", "backends", "generators", "review", "filters", "flows", "hardneg"},
+}
+HEAVY = ("torch", "transformers", "diffusers", "accelerate", "cv2", "spacy", "prefect", "matplotlib")
+# Modules allowed to import one of HEAVY at the top: the Prefect shell, and the CLI that starts it lazily.
+HEAVY_OK = {"flows/generate.py": {"prefect"}, "flows/deploy.py": {"prefect"}, "review/plots.py": {"matplotlib"}}
+
+
+def _imports(path: Path) -> list[tuple[str, bool]]:
+    """(module, at top level) for every import in a file."""
+    tree = ast.parse(path.read_text(), str(path))
+    top = {id(n) for n in tree.body}
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(a.name, id(node) in top) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.append((node.module, id(node) in top))
+    return out
+
+
+def _files(layer: str) -> list[Path]:
+    return sorted((REPO_ROOT / layer).glob("**/*.py"))
+
+
+def test_no_layer_imports_a_layer_above_it():
+    bad = []
+    for layer, allowed in ALLOWED.items():
+        for f in _files(layer):
+            for module, _ in _imports(f):
+                parts = module.split(".")
+                if parts[0] == "hardneg" and len(parts) > 1:
+                    target = parts[1] if parts[1] in ALLOWED else "hardneg"
+                    if target not in allowed:
+                        bad.append(f"{f.relative_to(REPO_ROOT)} imports {module}")
+                elif parts[0] in ALLOWED and parts[0] != "hardneg":
+                    bad.append(f"{f.relative_to(REPO_ROOT)} imports {module} without the hardneg prefix")
+    assert not bad, "\n".join(bad)
+
+
+def test_no_heavy_library_at_module_level():
+    bad = []
+    for layer in ALLOWED:
+        for f in _files(layer):
+            rel = str(f.relative_to(REPO_ROOT))
+            for module, at_top in _imports(f):
+                root = module.split(".")[0]
+                if at_top and root in HEAVY and root not in HEAVY_OK.get(rel, set()):
+                    bad.append(f"{rel} imports {module} at module level")
+    assert not bad, "\n".join(bad)
+
+
+def test_no_source_file_is_over_400_lines():
+    long = []
+    for layer in ALLOWED:
+        for f in _files(layer):
+            n = len(f.read_text().splitlines())
+            if n > 420:
+                long.append(f"{f.relative_to(REPO_ROOT)}: {n} lines")
+    assert not long, "\n".join(long)
