@@ -1,0 +1,81 @@
+"""Spatial relations decided by boxes: the one rule, in one place (issue 11).
+
+Scene graphs store "to the left of" for some pairs only: a forest holds many trees the graph never
+relates to the road, but every tree has a box. So for the relations boxes can decide, the executor
+(`core/executor.py`) counts a pair as related when the stored edge says so *or* the boxes do:
+
+- a negative "the tree to the right of the road" is rejected when any tree's box lies right of the
+  road's by the rule below, stored edge or not;
+- a positive is unique only when no other object of its name satisfies its relations by edge or by box.
+
+The rule. For boxes A and B (xywh) and a relation on an axis, with centres cA, cB and extents (widths for
+left/right, heights for above/below) eA, eB:
+
+    A <dir> B  when  (cB - cA) along <dir> > MARGIN * min(eA, eB)
+
+that is, A's centre lies beyond B's centre in the relation's direction by at least a tenth of the smaller
+box's extent. The margin keeps two vertically stacked objects (a cup on a plate) from reading as left or
+right of each other; everything beyond it counts, because a person would accept "to the left of" for a
+box only slightly left. Image y grows downwards, so "above" means a smaller centre y.
+"""
+
+from __future__ import annotations
+
+MARGIN = 0.1  # of the smaller box's extent on the relation's axis
+
+# GQA's spellings of the relations boxes decide, by direction. "under"/"beneath" also claim contact or
+# cover, which boxes cannot confirm, but their vertical part they can: if A lies below B, "A under B"
+# could be true, so a negative claiming it is refused.
+DIRECTION: dict[str, str] = {
+    "to the left of": "left",
+    "on the left of": "left",
+    "on the left side of": "left",
+    "left of": "left",
+    "to the right of": "right",
+    "on the right of": "right",
+    "on the right side of": "right",
+    "right of": "right",
+    "above": "above",
+    "over": "above",
+    "below": "below",
+    "under": "below",
+    "beneath": "below",
+    "underneath": "below",
+}
+
+Box = tuple[int, int, int, int]
+
+
+def holds(direction: str, a: Box, b: Box) -> bool:
+    """Whether box `a` lies in `direction` ("left", "right", "above", "below") of box `b` by the rule."""
+    ax, ay, aw, ah = a
+    bx, by, bw, bh = b
+    if direction in ("left", "right"):
+        gap = (bx + bw / 2) - (ax + aw / 2)  # > 0: a's centre is left of b's
+        need = MARGIN * min(aw, bw)
+        return gap > need if direction == "left" else -gap > need
+    if direction in ("above", "below"):
+        gap = (by + bh / 2) - (ay + ah / 2)  # > 0: a's centre is above b's
+        need = MARGIN * min(ah, bh)
+        return gap > need if direction == "above" else -gap > need
+    raise ValueError(f"no geometric rule for direction {direction!r}")
+
+
+def relation_holds(relation: str, a: Box, b: Box) -> bool | None:
+    """True/False when boxes decide `relation` between a and b; None when it is not a box relation."""
+    direction = DIRECTION.get(relation)
+    return None if direction is None else holds(direction, a, b)
+
+
+OPPOSITE = {"left": "right", "right": "left", "above": "below", "below": "above"}
+
+
+# Relations that claim only a direction, so boxes can contradict them. "under", "beneath", "over" also
+# claim contact or cover (a table is "under" a cup whose box sits in the table's upper part), and a
+# centre comparison cannot refute that: they are never dropped for geometry.
+PURE = frozenset(r for r, d in DIRECTION.items() if r not in ("under", "beneath", "underneath", "over"))
+
+
+def contradicted(relation: str, a: Box, b: Box) -> bool:
+    """A stored edge `a relation b` that the boxes contradict: they say the opposite direction holds."""
+    return relation in PURE and holds(OPPOSITE[DIRECTION[relation]], a, b)

@@ -1,0 +1,177 @@
+"""Positives a person can resolve (issue 12): every fault of the audit that the graph alone exposes, on
+hand-made graphs, plus the detector that finds what the graph missed (a drawn, unannotated twin)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+from PIL import Image, ImageDraw
+
+from hardneg.core.config import load_config
+from hardneg.core.hygiene import clean
+from hardneg.core.words import Words
+from hardneg.generators.english import EnglishCheck
+from hardneg.generators.paths import PathResources, generate_positives
+from tests.helpers import graph, node, obj
+
+CFG = load_config(None, {"paths": {"max_per_image": 100}})
+RES = PathResources.load(CFG)
+
+
+def _positives(g):
+    positives, rejects, stats = generate_positives(g, CFG, RES)
+    return positives, rejects, stats
+
+
+def _names(p) -> list[str]:
+    return [n.name for n in p.path.nodes()]
+
+
+@pytest.mark.parametrize("name", ["window", "tree", "pole", "wire", "men", "bananas", "leaves", "grass"])
+def test_crowd_names_are_never_targets(name):
+    g = graph(obj("1", name, ("white",), rels=(("to the left of", "2"),), box=(10, 10, 80, 80)),
+              obj("2", "car", ("red",), box=(300, 10, 120, 80)))  # fmt: skip
+    positives, rejects, _ = _positives(g)
+    assert all(p.path.name != name for p in positives)
+    assert any(r.stage == "targets" and repr(name) in r.reason for r in rejects)  # a crowd or stuff name
+
+
+def test_no_name_three_times_and_no_same_name_anchor_in_a_crowd_of_it():
+    """ "the chair to the right of a chair which is to the right of a chair": three chairs in a row."""
+    chairs = [
+        obj(str(i), "chair", rels=(("to the right of", str(i - 1)),) if i else (), box=(20 + 120 * i, 200, 80, 80))
+        for i in range(3)
+    ]
+    g = graph(*chairs, obj("h", "hat", ("red",), box=(20, 20, 60, 60)))
+    positives, _, stats = _positives(g)
+    assert positives  # the chairs are still described, by other means
+    for p in positives:
+        names = _names(p)
+        assert names.count("chair") < 3, p.expression
+        assert not (p.path.name == "chair" and "chair" in names[1:]), p.expression
+    assert stats["refused:name_chains"] > 0
+
+
+def test_a_relation_that_tells_the_target_apart_never_rests_on_a_crowd_name():
+    """ "the tree to the left of the tree which is right of the hat" has a crowd target; "the man to the left of
+    the tree" (two men) would rest on one tree of a forest."""
+    g = graph(
+        obj("m1", "man", rels=(("to the left of", "t"),), box=(10, 100, 50, 150)),
+        obj("m2", "man", rels=(("to the right of", "t"),), box=(400, 100, 50, 150)),
+        obj("t", "tree", box=(200, 50, 60, 250)),
+    )
+    positives, _, stats = _positives(g)
+    assert not [p for p in positives if p.path.name == "man" and "tree" in _names(p)]
+    assert stats["refused:crowd_anchors"] > 0
+
+
+def test_one_object_annotated_twice_is_merged_before_any_path():
+    """ "the pole on the left of the metal tower and to the left of a tower": one tower, two annotations."""
+    words = Words.load()
+    g = graph(
+        obj("p", "pole", rels=(("to the left of", "a"), ("to the left of", "b")), box=(10, 10, 40, 200)),
+        obj("a", "tower", ("metal",), box=(200, 10, 100, 300)),
+        obj("b", "tower", box=(205, 12, 98, 296)),
+    )
+    cleaned, changes = clean(g, words, 0.7, True)
+    assert set(cleaned.objects) == {"p", "a"}
+    assert cleaned.objects["p"].relations == (cleaned.objects["p"].relations[0],)  # the two edges are one now
+    assert [c["kind"] for c in changes] == ["merged_duplicate"]
+    positives, _, _ = _positives(cleaned)
+    assert all(_names(p).count("tower") < 2 for p in positives)
+
+
+def test_a_contradicted_left_right_edge_is_dropped():
+    g = graph(
+        obj("1", "cup", rels=(("to the left of", "2"),), box=(300, 10, 50, 50)), obj("2", "bowl", box=(10, 10, 50, 50))
+    )
+    cleaned, changes = clean(g, Words.load(), 0.7, True)
+    assert cleaned.objects["1"].relations == ()
+    assert changes[0]["kind"] == "dropped_contradicted_edge"
+
+
+def test_same_size_only_between_objects_of_one_kind():
+    """ "the blue house with the same size as a red flower" compares labels across very different sizes."""
+    g = graph(obj("h", "house", ("blue", "small"), box=(10, 10, 200, 150)),
+              obj("h2", "house", ("blue", "large"), box=(250, 10, 200, 150)),
+              obj("f", "flower", ("red", "small"), box=(10, 300, 40, 40)))  # fmt: skip
+    positives, _, stats = _positives(g)
+    assert not [p for p in positives if p.path.same and p.path.same[0].category == "size"]
+    assert stats["refused:size_across_categories"] > 0
+
+
+def test_mass_nouns_take_no_article_and_bad_english_is_refused():
+    idx_graph = graph(obj("1", "snow", box=(0, 300, 500, 100)), obj("2", "snow", box=(0, 0, 100, 50)))
+    from hardneg.core.executor import GraphIndex
+
+    index = GraphIndex(idx_graph, RES.table)
+    assert RES.renderer.noun_phrase(node("snow"), index, root=False) == "the snow"  # never "a snow"
+    check = EnglishCheck(Words.load())
+    for bad in ("the bananas that is yellow", "the man on a snow", "the dog in a mud", "the boy near a food"):
+        assert check.check(bad) is not None, bad
+    assert check.check("the man on the snow") is None
+
+
+# ------------------------------------------------------------------------------------------------ detector
+
+
+@pytest.fixture(scope="module")
+def red_detector(tmp_path_factory) -> Path:
+    pytest.importorskip("transformers")
+    from tests.tiny_detector import save_red_detector
+
+    return save_red_detector(tmp_path_factory.mktemp("detector") / "owlvit")
+
+
+def _scene(twin: bool) -> Image.Image:
+    im = Image.new("RGB", (480, 480), (120, 140, 120))
+    d = ImageDraw.Draw(im)
+    # aligned to the tiny detector's 80 px grid (480 px / 6 patches), so its cell boxes read cleanly
+    d.ellipse((80, 80, 240, 240), fill=(230, 20, 20))  # the annotated ball
+    if twin:
+        d.ellipse((320, 320, 400, 400), fill=(230, 20, 20))  # a second ball nobody annotated
+    return im
+
+
+def test_the_detector_drops_a_positive_whose_twin_nobody_annotated(red_detector: Path):
+    from hardneg.filters.base import Item
+    from hardneg.filters.decide import Rule, decide_text, first_failure
+    from hardneg.filters.registry import build, filter_class, thresholds
+
+    # OWL-ViT's box prior centres patch i's box at (i + 1) / 6 of the side: the cells of the ball's patches
+    # span 120-280 px, so the ball's annotation (80-280) explains them all, and the twin's (360-440) not
+    g = graph(obj("b", "ball", ("red",), box=(80, 80, 200, 200)), obj("c", "car", box=(300, 40, 120, 80)),
+              width=480, height=480)  # fmt: skip
+    record = {"path": node("ball", oid="b").to_json(), "expression": "the ball"}
+    f = build("detector", {"model": str(red_detector)}, batch_size=2)
+    items = [Item(1, "positive", record, "the ball", _scene(twin=True), graph=g),
+             Item(2, "positive", record, "the ball", _scene(twin=False), graph=g)]  # fmt: skip
+    twin, alone = f.score(items)
+    assert twin["detector_twin"] > 0.9 and alone["detector_twin"] < 0.1
+    assert twin["detector_target"] > 0.9 and alone["detector_target"] > 0.9
+    rule = Rule(filter_class("detector"), thresholds("detector", {}))
+    assert first_failure({f.version: twin}, [rule], "positive")[1].startswith("filter: an unannotated object")
+    assert first_failure({f.version: alone}, [rule], "positive") == (["detector"], None)
+    # a replace_object negative "the car next to the ball" -> the ball IS visible: the negative is dropped
+    neg = {"negative_type": "replace_object", "change": {"to": "ball"}, "path": {}}
+    [scores] = f.score([Item(3, "text_negative", neg, "x", _scene(twin=False), negative_text="y", graph=g)])
+    assert scores["detector_replacement"] > 0.9
+    assert not decide_text({f.version: scores}, [rule]).keep
+
+
+def test_the_detector_runs_end_to_end_and_the_demo_without_it_says_so(red_detector: Path, tmp_path: Path):
+    from hardneg.flows.pipeline import run_local
+
+    small = {"demo": {"n_scenes": 6}, "images": {"candidates": 1}}
+    scorers = {"ssim": {}, "seam": {}, "detector": {"model": str(red_detector)}}
+    cfg = load_config(None, {**small, "filters": {"scorers": scorers, "batch_size": 4}})
+    run_local(cfg, tmp_path / "with")
+    stats = orjson.loads((tmp_path / "with" / "stats.json").read_bytes())
+    assert stats["filters"]["detector:positive"]["seen"] > 0
+    positives = orjson.loads((tmp_path / "with" / "splits" / "train" / "positive.json").read_bytes())
+    assert all("detector_twin" in p["scores"] for p in positives)
+    run_local(load_config(None, small), tmp_path / "without")
+    md = (tmp_path / "without" / "stats.md").read_text()
+    assert "detector" in md and "not configured" in md
