@@ -1,0 +1,59 @@
+"""`hardneg report RUN` and `hardneg review RUN`: argument parsers and handlers (heavy imports deferred)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import threading
+import webbrowser
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    rep = sub.add_parser("report", help="write RUN/report.html: stats, plots, a gallery of samples and rejects")
+    rep.add_argument("run", help="a run folder made by `hardneg run`")
+    rep.add_argument("--per-group", type=int, default=12, help="samples shown per path type and level (default 12)")
+    rep.add_argument("--seed", type=int, default=0, help="seed of the samples (default 0)")
+    rep.add_argument("-v", "--verbose", action="store_true")
+    rev = sub.add_parser("review", help="the human-filter web app for a run (local, one item at a time)")
+    rev.add_argument("run", help="a run folder made by `hardneg run`")
+    rev.add_argument("--port", type=int, default=0, help="port (default: a free one)")
+    rev.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1, this machine only)")
+    rev.add_argument("--no-browser", action="store_true", help="do not open a browser")
+    rev.add_argument("-v", "--verbose", action="store_true")
+
+
+def _run_dir(raw: str) -> Path:
+    p = Path(raw).resolve()
+    if not p.is_dir():
+        raise ValueError(f"run folder not found: {raw}")
+    return p
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from hardneg.review.report import build_report
+
+    if args.per_group < 1:
+        raise ValueError(f"--per-group must be at least 1, got {args.per_group}")
+    out = build_report(_run_dir(args.run), per_group=args.per_group, seed=args.seed)
+    print(f"report: {out}")
+    return 0
+
+
+def cmd_review(args: argparse.Namespace) -> int:
+    from hardneg.review.server import ReviewServer
+
+    if not 0 <= args.port <= 65535:
+        raise ValueError(f"--port must be 0-65535, got {args.port}")
+    server = ReviewServer(_run_dir(args.run), host=args.host, port=args.port)
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        log.warning("review app listening on %s: anyone who can reach this address can label", args.host)
+    print(f"review: {server.url}  (Ctrl+C stops)", flush=True)
+    if not args.no_browser:
+        threading.Timer(0.5, webbrowser.open, args=(server.url,)).start()
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl+C is how the app is stopped
+        server.serve_forever()
+    return 0

@@ -1,0 +1,46 @@
+"""The human filter's choices (FineCops-Ref appendix A.5, plus the same gate for negatives)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# label -> (button text, key). Positives: the paper's three choices.
+POSITIVE_LABELS: dict[str, tuple[str, str]] = {
+    "correct": ("Correct", "1"),
+    "ambiguous": ("Ambiguous", "2"),
+    "wrong": ("Wrong expression", "3"),
+}
+# Negatives: is the expression (or the edited image) really false of the image?
+NEGATIVE_LABELS: dict[str, tuple[str, str]] = {
+    "negative": ("Negative", "1"),
+    "still_true": ("Still true", "2"),
+    "unreadable": ("Unreadable", "3"),
+}
+ALL_LABELS = {**POSITIVE_LABELS, **NEGATIVE_LABELS}
+
+# When annotators disagree the most severe label wins: one veto drops a sample, because a wrong sample
+# kept costs a benchmark more than a good one dropped.
+SEVERITY = {"correct": 0, "ambiguous": 1, "wrong": 2, "negative": 0, "unreadable": 1, "still_true": 2}
+DROPPING = frozenset({"ambiguous", "wrong", "still_true", "unreadable"})
+
+KINDS = ("positive", "text_negative", "image_negative")
+
+GUIDELINES = (
+    "Decide whether the description refers accurately and unambiguously to the target in the red box. "
+    "Green and blue boxes mark the other objects the description mentions. "
+    "Wrong expression: an attribute or relation does not match the image, or the text is hard to understand. "
+    "Ambiguous: more than one object in the image fits the description. "
+    "For a negative: Negative if the description fits nothing in the image (for an edited image: nothing "
+    "in the edited image), Still true if something fits it, Unreadable if the image or text cannot be judged."
+)
+
+
+def kind_of(record: dict[str, Any]) -> str:
+    """positive, text_negative or image_negative (a record without `positive_id` is a positive)."""
+    if "positive_id" not in record and "negative_type" not in record:
+        return "positive"
+    return "image_negative" if record.get("negative_cate") == "image" else "text_negative"
+
+
+def labels_for(kind: str) -> dict[str, tuple[str, str]]:
+    return POSITIVE_LABELS if kind == "positive" else NEGATIVE_LABELS

@@ -1,0 +1,265 @@
+"""Read a run folder defensively: a folder from an older or newer version still yields what it has.
+
+Everything the report and the app show comes through `RunData`; a file or key that is absent becomes an
+empty value plus a note in `RunData.notes`, never an exception, so a partial run still gets a report.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+log = logging.getLogger(__name__)
+
+KNOWN_SPLITS = ("train", "val", "test")
+
+
+@dataclass(frozen=True, slots=True)
+class GraphObject:
+    """The part of a scene-graph object the pictures need."""
+
+    x: float
+    y: float
+    w: float
+    h: float
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ImageGraph:
+    width: float
+    height: float
+    objects: dict[str, GraphObject]
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return orjson.loads(path.read_bytes())
+    except FileNotFoundError:
+        return None
+    except (OSError, orjson.JSONDecodeError) as e:
+        log.warning("cannot read %s: %s", path, e)
+        return None
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+
+def _parse_object(raw: Any) -> GraphObject | None:
+    if not isinstance(raw, dict):
+        return None
+    box = [_num(raw.get(k)) for k in ("x", "y", "w", "h")]
+    if any(b is None for b in box):
+        return None
+    x, y, w, h = box
+    return GraphObject(x, y, w, h, str(raw.get("name", "")))  # type: ignore[arg-type]
+
+
+def _parse_graph(raw: Any) -> ImageGraph | None:
+    if not isinstance(raw, dict) or not isinstance(raw.get("objects"), dict):
+        return None
+    objects = {str(k): o for k, v in raw["objects"].items() if (o := _parse_object(v)) is not None}
+    return ImageGraph(_num(raw.get("width")) or 0.0, _num(raw.get("height")) or 0.0, objects)
+
+
+def _decode_nested(row: dict[str, Any]) -> dict[str, Any]:
+    """Columnar files may store nested fields as JSON text; decode the ones that look like JSON."""
+    for k, v in row.items():
+        if isinstance(v, str) and v[:1] in "[{" and k not in ("expression", "caption"):
+            with contextlib.suppress(orjson.JSONDecodeError):
+                row[k] = orjson.loads(v)
+    return row
+
+
+class RunData:
+    """One run folder, read lazily. `notes` lists what was missing or unreadable."""
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root).resolve()
+        if not self.root.is_dir():
+            raise ValueError(f"run folder not found: {root}")
+        if not (self.root / "splits").is_dir() and not (self.root / "manifest.json").is_file():
+            raise ValueError(f"{root} is not a run folder: it has neither splits/ nor manifest.json")
+        self.notes: list[str] = []
+
+    # ---- small files ------------------------------------------------------------------------
+
+    @cached_property
+    def manifest(self) -> dict[str, Any]:
+        m = _read_json(self.root / "manifest.json")
+        if not isinstance(m, dict):
+            self.notes.append("manifest.json not available")
+            return {}
+        return m
+
+    @cached_property
+    def config(self) -> dict[str, Any]:
+        c = self.manifest.get("config")
+        if not isinstance(c, dict):
+            c = _read_json(self.root / "work" / "config.json")
+        return c if isinstance(c, dict) else {}
+
+    @cached_property
+    def stats(self) -> dict[str, Any]:
+        s = _read_json(self.root / "stats.json")
+        return s if isinstance(s, dict) else {}
+
+    def config_value(self, dotted: str) -> Any:
+        """`config_value("filters.max_realism")`, or None when any part is absent."""
+        cur: Any = self.config
+        for part in dotted.split("."):
+            if not isinstance(cur, dict) or part not in cur:
+                return None
+            cur = cur[part]
+        return cur
+
+    # ---- records ----------------------------------------------------------------------------
+
+    @cached_property
+    def splits(self) -> list[str]:
+        folder = self.root / "splits"
+        found = sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
+        return [s for s in KNOWN_SPLITS if s in found] + [s for s in found if s not in KNOWN_SPLITS]
+
+    def _records(self, split: str, kind: str) -> list[dict[str, Any]]:
+        folder = self.root / "splits" / split
+        rows: Any = None
+        if (folder / f"{kind}.json").is_file():
+            rows = _read_json(folder / f"{kind}.json")
+        elif (folder / f"{kind}.parquet").is_file():
+            rows = self._read_parquet(folder / f"{kind}.parquet")
+        if not isinstance(rows, list):
+            self.notes.append(f"splits/{split}/{kind} not available")
+            return []
+        out = []
+        for r in rows:
+            if isinstance(r, dict) and isinstance(r.get("id"), int):
+                r.setdefault("split", split)
+                out.append(r)
+        if len(out) < len(rows):
+            self.notes.append(f"splits/{split}/{kind}: {len(rows) - len(out)} records without an integer id skipped")
+        return out
+
+    def _read_parquet(self, path: Path) -> list[dict[str, Any]] | None:
+        try:
+            import pandas as pd
+
+            return [_decode_nested(r) for r in pd.read_parquet(path).to_dict("records")]
+        except Exception as e:  # no parquet engine, or a file we cannot read: the section says so
+            log.warning("cannot read %s: %s", path, e)
+            return None
+
+    @cached_property
+    def positives(self) -> list[dict[str, Any]]:
+        return [r for s in self.splits for r in self._records(s, "positive")]
+
+    @cached_property
+    def negatives(self) -> list[dict[str, Any]]:
+        return [r for s in self.splits for r in self._records(s, "negative")]
+
+    @cached_property
+    def by_id(self) -> dict[int, dict[str, Any]]:
+        return {r["id"]: r for r in (*self.positives, *self.negatives)}
+
+    @cached_property
+    def negatives_of(self) -> dict[int, list[dict[str, Any]]]:
+        out: dict[int, list[dict[str, Any]]] = {}
+        for n in self.negatives:
+            if isinstance(n.get("positive_id"), int):
+                out.setdefault(n["positive_id"], []).append(n)
+        return out
+
+    def iter_rejects(self) -> Iterator[dict[str, Any]]:
+        path = self.root / "rejects.jsonl"
+        if not path.is_file():
+            self.notes.append("rejects.jsonl not available")
+            return
+        bad = 0
+        with path.open("rb") as f:
+            for line in f:
+                if not line.strip():
+                    continue
+                try:
+                    row = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    bad += 1
+                    continue
+                if isinstance(row, dict):
+                    yield row
+        if bad:
+            self.notes.append(f"rejects.jsonl: {bad} unreadable lines skipped")
+
+    # ---- files --------------------------------------------------------------------------------
+
+    def _input(self, key: str, demo: str) -> Path | None:
+        """A demo run's own copy in RUN/inputs/demo (right even when the folder was moved), else the input
+        the manifest names."""
+        inputs = self.manifest.get("inputs")
+        named = inputs.get(key) if isinstance(inputs, dict) else None
+        candidates = [self.root / "inputs" / "demo" / demo]
+        if isinstance(named, str) and named:
+            candidates.append(Path(named))
+        return next((p for p in candidates if p.exists()), None)
+
+    @cached_property
+    def scene_graphs_path(self) -> Path | None:
+        p = self._input("scene_graphs", "demo_sceneGraphs.json")
+        if p is None:
+            self.notes.append("scene graphs not available: related-object boxes are not drawn")
+        return p
+
+    @cached_property
+    def images_dir(self) -> Path | None:
+        p = self._input("images", "images")
+        if p is None or not p.is_dir():
+            self.notes.append("source images not available")
+            return None
+        return p.resolve()
+
+    def source_image(self, image_id: Any) -> Path | None:
+        """`<images>/<image_id>.jpg` when it exists; an id that would leave the folder gives None."""
+        if self.images_dir is None or not isinstance(image_id, str | int):
+            return None
+        name = f"{image_id}.jpg"
+        if "/" in name or "\\" in name or name.startswith("."):
+            return None
+        p = (self.images_dir / name).resolve()
+        return p if p.parent == self.images_dir and p.is_file() else None
+
+    def run_file(self, rel: Any) -> Path | None:
+        """A file named relative to the run folder (an edited image), only if it stays inside it."""
+        if not isinstance(rel, str) or not rel or "\x00" in rel:
+            return None
+        p = (self.root / rel).resolve()
+        return p if p.is_relative_to(self.root) and p.is_file() else None
+
+    def graphs(self, wanted: Mapping[str, set[str] | None]) -> dict[str, ImageGraph]:
+        """Graphs of the images in `wanted` (image id -> the object ids to keep, None = all), streamed from
+        the run's scene-graph file in one pass that stops once every image is found."""
+        out: dict[str, ImageGraph] = {}
+        if not wanted or self.scene_graphs_path is None:
+            return out
+        from hardneg.core.gqa import iter_raw_graphs
+
+        try:
+            for image_id, raw in iter_raw_graphs(self.scene_graphs_path):
+                if image_id not in wanted or (g := _parse_graph(raw)) is None:
+                    continue
+                keep = wanted[image_id]
+                if keep is not None:
+                    g = ImageGraph(g.width, g.height, {k: v for k, v in g.objects.items() if k in keep})
+                out[image_id] = g
+                if len(out) == len(wanted):
+                    break
+        except (ValueError, OSError) as e:  # a broken file still gives the images before the break
+            log.warning("scene graphs %s: %s", self.scene_graphs_path, e)
+            self.notes.append(f"scene graphs partly unreadable: {e}")
+        return out

@@ -1,0 +1,331 @@
+"""`hardneg review RUN`: the human-filter web app (FastAPI, plain HTML/JS, no build step, offline).
+
+Only this run's records and images are served: image URLs name a sample id, and the file is found from
+the record, never from the request. Every client error is a 4xx JSON `{"error": message}`; a bug is a
+500 with a generic message (logged), never a traceback. Bound to a loopback address, the app also
+refuses requests whose Host header is not that address (DNS rebinding), and POSTs must be JSON (so a
+web page cannot submit a form to it).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import socket
+import threading
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import orjson
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse, Response
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from hardneg.review.agreement import pairwise
+from hardneg.review.apply import decide, summary
+from hardneg.review.items import Item, ReviewData
+from hardneg.review.labels import ALL_LABELS, GUIDELINES, labels_for
+from hardneg.review.rundata import RunData
+from hardneg.review.store import ReviewStore
+
+log = logging.getLogger(__name__)
+
+STATIC = {"app.js": "text/javascript", "app.css": "text/css", "index.html": "text/html"}
+MAX_BODY = 16 * 1024  # bytes; a decision is a few dozen
+MAX_ID = 2**63 - 1  # SQLite's INTEGER
+_ID = re.compile(r"[0-9]{1,19}")
+_LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+
+
+class ClientError(Exception):
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def _short(v: Any) -> str:
+    s = repr(v)
+    return s if len(s) <= 40 else s[:37] + "..."
+
+
+def parse_id(raw: Any) -> int:
+    """A sample id from a request (int, or digits); anything else is 'not in this run' (404)."""
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        value = raw
+    elif isinstance(raw, str) and _ID.fullmatch(raw):
+        value = int(raw)
+    else:
+        raise ClientError(404, f"no item {_short(raw)} in this run")
+    if not 0 <= value <= MAX_ID:
+        raise ClientError(404, f"no item {_short(raw)} in this run")
+    return value
+
+
+def parse_annotator(raw: Any) -> str:
+    if not isinstance(raw, str) or not raw.strip():
+        raise ClientError(400, "an annotator name is required (1-64 characters)")
+    name = raw.strip()
+    if len(name) > 64 or any(ord(c) < 32 or ord(c) == 127 for c in name):
+        raise ClientError(400, "an annotator name is 1-64 printable characters")
+    return name
+
+
+def _json(status: int, body: dict[str, Any]) -> JSONResponse:
+    return JSONResponse(body, status_code=status)
+
+
+def create_app(run_dir: str | Path, *, allowed_hosts: set[str] | None = None) -> FastAPI:
+    """The app for one run folder. `allowed_hosts`: accepted Host headers (None = any)."""
+    run = RunData(run_dir)
+    data = ReviewData(run)
+    store = ReviewStore(run.root)
+    app = FastAPI(title="hardneg review", docs_url=None, redoc_url=None, openapi_url=None)
+
+    @app.exception_handler(ClientError)
+    async def _client_error(_: Request, e: ClientError) -> JSONResponse:
+        return _json(e.status, {"error": e.message})
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, e: StarletteHTTPException) -> JSONResponse:
+        if e.status_code == 404:
+            return _json(404, {"error": f"no such page: {_short(request.url.path)}"})
+        if e.status_code == 405:
+            return _json(405, {"error": f"method {request.method} not allowed here"})
+        return _json(e.status_code, {"error": str(e.detail)})
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation_error(_: Request, e: RequestValidationError) -> JSONResponse:
+        first = e.errors()[0] if e.errors() else {}
+        where = ".".join(str(x) for x in first.get("loc", ()))
+        return _json(400, {"error": f"bad request: {where}: {first.get('msg', 'invalid')}"})
+
+    @app.exception_handler(Exception)
+    async def _bug(_: Request, e: Exception) -> JSONResponse:
+        log.exception("review app: unexpected error")
+        return _json(500, {"error": "internal error (see the server log)"})
+
+    @app.middleware("http")
+    async def _guard(request: Request, call_next: Any) -> Response:
+        if allowed_hosts is not None and request.headers.get("host", "") not in allowed_hosts:
+            return _json(400, {"error": "unexpected Host header; open the URL the server printed"})
+        response = await call_next(request)
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        response.headers["Referrer-Policy"] = "no-referrer"
+        return response
+
+    def item(raw_id: Any) -> Item:
+        it = data.by_id.get(parse_id(raw_id))
+        if it is None:
+            raise ClientError(404, f"no item {_short(raw_id)} in this run")
+        return it
+
+    async def body(request: Request) -> dict[str, Any]:
+        if request.headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
+            raise ClientError(415, "send the body as application/json")
+        try:
+            declared = int(request.headers.get("content-length", "0"))
+        except ValueError:
+            raise ClientError(400, "bad Content-Length") from None
+        if declared > MAX_BODY:
+            raise ClientError(413, f"body too large (at most {MAX_BODY} bytes)")
+        raw = await request.body()
+        if len(raw) > MAX_BODY:
+            raise ClientError(413, f"body too large (at most {MAX_BODY} bytes)")
+        try:
+            parsed = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            raise ClientError(400, "body is not valid JSON") from None
+        if not isinstance(parsed, dict):
+            raise ClientError(400, "body must be a JSON object")
+        return parsed
+
+    def static(name: str) -> Response:
+        text = resources.files("hardneg.review").joinpath("static", name).read_bytes()
+        return Response(text, media_type=STATIC[name], headers={"Cache-Control": "no-cache"})
+
+    @app.get("/")
+    def index() -> Response:
+        return static("index.html")
+
+    @app.get("/favicon.ico")
+    def favicon() -> Response:
+        return Response(status_code=204)
+
+    @app.get("/static/{name}")
+    def static_file(name: str) -> Response:
+        if name not in STATIC:
+            raise ClientError(404, f"no static file {_short(name)}")
+        return static(name)
+
+    @app.get("/api/meta")
+    def meta() -> dict[str, Any]:
+        return {
+            "run": run.root.name,
+            "facets": data.facets(),
+            "labels": {
+                k: [{"label": lab, "text": t, "key": key} for lab, (t, key) in labels_for(k).items()]
+                for k in ("positive", "negative")
+            },
+            "guidelines": GUIDELINES,
+            "items": len(data.items),
+            "default_items": sum(it.default for it in data.items),
+        }
+
+    def _opt_int(v: str | None, what: str) -> int | None:
+        if v in (None, ""):
+            return None
+        if not re.fullmatch(r"[0-9]{1,3}", v):  # type: ignore[arg-type]
+            raise ClientError(400, f"{what} must be a small integer, got {_short(v)}")
+        return int(v)  # type: ignore[arg-type]
+
+    def _opt_choice(v: str | None, allowed: list[Any], what: str) -> str | None:
+        if v in (None, ""):
+            return None
+        if v not in allowed:
+            raise ClientError(400, f"unknown {what} {_short(v)}; one of {', '.join(map(str, allowed))}")
+        return v
+
+    @app.get("/api/queue")
+    def queue(
+        annotator: str | None = None,
+        scope: str = "default",
+        kind: str | None = None,
+        type: str | None = None,
+        negative_type: str | None = None,
+        level: str | None = None,
+        split: str | None = None,
+        pending: str = "1",
+        offset: str = "0",
+        limit: str = "200",
+    ) -> dict[str, Any]:
+        who = parse_annotator(annotator)
+        if scope not in ("default", "all"):
+            raise ClientError(400, "scope is 'default' (what the paper sent to humans) or 'all'")
+        f = data.facets()
+        chosen = data.select(
+            scope=scope,
+            kind=_opt_choice(kind, f["kind"], "kind"),
+            tuple_type=_opt_choice(type, f["type"], "type"),
+            negative_type=_opt_choice(negative_type, f["negative_type"], "negative_type"),
+            level=_opt_int(level, "level"),
+            split=_opt_choice(split, f["split"], "split"),
+        )
+        if not re.fullmatch(r"[0-9]{1,9}", offset) or not re.fullmatch(r"[0-9]{1,4}", limit):
+            raise ClientError(400, "offset and limit must be non-negative integers (limit at most 9999)")
+        off, lim = int(offset), min(int(limit), 1000)
+        mine = store.current(who)
+        todo = [it for it in chosen if it.id not in mine]
+        listed = todo if pending != "0" else chosen
+        return {
+            "ids": [str(it.id) for it in listed[off : off + lim]],
+            "total": len(chosen),
+            "done": len(chosen) - len(todo),
+            "pending": len(todo),
+            "offset": off,
+        }
+
+    @app.get("/api/items/{item_id}")
+    def get_item(item_id: str, annotator: str | None = None) -> dict[str, Any]:
+        it = item(item_id)
+        mine = store.label_of(it.id, parse_annotator(annotator)) if annotator else None
+        return data.view(it, mine)
+
+    def _image(path: Path | None, it: Item) -> Response:
+        if path is None:
+            raise ClientError(404, f"item {it.id} has no image in this run")
+        return FileResponse(path, media_type="image/jpeg", headers={"Cache-Control": "private, max-age=300"})
+
+    @app.get("/api/items/{item_id}/image")
+    def item_image(item_id: str) -> Response:
+        it = item(item_id)
+        return _image(data.image_file(it), it)
+
+    @app.get("/api/items/{item_id}/source")
+    def item_source(item_id: str) -> Response:
+        it = item(item_id)
+        return _image(data.source_file(it), it)
+
+    @app.post("/api/decisions")
+    async def post_decision(request: Request) -> dict[str, Any]:
+        b = await body(request)
+        it = item(b.get("item_id"))
+        who = parse_annotator(b.get("annotator"))
+        label = b.get("label")
+        allowed = labels_for(it.kind)
+        if not isinstance(label, str) or label not in allowed:
+            kind = "a positive" if it.kind == "positive" else "a negative"
+            hint = "not a label for this item" if isinstance(label, str) and label in ALL_LABELS else "unknown label"
+            raise ClientError(400, f"{hint} {_short(label)}: {kind} takes {', '.join(allowed)}")
+        d = await run_in_threadpool(store.record, it.id, who, label)
+        return {"seq": d.seq, "item_id": str(d.item_id), "annotator": d.annotator, "label": d.label, "at": d.at}
+
+    @app.post("/api/undo")
+    async def post_undo(request: Request) -> dict[str, Any]:
+        b = await body(request)
+        who = parse_annotator(b.get("annotator"))
+        target = item(b["item_id"]).id if b.get("item_id") is not None else None
+        d = await run_in_threadpool(store.undo, who, target)
+        if d is None:
+            return {"undone": None}
+        return {
+            "undone": {"seq": d.seq, "item_id": str(d.item_id), "label": d.label},
+            "now": store.label_of(d.item_id, who),
+        }
+
+    @app.get("/api/agreement")
+    def agreement() -> dict[str, Any]:
+        votes = store.current()
+        labels = {i: decide(i, v) for i, v in votes.items()}
+        s = summary(labels)
+        return {"pairs": pairwise(votes), "by_annotator": s["by_annotator"], "by_label": s["by_label"]}
+
+    return app
+
+
+class ReviewServer:
+    """uvicorn on a socket bound here, so a free port is known before the first request."""
+
+    def __init__(self, run_dir: str | Path, host: str = "127.0.0.1", port: int = 0):
+        import uvicorn
+
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self.sock = socket.socket(family, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            self.sock.bind((host, port))
+        except OSError as e:
+            self.sock.close()
+            raise ValueError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+        self.sock.listen(128)  # connections wait in the backlog until uvicorn accepts them
+        self.port = self.sock.getsockname()[1]
+        shown = f"[{host}]" if ":" in host else host
+        self.url = f"http://{shown}:{self.port}/"
+        hosts = None
+        if host in _LOOPBACK or host.startswith("127."):
+            hosts = {f"{h}:{self.port}" for h in (shown, "localhost", "127.0.0.1", "[::1]")}
+        app = create_app(run_dir, allowed_hosts=hosts)
+        config = uvicorn.Config(app, log_level="warning", access_log=False, server_header=False)
+        self.server = uvicorn.Server(config)
+        self._thread: threading.Thread | None = None
+
+    def serve_forever(self) -> None:
+        self.server.run(sockets=[self.sock])
+
+    def start(self) -> None:
+        """Serve from a background thread (tests); returns once the server accepts connections."""
+        self._thread = threading.Thread(target=self.serve_forever, daemon=True)
+        self._thread.start()
+        while not self.server.started:
+            if not self._thread.is_alive():
+                raise RuntimeError("review server failed to start")
+            threading.Event().wait(0.02)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self.sock.close()

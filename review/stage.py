@@ -1,0 +1,22 @@
+"""The report stage: every run ends with `report.html` (and `hardneg split` rewrites it)."""
+
+from __future__ import annotations
+
+from hardneg.core.stage import Stage, Unit
+
+
+class ReportStage(Stage):
+    name = "report"
+    version = "report@v2"  # v2: sections and stats.md counts for the other benchmark shapes
+    reads_all = True
+    reports = True  # the report shows what the last run of every stage wrote
+    sharded = False
+    decision = True
+
+    def run(self, unit: Unit) -> None:
+        from hardneg.core.export_stats import publish
+        from hardneg.review.report import build_report  # pandas and matplotlib load only here
+
+        publish(unit.root)  # the export stages' counts into stats.md, stats.json and the card (they run after write)
+        out = build_report(unit.root, seed=unit.cfg.seed)
+        unit.meta["report"] = out.name

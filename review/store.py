@@ -1,0 +1,171 @@
+"""Human-filter decisions in `RUN/review.sqlite`: an append-only event log plus the current label.
+
+Every click is one transaction (WAL, synchronous FULL), so a crash loses at most the click in flight and
+two browser tabs (or two processes) never interleave half a decision. `events` keeps the whole history:
+a label event, or an undo event that names the event it cancels. `current` holds, per (item,
+annotator), the latest label not undone; it is derived from `events` inside the same transaction.
+Items are keyed by the sample's content id, which a rerun of the pipeline keeps.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from hardneg.review.labels import ALL_LABELS
+
+FILENAME = "review.sqlite"
+SCHEMA_VERSION = "1"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS events (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    item_id INTEGER NOT NULL,
+    annotator TEXT NOT NULL,
+    label TEXT,                                -- NULL for an undo
+    undoes INTEGER REFERENCES events(seq),     -- the label event an undo cancels
+    at TEXT NOT NULL                           -- UTC, ISO 8601
+);
+CREATE INDEX IF NOT EXISTS events_by_annotator ON events(annotator, seq);
+CREATE INDEX IF NOT EXISTS events_by_item ON events(item_id, annotator, seq);
+CREATE UNIQUE INDEX IF NOT EXISTS events_undoes ON events(undoes);
+CREATE TABLE IF NOT EXISTS current (
+    item_id INTEGER NOT NULL,
+    annotator TEXT NOT NULL,
+    label TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    PRIMARY KEY (item_id, annotator)
+);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    seq: int
+    item_id: int
+    annotator: str
+    label: str
+    at: str
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+class ReviewStore:
+    """Decisions of one run folder. Opens a short-lived connection per operation (thread and process safe)."""
+
+    def __init__(self, run_dir: str | Path, *, create: bool = True):
+        self.path = Path(run_dir) / FILENAME
+        if not create and not self.path.is_file():
+            raise FileNotFoundError(self.path)
+        if create:
+            with self._connect() as con:
+                con.execute("PRAGMA journal_mode=WAL")
+                con.executescript(_SCHEMA)
+                con.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        con = sqlite3.connect(self.path, timeout=10.0, isolation_level=None)
+        try:
+            con.execute("PRAGMA busy_timeout=10000")
+            con.execute("PRAGMA synchronous=FULL")
+            yield con
+        finally:
+            con.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._connect() as con:
+            con.execute("BEGIN IMMEDIATE")  # take the write lock first: read-then-write stays consistent
+            try:
+                yield con
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            con.execute("COMMIT")
+
+    def record(self, item_id: int, annotator: str, label: str) -> Decision:
+        """Store one click; the latest label of (item, annotator) replaces the previous one."""
+        if label not in ALL_LABELS:
+            raise ValueError(f"unknown label {label!r}")
+        at = _now()
+        with self._transaction() as con:
+            cur = con.execute(
+                "INSERT INTO events (item_id, annotator, label, at) VALUES (?, ?, ?, ?)",
+                (item_id, annotator, label, at),
+            )
+            seq = int(cur.lastrowid or 0)
+            con.execute(
+                "INSERT INTO current VALUES (?, ?, ?, ?) ON CONFLICT (item_id, annotator) "
+                "DO UPDATE SET label = excluded.label, seq = excluded.seq",
+                (item_id, annotator, label, seq),
+            )
+        return Decision(seq, item_id, annotator, label, at)
+
+    def undo(self, annotator: str, item_id: int | None = None) -> Decision | None:
+        """Cancel this annotator's latest label not yet undone (on `item_id` if given); None if none is left."""
+        where, args = ("AND e.item_id = ?", (annotator, item_id)) if item_id is not None else ("", (annotator,))
+        with self._transaction() as con:
+            row = con.execute(
+                "SELECT e.seq, e.item_id, e.annotator, e.label, e.at FROM events e "
+                "WHERE e.annotator = ? AND e.label IS NOT NULL "
+                f"AND NOT EXISTS (SELECT 1 FROM events u WHERE u.undoes = e.seq) {where} "
+                "ORDER BY e.seq DESC LIMIT 1",
+                args,
+            ).fetchone()
+            if row is None:
+                return None
+            undone = Decision(*row)
+            con.execute(
+                "INSERT INTO events (item_id, annotator, label, undoes, at) VALUES (?, ?, NULL, ?, ?)",
+                (undone.item_id, annotator, undone.seq, _now()),
+            )
+            # The pair's label falls back to its previous surviving label, if any.
+            prev = con.execute(
+                "SELECT e.seq, e.label FROM events e WHERE e.item_id = ? AND e.annotator = ? AND e.label IS NOT NULL "
+                "AND NOT EXISTS (SELECT 1 FROM events u WHERE u.undoes = e.seq) ORDER BY e.seq DESC LIMIT 1",
+                (undone.item_id, annotator),
+            ).fetchone()
+            if prev is None:
+                con.execute("DELETE FROM current WHERE item_id = ? AND annotator = ?", (undone.item_id, annotator))
+            else:
+                con.execute(
+                    "UPDATE current SET label = ?, seq = ? WHERE item_id = ? AND annotator = ?",
+                    (prev[1], prev[0], undone.item_id, annotator),
+                )
+        return undone
+
+    def current(self, annotator: str | None = None) -> dict[int, dict[str, str]]:
+        """item id -> {annotator: label}, the labels in force (optionally one annotator's)."""
+        sql, args = "SELECT item_id, annotator, label FROM current", ()
+        if annotator is not None:
+            sql, args = sql + " WHERE annotator = ?", (annotator,)
+        out: dict[int, dict[str, str]] = {}
+        with self._connect() as con:
+            for item_id, who, label in con.execute(sql, args):
+                out.setdefault(int(item_id), {})[who] = label
+        return out
+
+    def label_of(self, item_id: int, annotator: str) -> str | None:
+        with self._connect() as con:
+            row = con.execute(
+                "SELECT label FROM current WHERE item_id = ? AND annotator = ?", (item_id, annotator)
+            ).fetchone()
+        return row[0] if row else None
+
+    def history(self, item_id: int | None = None) -> list[dict[str, object]]:
+        """Every event in order (undo events have `label` None and `undoes` set)."""
+        sql, args = "SELECT seq, item_id, annotator, label, undoes, at FROM events", ()
+        if item_id is not None:
+            sql, args = sql + " WHERE item_id = ?", (item_id,)
+        with self._connect() as con:
+            rows = con.execute(sql + " ORDER BY seq", args).fetchall()
+        keys = ("seq", "item_id", "annotator", "label", "undoes", "at")
+        return [dict(zip(keys, r, strict=True)) for r in rows]

@@ -1,0 +1,601 @@
+"""The review package: the decision store, applying decisions, kappa, the queue order, the report, and
+the review app over real HTTP (including hostile requests). The run folder is made once per session by
+`hardneg run` on a small demo world (shared with test_review_browser.py)."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import random
+import shutil
+import subprocess
+import sys
+import threading
+from collections import Counter
+from pathlib import Path
+
+import httpx
+import orjson
+import pytest
+import yaml
+
+from hardneg.cli import main
+from hardneg.core.config import DEFAULT_CONFIG
+from hardneg.review.agreement import cohen_kappa, pairwise
+from hardneg.review.apply import Label, apply_labels, decide, load_labels, summary
+from hardneg.review.gallery import reason_group
+from hardneg.review.priority import in_default_queue, priority_key, risk
+from hardneg.review.report import build_report
+from hardneg.review.rundata import RunData
+from hardneg.review.server import ReviewServer
+from hardneg.review.store import FILENAME, ReviewStore
+
+SMALL_DEMO = {"demo": {"n_scenes": 6}, "images": {"candidates": 2}}
+
+
+def build_demo_run(base: Path) -> Path:
+    """`hardneg run` on a 6-scene demo world, once per pytest session (both review test files use it)."""
+    run = base / "review_demo_run"
+    if (run / "manifest.json").is_file():
+        return run
+    cfg = yaml.safe_load(Path(DEFAULT_CONFIG).read_text())
+    for section, values in SMALL_DEMO.items():
+        cfg.setdefault(section, {}).update(values)
+    config = base / "review_demo.yaml"
+    config.write_text(yaml.safe_dump(cfg))
+    assert main(["run", "--no-prefect", "--config", str(config), "--output", str(run)]) == 0
+    return run
+
+
+def copy_run(src: Path, dst: Path) -> Path:
+    """A writable copy without the stage shards (the app and the report never read them)."""
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("work", FILENAME + "*", "report*"))
+    return dst
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_demo_run(tmp_path_factory.getbasetemp())
+
+
+@pytest.fixture
+def run_copy(demo_run: Path, tmp_path: Path) -> Path:
+    return copy_run(demo_run, tmp_path / "run")
+
+
+# ---- store ----------------------------------------------------------------------------------------
+
+
+def test_store_keeps_history_and_undo_falls_back(tmp_path: Path):
+    s = ReviewStore(tmp_path)
+    s.record(1, "alice", "correct")
+    s.record(1, "alice", "wrong")
+    s.record(2, "alice", "ambiguous")
+    s.record(1, "bob", "correct")
+    assert s.current() == {1: {"alice": "wrong", "bob": "correct"}, 2: {"alice": "ambiguous"}}
+    assert s.undo("alice").item_id == 2  # the latest of alice's labels
+    assert s.undo("alice").label == "wrong"
+    assert s.current("alice") == {1: {"alice": "correct"}}  # back to her earlier label
+    assert s.undo("alice").label == "correct"
+    assert s.undo("alice") is None
+    assert s.current() == {1: {"bob": "correct"}}
+    events = s.history()
+    assert [e["label"] for e in events] == ["correct", "wrong", "ambiguous", "correct", None, None, None]
+    assert [e["undoes"] for e in events[4:]] == [3, 2, 1]
+    again = ReviewStore(tmp_path)  # reopened: all of it was committed
+    assert again.current() == {1: {"bob": "correct"}}
+    assert again.undo("bob", item_id=1).label == "correct"
+
+
+def test_store_uses_wal_and_rejects_unknown_labels(tmp_path: Path):
+    import sqlite3
+
+    s = ReviewStore(tmp_path)
+    con = sqlite3.connect(tmp_path / FILENAME)
+    assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    con.close()
+    with pytest.raises(ValueError, match="unknown label"):
+        s.record(1, "alice", "maybe")
+
+
+def test_store_two_writers_at_once_lose_nothing(tmp_path: Path):
+    """Two tabs (or two processes) writing at once: every click is its own transaction."""
+    stores = [ReviewStore(tmp_path), ReviewStore(tmp_path)]
+
+    def clicks(k: int) -> None:
+        for i in range(40):
+            stores[k].record(i, f"annotator{k}", "correct" if i % 2 else "wrong")
+            if i % 10 == 9:
+                stores[k].undo(f"annotator{k}")
+
+    threads = [threading.Thread(target=clicks, args=(k,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    cur = ReviewStore(tmp_path).current()
+    assert sum(len(v) for v in cur.values()) == 2 * 36
+    assert len(stores[0].history()) == 2 * 44
+
+
+# ---- apply ----------------------------------------------------------------------------------------
+
+
+def _records() -> tuple[list[dict], list[dict]]:
+    pos = [{"id": i, "image_id": f"img{i}", "level": 2} for i in (1, 2, 3)]
+    neg = [
+        {"id": 11, "positive_id": 1, "image_id": "img1", "negative_type": "swap_object"},
+        {"id": 12, "positive_id": 1, "image_id": "img1", "negative_type": "flip", "negative_cate": "image"},
+        {"id": 21, "positive_id": 2, "image_id": "img2", "negative_type": "replace_object"},
+        {"id": 31, "positive_id": 3, "image_id": "img3", "negative_type": "replace_object"},
+        {"id": 32, "positive_id": 3, "image_id": "img3", "negative_type": "replace_attribute"},
+    ]
+    return pos, neg
+
+
+def test_apply_drops_bad_positives_with_their_negatives_and_false_negatives():
+    pos, neg = _records()
+    labels = {
+        1: decide(1, {"alice": "ambiguous"}),
+        2: decide(2, {"alice": "correct"}),
+        21: decide(21, {"bob": "still_true"}),
+        31: decide(31, {"bob": "unreadable"}),
+        32: decide(32, {"bob": "negative"}),
+    }
+    kept_p, kept_n, dropped = apply_labels(pos, neg, labels)
+    assert [p["id"] for p in kept_p] == [2, 3]
+    assert [n["id"] for n in kept_n] == [32]
+    by_id = {d["sample_id"]: d for d in dropped}
+    assert set(by_id) == {1, 11, 12, 21, 31}
+    assert by_id[1]["reason"] == "review: ambiguous (by alice)"
+    assert by_id[11]["reason"] == "review: its positive is ambiguous (by alice)"
+    assert by_id[21]["reason"] == "review: still_true (by bob)"
+    assert all(d["stage"] == "review" and d["image_id"].startswith("img") for d in dropped)
+    assert len(pos) == 3 and len(neg) == 5  # inputs untouched
+
+
+def test_disagreement_most_severe_label_wins():
+    lab = decide(7, {"alice": "correct", "bob": "wrong", "carol": "ambiguous", "dan": "wrong"})
+    assert (lab.label, lab.annotators) == ("wrong", ("bob", "dan"))
+    assert lab.drops and lab.by == "bob, dan"
+    assert decide(8, {"a": "negative", "b": "unreadable"}).label == "unreadable"
+    assert decide(9, {"a": "still_true", "b": "unreadable"}).label == "still_true"
+    assert not decide(10, {"a": "correct", "b": "correct"}).drops
+
+
+def test_a_label_of_the_other_kind_is_ignored():
+    pos, neg = _records()
+    labels = {1: Label(1, "still_true", ("x",), {"x": "still_true"}), 11: Label(11, "wrong", ("x",), {"x": "wrong"})}
+    kept_p, kept_n, dropped = apply_labels(pos, neg, labels)
+    assert len(kept_p) == 3 and len(kept_n) == 5 and dropped == []
+
+
+def test_load_labels_and_summary(tmp_path: Path):
+    assert load_labels(tmp_path) == {}
+    assert not (tmp_path / FILENAME).exists()  # reading never creates the store
+    s = ReviewStore(tmp_path)
+    for i, (a, b) in enumerate([("correct", "correct"), ("wrong", "correct"), ("ambiguous", "ambiguous")]):
+        s.record(i, "alice", a)
+        s.record(i, "bob", b)
+    s.record(10, "alice", "negative")
+    labels = load_labels(tmp_path)
+    assert {i: lab.label for i, lab in labels.items()} == {0: "correct", 1: "wrong", 2: "ambiguous", 10: "negative"}
+    out = summary(labels)
+    assert out["items"] == 4 and out["dropping"] == 2
+    assert out["by_label"] == {"ambiguous": 1, "correct": 1, "negative": 1, "wrong": 1}
+    assert out["by_annotator"]["alice"] == {"ambiguous": 1, "correct": 1, "negative": 1, "wrong": 1}
+    assert out["by_annotator"]["bob"] == {"ambiguous": 1, "correct": 2}
+    (pair,) = out["agreement"]
+    assert (pair["a"], pair["b"], pair["items"]) == ("alice", "bob", 3)
+    assert pair["kappa"] == pytest.approx(
+        cohen_kappa(["correct", "wrong", "ambiguous"], ["correct", "correct", "ambiguous"]), abs=1e-4
+    )
+
+
+# ---- kappa ------------------------------------------------------------------------------------------
+
+
+def test_cohen_kappa_known_values():
+    # p_o = 0.75; p_e = 0.5 * 0.25 + 0.5 * 0.75 = 0.5; kappa = 0.5
+    assert cohen_kappa(["c", "c", "w", "w"], ["c", "w", "w", "w"]) == pytest.approx(0.5)
+    assert cohen_kappa(["a", "b", "a"], ["a", "b", "a"]) == pytest.approx(1.0)
+    assert cohen_kappa(["a", "b"], ["b", "a"]) == pytest.approx(-1.0)
+    assert cohen_kappa(["a", "a"], ["a", "a"]) is None  # one label throughout: undefined
+    assert cohen_kappa([], []) is None
+    with pytest.raises(ValueError):
+        cohen_kappa(["a"], [])
+
+
+def test_pairwise_kappa_over_common_items_only():
+    votes = {1: {"a": "x", "b": "x", "c": "y"}, 2: {"a": "y", "b": "y"}, 3: {"a": "x", "c": "x"}}
+    pairs = {(p["a"], p["b"]): p for p in pairwise(votes)}
+    assert pairs[("a", "b")]["items"] == 2 and pairs[("a", "b")]["kappa"] == pytest.approx(1.0)
+    assert pairs[("a", "c")]["items"] == 2 and pairs[("a", "c")]["agreement"] == 0.5
+    assert pairs[("b", "c")]["items"] == 1
+
+
+# ---- queue order ------------------------------------------------------------------------------------
+
+
+def test_priority_puts_doubtful_scores_first_then_harder_levels():
+    recs = [
+        {"id": 1, "level": 3},
+        {"id": 2, "level": 2, "scores": {"detector_twin": 0.9}},
+        {"id": 3, "level": 2, "scores": {"detector_twin": 0.05}},
+        {"id": 4, "level": 2},
+        {"id": 5, "level": 3, "positive_id": 9, "negative_level": 2, "scores": {"clip_margin": -0.01}},
+        {"id": 6, "level": 3, "positive_id": 9, "negative_level": 2, "scores": {"clip_margin": 0.3, "new_score": 5}},
+    ]
+    order = [r["id"] for r in sorted(recs, key=priority_key)]
+    assert order == [2, 5, 1, 4, 3, 6]
+    assert risk({"scores": {"unknown": 1.0, "refine_s1": [0.1, 0.2]}}) is None
+    assert risk({"scores": {"realism": float("nan")}}) is None
+    assert priority_key({"id": 5}) == priority_key({"id": 5})  # stable across runs
+
+
+def test_default_queue_is_what_the_paper_sent_to_humans():
+    assert not in_default_queue({"id": 1, "level": 1})
+    assert in_default_queue({"id": 1, "level": 2}) and in_default_queue({"id": 1, "level": 3})
+    assert in_default_queue({"id": 2, "level": 1, "positive_id": 1, "negative_type": "flip"})
+
+
+# ---- report -----------------------------------------------------------------------------------------
+
+
+def _img_srcs(html: str) -> list[str]:
+    import re
+
+    return re.findall(r'<img src="([^"]+)"', html)
+
+
+def test_report_on_the_demo_run(run_copy: Path):
+    run = RunData(run_copy)
+    s = ReviewStore(run_copy)  # two annotators on six positives: the review section shows kappa
+    for i, p in enumerate(run.positives[:6]):
+        s.record(p["id"], "alice", "correct" if i % 3 else "wrong")
+        s.record(p["id"], "bob", "correct" if i % 2 else "ambiguous")
+    out = build_report(run_copy)
+    html = out.read_text()
+    for anchor in ("counts", "filters", "scores", "review", "gallery", "image-negatives", "rejects", "reject-samples"):
+        assert f"id='{anchor}'" in html
+    assert "This section failed" not in html
+    srcs = _img_srcs(html)
+    assert len(srcs) > 30
+    for src in srcs:
+        assert not src.startswith(("/", "http")) and (run_copy / src).is_file(), src
+    for ttype, level in {(p["tuple_type"], p["level"]) for p in run.positives}:
+        assert f"id='g-{ttype}-L{level}'" in html
+    assert "chosen: images/" in html and "best of" in html  # image negatives with their losing candidates
+    assert any("plot_score_image_negative_realism" in s for s in srcs)
+    assert "image_negative similarity: no threshold recorded" in html
+    assert "kappa" in html and "review: wrong (by alice)" in html
+    assert sum(f.stat().st_size for f in (run_copy / "report_assets").iterdir()) < 30_000_000
+
+
+def test_report_of_a_partial_or_older_run_still_renders(run_copy: Path):
+    for name in ("rejects.jsonl", "manifest.json", "stats.json"):
+        (run_copy / name).unlink()
+    shutil.rmtree(run_copy / "inputs")
+    shutil.rmtree(run_copy / "images")
+    (run_copy / "splits" / "val" / "negative.json").unlink()
+    html = build_report(run_copy).read_text()
+    assert "This section failed" not in html
+    assert "not available" in html
+    assert "rejects.jsonl not available" in html and "source images not available" in html
+    assert "splits/val/negative not available" in html
+
+
+def test_report_reads_newer_fields_and_draws_new_thresholds(run_copy: Path):
+    """A newer run: unknown keys, a new score with a threshold in the config, an extra split."""
+    m = orjson.loads((run_copy / "manifest.json").read_bytes())
+    m["config"]["filters"]["thresholds"] = {"detector": {"max_twin": 0.4}}
+    m["thresholds"] = {"seam": {"max": 0.2}}  # resolved thresholds, if a run records them
+    m["something_new"] = {"x": 1}
+    (run_copy / "manifest.json").write_bytes(orjson.dumps(m))
+    path = run_copy / "splits" / "test" / "positive.json"
+    rows = orjson.loads(path.read_bytes())
+    rng = random.Random(0)
+    for r in rows:
+        r.setdefault("scores", {})["detector_twin"] = rng.random()
+        r["new_field"] = [1, 2]
+    path.write_bytes(orjson.dumps(rows))
+    (run_copy / "splits" / "extra").mkdir()
+    (run_copy / "splits" / "extra" / "positive.json").write_bytes(orjson.dumps([{"id": 5, "level": "x"}, "junk"]))
+    (run_copy / "splits" / "extra" / "negative.json").write_bytes(
+        orjson.dumps(
+            [{"id": 6, "positive_id": [5], "negative_cate": "image", "candidates": [1], "file_name": "/etc/passwd"}]
+        )
+    )
+    with (run_copy / "rejects.jsonl").open("ab") as f:
+        f.write(b'{"stage": "filter", "sample_id": [1], "reason": 5, "detail": "x"}\nnot json\n[1]\n')
+    html = build_report(run_copy).read_text()
+    assert "This section failed" not in html
+    assert "plot_score_positive_detector_twin" in html
+    assert "positive detector_twin: threshold filters.thresholds.detector.max_twin = 0.4 (below passes) drawn" in html
+    if "plot_score_image_negative_realism" in html:
+        assert "image_negative realism: threshold thresholds.seam.max = 0.2 (below passes) drawn" in html
+
+
+def test_report_stays_small_on_a_big_run(run_copy: Path):
+    """GQA-scale in miniature: 50x the positives; samples per group stay fixed, the budget holds."""
+    path = run_copy / "splits" / "train" / "positive.json"
+    rows = orjson.loads(path.read_bytes())
+    big = [{**r, "id": (r["id"] + k * 10**15) % 2**52} for k in range(50) for r in rows]
+    path.write_bytes(orjson.dumps(big))
+    html = build_report(run_copy, per_group=3, max_bytes=150_000).read_text()
+    cards = html.count("class='card' id='s")
+    groups = len({(p["tuple_type"], p["level"]) for p in RunData(run_copy).positives})
+    assert cards <= 3 * groups
+    assert sum(f.stat().st_size for f in (run_copy / "report_assets").iterdir()) <= 150_000
+    assert "budget" in html
+
+
+def test_reason_groups_blank_particulars_only():
+    assert reason_group("balance: per_type_level cap 40 for 0_hop L2") == "balance: per_type_level cap # for 0_hop L2"
+    assert reason_group("poor referent name 'floor' (stuff: amorphous)") == "poor referent name '…' (…)"
+    assert reason_group("filter: CLIP margin -0.0123 <= 0.0") == "filter: CLIP margin # <= #"
+
+
+# ---- the app over HTTP ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def app(run_copy: Path):
+    server = ReviewServer(run_copy, port=0)
+    server.start()
+    yield server, run_copy
+    server.stop()
+
+
+def _item_ids(client: httpx.Client, who: str = "alice", **params: str) -> list[str]:
+    r = client.get("/api/queue", params={"annotator": who, "limit": "1000", **params})
+    assert r.status_code == 200, r.text
+    return r.json()["ids"]
+
+
+def test_app_label_undo_and_progress(app):
+    server, run_dir = app
+    with httpx.Client(base_url=server.url) as c:
+        assert c.get("/").status_code == 200 and "hardneg review" in c.get("/").text
+        assert c.get("/static/app.js").headers["content-type"].startswith("text/javascript")
+        q = c.get("/api/queue", params={"annotator": "alice"}).json()
+        assert q["done"] == 0 and q["pending"] == q["total"] > 0
+        first = q["ids"][0]
+        item = c.get(f"/api/items/{first}", params={"annotator": "alice"}).json()
+        assert item["mine"] is None and item["boxes"][0]["color"] == "#ff2020"
+        label = item["labels"][1]["label"]
+        r = c.post("/api/decisions", json={"item_id": first, "label": label, "annotator": "alice"})
+        assert r.status_code == 200 and r.json()["label"] == label
+        q2 = c.get("/api/queue", params={"annotator": "alice"}).json()
+        assert (q2["done"], q2["pending"]) == (1, q["pending"] - 1) and first not in q2["ids"]
+        assert c.get(f"/api/items/{first}", params={"annotator": "alice"}).json()["mine"] == label
+        assert c.get("/api/queue", params={"annotator": "bob"}).json()["done"] == 0  # per annotator
+        u = c.post("/api/undo", json={"annotator": "alice"}).json()
+        assert u["undone"]["item_id"] == first and u["now"] is None
+        assert c.post("/api/undo", json={"annotator": "alice"}).json() == {"undone": None}
+    assert [e["label"] for e in ReviewStore(run_dir).history()] == [label, None]
+
+
+def test_app_queue_is_the_default_scope_in_priority_order(app):
+    server, run_dir = app
+    run = RunData(run_dir)
+    expected = [str(r["id"]) for r in sorted((*run.positives, *run.negatives), key=priority_key) if in_default_queue(r)]
+    with httpx.Client(base_url=server.url) as c:
+        assert _item_ids(c) == expected[:1000]
+        every = c.get("/api/queue", params={"annotator": "a", "scope": "all"}).json()["total"]
+        assert every == len(run.positives) + len(run.negatives)
+        some = next(p for p in run.positives if p["level"] >= 2)
+        chosen = _item_ids(c, kind="positive", level=str(some["level"]), split=some["split"], type=some["tuple_type"])
+        assert str(some["id"]) in chosen
+        for i in chosen:
+            r = run.by_id[int(i)]
+            assert (r["level"], r["split"], r["tuple_type"]) == (some["level"], some["split"], some["tuple_type"])
+        flips = _item_ids(c, negative_type="flip")
+        assert all(run.by_id[int(i)]["negative_type"] == "flip" for i in flips)
+
+
+def test_app_serves_the_run_images_by_id(app):
+    server, run_dir = app
+    run = RunData(run_dir)
+    pos = run.positives[0]
+    img_neg = next(n for n in run.negatives if n.get("negative_cate") == "image")
+    with httpx.Client(base_url=server.url) as c:
+        r = c.get(f"/api/items/{pos['id']}/image")
+        assert (
+            r.status_code == 200
+            and r.content == (run_dir / "inputs/demo/images" / f"{pos['image_id']}.jpg").read_bytes()
+        )
+        r = c.get(f"/api/items/{img_neg['id']}/image")
+        assert r.content == (run_dir / img_neg["file_name"]).read_bytes()
+        r = c.get(f"/api/items/{img_neg['id']}/source")
+        assert r.content == (run_dir / "inputs/demo/images" / f"{img_neg['source_image_id']}.jpg").read_bytes()
+        view = c.get(f"/api/items/{img_neg['id']}").json()
+        assert view["kind"] == "image_negative" and view["source"]
+        if img_neg["edit"]["op"] == "flip":  # boxes mirrored into the flipped image
+            assert view["boxes"][0]["x"] == img_neg["bbox"][0]
+
+
+JSON = {"Content-Type": "application/json"}
+HOSTILE = [
+    ("GET", "/api/items/../../etc/passwd", None, {}, 404),
+    ("GET", "/api/items/..%2F..%2Fetc%2Fpasswd/image", None, {}, 404),
+    ("GET", "/api/items/%2e%2e%2f%2e%2e%2fetc%2fpasswd/image", None, {}, 404),
+    ("GET", "/static/..%2Fserver.py", None, {}, 404),
+    ("GET", "/static/app.js%00.png", None, {}, 404),
+    ("GET", "/api/items/99999999999999999999999999999999/image", None, {}, 404),
+    ("GET", "/api/items/9223372036854775807", None, {}, 404),
+    ("GET", "/api/items/-1/image", None, {}, 404),
+    ("GET", "/api/items/1e9", None, {}, 404),
+    ("GET", "/api/items/" + "9" * 5000, None, {}, 404),
+    ("GET", "/api/queue", None, {}, 400),
+    ("GET", "/api/queue?annotator=a&level=abc", None, {}, 400),
+    ("GET", "/api/queue?annotator=a&kind=%3Cscript%3E", None, {}, 400),
+    ("GET", "/api/queue?annotator=a&scope=everything", None, {}, 400),
+    ("GET", "/api/queue?annotator=a&limit=-5", None, {}, 400),
+    ("GET", "/api/queue?annotator=" + "x" * 200, None, {}, 400),
+    ("POST", "/api/decisions", b"{not json", {"Content-Type": "application/json"}, 400),
+    ("POST", "/api/decisions", b"[1, 2]", {"Content-Type": "application/json"}, 400),
+    ("POST", "/api/decisions", b"", {"Content-Type": "application/json"}, 400),
+    ("POST", "/api/decisions", b'{"item_id": 1}', {"Content-Type": "text/plain"}, 415),
+    ("POST", "/api/decisions", b"{}", {}, 415),
+    ("POST", "/api/decisions", b'{"pad": "' + b"x" * 20000 + b'"}', {"Content-Type": "application/json"}, 413),
+    (
+        "POST",
+        "/api/decisions",
+        b'{"item_id": 5, "label": "correct", "annotator": "a"}',
+        {"Content-Type": "application/json"},
+        404,
+    ),
+    ("POST", "/api/decisions", b'{"item_id": 1' + b"0" * 40 + b', "label": "correct", "annotator": "a"}', JSON, 404),
+    ("POST", "/api/decisions", b'{"item_id": true, "label": "correct", "annotator": "a"}', JSON, 404),
+    ("POST", "/api/decisions", b'{"item_id": 1.5, "label": "correct", "annotator": "a"}', JSON, 404),
+    ("POST", "/api/undo", b'{"annotator": ""}', {"Content-Type": "application/json"}, 400),
+    ("POST", "/api/undo", b'{"annotator": "a\\u0000b"}', {"Content-Type": "application/json"}, 400),
+    ("POST", "/api/undo", b'{"annotator": "a", "item_id": "../x"}', {"Content-Type": "application/json"}, 404),
+    ("DELETE", "/api/decisions", None, {}, 405),
+    ("GET", "/api/decisions", None, {}, 405),
+    ("POST", "/api/meta", b"{}", {"Content-Type": "application/json"}, 405),
+    ("PUT", "/api/items/1/image", b"x", {}, 405),
+    ("GET", "/api/meta", None, {"Host": "evil.example:80"}, 400),
+    ("GET", "/nothing/here", None, {}, 404),
+]
+
+
+def _raw(url: str, method: str, path: str, body: bytes | None, headers: dict) -> tuple[int, bytes]:
+    """http.client sends the path as is (no dot-segment normalisation, unlike browsers and httpx)."""
+    host, port = url.split("//")[1].strip("/").rsplit(":", 1)
+    con = http.client.HTTPConnection(host, int(port), timeout=10)
+    try:
+        con.putrequest(method, path, skip_host="Host" in headers)
+        for k, v in headers.items():
+            con.putheader(k, v)
+        con.putheader("Content-Length", str(len(body or b"")))
+        con.endheaders(body)
+        res = con.getresponse()
+        return res.status, res.read()
+    finally:
+        con.close()
+
+
+def test_app_answers_hostile_requests_with_4xx_json(app):
+    server, _ = app
+    for method, path, body, headers, status in HOSTILE:
+        got, data = _raw(server.url, method, path, body, headers)
+        assert got == status, (method, path, got, data[:200])
+        msg = json.loads(data)
+        assert isinstance(msg["error"], str) and msg["error"], (path, msg)
+        assert b"Traceback" not in data and b"/work/" not in data and b"/tmp/" not in data
+
+
+def test_app_refuses_wrong_labels_with_a_message(app):
+    server, run_dir = app
+    run = RunData(run_dir)
+    pos, neg = run.positives[0], run.negatives[0]
+    with httpx.Client(base_url=server.url) as c:
+        for item, label, hint in [
+            (pos, "still_true", "not a label for this item"),
+            (neg, "correct", "not a label for this item"),
+            (pos, "maybe", "unknown label"),
+            (pos, None, "unknown label"),
+            (pos, ["correct"], "unknown label"),
+        ]:
+            r = c.post("/api/decisions", json={"item_id": str(item["id"]), "label": label, "annotator": "a"})
+            assert r.status_code == 400 and hint in r.json()["error"]
+        r = c.post("/api/decisions", json={"item_id": pos["id"], "label": "correct", "annotator": 5})
+        assert r.status_code == 400
+    assert ReviewStore(run_dir).history() == []
+
+
+def test_app_agreement_and_two_tabs_at_once(app):
+    server, run_dir = app
+    with httpx.Client(base_url=server.url) as c:
+        ids = _item_ids(c)[:20]
+        items = {i: c.get(f"/api/items/{i}").json() for i in ids}
+    statuses: Counter[int] = Counter()
+
+    def tab(who: str, pick: int) -> None:
+        with httpx.Client(base_url=server.url) as c:
+            for n, i in enumerate(ids):
+                labels = items[i]["labels"]
+                r = c.post(
+                    "/api/decisions", json={"item_id": i, "label": labels[(n * pick) % 3]["label"], "annotator": who}
+                )
+                statuses[r.status_code] += 1
+
+    threads = [threading.Thread(target=tab, args=(w, k)) for w, k in (("alice", 1), ("bob", 2), ("alice", 1))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert statuses == Counter({200: 60})
+    with httpx.Client(base_url=server.url) as c:
+        a = c.get("/api/agreement").json()
+    (pair,) = a["pairs"]
+    votes = ReviewStore(run_dir).current()
+    common = [(v["alice"], v["bob"]) for v in votes.values()]
+    assert pair["items"] == len(common) == 20
+    k = cohen_kappa([x for x, _ in common], [y for _, y in common])
+    assert pair["kappa"] == (None if k is None else pytest.approx(k, abs=1e-4))
+
+
+# ---- CLI --------------------------------------------------------------------------------------------
+
+
+def test_cli_report_and_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    run_copy = tmp_path / "tiny"  # a run folder of one positive and nothing else: a report all the same
+    (run_copy / "splits" / "test").mkdir(parents=True)
+    one = {"id": 1, "image_id": "1", "tuple_type": "0_hop", "level": 2, "expression": "the cup", "bbox": [1, 2, 3, 4]}
+    (run_copy / "splits" / "test" / "positive.json").write_bytes(orjson.dumps([one]))
+    assert main(["report", str(run_copy), "--per-group", "2"]) == 0
+    assert "the cup" in (run_copy / "report.html").read_text()
+    assert "report.html" in capsys.readouterr().out
+    assert main(["report", str(run_copy / "nope")]) == 2
+    assert "hardneg: error: run folder not found" in capsys.readouterr().err
+    assert main(["review", str(run_copy / "nope"), "--no-browser"]) == 2
+    assert main(["review", str(run_copy), "--no-browser", "--port", "70000"]) == 2
+    empty = run_copy.parent / "empty"
+    empty.mkdir()
+    assert main(["report", str(empty)]) == 2
+    assert "is not a run folder" in capsys.readouterr().err
+
+
+def test_cli_review_prints_a_loopback_url_and_serves(run_copy: Path):
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hardneg", "review", str(run_copy), "--no-browser"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = proc.stdout.readline()  # type: ignore[union-attr]
+        assert line.startswith("review: http://127.0.0.1:"), line + proc.stderr.read()  # type: ignore[union-attr]
+        url = line.split()[1]
+        assert httpx.get(url + "api/meta", timeout=10).json()["items"] > 0
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_a_corrupt_review_store_is_a_clear_error(tmp_path: Path):
+    (tmp_path / FILENAME).write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(ValueError, match="not a readable review store"):
+        load_labels(tmp_path)
+
+
+def test_app_never_serves_a_path_named_in_a_record(run_copy: Path):
+    """A tampered run folder: records that name files outside it get 404, not the file."""
+    path = run_copy / "splits" / "test" / "negative.json"
+    rows = orjson.loads(path.read_bytes())
+    evil = {"id": 77, "positive_id": 78, "negative_cate": "image", "negative_type": "flip", "negative_level": 1}
+    rows.append({**evil, "file_name": "../../../../etc/passwd", "source_image_id": "../../../../etc/passwd"})
+    rows.append({**evil, "id": 79, "file_name": "/etc/passwd", "source_image_id": "/etc/hostname"})
+    path.write_bytes(orjson.dumps(rows))
+    server = ReviewServer(run_copy)
+    server.start()
+    try:
+        for item in (77, 79):
+            for what in ("image", "source"):
+                r = httpx.get(f"{server.url}api/items/{item}/{what}")
+                assert r.status_code == 404 and "has no image" in r.json()["error"]
+    finally:
+        server.stop()

@@ -1,0 +1,178 @@
+"""The review app and the report in a real browser: Debian's chromium driven by Playwright.
+
+Skipped when /usr/bin/chromium (or the playwright package) is absent, unless HARDNEG_REQUIRE_BROWSER=1
+(as in CI), where that is a failure. Screenshots go to $HARDNEG_SCREENSHOTS when set (to regenerate
+docs/screenshots/), else to the test's tmp folder.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+
+import httpx
+import pytest
+from PIL import Image
+
+from hardneg.review.apply import apply_labels, load_labels
+from hardneg.review.report import build_report
+from hardneg.review.rundata import RunData
+from hardneg.review.server import ReviewServer
+from hardneg.review.store import ReviewStore
+from tests.test_review import build_demo_run, copy_run
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+LETTERS = {"positive": "caw", "negative": "ntu"}  # the app's letter keys, in button order
+
+
+def _unavailable(why: str) -> None:
+    if os.environ.get("HARDNEG_REQUIRE_BROWSER") == "1":
+        pytest.fail(f"HARDNEG_REQUIRE_BROWSER=1 but {why}")
+    pytest.skip(f"{why}; set HARDNEG_REQUIRE_BROWSER=1 to make this a failure")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not CHROMIUM.exists():
+        _unavailable("/usr/bin/chromium is missing (apt-get update && apt-get install -y chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _unavailable("the playwright package is missing (pip install playwright)")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_demo_run(tmp_path_factory.getbasetemp())
+
+
+def save_screenshot(png: bytes, name: str, tmp_path: Path) -> Path:
+    """A palette PNG (small enough for the README), under $HARDNEG_SCREENSHOTS or tmp_path."""
+    out = Path(os.environ.get("HARDNEG_SCREENSHOTS") or tmp_path) / name
+    out.parent.mkdir(parents=True, exist_ok=True)
+    img = Image.open(io.BytesIO(png)).convert("RGB")
+    img.quantize(colors=256, method=Image.Quantize.FASTOCTREE).save(out, optimize=True)  # keeps the box colours
+    assert out.stat().st_size < 300_000, out.stat().st_size
+    return out
+
+
+def _open_app(browser, url: str, who: str | None):
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(url)
+    if who is not None:  # a new origin (port) asks for the name once
+        page.fill("#name-input", who)
+        page.press("#name-input", "Enter")
+    page.wait_for_function("location.hash.startsWith('#item=')")
+    return page, errors
+
+
+def _settled(page) -> None:
+    """The app has loaded its queue and shown an item (it rewrites location.hash until then)."""
+    page.wait_for_function(
+        "document.getElementById('progress').textContent.length > 0"
+        " && document.getElementById('expression').textContent.length > 0"
+    )
+
+
+def _current(page) -> str:
+    return page.evaluate("location.hash").removeprefix("#item=")
+
+
+def _press_and_wait(page, key: str) -> None:
+    before = _current(page)
+    page.keyboard.press(key)
+    page.wait_for_function("h => location.hash !== h", arg=f"#item={before}")
+
+
+def test_review_by_keyboard_kept_across_reload_and_restart(browser, demo_run: Path, tmp_path: Path):
+    run_dir = copy_run(demo_run, tmp_path / "run")
+    server = ReviewServer(run_dir)
+    server.start()
+    try:
+        page, errors = _open_app(browser, server.url, "alice")
+        expected: dict[int, str] = {}
+        for n, key in enumerate(["2", "1", "3", None, "2", "1"]):
+            item = httpx.get(f"{server.url}api/items/{_current(page)}").json()
+            kind = "positive" if item["kind"] == "positive" else "negative"
+            key = key or LETTERS[kind][1]  # one label by its letter key
+            index = "123".index(key) if key in "123" else LETTERS[kind].index(key)
+            expected[int(item["id"])] = item["labels"][index]["label"]
+            _press_and_wait(page, key)
+            assert page.text_content("#status").startswith("saved"), n
+        # undo the last label by keyboard: the app goes back to that item, and it is pending again
+        last = list(expected)[-1]
+        _press_and_wait(page, "z")
+        assert _current(page) == str(last) and "undone" in page.text_content("#status")
+        del expected[last]
+        assert page.text_content("#progress").startswith(f"{len(expected)} of ")
+        assert ReviewStore(run_dir).current("alice") == {i: {"alice": lab} for i, lab in expected.items()}
+
+        page.reload()  # the name is remembered; the decisions are the server's
+        _settled(page)
+        assert not page.is_visible("#name-dialog")
+        assert page.text_content("#progress").startswith(f"{len(expected)} of ")
+        first = next(iter(expected))
+        page.goto(f"{server.url}#item={first}")
+        page.reload()
+        page.wait_for_function("document.getElementById('mine').textContent.startsWith('your label')")
+        assert page.locator("#buttons button.chosen").get_attribute("data-label") == expected[first]
+
+        page.select_option("#f-kind", "positive")  # the paper's view: a positive, target red, related green/blue
+        page.wait_for_function("document.querySelector('.badge.positive') !== null")
+        page.wait_for_timeout(300)  # the canvas draws once the image has loaded
+        save_screenshot(page.screenshot(), "review.png", tmp_path)
+        assert errors == []
+        page.close()
+    finally:
+        server.stop()
+
+    again = ReviewServer(run_dir)  # a restart, on another port: a new origin asks the name again
+    again.start()
+    try:
+        page, errors = _open_app(browser, again.url, "alice")
+        _settled(page)
+        assert page.text_content("#progress").startswith(f"{len(expected)} of ")
+        assert errors == []
+        page.close()
+    finally:
+        again.stop()
+
+    run = RunData(run_dir)
+    labels = load_labels(run_dir)
+    assert {i: lab.label for i, lab in labels.items()} == expected
+    kept_p, kept_n, dropped = apply_labels(run.positives, run.negatives, labels)
+    dropping = {i for i, lab in labels.items() if lab.drops}
+    assert dropping and dropping <= {d["sample_id"] for d in dropped}
+    assert not dropping & {r["id"] for r in (*kept_p, *kept_n)}
+    assert all(d["reason"].startswith("review: ") and "(by alice)" in d["reason"] for d in dropped)
+
+
+def test_report_opens_from_disk_and_every_image_loads(browser, demo_run: Path, tmp_path: Path):
+    run_dir = copy_run(demo_run, tmp_path / "run")
+    out = build_report(run_dir)
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(out.as_uri())
+    page.wait_for_load_state("load")
+    images = page.evaluate("[...document.images].map(i => [i.getAttribute('src'), i.complete, i.naturalWidth])")
+    assert len(images) > 30
+    broken = [src for src, complete, width in images if not (complete and width > 0)]
+    assert broken == []
+    assert page.locator("h2").count() == 8
+    page.evaluate("document.getElementById('gallery').scrollIntoView()")
+    save_screenshot(page.screenshot(), "report.png", tmp_path)
+    page.close()
