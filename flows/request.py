@@ -1,0 +1,103 @@
+"""What a run is asked to do, checked before anything starts (and before Prefect does).
+
+`resolve_run(config, output, seed, overrides)` is the one reading of a run's parameters, shared by
+`hardneg run` and the Prefect flow (whose parameters they are): the config file over its base chain
+(`core/config_files.py`), the overrides and the seed on top, and the run folder (`--output`, or
+`outputs/<config>-<hash>`). `check_request` says every way it cannot start as one line, before any
+folder is made: inputs that are not there, an output that is a file or someone else's folder.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from hardneg.core.config import DEFAULT_CONFIG, RunConfig, load_config
+from hardneg.core.gqa_stream import graph_files
+from hardneg.core.runfolder import CONFIG_FILE
+from hardneg.core.runlock import LOCK_FILE
+
+
+def resolve_run(
+    config: str | None = None,
+    output: str | Path | None = None,
+    seed: int | None = None,
+    overrides: dict[str, Any] | None = None,
+) -> tuple[RunConfig, Path]:
+    """(the validated config, the absolute run folder) of a run's parameters."""
+    extra = dict(overrides or {})
+    if seed is not None:
+        extra["seed"] = seed
+    cfg = load_config(config, extra)
+    if output is not None:
+        return cfg, Path(output).expanduser().resolve()
+    stem = cfg.name or f"{config_label(config)}-{cfg.fingerprint()[:8]}"
+    return cfg, Path.cwd() / "outputs" / stem
+
+
+def config_label(config: str | None) -> str:
+    """A config's short name: `demo`, `gqa`, `my-config` (a file's stem)."""
+    return Path(config).stem if config else DEFAULT_CONFIG.stem
+
+
+def config_param(config: str | Path | None) -> str | None:
+    """A config reference that means the same from any working directory (a Prefect worker's too): a
+    file becomes absolute, a bundled name (`gqa`) stays a name."""
+    if config is None:
+        return None
+    p = Path(config).expanduser()
+    return str(p.resolve()) if p.is_file() else str(config)
+
+
+def check_request(cfg: RunConfig, root: Path) -> None:
+    """Raise ValueError (one line) when the run cannot start; writes nothing."""
+    check_inputs(cfg)
+    check_backends(cfg)
+    check_output(root)
+
+
+def check_backends(cfg: RunConfig) -> None:
+    """Settings a backend needs from the environment, found now rather than after the first stages."""
+    o = cfg.language.openai
+    if cfg.language.backend == "openai" and not (o.base_url or os.environ.get("OPENAI_BASE_URL")):
+        raise ValueError(
+            "language.backend is openai but language.openai.base_url is null and $OPENAI_BASE_URL is not set; "
+            "set one (https://api.openai.com/v1 for OpenAI)"
+        )
+
+
+def check_inputs(cfg: RunConfig) -> None:
+    if cfg.inputs.scene_graphs is None:
+        return
+    sg = cfg.resolve(cfg.inputs.scene_graphs)
+    if not sg.exists():
+        raise ValueError(f"scene graphs not found: {sg} (give a *_sceneGraphs.json file or a folder of them)")
+    try:
+        files = graph_files(sg)
+    except (OSError, ValueError) as e:
+        raise ValueError(f"scene graphs: {e}") from None
+    for f in files:
+        if not os.access(f, os.R_OK):
+            raise ValueError(f"scene graphs: cannot read {f} (permission denied)")
+    if cfg.inputs.images is not None:
+        images = cfg.resolve(cfg.inputs.images)
+        if not images.is_dir():
+            what = "is not a folder" if images.exists() else "not found"
+            raise ValueError(f"images folder {what}: {images} (give the folder of <image_id>.jpg)")
+
+
+def check_output(root: Path) -> None:
+    """The run folder is new, empty, or a hardneg run folder (which the run resumes)."""
+    if root.exists() and not root.is_dir():
+        raise ValueError(f"output {root} is a file; give a folder for the run")
+    if root.is_dir() and not (root / CONFIG_FILE).exists():
+        others = [p.name for p in root.iterdir() if p.name != LOCK_FILE]
+        if others:
+            raise ValueError(
+                f"output {root} is a folder that is not a hardneg run (it holds {others[0]!r}"
+                f"{f' and {len(others) - 1} more' if len(others) > 1 else ''}); give a new or empty folder"
+            )
+    parent = next((p for p in [root, *root.parents] if p.exists()), None)
+    if parent is not None and not os.access(parent, os.W_OK):
+        raise ValueError(f"output {root}: cannot write in {parent} (permission denied)")

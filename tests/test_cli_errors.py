@@ -1,0 +1,140 @@
+"""Every user error fails fast and clearly: one line on stderr, exit status 2, no traceback, found before
+Prefect starts, and nothing left behind (no half-made run folder). Before issue 14 a wrong
+`--scene-graphs` failed after 21 s behind 68 lines of Prefect tracebacks and left a run folder, and a bad
+cron string gave a raw pydantic error."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from hardneg.cli import main
+from hardneg.core.runlock import RunLock
+from tests.helpers import REPO_ROOT
+
+
+def _error(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
+    """Run the CLI, check the shape of the failure, and return the message."""
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("hardneg: error: ") and "\n" not in err and "Traceback" not in err, err
+    return err
+
+
+@pytest.fixture
+def graphs_folder(tmp_path: Path) -> Path:
+    d = tmp_path / "gqa"
+    d.mkdir()
+    (d / "val_sceneGraphs.json").write_text("{}")
+    return d
+
+
+def _cases(tmp: Path, graphs: Path) -> list[tuple[list[str], str]]:
+    """(extra `hardneg run` arguments, what the message says) for each user error."""
+    (tmp / "empty").mkdir()
+    (tmp / "a_file").write_text("x")
+    (tmp / "theirs").mkdir()
+    (tmp / "theirs" / "thesis.tex").write_text("x")
+    configs = {
+        "typo.yaml": "seeed: 3\n",
+        "filter.yaml": "filters: {scorers: {clipp: {}}}\n",
+        "threshold.yaml": "filters: {thresholds: {clip: {min_margin: 0.1}}}\n",
+        "yaml.yaml": "seed: [\n",
+        "base.yaml": "base: dmeo\n",
+        "openai.yaml": "language: {backend: openai}\n",
+    }
+    for name, text in configs.items():
+        (tmp / name).write_text(text)
+    sg = ["--scene-graphs", str(graphs)]
+    return [
+        (["--scene-graphs", str(tmp / "nope.json")], "scene graphs not found"),
+        (["--scene-graphs", str(tmp / "empty")], "holds no *sceneGraphs*.json"),
+        ([*sg, "--images", str(tmp / "nope")], "images folder not found"),
+        ([*sg, "--images", str(tmp / "a_file")], "images folder is not a folder"),
+        (["--images", str(tmp)], "--images needs --scene-graphs"),
+        (["--config", str(tmp / "missing.yaml")], "config file not found"),
+        (["--config", str(tmp / "typo.yaml")], "seeed: unknown key (did you mean seed?)"),
+        (["--config", str(tmp / "filter.yaml")], "unknown filter 'clipp' (did you mean 'clip'?)"),
+        (["--config", str(tmp / "threshold.yaml")], "filters.thresholds.clip: clip does not run"),
+        (["--config", str(tmp / "yaml.yaml")], "is not valid YAML at line"),
+        (["--config", str(tmp / "base.yaml")], "did you mean 'demo'?"),
+        (["--config", str(tmp / "openai.yaml")], "$OPENAI_BASE_URL is not set"),
+        (["--output", str(tmp / "a_file")], "is a file"),
+        (["--output", str(tmp / "theirs")], "is a folder that is not a hardneg run"),
+    ]
+
+
+def test_every_run_error_is_one_line_and_leaves_nothing_behind(tmp_path, graphs_folder, capsys, monkeypatch):
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    for extra, message in _cases(tmp_path, graphs_folder):
+        out = tmp_path / "out"
+        argv = ["run", "--output", str(out), *extra]
+        err = _error(capsys, [*argv, "--no-prefect"])
+        assert message in err, (extra, err)
+        assert _error(capsys, argv) == err  # the Prefect path checks the same, before Prefect starts
+        assert not out.exists(), extra
+
+
+def test_a_wrong_scene_graph_path_fails_in_seconds_without_prefect(tmp_path: Path):
+    out = tmp_path / "run"
+    exe = Path(sys.executable).parent / "hardneg"
+    t0 = time.perf_counter()
+    r = subprocess.run(
+        [str(exe), "run", "--scene-graphs", str(tmp_path / "nope.json"), "--output", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        timeout=120,
+    )
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.strip().count("\n") == 0 and "scene graphs not found" in r.stderr
+    assert time.perf_counter() - t0 < 15 and not out.exists()
+
+
+def test_a_second_run_into_a_folder_being_written_refuses(tmp_path: Path, capsys):
+    out = tmp_path / "run"
+    with RunLock(out, "hardneg run"):
+        err = _error(capsys, ["run", "--no-prefect", "--output", str(out)])
+    assert "is being written by hardneg run (pid" in err and "wait for it to finish" in err
+
+
+def test_serve_checks_cron_and_server_before_serving(tmp_path: Path, capsys, monkeypatch):
+    out = str(tmp_path / "run")
+    err = _error(capsys, ["serve", "--cron", "every monday", "--output", out])
+    assert 'is not a cron schedule: five fields, minute hour day month weekday, e.g. "0 3 * * 1"' in err
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")  # nothing listens on port 9
+    assert "no Prefect server answers at PREFECT_API_URL=http://127.0.0.1:9/api" in _error(
+        capsys, ["serve", "--cron", "0 3 * * 1", "--output", out]
+    )
+    assert "seeed: unknown key" in _error(
+        capsys, ["serve", "--cron", "0 3 * * 1", "--output", out, "--config", _typo(tmp_path)]
+    )
+    assert not Path(out).exists()
+
+
+def _typo(tmp_path: Path) -> str:
+    p = tmp_path / "typo.yaml"
+    p.write_text("seeed: 1\n")
+    return str(p)
+
+
+def test_split_errors_are_one_line(tmp_path: Path, capsys):
+    assert "run folder not found" in _error(capsys, ["split", str(tmp_path / "nope")])
+    assert "is not a hardneg run folder" in _error(capsys, ["split", str(tmp_path)])
+
+
+def test_the_default_prefect_home_is_created(tmp_path: Path, monkeypatch):
+    """Prefect makes only the last level of PREFECT_HOME: without ~/.hardneg the ephemeral server could not
+    open its database and `hardneg run` timed out after 180 s (found while working on issue 14)."""
+    from hardneg.cli import prefect_env_defaults
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("PREFECT_HOME", raising=False)
+    prefect_env_defaults()
+    assert Path(os.environ["PREFECT_HOME"]) == tmp_path / ".hardneg" / "prefect"
+    assert (tmp_path / ".hardneg" / "prefect").is_dir()

@@ -1,0 +1,155 @@
+"""The run folder is a Hugging Face dataset: `datasets.load_dataset(run)` with no other argument gives
+train/val/test positives, a `negatives` config holds text and image negatives in one schema, and images
+decode from any working directory. Every test here fails on the code before issue 14 (no `data/`, no
+card: `load_dataset("json", ...)` on negative.json failed with a CastError)."""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+import orjson
+import pandas as pd
+import pytest
+import yaml
+
+from hardneg.core.dataset import NEGATIVE_COLUMNS, POSITIVE_COLUMNS, write_dataset
+from hardneg.core.dataset_card import write_card
+from tests.runs import small_run
+
+datasets = pytest.importorskip("datasets")
+
+
+@pytest.fixture
+def hf(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """`datasets.load_dataset` with a fresh cache, called from a working directory that is not the run's."""
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf-cache"))
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "hf-cache")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    return datasets.load_dataset
+
+
+def _vanilla(run: Path, split: str, kind: str) -> list[dict]:
+    return orjson.loads((run / "splits" / split / f"{kind}.json").read_bytes())
+
+
+def test_load_dataset_with_no_argument_gives_train_val_test_positives_with_images(hf):
+    run = small_run()
+    ds = hf(str(run))
+    assert list(ds) == ["train", "val", "test"]
+    for split in ds:
+        rows = _vanilla(run, split, "positive")
+        assert ds[split].num_rows == len(rows) > 0
+        first = ds[split][0]
+        assert first["id"] == rows[0]["id"] and first["expression"] == rows[0]["expression"]
+        assert first["image"].size == (rows[0]["width"], rows[0]["height"])  # decoded from the run folder
+        assert orjson.loads(first["path"]) == rows[0]["path"]
+    assert isinstance(ds["train"].features["image"], datasets.Image)
+
+
+def test_negatives_share_one_schema_whether_a_split_has_image_negatives_or_not(hf):
+    run = small_run()
+    ds = hf(str(run), "negatives")
+    assert not any(r["negative_cate"] == "image" for r in _vanilla(run, "train", "negative"))
+    assert ds["train"].features == ds["test"].features
+    image_rows = [r for r in ds["test"] if r["negative_cate"] == "image"]
+    text_rows = [r for r in ds["test"] if r["negative_cate"] == "text"]
+    assert image_rows and text_rows
+    for r in image_rows:
+        assert r["image"].size == (r["width"], r["height"]) and r["source_image"] is not None
+        assert orjson.loads(r["edit"])["op"] and r["candidate"] in r["candidates"]
+    for r in text_rows:
+        assert r["source_image"] is None and r["edit"] is None and orjson.loads(r["change"]) is not None
+
+
+def test_parquet_tables_have_the_fixed_schema_and_no_unknown_fields():
+    run = small_run()
+    for config, columns in (("positives", POSITIVE_COLUMNS), ("negatives", NEGATIVE_COLUMNS)):
+        for split in ("train", "val", "test"):
+            df = pd.read_parquet(run / "data" / config / split / "metadata.parquet")
+            assert list(df.columns) == [c for c, _, _ in columns]
+            assert len(df) == len(_vanilla(run, split, config[:-1]))
+            # a field the schema lacks lands in `extra`: a new record field must get its own column
+            assert df["extra"].isna().all(), df["extra"].dropna().head().tolist()
+
+
+def test_images_are_hard_links_and_coco_file_names_are_relative_to_the_run_folder():
+    run = small_run()
+    for split in ("train", "val", "test"):
+        coco = orjson.loads((run / "splits" / split / "coco.json").read_bytes())
+        assert coco["info"]["file_names"] == "relative to the run folder"
+        assert all((run / i["file_name"]).is_file() for i in coco["images"])
+        assert "image_root" not in coco["images"][0]
+    linked = next((run / "data" / "positives" / "train" / "images").iterdir())
+    source = run / "inputs" / "demo" / "images" / linked.name
+    assert linked.stat().st_ino == source.stat().st_ino  # one file on disk, two names
+
+
+def test_the_card_declares_configs_splits_features_and_the_source_license():
+    run = small_run()
+    text = (run / "README.md").read_text()
+    header = yaml.safe_load(text.split("---\n")[1])
+    assert header["license"] == "cc-by-4.0" and "CC BY 4.0" in text and "Visual Genome" in text
+    configs = {c["config_name"]: c for c in header["configs"]}
+    assert configs["positives"]["default"] is True and "default" not in configs["negatives"]
+    manifest = orjson.loads((run / "manifest.json").read_bytes())
+    info = {i["config_name"]: i for i in header["dataset_info"]}
+    assert {s["name"]: s["num_examples"] for s in info["positives"]["splits"]} == manifest["counts"]["positives"]
+    assert {s["name"]: s["num_examples"] for s in info["negatives"]["splits"]} == manifest["counts"]["negatives"]
+    assert {"name": "image", "dtype": "image"} in info["negatives"]["features"]
+    assert "Positives per split and level" in text  # the stats tables
+
+
+def _fake_run(tmp_path: Path, with_images: bool) -> tuple[Path, Path | None]:
+    """A run folder holding a few of the small run's records: train and test, no val."""
+    src = small_run()
+    root = tmp_path / "run"
+    for split in ("train", "test"):
+        d = root / "splits" / split
+        d.mkdir(parents=True)
+        for kind in ("positive", "negative"):
+            rows = [r for r in _vanilla(src, split, kind) if r.get("negative_cate") != "image"][:3]
+            (d / f"{kind}.json").write_bytes(orjson.dumps(rows))
+    return root, (src / "inputs" / "demo" / "images" if with_images else None)
+
+
+def test_images_on_another_file_system_are_copied_and_the_card_says_so(tmp_path: Path, monkeypatch, hf):
+    root, images = _fake_run(tmp_path, with_images=True)
+
+    real_link = os.link
+
+    def link(src, dst, *a, **k):  # the input images are on another file system; the run's own files are not
+        if str(images) in str(src):
+            raise OSError(errno.EXDEV, "Invalid cross-device link")
+        return real_link(src, dst)
+
+    monkeypatch.setattr(os, "link", link)
+    summary = write_dataset(root, images)
+    write_card(root, summary, {})
+    assert summary["images"]["copied"] > 0 and summary["rows"]["positives"] == {"train": 3, "test": 3}
+    assert f"{summary['images']['copied']} copies" in (root / "README.md").read_text()
+    ds = hf(str(root))
+    assert list(ds) == ["train", "test"]  # an empty split is left out, not a load error
+    assert ds["test"][0]["image"] is not None
+
+
+def test_a_run_without_images_still_loads_with_null_file_names(tmp_path: Path, hf):
+    root, _ = _fake_run(tmp_path, with_images=False)
+    summary = write_dataset(root, None)
+    write_card(root, summary, {})
+    ds = hf(str(root), "negatives")
+    assert ds["train"].num_rows == 3 and ds["train"][0]["file_name"] is None
+    assert not (root / "data" / "positives" / "train" / "images").exists()
+
+
+def test_rewriting_replaces_the_dataset_and_leaves_no_staging_folder(tmp_path: Path):
+    root, images = _fake_run(tmp_path, with_images=True)
+    write_dataset(root, images)
+    (root / "splits" / "test" / "negative.json").write_bytes(b"[]")
+    summary = write_dataset(root, images)
+    assert "test" not in summary["rows"]["negatives"] and not (root / "data" / "negatives" / "test").exists()
+    assert sorted(p.name for p in root.iterdir()) == ["data", "splits"]

@@ -1,0 +1,113 @@
+"""`hardneg split` is honest: it starts from the run's own config each call, prints counts before and
+after, refuses (exit 2, run unchanged) a rule that would drop everything unless `--force`, and refuses
+thresholds of a filter that never ran. Which tests fail on the code before issue 14 and which guard the
+stage redesign's fixes against regressions is said on each."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import orjson
+import pytest
+
+from hardneg.cli import main
+from hardneg.core.stats import build_stats, write_stats
+from hardneg.flows.pipeline import resplit
+from tests.runs import copy_of_small_run
+
+
+@pytest.fixture
+def run(tmp_path: Path) -> Path:
+    return copy_of_small_run(tmp_path / "run")
+
+
+def _yaml(tmp_path: Path, text: str) -> str:
+    p = tmp_path / "split.yaml"
+    p.write_text(text)
+    return str(p)
+
+
+def _manifest(root: Path) -> dict:
+    return orjson.loads((root / "manifest.json").read_bytes())
+
+
+def _image_negatives(root: Path) -> int:
+    return sum(_manifest(root)["counts"]["image_negatives_by_split_type_level"].values())
+
+
+def _snapshot(root: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and "report_assets" not in p.parts and p.name != ".hardneg.lock"  # the lock says who held it
+    }
+
+
+def test_split_prints_counts_before_and_after(run: Path, tmp_path: Path, capsys):
+    """Fails before issue 14: split printed two dicts, no table."""
+    assert main(["split", str(run), "--config", _yaml(tmp_path, "filters: {thresholds: {seam: {max: 0.01}}}\n")]) == 0
+    out = capsys.readouterr().out
+    assert "before" in out and "after" in out and "change" in out
+    row = next(line for line in out.splitlines() if line.startswith("image negatives") and " test " in line)
+    before, after = (int(x) for x in row.split()[3:5])
+    assert after == _image_negatives(run) and before >= after
+
+
+def test_a_rule_that_drops_everything_is_refused_and_leaves_the_run_as_it_was(run: Path, tmp_path: Path, capsys):
+    """Fails before issue 14: `require_clip`-like rules dropped every negative with exit 0."""
+    assert _image_negatives(run) > 0
+    before = _snapshot(run)
+    drop_all = _yaml(tmp_path, "filters: {thresholds: {seam: {max: -1.0}}}\n")
+    assert main(["split", str(run), "--config", drop_all]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]  # after the decide stage's line
+    assert err.startswith("hardneg: error: split refused, the run is unchanged: ")
+    assert "image_negative would keep none of" in err and "(--force applies it anyway)" in err
+    assert _snapshot(run) == before  # byte for byte, the decide stage's work included
+    assert main(["split", str(run), "--config", drop_all, "--force"]) == 0
+    assert _image_negatives(run) == 0
+
+
+def test_each_split_starts_from_the_run_config(run: Path):
+    """Regression guard for the redesign (`resplit` starts from the stored config): settings used to pile
+    up across calls."""
+    resplit(run, {"filters": {"thresholds": {"seam": {"max": 0.05}}}})
+    assert _manifest(run)["thresholds"]["seam"]["max"] == 0.05
+    resplit(run, {"refine": {"bins_1d": 4}})
+    m = _manifest(run)
+    assert m["thresholds"]["seam"]["max"] == 0.2 and m["config"]["refine"]["bins_1d"] == 4  # no pile-up
+
+
+def test_thresholds_of_a_filter_that_never_ran_are_refused(run: Path, tmp_path: Path, capsys):
+    """Regression guard for the redesign (`filters/decide.py: rules`): a CLIP threshold without CLIP scores
+    once dropped every negative with exit 0."""
+    clip = _yaml(tmp_path, "filters: {thresholds: {clip: {min_margin: 0.1}}}\n")
+    assert main(["split", str(run), "--config", clip]) == 2
+    assert "clip does not run; add it to filters.scorers" in capsys.readouterr().err
+    typo = _yaml(tmp_path, "filters: {threshods: {seam: {max: 0.1}}}\n")
+    assert main(["split", str(run), "--config", typo]) == 2
+    assert "split cannot change filters.threshods.seam.max (did you mean filters.thresholds?)" in (
+        capsys.readouterr().err
+    )
+
+
+def test_a_filter_that_did_not_run_reads_not_run_never_100_percent(tmp_path: Path):
+    """Regression guard for the redesign (`core/stats.py`): CLIP showed "100% passed" when it never ran."""
+    filters = {"clip": {"passed": None, "seen": None, "not_run": True}, "seam": {"passed": 3, "seen": 4}}
+    write_stats(tmp_path, build_stats(Counter(), Counter(), Counter(), filters))
+    md = (tmp_path / "stats.md").read_text()
+    assert "| clip | - | - | not run |" in md and "| seam | 3 | 4 | 75.0% |" in md
+    assert "100" not in md
+
+
+def test_every_stage_summary_and_the_manifest_carry_time_items_and_rejects(run: Path):
+    """Regression guard for the redesign (per-stage timings, items in/out and rejects were nowhere)."""
+    m = _manifest(run)
+    stages = [d.name for d in sorted((run / "work").iterdir()) if (d / "_stage.json").is_file()]
+    assert set(stages) == set(m["versions"]["stages"])
+    for name in stages:
+        s = orjson.loads((run / "work" / name / "_stage.json").read_bytes())
+        assert s["seconds"] >= 0 and s["items_in"] >= 0 and s["rejects"] >= 0 and isinstance(s["written"], dict)
+    for name, s in m["stages"].items():
+        assert set(s) >= {"seconds", "items_in", "written", "rejects"}, name
+    assert m["stages"]["paths"]["items_in"] > 0 and m["stages"]["paths"]["rejects"] > 0
