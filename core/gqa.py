@@ -18,270 +18,36 @@ Two kinds of defect, handled differently:
 from __future__ import annotations
 
 import logging
+import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
-import numpy as np
 import orjson
 
-from core.records import Reject, Relation, SceneGraph, SceneObject
+from hardneg.core.gqa_stream import DEFAULT_CHUNK, DEFAULT_MAX_MEMBER, RawDefect, graph_files, iter_raw_graphs
+from hardneg.core.ids import id_problem
+from hardneg.core.records import Relation, SceneGraph, SceneObject
+
+# The byte scanner lives in core/gqa_stream.py; this module stays the public home of its names.
+__all__ = [
+    "DEFAULT_CHUNK",
+    "DEFAULT_MAX_MEMBER",
+    "MAX_TEXT",
+    "GraphCheck",
+    "RawDefect",
+    "graph_files",
+    "iter_raw_graphs",
+    "load_graphs",
+    "validate_graph",
+]
 
 log = logging.getLogger(__name__)
 
-REJECT_STAGE = "gqa_load"
-DEFAULT_CHUNK = 8 << 20  # bytes per read
-_SCAN_BLOCK = 256 << 10  # bytes scanned at once: its arrays take ~3x this, and small blocks stay in cache
-DEFAULT_MAX_MEMBER = 64 << 20  # bytes; a GQA graph is ~5-50 KB, a bigger one means broken quoting
-
-# The scanner's byte classes (0 = uninteresting). `[`/`{` and `]`/`}` share a class: depth counts
-# both, and mismatched bracket kinds are caught when orjson parses the member.
-_QUOTE, _OPEN, _CLOSE, _COMMA = 1, 2, 3, 4
-_CLASS_OF = {
-    ord('"'): _QUOTE,
-    ord("{"): _OPEN,
-    ord("["): _OPEN,
-    ord("}"): _CLOSE,
-    ord("]"): _CLOSE,
-    ord(","): _COMMA,
-}
-_CLASS_TABLE = bytes(_CLASS_OF.get(b, 0) for b in range(256))  # for bytes.translate: one C pass
-_DEPTH_DELTA = np.array([0, 0, 1, -1, 0], dtype=np.int32)  # indexed by class
-_BACKSLASH = ord("\\")
-_WS = b" \t\r\n"
-
-
-# --------------------------------------------------------------------------------------------
-# Streaming: byte spans of top-level members
-
-
-@dataclass(slots=True)
-class _ScanState:
-    """What the scanner carries across a chunk boundary."""
-
-    depth: int = 0  # bracket nesting; 1 = directly inside the top-level object
-    in_string: bool = False
-    backslashes: int = 0  # length of the backslash run that ended the previous chunk
-
-
-def _scan(chunk: bytes, st: _ScanState) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Positions, classes and depth-after of the brackets and commas of `chunk` outside strings.
-
-    Vectorised, a few byte-wide passes: classify bytes (one translate), mark string bytes with a
-    running XOR of the quote mask, keep structural bytes outside strings. Updates `st` to the state
-    at the end of the chunk.
-    """
-    classes = np.frombuffer(chunk.translate(_CLASS_TABLE), dtype=np.uint8)
-    quotes = (classes == _QUOTE).view(np.uint8)
-    if st.backslashes or b"\\" in chunk:  # memchr; real GQA files have (almost) no backslashes
-        _clear_escaped_quotes(chunk, quotes, st.backslashes)
-    # inside[i] = parity of the quotes up to i: 1 on an opening quote and the string bytes after it.
-    inside = np.bitwise_xor.accumulate(quotes)
-    del quotes
-    if st.in_string:
-        inside ^= 1
-    if len(inside):
-        st.in_string = bool(inside[-1])
-    outside = inside == 0
-    del inside
-    outside &= classes > _QUOTE
-    spos = np.flatnonzero(outside)
-    del outside
-    scls = classes[spos]
-    depth_after = np.cumsum(_DEPTH_DELTA[scls], dtype=np.int32)
-    depth_after += st.depth
-    if len(depth_after):
-        st.depth = int(depth_after[-1])
-    if chunk.endswith(b"\\"):
-        run = len(chunk) - len(chunk.rstrip(b"\\"))
-        st.backslashes = st.backslashes + run if run == len(chunk) else run
-    else:
-        st.backslashes = 0
-    return spos, scls, depth_after
-
-
-def _clear_escaped_quotes(chunk: bytes, quotes: np.ndarray, carried: int) -> None:
-    """Zero `quotes` where a quote is escaped by an odd run of backslashes (the rare slow path).
-
-    `carried` is the length of the backslash run that ended the previous chunk. Outside strings a
-    backslash is invalid JSON anyway; orjson reports it when it parses the member.
-    """
-    data = np.frombuffer(chunk, dtype=np.uint8)
-    cand = np.flatnonzero(quotes[1:] & (data[:-1] == _BACKSLASH)) + 1
-    if len(quotes) and quotes[0] and carried:
-        cand = np.concatenate(([0], cand))
-    for q in cand.tolist():
-        j = q - 1
-        while j >= 0 and chunk[j] == _BACKSLASH:
-            j -= 1
-        run = q - 1 - j + (carried if j < 0 else 0)  # the run may continue from the previous chunk
-        if run & 1:
-            quotes[q] = 0
-
-
-def _describe_start(byte: int) -> str:
-    return {ord("["): "an array", ord('"'): "a string"}.get(byte, f"{chr(byte)!r}")
-
-
-def _byte_offset(data: bytes, char_pos: int) -> int:
-    """orjson reports character positions; turn one into a byte offset (error path only)."""
-    return len(data.decode("utf-8", "replace")[:char_pos].encode("utf-8"))
-
-
-class _FileStream:
-    """Splits one file into (image_id, raw_value) members; see the module docstring for errors."""
-
-    def __init__(self, path: Path, chunk_size: int, max_member: int) -> None:
-        self.path = path
-        self.chunk_size = chunk_size
-        self.max_member = max_member
-
-    def _error(self, offset: int, what: str) -> ValueError:
-        return ValueError(f"{self.path}, byte {offset}: {what}")
-
-    def _blocks(self, f: BinaryIO) -> Iterator[bytes]:
-        # One reused read buffer: `f.read(n)` would allocate n bytes per call and briefly hold two.
-        buf = bytearray(self.chunk_size)
-        view = memoryview(buf)
-        while n := f.readinto(buf):
-            for i in range(0, n, _SCAN_BLOCK):
-                yield bytes(view[i : min(i + _SCAN_BLOCK, n)])
-
-    def _parse_member(self, data: bytes | memoryview, start: int) -> tuple[str, Any]:
-        # Wrapping the member in braces lets orjson check the key, the colon and the value at once.
-        doc = b"".join((b"{", data, b"}"))
-        try:
-            obj = orjson.loads(doc)
-        except orjson.JSONDecodeError as e:
-            offset = start + max(_byte_offset(doc, e.pos) - 1, 0)
-            raise self._error(offset, f"invalid JSON ({e.msg})") from None
-        if len(obj) != 1:  # only an empty member (a stray comma) gets here
-            raise self._error(start, "empty member (stray comma)")
-        ((key, value),) = obj.items()
-        return key, value
-
-    def __iter__(self) -> Iterator[tuple[str, Any]]:
-        st = _ScanState()
-        parts: list[bytes] = []  # bytes of the current member read in earlier chunks
-        held = 0  # len of those bytes
-        member_start = -1  # file offset of the current member's first byte
-        offset = 0  # file offset of the current chunk
-        started = ended = False
-        members = 0
-        with self.path.open("rb") as f:
-            for chunk in self._blocks(f):
-                if ended:
-                    if chunk.strip(_WS):
-                        raise self._error(offset + len(chunk) - len(chunk.lstrip(_WS)), "trailing data")
-                    offset += len(chunk)
-                    continue
-                base = 0  # where this chunk's member bytes begin
-                if not started:
-                    body = chunk.lstrip(_WS)
-                    if not body:
-                        offset += len(chunk)
-                        continue
-                    base = len(chunk) - len(body)
-                    if body[0] != ord("{"):
-                        raise self._error(
-                            offset + base,
-                            f"top level must be an object of image id -> graph, got {_describe_start(body[0])}",
-                        )
-                    started, st.depth = True, 1
-                    base += 1
-                    member_start = offset + base
-                    chunk = chunk[base:]
-                    offset += base
-                spos, scls, depth = _scan(chunk, st)
-                ends = np.flatnonzero(depth == 0)  # only the top-level `}` brings depth back to 0
-                stop = int(ends[0]) if len(ends) else len(spos)
-                bounds = spos[:stop][(scls[:stop] == _COMMA) & (depth[:stop] == 1)].tolist()
-                if len(ends):
-                    end_pos = int(spos[stop])
-                    if chunk[end_pos] != ord("}"):
-                        raise self._error(offset + end_pos, "']' closes the top-level object")
-                    bounds.append(end_pos)
-                prev = member_start - offset  # negative while the member began in an earlier chunk
-                view = memoryview(chunk)
-                for i, p in enumerate(bounds):
-                    if parts:
-                        parts.append(chunk[:p])
-                        data: bytes | memoryview = b"".join(parts)
-                        parts, held = [], 0
-                    else:
-                        data = view[prev:p]
-                    is_end = len(ends) > 0 and i == len(bounds) - 1
-                    if not (is_end and members == 0 and not bytes(data).strip(_WS)):  # `{}`: no images
-                        yield self._parse_member(data, member_start)
-                        members += 1
-                    del data  # hold no reference to this chunk while the next one is read
-                    member_start = offset + p + 1
-                    prev = p + 1
-                del view
-                if len(ends):
-                    ended = True
-                    rest = chunk[bounds[-1] + 1 :]
-                    if rest.strip(_WS):
-                        pos = bounds[-1] + 1 + len(rest) - len(rest.lstrip(_WS))
-                        raise self._error(offset + pos, "trailing data")
-                else:
-                    tail = chunk[max(prev, 0) :]
-                    parts.append(tail)
-                    held += len(tail)
-                    if held > self.max_member:
-                        raise self._error(
-                            member_start,
-                            f"member longer than {self.max_member} bytes (unbalanced quote?)",
-                        )
-                offset += len(chunk)
-        if not started:
-            raise self._error(offset, "no JSON object (empty file)")
-        if not ended:
-            data = b"".join(parts)
-            # The image before the cut is complete when its value's closing bracket was read; a
-            # scalar value might have lost digits, so it is not yielded.
-            if st.depth == 1 and not st.in_string and data.rstrip(_WS).endswith((b"}", b"]")):
-                yield self._parse_member(data, member_start)
-            where = "inside a string" if st.in_string else f"at nesting depth {st.depth}"
-            raise self._error(
-                offset, f"truncated file: it ends {where}, in the image that starts at byte {member_start}"
-            )
-
-
-def graph_files(path: str | Path) -> list[Path]:
-    """The file itself, or a folder's `*sceneGraphs*.json` files sorted by name."""
-    p = Path(path)
-    if p.is_dir():
-        files = sorted(q for q in p.glob("*sceneGraphs*.json") if q.is_file())
-        if not files:
-            raise ValueError(f"{p}: folder holds no *sceneGraphs*.json file")
-        return files
-    if not p.is_file():
-        raise FileNotFoundError(f"{p}: no such scene-graph file or folder")
-    return [p]
-
-
-def iter_raw_graphs(
-    path: str | Path, chunk_size: int = DEFAULT_CHUNK, *, max_member_bytes: int = DEFAULT_MAX_MEMBER
-) -> Iterator[tuple[str, Any]]:
-    """Yield `(image_id, raw_value)` in file order, streaming; `raw_value` is unvalidated.
-
-    `path` is a `*_sceneGraphs.json` file, or a folder: then every `*sceneGraphs*.json` in it, sorted
-    by name. A broken file yields every complete image before the break, then raises `ValueError`
-    with the file and byte offset. A duplicated image id is yielded twice (orjson.loads of the whole
-    file would keep the last); `load_graphs` rejects the repeat.
-    """
-    if chunk_size < 1:
-        raise ValueError(f"chunk_size must be a positive number of bytes, got {chunk_size}")
-    for file in graph_files(path):
-        log.info("reading scene graphs from %s", file)
-        yield from _FileStream(file, chunk_size, max_member_bytes)
-
-
-# --------------------------------------------------------------------------------------------
-# Validation: one image's raw value -> SceneGraph, a reject reason, and counted repairs
+MAX_TEXT = 100  # characters in a name, attribute or relation; GQA's longest is ~30, longer is not a word
+_SPACE_RUN = re.compile(r"\s+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,12 +62,6 @@ class GraphCheck:
     @property
     def ok(self) -> bool:
         return self.graph is not None
-
-    def to_reject(self) -> Reject:
-        """The reject record for a rejected image (STYLE habit 2)."""
-        if self.reason is None:
-            raise ValueError(f"image {self.image_id} was not rejected")
-        return Reject(stage=REJECT_STAGE, reason=self.reason, image_id=self.image_id)
 
 
 class _Invalid(Exception):
@@ -333,6 +93,7 @@ def _as_int(value: Any, what: str) -> int:
 
 
 def _text(value: Any, what: str, repairs: Counter[str]) -> str:
+    """Slow path for a word: type errors and control characters reject; whitespace is repaired."""
     if not isinstance(value, str):
         raise _Invalid(f"{what} must be a string, got {_kind(value)}")
     stripped = value.strip()
@@ -340,7 +101,20 @@ def _text(value: Any, what: str, repairs: Counter[str]) -> str:
         repairs["stripped_whitespace"] += 1
     if not stripped:
         raise _Invalid(f"{what} is empty")
+    if not stripped.isprintable():  # a newline, tab or odd space inside is one space; anything else rejects
+        bad = next((c for c in stripped if not c.isprintable() and not c.isspace()), None)
+        if bad is not None:
+            raise _Invalid(f"{what} contains the control character U+{ord(bad):04X}")
+        stripped = _SPACE_RUN.sub(" ", stripped)
+        repairs["collapsed_whitespace"] += 1
+    if len(stripped) > MAX_TEXT:
+        raise _Invalid(f"{what} is {len(stripped)} characters long (at most {MAX_TEXT})")
     return stripped
+
+
+def _clean(s: Any) -> bool:
+    """The fast path's test: a non-empty printable string of at most MAX_TEXT without outer spaces."""
+    return type(s) is str and 0 < len(s) <= MAX_TEXT and s.isprintable() and s.strip() == s
 
 
 def _attributes(raw: Any, oid: str, repairs: Counter[str]) -> tuple[str, ...]:
@@ -348,7 +122,7 @@ def _attributes(raw: Any, oid: str, repairs: Counter[str]) -> tuple[str, ...]:
         raise _Invalid(f"object {oid}: 'attributes' must be a list of strings, got {_kind(raw)}")
     attrs = tuple(raw)
     for a in attrs:  # fast path: clean strings, no repeats
-        if type(a) is not str or not a or a.strip() != a:
+        if not _clean(a):
             break
     else:
         if len(set(attrs)) == len(attrs):
@@ -414,7 +188,7 @@ def _build(image_id: str, raw: Any, repairs: Counter[str]) -> SceneGraph:
             name, x, y, w, h = obj["name"], obj["x"], obj["y"], obj["w"], obj["h"]
         except KeyError as e:
             raise _Invalid(f"object {oid}: missing key '{e.args[0]}'") from None
-        if type(name) is not str or not name or name.strip() != name:
+        if not _clean(name):
             name = _text(name, f"object {oid}: 'name'", repairs)
         if type(x) is not int or type(y) is not int or type(w) is not int or type(h) is not int:
             x, y, w, h = (_as_int(obj[k], f"object {oid}: '{k}'") for k in "xywh")
@@ -437,7 +211,7 @@ def _build(image_id: str, raw: Any, repairs: Counter[str]) -> SceneGraph:
                 rname, target = r.get("name"), r.get("object")
             else:
                 rname = target = None
-            if type(rname) is not str or type(target) is not str or not rname or rname.strip() != rname:
+            if type(target) is not str or not _clean(rname):
                 rname, target = _relation_fields(r, oid, i, repairs)
             key = (rname, target)
             if target == oid:
@@ -455,15 +229,21 @@ def _build(image_id: str, raw: Any, repairs: Counter[str]) -> SceneGraph:
 def validate_graph(image_id: str, raw: Any) -> GraphCheck:
     """Check one image's raw GQA value; reject it with a reason or return the (repaired) graph.
 
-    Rejected: a value or field of the wrong type, missing width/height/objects or name/x/y/w/h,
-    a non-positive image or box size, a box entirely outside the image, malformed attributes or
-    relations. Repaired and counted in `repairs`: boxes clipped to the image (`clipped_box`),
-    relations to unknown ids (`dropped_dangling_relation`), self-relations (`dropped_self_relation`),
-    exact duplicate relations (`dropped_duplicate_relation`) and attributes
-    (`dropped_duplicate_attribute`), names/attributes with surrounding whitespace
-    (`stripped_whitespace`), integer relation targets (`stringified_id`). A missing `attributes` or
-    `relations` key means none.
+    Rejected: an image id that cannot name a file (`core.ids.id_problem`), a graph with a duplicate
+    object id or key or a value orjson refuses (`RawDefect`), a value or field of the wrong type,
+    missing width/height/objects or name/x/y/w/h, a non-positive image or box size, a box entirely
+    outside the image, malformed attributes or relations, a name, attribute or relation name with a
+    control character or longer than MAX_TEXT. Repaired and counted in `repairs`: boxes clipped to the
+    image (`clipped_box`), relations to unknown ids (`dropped_dangling_relation`), self-relations
+    (`dropped_self_relation`), exact duplicate relations (`dropped_duplicate_relation`) and attributes
+    (`dropped_duplicate_attribute`), names/attributes/relations with surrounding whitespace
+    (`stripped_whitespace`) or newlines, tabs and odd spaces inside (`collapsed_whitespace`: one space),
+    integer relation targets (`stringified_id`). A missing `attributes` or `relations` key means none.
     """
+    if (why := id_problem(image_id)) is not None:
+        return GraphCheck(image_id, None, f"unusable image id: {why}", {})
+    if isinstance(raw, RawDefect):
+        return GraphCheck(image_id, None, raw.reason, {})
     repairs: Counter[str] = Counter()
     try:
         graph = _build(image_id, raw, repairs)

@@ -1,0 +1,77 @@
+"""The run folder (SPEC section 3b): setting it up and finding its inputs.
+
+<run>/manifest.json, attribute_categories.json, stats.*, rejects.jsonl, splits/<split>/...
+<run>/inputs/demo/        the demo world, when the run uses it
+<run>/work/config.json    the validated config of the last `hardneg run`
+<run>/work/<stage>/       each stage's units, rejects, markers and summary (core/stage.py)
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from pathlib import Path
+
+from hardneg.core.attributes import AttributeTable
+from hardneg.core.config import RunConfig
+from hardneg.core.demo_world import build_demo_world
+from hardneg.core.ids import id_problem
+from hardneg.core.io import atomic_write_bytes, clean_temp_files, write_json
+from hardneg.core.publish import recover
+from hardneg.core.stage import digest
+
+log = logging.getLogger("hardneg")
+
+CONFIG_FILE = Path("work") / "config.json"
+
+
+def demo_dir(root: Path) -> Path:
+    return root / "inputs" / "demo"
+
+
+def prepare_run(cfg: RunConfig, root: Path) -> None:
+    """Create the run folder, store the config and the attribute table, build the demo world if used;
+    first finish or undo what an interrupted run left (a half-done output swap, temp files)."""
+    (root / "work").mkdir(parents=True, exist_ok=True)
+    recover(root)
+    clean_temp_files(root, recursive=False)  # the stages clean their own folders when they open
+    atomic_write_bytes(root / CONFIG_FILE, cfg.model_dump_json(indent=2).encode())
+    write_json(root / "attribute_categories.json", AttributeTable.load(cfg.resolve(cfg.attribute_table)).to_json())
+    if cfg.inputs.scene_graphs is None:
+        d = demo_dir(root)
+        fp = digest(cfg.demo.model_dump())
+        stamp = d / "_fingerprint"
+        if not (stamp.exists() and stamp.read_text() == fp):
+            log.info("building the demo world (%d scenes)", cfg.demo.n_scenes)
+            if d.exists():
+                shutil.rmtree(d)
+            build_demo_world(d, n_scenes=cfg.demo.n_scenes, seed=cfg.demo.seed)
+            atomic_write_bytes(stamp, fp.encode())
+
+
+def stored_config(root: Path) -> RunConfig:
+    f = root / CONFIG_FILE
+    if not f.exists():
+        raise ValueError(f"{root} is not a hardneg run folder (no {CONFIG_FILE})")
+    return RunConfig.model_validate_json(f.read_bytes())
+
+
+def resolve_inputs(root: Path, cfg: RunConfig) -> tuple[Path, Path | None]:
+    """(scene graphs, images folder or None) that the run reads."""
+    if cfg.inputs.scene_graphs is None:
+        return demo_dir(root) / "demo_sceneGraphs.json", demo_dir(root) / "images"
+    sg = cfg.resolve(cfg.inputs.scene_graphs)
+    images = cfg.resolve(cfg.inputs.images) if cfg.inputs.images is not None else None
+    if not sg.exists():
+        raise ValueError(f"scene graphs not found: {sg}")
+    if images is not None and not images.is_dir():
+        raise ValueError(f"images folder not found: {images}")
+    return sg, images
+
+
+def image_file(images: Path, image_id: str) -> Path:
+    """The GQA image of an id: `<images>/<image_id>.jpg`, GQA's own naming, so the id is used as given.
+    An id that could leave the folder (or is no file name at all) raises: ingest rejects those first."""
+    if (why := id_problem(image_id)) is not None:
+        raise ValueError(f"{why}: {image_id!r}")
+    return images / f"{image_id}.jpg"
