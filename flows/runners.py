@@ -1,0 +1,150 @@
+"""Where a stage's units run: the one place that turns `task_runner` and `workers` into workers.
+
+- **Prefect** (`flows/generate.py`): `task_runner(cfg)` is Prefect's thread or process pool, or Prefect's
+  Dask runner (`prefect-dask`'s `DaskTaskRunner`) on a running cluster (`dask.address`) or on a local
+  one started for the run. One task per unit, as with the pools. `gpu_stage(cfg, stage)` marks the units
+  of a GPU stage (`Stage.gpu`) as needing a worker with the Dask resource `GPU=1`, so each GPU runs one
+  model-holding task at a time; models are built once per worker process (`backends/models.py`).
+- **Without Prefect** (`run_local`): `unit_pool(cfg, workers)` runs units in this process, in a process
+  pool (`process`, or `dask` without an address), or on the Dask cluster at `dask.address`.
+
+Every way runs the same `run_unit`, which reads the config stored in the run folder, so the output does
+not depend on where a unit ran.
+
+Dask, not Ray: every unit is a short function of a path that reads and writes files; Dask's scheduler
+does exactly that, `prefect-dask` is maintained with Prefect 3, worker resources (`--resources GPU=1`)
+and per-worker processes give one model per GPU, and `dask scheduler` / `dask worker` (or dask-jobqueue
+on SLURM/PBS, dask-kubernetes) deploy it with one command per machine. Ray's actors and object store
+buy nothing here and Ray weighs a multi-hundred-MB wheel with its own cluster runtime.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+from uuid import uuid4
+
+from hardneg.core.config import RunConfig
+from hardneg.core.stage import Stage
+
+GPU = "GPU"  # the Dask worker resource a GPU stage's unit needs (`dask worker --resources GPU=1`)
+
+Pool = Callable[[str, list[str]], Iterable[dict[str, Any]]]  # (stage, units) -> markers, in unit order
+
+
+def run_unit(run_dir: str, stage: str, unit: str) -> dict[str, Any]:
+    """One unit of one stage in whatever worker runs it; the config is the one stored in the run."""
+    from hardneg.core.runfolder import stored_config
+    from hardneg.core.stage import Run
+    from hardneg.flows.pipeline import STAGES
+
+    root = Path(run_dir)
+    return Run(root, stored_config(root), STAGES).run_unit(stage, unit)
+
+
+def local_workers(cfg: RunConfig, workers: int | None = None) -> int:
+    """How many processes `run_local` uses: `workers` when given; else the config's `workers` for the
+    process and Dask runners, one for the thread runner (CPU-bound Python gains nothing from threads)."""
+    if workers is not None:
+        if workers < 1:
+            raise ValueError(f"workers must be >= 1, got {workers}")
+        return workers
+    return cfg.workers if cfg.task_runner in ("process", "dask") else 1
+
+
+@contextlib.contextmanager
+def unit_pool(cfg: RunConfig, root: Path, workers: int | None = None) -> Iterator[Pool | None]:
+    """Runs units for `run_local`: None (in this process, one at a time), a process pool that lives for
+    the whole run (each worker keeps its spaCy pipeline and models between shards), or the Dask cluster at
+    `dask.address`."""
+    if cfg.task_runner == "dask" and cfg.dask.address:
+        from distributed import Client
+
+        with Client(cfg.dask.address) as client:
+
+            def on_dask(stage: str, units: list[str]) -> Iterator[dict[str, Any]]:
+                resources = {GPU: 1} if needs_gpu_worker(cfg, stage) else None
+                futures = [
+                    client.submit(run_unit, str(root), stage, u, key=f"{stage}-{u}-{uuid4().hex}", resources=resources)
+                    for u in units
+                ]
+                for f in futures:
+                    yield f.result()
+
+            yield on_dask
+        return
+    n = local_workers(cfg, workers)
+    if n == 1:
+        yield None
+        return
+    # spawn, as Prefect's process runner: a fresh interpreter per worker, whatever threads this one runs
+    with ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn")) as pool:
+
+        def on_processes(stage: str, units: list[str]) -> Iterator[dict[str, Any]]:
+            if len(units) <= 1:  # nothing to overlap: skip the round trip (and the copy of a big marker)
+                yield from (run_unit(str(root), stage, u) for u in units)
+                return
+            yield from pool.map(run_unit, [str(root)] * len(units), [stage] * len(units), units)
+
+        yield on_processes
+
+
+# -- Prefect ---------------------------------------------------------------------------------------
+
+
+def task_runner(cfg: RunConfig) -> Any:
+    """Prefect's task runner for the config: threads, processes, or Dask (a cluster at `dask.address`,
+    or a local one of `workers` processes, the first `len(dask.gpus)` of them each pinned to one GPU)."""
+    from prefect.task_runners import ProcessPoolTaskRunner, ThreadPoolTaskRunner
+
+    if cfg.task_runner == "process":
+        return ProcessPoolTaskRunner(max_workers=cfg.workers)
+    if cfg.task_runner == "thread":
+        return ThreadPoolTaskRunner(max_workers=cfg.workers)
+    try:
+        from prefect_dask import DaskTaskRunner
+    except ImportError:
+        raise ValueError("task_runner: dask needs prefect-dask: pip install -e '.[dask]'") from None
+    if cfg.dask.address:
+        return DaskTaskRunner(address=cfg.dask.address)
+    return DaskTaskRunner(
+        cluster_class=local_cluster,
+        cluster_kwargs={"n_workers": max(cfg.workers, len(cfg.dask.gpus)), "gpus": list(cfg.dask.gpus)},
+    )
+
+
+def needs_gpu_worker(cfg: RunConfig, stage: str | Stage) -> bool:
+    """Whether a stage's units must run on a worker holding the resource GPU=1."""
+    from hardneg.flows.pipeline import STAGES
+
+    s = stage if isinstance(stage, Stage) else {x.name: x for x in STAGES}[stage]
+    return cfg.task_runner == "dask" and s.gpu and (cfg.dask.gpu_resource or bool(cfg.dask.gpus))
+
+
+def gpu_stage(cfg: RunConfig, stage: str | Stage) -> contextlib.AbstractContextManager:
+    """Wrap a stage's `task.submit` calls: on Dask, a GPU stage's tasks ask for one GPU each."""
+    if not needs_gpu_worker(cfg, stage):
+        return contextlib.nullcontext()
+    import dask
+
+    return dask.annotate(resources={GPU: 1})
+
+
+def local_cluster(n_workers: int, gpus: list[int], **kwargs: Any) -> Any:
+    """A Dask cluster on this machine: `n_workers` single-threaded worker processes; worker i < len(gpus)
+    sees only GPU gpus[i] (CUDA_VISIBLE_DEVICES) and carries the resource GPU=1, so GPU stages run one
+    task per GPU and each GPU's models stay loaded in its worker."""
+    from distributed import Nanny, Scheduler, SpecCluster
+
+    workers: dict[str, dict[str, Any]] = {}
+    for i in range(n_workers):
+        options: dict[str, Any] = {"nthreads": 1}
+        if i < len(gpus):
+            options.update(resources={GPU: 1}, env={"CUDA_VISIBLE_DEVICES": str(gpus[i])})
+        workers[f"gpu{gpus[i]}" if i < len(gpus) else f"cpu{i}"] = {"cls": Nanny, "options": options}
+    scheduler = {"cls": Scheduler, "options": {"dashboard_address": kwargs.pop("dashboard_address", ":0")}}
+    return SpecCluster(workers=workers, scheduler=scheduler, **kwargs)
