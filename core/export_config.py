@@ -1,0 +1,71 @@
+"""The `exports` config section: the other benchmark shapes a run emits from its decided samples (issue 17,
+SPEC section 9). Each shape has its own keys; `hardneg split` may change the keys of the decision stages
+(tricd, probes, imagecode), not Probe-B's (it generates images).
+
+Defined here, beside `core/config.py` (which names it once), so the export keys live in one place.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+Filler = Literal["black", "gray", "noise", "scene"]
+FILLERS: tuple[str, ...] = ("black", "gray", "noise", "scene")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class TricdExport(_Strict):
+    """TRICD contextual phrase detection pairs (`papers/tricd.txt`)."""
+
+    enabled: bool = True
+    distractors: int = Field(1, ge=0, le=10)  # corpus images per positive in which the expression is false
+    candidates: int = Field(200, ge=1)  # images sharing a name sampled per positive before ranking
+    checked: int = Field(20, ge=1)  # the best-ranked of them checked by the certificate, in rank order
+    image_negatives: bool = True  # the run's chosen edited images are negative pairs too
+
+
+class ProbesExport(_Strict):
+    """Probe-R and Probe-C (`papers/probing-conceptual-understanding.txt`), from the decided positives."""
+
+    enabled: bool = True
+    subject_only_images: int = Field(3, ge=0, le=10)  # Probe-R subject-only images per triple (the paper: 10)
+    candidates: int = Field(10, ge=1)  # corpus images certified per search (second image, subject-only image)
+
+
+class ProbeBExport(_Strict):
+    """Probe-B: backgrounds replaced by fillers (BMR keeps every object, BR only the target)."""
+
+    enabled: bool = True
+    splits: list[Literal["train", "val", "test"]] = Field(default_factory=lambda: ["test"])
+    fillers: list[Filler] = Field(default_factory=lambda: list(FILLERS))
+    absent_prompts: int = Field(3, ge=1, le=20)  # names absent from the image, scored against the target's
+    patch_frac: float = Field(0.1, gt=0.0, lt=0.5)  # the control patch's share of the image
+    min_background: float = Field(0.2, ge=0.0, lt=1.0)  # share of the image the fillers must replace
+    max_overlap: float = Field(0.25, ge=0.0, le=1.0)  # BR: another object's box may lie this much in the target's
+    max_images: int | None = Field(None, ge=1)  # per shard; None = every eligible image
+
+    @field_validator("fillers")
+    @classmethod
+    def _distinct(cls, v: list[str]) -> list[str]:
+        if not v or len(set(v)) != len(v):
+            raise ValueError("fillers must be a non-empty list without repeats")
+        return v
+
+
+class ImageCodeExport(_Strict):
+    """ImageCoDe retrieval sets (`papers/imagecode.txt`): the original and `edits` edited images."""
+
+    enabled: bool = True
+    edits: int = Field(9, ge=1, le=63)  # the paper: 9 (10 images a set); a set needs this many passing edits
+
+
+class ExportsConfig(_Strict):
+    tricd: TricdExport = TricdExport()
+    probes: ProbesExport = ProbesExport()
+    probe_b: ProbeBExport = ProbeBExport()
+    imagecode: ImageCodeExport = ImageCodeExport()

@@ -1,0 +1,217 @@
+"""What every export stage shares (issue 17): the decided samples, a light index of the corpus, checks run
+while the cleaned graphs stream by, English prompts, and the export's folder in the run.
+
+The corpus is read twice, never held whole: `CorpusIndex` keeps per image only its split, location and
+names (and, when asked, its (name, attribute) pairs) to choose candidate images; `GraphChecks` then
+streams the graphs once and runs each check on the one graph it needs. A distractor or second image is
+always taken from the first image's split (`core/splits.py`), so no image of one split shows up in
+another's records.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from hardneg.core.attributes import AttributeTable
+from hardneg.core.config import SplitsConfig
+from hardneg.core.executor import GraphIndex
+from hardneg.core.ingest import row_to_graph
+from hardneg.core.io import atomic_write_bytes, dumps, temp_path, write_json
+from hardneg.core.records import SceneGraph, keyed_seed
+from hardneg.core.splits import split_of
+from hardneg.core.stage import Unit
+from hardneg.core.words import Words
+
+SPLITS = ("train", "val", "test")
+
+
+# -- the decided samples -----------------------------------------------------------------------------
+
+
+def kept_positives(unit: Unit) -> list[dict[str, Any]]:
+    """The positives the write stage writes (not dropped by the decide stage), each with its `split`."""
+    dropped = {d["id"] for d in unit.read_all("decide", "positives") if not d["keep"]}
+    out = []
+    for r in unit.read_all("language", "positives"):
+        if r["id"] not in dropped:
+            r["split"] = split_of(r["image_id"], unit.cfg.splits)
+            out.append(r)
+    return out
+
+
+def kept_image_negatives(unit: Unit, positive_ids: set[int]) -> list[dict[str, Any]]:
+    """Image negatives the decide stage kept, of kept positives: `chosen` is the candidate the write stage
+    writes, `passed` every candidate each filter keeps (the chosen one first)."""
+    decisions = {d["id"]: d for d in unit.read_all("decide", "negatives")}
+    out = []
+    for r in unit.read_all("images", "image-negatives"):
+        d = decisions.get(r["id"])
+        if d is None or not d["keep"] or r["positive_id"] not in positive_ids:
+            continue
+        best = d["candidate"]
+        passed = d.get("passed", [best])  # decide@v2 runs did not record it: the chosen one alone
+        r["chosen"] = r["candidates"][best]
+        r["passed"] = [r["candidates"][best]] + [r["candidates"][k] for k in passed if k != best]
+        out.append(r)
+    return out
+
+
+# -- the corpus --------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True, frozen=True)
+class ImageInfo:
+    split: str
+    location: str | None
+    names: frozenset[str]
+
+
+class CorpusIndex:
+    """Pass one over the cleaned graphs: per image its split, location and names; images by (split, name)
+    and, with `pairs`, by (split, name, attribute)."""
+
+    def __init__(self, rows: Iterable[dict[str, Any]], splits: SplitsConfig, pairs: bool = False) -> None:
+        self.images: dict[str, ImageInfo] = {}
+        self.by_name: dict[tuple[str, str], list[str]] = defaultdict(list)
+        self.by_pair: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+        self.names_by_attribute: dict[tuple[str, str], set[str]] = defaultdict(set)  # (split, attribute) -> names
+        for row in rows:
+            image_id, g = row["image_id"], row["graph"]
+            split = split_of(image_id, splits)
+            objects = g.get("objects", {}).values()
+            names = frozenset(o["name"] for o in objects)
+            self.images[image_id] = ImageInfo(split, g.get("location"), names)
+            for n in names:
+                self.by_name[(split, n)].append(image_id)
+            if pairs:
+                seen = {(o["name"], a) for o in objects for a in o.get("attributes", [])}
+                for n, a in seen:
+                    self.by_pair[(split, n, a)].append(image_id)
+                    self.names_by_attribute[(split, a)].add(n)
+
+    def similarity(self, a: str, b: str) -> float:
+        """Shared core traits of two images: the Jaccard index of their names, plus half for one location."""
+        x, y = self.images[a], self.images[b]
+        union = len(x.names | y.names)
+        same_place = x.location is not None and x.location == y.location
+        return (len(x.names & y.names) / union if union else 0.0) + (0.5 if same_place else 0.0)
+
+
+def sample(ids: Iterable[str], k: int, *key: object) -> list[str]:
+    """At most `k` of `ids`, a keyed random choice (the same every run, whatever the order of `ids`)."""
+    pool = sorted(set(ids))
+    if len(pool) <= k:
+        return pool
+    return sorted(random.Random(keyed_seed(*key)).sample(pool, k))
+
+
+def hygiene_graphs(unit: Unit) -> Iterator[SceneGraph]:
+    for row in unit.read_all("hygiene", "graphs"):
+        yield row_to_graph(row)
+
+
+class GraphChecks:
+    """Checks registered per image id, run in one streaming pass over the cleaned graphs."""
+
+    def __init__(self, table: AttributeTable) -> None:
+        self.table = table
+        self.by_image: dict[str, list[Callable[[SceneGraph, GraphIndex], None]]] = defaultdict(list)
+
+    def add(self, image_id: str, check: Callable[[SceneGraph, GraphIndex], None]) -> None:
+        self.by_image[image_id].append(check)
+
+    def run(self, graphs: Iterable[SceneGraph]) -> None:
+        for g in graphs:
+            if not self.by_image:
+                return
+            checks = self.by_image.pop(g.image_id, None)
+            if checks:
+                index = GraphIndex(g, self.table)
+                for check in checks:
+                    check(g, index)
+
+
+# -- English ------------------------------------------------------------------------------------------
+
+
+def noun_phrase(words: Words, name: str, attributes: Iterable[str] = ()) -> str:
+    """ "a small dog", "an apple", "grass", "two-word name" with its article."""
+    phrase = " ".join((*attributes, name))
+    article = words.indefinite_article(phrase)
+    return f"{article} {phrase}" if article else phrase
+
+
+def relation_prompt(words: Words, subject: str, relation: str, obj: str) -> str:
+    return f"{noun_phrase(words, subject)} {relation} {noun_phrase(words, obj)}"
+
+
+# -- the export's folder ------------------------------------------------------------------------------
+
+
+class ExportFolder:
+    """`RUN/<name>/`: JSON records and parquet per table, images as hard links (copies across file
+    systems), `summary.json` with the counts. Every path a record holds is relative to the run folder."""
+
+    def __init__(self, root: Path, name: str) -> None:
+        self.root = root
+        self.dir = root / name
+
+    def reset(self, *parts: str) -> None:
+        """Remove what this stage wrote before: the named parts, or the whole folder."""
+        for p in [self.dir / x for x in parts] if parts else [self.dir]:
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p)
+            elif p.exists():
+                p.unlink()
+
+    def place(self, src: Path, rel: str) -> str:
+        """Put `src` at `RUN/<name>/<rel>` (a hard link, else a copy); returns its run-relative path."""
+        dst = self.dir / rel
+        if not dst.exists():
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(src, dst)
+            except FileNotFoundError:
+                raise ValueError(f"export: image {src} is missing; rerun `hardneg run` to redo the images") from None
+            except OSError:  # another file system, or links not allowed there
+                shutil.copyfile(src, dst)
+        return dst.relative_to(self.root).as_posix()
+
+    def write_table(self, rel: str, rows: list[dict[str, Any]]) -> None:
+        """`<rel>.json` (a JSON array, one record a line) and `<rel>.parquet` (nested fields as JSON text)."""
+        path = self.dir / f"{rel}.json"
+        body = b",\n".join(dumps(r) for r in rows)
+        atomic_write_bytes(path, b"[\n" + body + b"\n]\n" if rows else b"[]\n")
+        import pandas as pd  # loads only where an export is written
+
+        flat = [{k: _cell(v) for k, v in r.items()} for r in rows]
+        out = self.dir / f"{rel}.parquet"
+        tmp = temp_path(out)
+        pd.DataFrame(flat).to_parquet(tmp, index=False)
+        os.replace(tmp, out)
+
+    def write_summary(self, summary: dict[str, Any]) -> None:
+        write_json(self.dir / "summary.json", summary)
+
+
+def _cell(v: Any) -> Any:
+    """A parquet cell: scalars and lists of strings as they are, anything nested as JSON text."""
+    if isinstance(v, dict) or (isinstance(v, list) and any(isinstance(x, dict | list) for x in v)):
+        return orjson.dumps(v, option=orjson.OPT_NON_STR_KEYS).decode()
+    return v
+
+
+def by_split(rows: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {s: [] for s in SPLITS}
+    for r in rows:
+        out.setdefault(r["split"], []).append(r)
+    return out

@@ -1,0 +1,153 @@
+"""The TRICD export: its pairs read straight into `evaluation.tricd` (an oracle scores 100, an image-blind
+model scores chance on Group-Recall@1), and every certificate holds when re-executed."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pytest
+
+from hardneg.core.attributes import AttributeTable
+from hardneg.core.edits import apply_edit
+from hardneg.core.executor import GraphIndex, execute
+from hardneg.core.records import PathEdge, PathNode, Relation, SceneGraph, SceneObject
+from hardneg.core.runfolder import stored_config
+from hardneg.core.splits import split_of
+from hardneg.core.words import Words
+from hardneg.evaluation.tricd import evaluate_cpd, group_recall_at_1
+from hardneg.flows.pipeline import resplittable_keys
+from hardneg.generators.export_certify import Certifier, context_objects
+from tests.export_run import export_run, graphs, records
+
+TABLE = AttributeTable.load(None)
+
+
+@pytest.fixture(scope="module")
+def pairs() -> list[dict]:
+    return records(export_run(), "tricd")
+
+
+def _groups(pairs: list[dict]) -> dict[int, list[dict]]:
+    negs = defaultdict(list)
+    for p in pairs:
+        if p["positive_id"] is not None:
+            negs[p["positive_id"]].append(p)
+    return negs
+
+
+def test_oracle_scores_100_and_image_blind_scores_chance(pairs):
+    positives = [p for p in pairs if p["positive_id"] is None]
+    negs = _groups(pairs)
+    assert positives and all(negs[p["id"]] for p in positives)
+    assert {n["negative"] for ns in negs.values() for n in ns} == {"distractor", "image_edit"}
+    oracle = [
+        {"pair_id": p["id"], "phrase_id": ph, "bbox": b, "score": 1.0}
+        for p in positives
+        for ph, boxes in p["phrases"].items()
+        for b in boxes
+    ]
+    ap = evaluate_cpd(pairs, oracle)
+    assert ap["ap"] == pytest.approx(1.0) and ap["num_negative_pairs"] == len(pairs) - len(positives)
+    assert group_recall_at_1(pairs, oracle)["value"] == pytest.approx(1.0)
+    # a model that cannot tell the images apart: the positive's boxes, at one score, on every pair of a group
+    blind = [
+        {**d, "pair_id": pair["id"]}
+        for p in positives
+        for pair in (p, *negs[p["id"]])
+        for d in oracle
+        if d["pair_id"] == p["id"]
+    ]
+    chance = [1 / (1 + len(negs[p["id"]])) for p in positives for ph, b in p["phrases"].items() if b]
+    gr = group_recall_at_1(pairs, blind)
+    assert gr["value"] == pytest.approx(sum(chance) / len(chance))
+    assert evaluate_cpd(pairs, blind)["ap"] < 0.75
+
+
+def test_every_certificate_holds_on_reexecution(pairs):
+    root = export_run()
+    g = graphs(root)
+    cert = Certifier(Words.load(), TABLE)
+    positives = {p["id"]: p for p in pairs if p["positive_id"] is None}
+    splits = stored_config(root).splits
+    for p in positives.values():
+        path = PathNode.from_json(p["path"])
+        index = GraphIndex(g[p["image_id"]], TABLE)
+        assert execute(path.without_ids(), index) == {path.id}  # the positive is unique on I0
+        ctx = context_objects(path, index, path.id)
+        for ph, boxes in p["phrases"].items():
+            assert p["phrase_text"][ph] in p["caption"]
+            node = p["phrase_node"][ph]
+            assert boxes == [list(g[p["image_id"]].objects[o].box) for o in sorted(ctx[node])] and boxes
+        assert p["split"] == split_of(p["image_id"], splits)
+        assert (root / p["image"]).is_file()
+    for n in (x for x in pairs if x["positive_id"] is not None):
+        p = positives[n["positive_id"]]
+        assert n["phrases"] == {ph: [] for ph in p["phrases"]} and n["caption"] == p["caption"]
+        assert n["split"] == p["split"] and (root / n["image"]).is_file()
+        path = PathNode.from_json(p["path"])
+        c = n["certificate"]
+        if c["kind"] == "distractor":
+            i1 = g[c["image_id"]]
+            assert c["image_id"] != p["image_id"] and split_of(c["image_id"], splits) == p["split"]
+            assert not execute(path.without_ids(), GraphIndex(i1, TABLE))
+            assert cert.nothing(path, i1) is None
+        else:
+            assert not execute(path.without_ids(), GraphIndex(apply_edit(g[c["image_id"]], c["edit"]), TABLE))
+
+
+def test_distractors_share_core_traits(pairs):
+    """Most distractors show the target's name (the hard case); every one shares some name with I0."""
+    g = graphs(export_run())
+    positives = {p["id"]: p for p in pairs if p["positive_id"] is None}
+    dis = [n for n in pairs if n["negative"] == "distractor"]
+    same_name = 0
+    for n in dis:
+        p = positives[n["positive_id"]]
+        names0 = {o.name for o in g[p["image_id"]].objects.values()}
+        names1 = {o.name for o in g[n["image_id"]].objects.values()}
+        assert names0 & names1
+        same_name += p["path"]["name"] in names1
+    assert same_name > len(dis) / 2
+
+
+def test_tricd_is_a_decision_stage_split_can_retune():
+    keys = resplittable_keys()
+    assert {"exports.tricd.distractors", "exports.tricd.checked", "exports.imagecode", "exports.probes"} <= keys
+    assert "exports.probe_b" not in keys and "exports.tricd.enabled" not in keys  # they need new work
+
+
+# -- the certifier on hand-made graphs ---------------------------------------------------------------
+
+
+def _graph(*objects: SceneObject) -> SceneGraph:
+    return SceneGraph("g", 200, 100, {o.id: o for o in objects})
+
+
+def test_unannotated_attributes_and_missing_edges_prove_nothing():
+    cert = Certifier(Words.load(), TABLE)
+    white_cup = PathNode("cup", ("white",))
+    assert cert.nothing(white_cup, _graph(SceneObject("1", "cup", 10, 10, 20, 20))) is not None  # no colour known
+    assert cert.nothing(white_cup, _graph(SceneObject("1", "cup", 10, 10, 20, 20, ("red",)))) is None
+    assert cert.nothing(white_cup, _graph(SceneObject("1", "plate", 10, 10, 20, 20))) is None  # no cup at all
+    assert cert.nothing(white_cup, _graph(SceneObject("1", "mug", 10, 10, 20, 20))) is not None  # a mug is a cup
+    # a plural or synonym of the name could be the object
+    assert cert.nothing(PathNode("cup"), _graph(SceneObject("1", "cups", 10, 10, 20, 20))) is not None
+    on_table = PathNode("cup", relations=(PathEdge("on", PathNode("table")),))
+    cup, table = SceneObject("1", "cup", 10, 10, 20, 20), SceneObject("2", "table", 0, 30, 200, 70)
+    assert cert.nothing(on_table, _graph(cup, table)) is not None  # no edge stored: still may be on it
+    under = SceneObject("1", "cup", 10, 10, 20, 20, relations=(Relation("under", "2"),))
+    assert cert.nothing(on_table, _graph(under, table)) is None  # a contradicting relation is stored
+    left = PathNode("cup", relations=(PathEdge("to the left of", PathNode("table")),))
+    right_cup = SceneObject("1", "cup", 150, 10, 20, 20)
+    small_table = SceneObject("2", "table", 10, 30, 40, 40)
+    assert cert.nothing(left, _graph(right_cup, small_table)) is None  # the boxes say right of
+
+
+def test_absence_of_a_crowd_name_proves_nothing():
+    cert = Certifier(Words.load(), TABLE)
+    cup = SceneObject("1", "cup", 10, 10, 20, 20)
+    near_trees = PathNode("cup", relations=(PathEdge("near", PathNode("trees")),))
+    assert cert.nothing(near_trees, _graph(cup)) is not None
+    assert cert.nothing(PathNode("grass"), _graph(cup)) is not None
+    near_dog = PathNode("cup", relations=(PathEdge("near", PathNode("dog")),))
+    assert cert.nothing(near_dog, _graph(cup)) is None
