@@ -27,8 +27,8 @@ from pathlib import Path
 
 from PIL import Image
 
-from backends.inpaint import EditRegion, InpaintJob
-from core.demo_world import STUFF_NAMES, generate_graphs, render_scene
+from hardneg.backends.inpaint import EditRegion, InpaintJob
+from hardneg.core.demo_world import STUFF_NAMES, generate_graphs, render_scene
 
 Box = tuple[int, int, int, int]
 
@@ -53,7 +53,7 @@ def demo_jobs(n_images: int, n: int, seed: int = 0) -> dict[str, list[InpaintJob
 
 
 def bench_opencv(n_images: int) -> None:
-    from backends.inpaint_opencv import OpenCVInpainter
+    from hardneg.backends.inpaint_opencv import OpenCVInpainter
 
     jobs = demo_jobs(n_images, n=10)
     size = jobs["recolor"][0].image.size
@@ -156,7 +156,7 @@ def sync() -> None:
 
 
 def bench_batched(model: Path, jobs: list[InpaintJob], batch_size: int, steps: int, res: int, device: str) -> float:
-    from backends.inpaint_diffusers import DiffusersInpainter
+    from hardneg.backends.inpaint_diffusers import DiffusersInpainter
 
     dtype = "float16" if device == "cuda" else "float32"
     inp = DiffusersInpainter(str(model), steps=steps, batch_size=batch_size, resolution=res, device=device, dtype=dtype)

@@ -18,9 +18,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from backends.language import Answer, ReplaceRequest, RewriteRequest
-from backends.openai_backend import OpenAIBackend, OpenAISettings
-from core.records import PathEdge, PathNode
+from hardneg.backends.language import Answer, ReplaceRequest, RewriteRequest
+from hardneg.backends.openai_backend import OpenAIBackend, OpenAISettings
+from hardneg.core.records import PathEdge, PathNode
 from tests.llm_server import MODEL_NAME, llama_server, missing_reason
 from tests.test_llm_server import REWRITE_CHECK
 from tests.test_llm_server import validate as validate_case

@@ -30,9 +30,9 @@ from pathlib import Path
 import torch
 from PIL import Image
 
-from backends.clip_scorer import CLIPScorer
-from backends.dino import DinoSimilarity
-from core.demo_world import generate_graphs, render_scene
+from hardneg.core.demo_world import generate_graphs, render_scene
+from hardneg.filters.clip import CLIPScorer
+from hardneg.filters.dinov2 import DinoSimilarity
 from tests.tiny_scorer_models import save_tiny_clip, save_tiny_dinov2, tiny_clip_tokenizer
 
 TEXTS = ["the red ball to the left of the cup", "a photo of the blue cup on a plate", "the green plate"]

@@ -11,7 +11,9 @@ from typing import Any
 
 import orjson
 
-DEFAULT_TABLE = Path(__file__).resolve().parent.parent / "templates" / "attribute_categories.json"
+from hardneg.core.resources import data_path
+
+DEFAULT_TABLE = Path("templates/attribute_categories.json")
 
 
 @dataclass(slots=True, frozen=True)
@@ -41,7 +43,7 @@ class AttributeTable:
 
     @classmethod
     def load(cls, path: str | Path | None = None) -> AttributeTable:
-        p = Path(path) if path is not None else DEFAULT_TABLE
+        p = data_path(path if path is not None else DEFAULT_TABLE)
         try:
             return cls.from_json(orjson.loads(p.read_bytes()))
         except orjson.JSONDecodeError as e:

@@ -11,7 +11,9 @@ import hashlib
 from collections import Counter
 from dataclasses import dataclass
 
-from core.config import BalanceConfig
+from hardneg.core.config import BalanceConfig
+from hardneg.core.records import Reject
+from hardneg.core.stage import Stage, Unit
 
 
 @dataclass(slots=True, frozen=True)
@@ -51,3 +53,32 @@ def balance(items: list[BalanceItem], cfg: BalanceConfig, seed: int) -> tuple[se
         for r in it.relations:
             by_rel[r] += 1
     return kept, dropped
+
+
+def _relation_names(row: dict) -> tuple[str, ...]:
+    return tuple(sorted({t[1] for t in row["tuple"] if t[1] != "has attribute" and not t[1].startswith("same ")}))
+
+
+class SelectStage(Stage):
+    """Global balancing over every shard's candidate positives (metadata only; cheap)."""
+
+    name = "select"
+    version = "select@v1"
+    reads = ("paths",)
+    config = ("balance", "seed")
+    sharded = False
+
+    def run(self, unit: Unit) -> None:
+        rows = list(unit.read_all("paths", "positives"))
+        unit.items_in = len(rows)
+        items = [BalanceItem(r["id"], r["tuple_type"], r["level"], r["path"]["name"], _relation_names(r)) for r in rows]
+        if len({i.id for i in items}) != len(items):
+            raise AssertionError("two positives share an id: content ids collided or a shard was read twice")
+        kept, dropped = balance(items, unit.cfg.balance, unit.cfg.seed)
+        for r in rows:
+            if r["id"] not in kept:
+                detail = {"tuple_type": r["tuple_type"], "level": r["level"], "expression": r["expression"]}
+                unit.reject(Reject("balance", dropped[r["id"]], r["image_id"], r["id"], detail=detail))
+        unit.write("kept", ({"id": i} for i in sorted(kept)))
+        unit.stats.update({"kept": len(kept), "dropped": len(dropped)})
+        unit.stats.update(Counter(f"dropped:{why}" for why in dropped.values()))

@@ -2,6 +2,9 @@
 
 One `images[]` entry per sample (its id is the sample id, its caption the expression) and exactly one
 `annotations[]` entry per image entry, with the box in xywh. A sample without `negative_type` is positive.
+Every `file_name` is relative to the run folder (`info.file_names` says so): a source image as the
+dataset's copy (`core/dataset.py`), an edited image under `images/`. A run made without an images folder
+names source images `<image_id>.jpg`, to be found in the GQA images folder.
 """
 
 from __future__ import annotations
@@ -9,20 +12,24 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from core.io import JsonArrayWriter, atomic_write_bytes, dumps
+from hardneg.core.io import JsonArrayWriter, atomic_write_bytes, dumps
 
 CATEGORIES = [{"id": 1, "name": "object", "supercategory": "object"}]
 NEGATIVE_KEYS = ("negative_type", "negative_level", "positive_id", "negative_cate")
+FILE_NAMES = {
+    True: "relative to the run folder",
+    False: "edited images relative to the run folder; <image_id>.jpg in the GQA images folder (the run had none)",
+}
 
 
-def coco_entries(record: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(image entry, annotation entry) for one vanilla record (positive or negative)."""
+def coco_entries(record: dict[str, Any], source_dir: str | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(image entry, annotation entry) for one vanilla record (positive or negative); `source_dir` is the
+    run-relative folder of the split's source images (None: the run has no images folder)."""
     edited = record.get("negative_cate") == "image"
+    name = f"{record['image_id']}.jpg"
     image = {
         "id": record["id"],
-        # GQA images are named by id under the input images folder; edited ones live in the run folder.
-        "file_name": record["file_name"] if edited else f"{record['image_id']}.jpg",
-        "image_root": "run" if edited else "images",
+        "file_name": record["file_name"] if edited else f"{source_dir}/{name}" if source_dir else name,
         "height": record["height"],
         "width": record["width"],
         "caption": record["expression"],
@@ -48,13 +55,14 @@ def coco_entries(record: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]
 class CocoWriter:
     """Streams images to the final file and annotations to a side file, then joins them."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, source_dir: str | None = None):
         self.path = path
+        self.source_dir = source_dir
         self._images = JsonArrayWriter(path.with_name(f".{path.name}.images"))
         self._anns = JsonArrayWriter(path.with_name(f".{path.name}.annotations"))
 
     def add(self, record: dict[str, Any]) -> None:
-        image, ann = coco_entries(record)
+        image, ann = coco_entries(record, self.source_dir)
         self._images.write(image)
         self._anns.write(ann)
 
@@ -63,7 +71,7 @@ class CocoWriter:
         self._anns.close()
         parts = [
             b'{"info":',
-            dumps(info),
+            dumps({**info, "file_names": FILE_NAMES[self.source_dir is not None]}),
             b',\n"licenses":[],\n"categories":',
             dumps(CATEGORIES),
             b',\n"images":',

@@ -8,23 +8,35 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import orjson
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-from core.vocab import load_yaml_text
+from hardneg.core.config_files import describe_errors, find_config, merge, read_layers
+from hardneg.core.export_config import ExportsConfig
+from hardneg.core.ids import id_problem
+from hardneg.core.resources import bundled_dir, data_path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_CONFIG = REPO_ROOT / "configs" / "demo.yaml"
+DEFAULT_CONFIG = bundled_dir("configs") / "demo.yaml"
 
 PathType = Literal["0_hop", "1_hop", "and", "2_hop", "same_attr", "same_attr_2hop"]
 ALL_PATH_TYPES: tuple[str, ...] = ("0_hop", "1_hop", "and", "2_hop", "same_attr", "same_attr_2hop")
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: `shard_size: "16"` or `true` is an error, not 16 or 1; a float key takes an int (0 is 0.0)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _paths_from_strings(cls, v: Any, info: ValidationInfo) -> Any:
+        """YAML has no path type: a string is a path where a path is expected (JSON mode does this itself)."""
+        if isinstance(v, str) and info.mode == "python" and info.field_name is not None:
+            ann = cls.model_fields[info.field_name].annotation
+            if ann is Path or Path in get_args(ann):
+                return Path(v)
+        return v
 
 
 class InputsConfig(_Strict):
@@ -71,6 +83,21 @@ class PathsConfig(_Strict):
     relations: Path = Path("templates/relations.v1.yaml")
     templates: Path = Path("templates/expressions.v1.yaml")
     english: Path = Path("templates/english.v1.yaml")
+    # rules a careful annotator applies (issue 12), each switchable to measure what it removes:
+    # crowd_targets: a crowd/background name (trees, windows, grass) is never a target;
+    # crowd_anchors: a path that needs a relation to tell its target apart never rests on a crowd name;
+    # name_chains: no name three times in a path, and no related object of the target's name when the
+    #   image holds more than two of it ("the window right of a window right of a window");
+    # size_across_categories: same_attr on size only between objects of one name category.
+    rules: list[str] = Field(default_factory=lambda: list(PATH_RULES))
+
+    @field_validator("rules")
+    @classmethod
+    def _known_rules(cls, v: list[str]) -> list[str]:
+        unknown = sorted(set(v) - set(PATH_RULES))
+        if unknown:
+            raise ValueError(f"unknown path rule {unknown[0]!r}; known: {', '.join(PATH_RULES)}")
+        return v
 
     @field_validator("types")
     @classmethod
@@ -78,6 +105,16 @@ class PathsConfig(_Strict):
         if len(set(v)) != len(v) or not v:
             raise ValueError("types must be a non-empty list without repeats")
         return v
+
+
+PATH_RULES = ("crowd_targets", "crowd_anchors", "name_chains", "size_across_categories")
+
+
+class HygieneConfig(_Strict):
+    """Scene-graph hygiene before any path (issue 12): what is merged or dropped, each counted with a reason."""
+
+    merge_iou: float = Field(0.7, gt=0.0, le=1.0)  # two same-kind annotations overlapping this much are one object
+    drop_contradicted_spatial: bool = True  # a stored left/right/above/below edge the boxes contradict is dropped
 
 
 class BalanceConfig(_Strict):
@@ -125,7 +162,6 @@ class LanguageConfig(_Strict):
     max_rounds: int = Field(3, ge=1)  # replace sites tried per positive, one backend batch per round
     n_replacements: int = Field(5, ge=1, le=20)
     lexicon: Path = Path("templates/lexicon.v1.yaml")
-    name_categories: Path = Path("templates/name_categories.v1.yaml")
     openai: OpenAIConfig = OpenAIConfig()
 
 
@@ -133,9 +169,10 @@ class RefineConfig(_Strict):
     """SugarCREPE adversarial refinement of text negatives (SPEC section 5)."""
 
     enabled: bool = True
-    scorers: list[dict[str, Any]] = Field(default_factory=lambda: [{"kind": "ngram"}, {"kind": "grammar"}])
-    bins_2d: int = Field(50, ge=2)
-    bins_1d: int = Field(10, ge=2)
+    # two blind scorers: a fluency LM fit on the positives, and the corpus's plausibility of the facts
+    scorers: list[dict[str, Any]] = Field(default_factory=lambda: [{"kind": "ngram"}, {"kind": "plausibility"}])
+    bins_2d: int = Field(50, ge=2, multiple_of=2)  # half the bins per sign (filters/refine.py)
+    bins_1d: int = Field(10, ge=2, multiple_of=2)
 
     @field_validator("scorers")
     @classmethod
@@ -146,7 +183,6 @@ class RefineConfig(_Strict):
 
 
 SplitName = Literal["train", "val", "test"]
-ImageNegativeType = Literal["replace_object", "replace_attribute", "swap_object", "swap_attribute", "flip"]
 
 
 class DiffusersConfig(_Strict):
@@ -165,7 +201,8 @@ class ImagesConfig(_Strict):
     enabled: bool = True
     backend: Literal["opencv", "diffusers"] = "opencv"
     splits: list[SplitName] = Field(default_factory=lambda: ["test"])
-    types: list[ImageNegativeType] = Field(
+    # kinds of negative image by name (generators/image_types.py): the paper's five, or any registered one
+    types: list[str] = Field(
         default_factory=lambda: ["replace_object", "replace_attribute", "swap_object", "swap_attribute", "flip"]
     )
     per_positive: int = Field(1, ge=0)
@@ -176,55 +213,56 @@ class ImagesConfig(_Strict):
     diffusers: DiffusersConfig = DiffusersConfig()
 
 
-class Dinov2Config(_Strict):
-    loader: Literal["torch.hub", "transformers"] = "torch.hub"
-    repo_or_dir: str = "facebookresearch/dinov2"  # torch.hub repo, or a local hub dir with hubconf.py
-    model_name: str = "dinov2_vitl14"
-    source: Literal["github", "local"] = "github"
-    model: str | None = None  # transformers loader: hub id or local dir
-
-
-class DireConfig(_Strict):
-    unet: str | None = None  # diffusers UNet2DModel: hub id or local dir (see docs/realism.md)
-    classifier: str | None = None  # transformers ResNet with one logit, local dir
-    steps: int = Field(20, ge=1)
-
-
 class FiltersConfig(_Strict):
-    """Scorers write scores; these thresholds decide (SPEC 1.6), re-appliable by `hardneg split`."""
+    """Score first, decide later (SPEC 1.6). `scorers` says which registered filters run and with what
+    (models, options): changing it re-scores. `thresholds` decides from the stored scores: `hardneg split`
+    may change it without loading a model. Each filter's keys are checked by `filters/registry.py`."""
 
-    clip_model: str | None = None  # hub id or local dir; None = the CLIP filter is not configured
-    similarity: Literal["ssim", "dinov2"] = "ssim"  # best of N; ssim is the offline stand-in
-    dinov2: Dinov2Config = Dinov2Config()
-    realism: Literal["seam", "dire"] = "seam"  # seam is the offline stand-in for DIRE
-    dire: DireConfig = DireConfig()
+    scorers: dict[str, dict[str, Any]] = Field(default_factory=lambda: {"ssim": {}, "seam": {}})
+    thresholds: dict[str, dict[str, Any]] = Field(default_factory=dict)  # name -> its thresholds
     batch_size: int = Field(16, ge=1)
-    min_clip_margin: float = 0.0
-    max_realism: float = Field(0.2, ge=0.0, le=1.0)
-    require_clip: bool = False
+
+
+class DaskConfig(_Strict):
+    """`task_runner: dask` (flows/runners.py): one Prefect task per shard on a Dask cluster."""
+
+    address: str | None = None  # a running scheduler, e.g. tcp://head:8786; None = a local cluster of `workers`
+    gpus: list[int] = Field(default_factory=list)  # local cluster: one worker per GPU id, pinned to it
+    gpu_resource: bool = False  # GPU stages need a worker started with `--resources GPU=1` (implied by gpus)
 
 
 class RunConfig(_Strict):
     name: str | None = None  # run folder name under outputs/; None = derived from the config hash
     seed: int = 0
     shard_size: int = Field(1000, ge=1)  # images per Prefect task
-    task_runner: Literal["thread", "process"] = "thread"  # "process" uses every core on big corpora
+    task_runner: Literal["thread", "process", "dask"] = "thread"  # "process" uses every core; "dask" many machines
     workers: int = Field(2, ge=1, le=256)
+    dask: DaskConfig = DaskConfig()
     inputs: InputsConfig = InputsConfig()
     demo: DemoConfig = DemoConfig()
     attribute_table: Path = Path("templates/attribute_categories.json")
     splits: SplitsConfig = SplitsConfig()
     targets: TargetsConfig = TargetsConfig()
+    hygiene: HygieneConfig = HygieneConfig()
     paths: PathsConfig = PathsConfig()
     balance: BalanceConfig = BalanceConfig()
     language: LanguageConfig = LanguageConfig()
     refine: RefineConfig = RefineConfig()
     images: ImagesConfig = ImagesConfig()
     filters: FiltersConfig = FiltersConfig()
+    exports: ExportsConfig = ExportsConfig()  # the other benchmark shapes (core/export_config.py)
+
+    @field_validator("name")
+    @classmethod
+    def _plain_folder_name(cls, v: str | None) -> str | None:
+        """A folder name inside outputs/, never a path out of it (`../../x`, `/abs`)."""
+        if v is not None and (why := id_problem(v, "name")) is not None:
+            raise ValueError(f"{why}: it names the run folder under outputs/; use --output for a path")
+        return v
 
     def resolve(self, p: Path) -> Path:
-        """Data paths in a config are relative to the repository root."""
-        return p if p.is_absolute() else REPO_ROOT / p
+        """A data path of this config as a real file (`hardneg.core.resources.data_path`)."""
+        return data_path(p)
 
     def fingerprint(self, *sections: str) -> str:
         """A hash of the named sections (all when none): a stage's work is reusable iff it matches."""
@@ -235,31 +273,39 @@ class RunConfig(_Strict):
 
 
 def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> RunConfig:
-    """Load and validate a YAML config; `overrides` are nested dicts merged on top (CLI flags)."""
-    p = Path(path) if path is not None else DEFAULT_CONFIG
-    try:
-        raw = load_yaml_text(p.read_text()) or {}
-    except FileNotFoundError:
-        raise ValueError(f"config file not found: {p}") from None
-    except yaml.YAMLError as e:
-        raise ValueError(f"config {p} is not valid YAML: {e}") from None
-    if not isinstance(raw, dict):
-        raise ValueError(f"config {p} must be a mapping of keys, got {type(raw).__name__}")
-    _merge(raw, overrides or {})
+    """Load and validate a config: the file over its `base` chain (`core/config_files.py`; default: the
+    bundled demo config), then `overrides` (nested dicts: CLI flags) on top."""
+    p = find_config(path) if path is not None else DEFAULT_CONFIG
+    raw, _ = read_layers(p)
+    merge(raw, overrides or {})
     try:
         return RunConfig.model_validate(raw)
     except ValidationError as e:
-        lines = []
-        for err in e.errors():
-            where = ".".join(str(x) for x in err["loc"]) or "(top level)"
-            msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
-            lines.append(f"  {where}: {msg}")
-        raise ValueError(f"config {p} is invalid:\n" + "\n".join(lines)) from None
+        raise ValueError(f"config {p} is invalid: {describe_errors(e, RunConfig)}") from None
 
 
 def _merge(base: dict[str, Any], extra: dict[str, Any]) -> None:
-    for k, v in extra.items():
-        if isinstance(v, dict) and isinstance(base.get(k), dict):
-            _merge(base[k], v)
+    merge(base, extra)
+
+
+def leaf_keys(tree: dict[str, Any], prefix: str = "") -> list[str]:
+    """Dotted keys of the leaves of a nested mapping: {"filters": {"thresholds": {"seam": {"max": 1}}}}
+    gives ["filters.thresholds.seam.max"]."""
+    out: list[str] = []
+    for k, v in tree.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict) and v:
+            out.extend(leaf_keys(v, key + "."))
         else:
-            base[k] = v
+            out.append(key)
+    return out
+
+
+def apply_overrides(cfg: RunConfig, overrides: dict[str, Any]) -> RunConfig:
+    """`cfg` with nested `overrides` merged on top, validated like a config file."""
+    raw = cfg.model_dump(mode="json")
+    _merge(raw, overrides)
+    try:
+        return RunConfig.model_validate(raw)
+    except ValidationError as e:
+        raise ValueError(f"overrides are invalid: {describe_errors(e, RunConfig)}") from None

@@ -19,7 +19,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from core.records import Relation, SceneGraph, SceneObject
+from hardneg.core.records import Relation, SceneGraph, SceneObject
 
 _LR = re.compile(r"\b(left|right)\b")
 

@@ -5,14 +5,19 @@ node's name, the node's attributes are a subset of X's, every relation child is 
 `X -name-> Y` with Y matching the child, and every `same` child by some Y != X matching the child whose
 attributes of that category intersect X's (both non-empty). The result of a path is the set of objects its
 root matches.
+
+For relations boxes can decide (left/right, above/below: `core/geometry.py`), the edge `X -name-> Y`
+also holds when the boxes say so, stored or not: graphs store such edges for some pairs only, so without
+this a negative could be true of an unrelated pair and a "unique" positive could fit another object.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 
-from core.attributes import AttributeTable
-from core.records import PathNode, SceneGraph
+from hardneg.core.attributes import AttributeTable
+from hardneg.core.geometry import DIRECTION, holds
+from hardneg.core.records import PathNode, SceneGraph
 
 
 class GraphIndex:
@@ -23,11 +28,13 @@ class GraphIndex:
     category for `same` edges.
     """
 
-    __slots__ = ("attrs", "by_name", "cat_attrs", "graph", "into", "out", "table")
+    __slots__ = ("attrs", "boxes", "by_name", "cat_attrs", "geometry", "graph", "into", "out", "table")
 
-    def __init__(self, graph: SceneGraph, table: AttributeTable) -> None:
+    def __init__(self, graph: SceneGraph, table: AttributeTable, geometry: bool = True) -> None:
         self.graph = graph
         self.table = table
+        self.geometry = geometry  # False only to see what the stored edges alone say (tests, diagnostics)
+        self.boxes = {oid: obj.box for oid, obj in graph.objects.items()}
         by_name: dict[str, list[str]] = defaultdict(list)
         attrs: dict[str, frozenset[str]] = {}
         out: dict[str, dict[str, set[str]]] = {}
@@ -59,6 +66,16 @@ class GraphIndex:
     def name_count(self, name: str) -> int:
         return len(self.by_name.get(name, ()))
 
+    def related(self, oid: str, relation: str, others: frozenset[str] | set[str]) -> bool:
+        """Whether `oid relation Y` holds for some Y in `others`: a stored edge, or the boxes."""
+        if not others.isdisjoint(self.out[oid].get(relation, ())):
+            return True
+        direction = DIRECTION.get(relation) if self.geometry else None
+        if direction is None:
+            return False
+        box = self.boxes[oid]
+        return any(y != oid and holds(direction, box, self.boxes[y]) for y in others)
+
 
 def execute(path: PathNode, index: GraphIndex) -> frozenset[str]:
     """Return the ids of every object the path's root matches."""
@@ -87,8 +104,7 @@ def _match(node: PathNode, index: GraphIndex) -> set[str]:
         child = _match(edge.object, index)
         if not child:
             return set()
-        out = index.out
-        matched = [oid for oid in matched if not child.isdisjoint(out[oid].get(edge.name, ()))]
+        matched = [oid for oid in matched if index.related(oid, edge.name, child)]
     for same in node.same:
         if not matched:
             return set()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -9,12 +10,64 @@ from typing import Any
 
 import orjson
 
+TEMP_MARK = ".tmp"  # temp files are ".<name>.tmp<pid>": hidden, and never a finished file's name
+
+
+def temp_path(path: Path) -> Path:
+    return path.with_name(f".{path.name}{TEMP_MARK}{os.getpid()}")
+
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    tmp = temp_path(path)
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)  # a full disk mid-write leaves no stray file behind
+        if e.filename is None:  # a failed write() names no file: say which one
+            raise OSError(e.errno, e.strerror, str(path)) from e
+        raise
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+# What a user can do about an OS error (`hardneg.cli` prints it as one line).
+OS_ERROR_FIXES = {
+    errno.EACCES: "make it writable (and readable) for this user, or choose another --output",
+    errno.EPERM: "make it writable (and readable) for this user, or choose another --output",
+    errno.EROFS: "that file system is read-only: choose an --output on a writable disk",
+    errno.ENOSPC: "the disk is full: free some space, or choose an --output on another disk",
+    errno.EDQUOT: "the disk quota is used up: free some space, or choose an --output on another disk",
+    errno.ENOENT: "check that the path exists",
+    errno.ENOTDIR: "a part of the path is a file, not a folder: check the path",
+    errno.EISDIR: "a folder is where a file was expected: check the path",
+    errno.ENAMETOOLONG: "the path is too long: choose a shorter --output",
+    errno.EMFILE: "too many open files: raise the limit (ulimit -n) or lower `workers`",
+}
+
+
+def os_error_message(e: OSError, where: Path | None = None) -> str:
+    """One line for an OS error: what failed, on which path (`where` when the error names none), and
+    what to do about it."""
+    path = e.filename if e.filename is not None else where
+    what = e.strerror or str(e) or type(e).__name__
+    line = f"{what}: {path}" if path is not None else what
+    if e.filename2 is not None:
+        line += f" -> {e.filename2}"
+    fix = OS_ERROR_FIXES.get(e.errno)  # type: ignore[arg-type]
+    return f"{line}; {fix}" if fix else line
+
+
+def clean_temp_files(folder: Path, recursive: bool = True) -> int:
+    """Remove temp files an interrupted writer left under `folder` (or only in it); returns how many."""
+    n = 0
+    for p in (folder.rglob if recursive else folder.glob)(f".*{TEMP_MARK}*"):
+        if p.is_file():
+            p.unlink(missing_ok=True)
+            n += 1
+    return n
 
 
 def dumps(obj: Any, indent: bool = False) -> bytes:
@@ -46,7 +99,7 @@ class JsonArrayWriter:
     def __init__(self, path: Path):
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+        self._tmp = temp_path(path)
         self._f = self._tmp.open("wb")
         self._f.write(b"[")
         self.count = 0

@@ -7,6 +7,7 @@ of SPEC section 3 and serialise to exactly that JSON.
 from __future__ import annotations
 
 import hashlib
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -172,6 +173,12 @@ class Reject:
         return out
 
 
+def keyed_seed(*parts: object) -> int:
+    """A cheap deterministic seed from parts, for `random.Random` (a str seed costs it a SHA-512):
+    every random choice is keyed by what it is about, so sharding and order never change output."""
+    return zlib.crc32(":".join(map(str, parts)).encode())
+
+
 def content_id(*parts: str | bytes) -> int:
     """A stable id from content: the first 52 bits of a SHA-1 (exact in JSON and float64)."""
     h = hashlib.sha1()
@@ -241,25 +248,6 @@ class Positive:
             "generator": self.generator,
         }
 
-    @classmethod
-    def from_vanilla(cls, d: dict[str, Any]) -> Positive:
-        return cls(
-            id=d["id"],
-            image_id=d["image_id"],
-            width=d["width"],
-            height=d["height"],
-            path=PathNode.from_json(d["path"]),
-            tuple_type=d["tuple_type"],
-            level=d["level"],
-            expression=d["expression"],
-            template=d["template"],
-            bbox=tuple(d["bbox"]),  # type: ignore[arg-type]
-            distractors=d["distractors"],
-            generator=d["generator"],
-            spatial=d["spatial"],
-            attribute=d["attribute"],
-        )
-
 
 NEGATIVE_TYPES = ("replace_object", "replace_attribute", "replace_relation", "swap_object", "swap_attribute")
 
@@ -313,6 +301,62 @@ class TextNegative:
             "width": self.width,
             "height": self.height,
             "template": self.template,
+            "generator": self.generator,
+            "backend": self.backend,
+        }
+
+
+@dataclass(slots=True)
+class ImageNegative:
+    """An edited image in which its positive's expression matches nothing (FineCops-Ref negative, cate
+    "image"). `edit` is the scene-graph change (SPEC section 3) that re-checks the claim; `candidates`
+    are the N images the backend made (run-relative paths), `file_name` the one the filters chose."""
+
+    id: int
+    source_image_id: str
+    positive_id: int
+    negative_level: int
+    negative_type: str
+    shuffle_index: list[int]
+    ori_type: str  # the positive's tuple_type
+    level: int  # the positive's level
+    expression: str  # the positive's
+    path: dict[str, Any]  # the positive's path, as JSON
+    edit: dict[str, Any]
+    edit_boxes: list[list[int]]  # where pixels changed (none for a flip)
+    candidates: list[str]
+    bbox: list[int]  # the target's box in the edited image
+    width: int
+    height: int
+    generator: str
+    backend: str
+
+    @staticmethod
+    def make_id(positive_id: int, negative_type: str, edit: dict[str, Any]) -> int:
+        return content_id("negative-image", str(positive_id), negative_type, repr(sorted(edit.items())))
+
+    def to_vanilla(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "image_id": f"{self.source_image_id}_{self.id:x}",
+            "source_image_id": self.source_image_id,
+            "positive_id": self.positive_id,
+            "negative_level": self.negative_level,
+            "negative_type": self.negative_type,
+            "shuffle_index": self.shuffle_index,
+            "ori_type": self.ori_type,
+            "negative_cate": "image",
+            "tuple_type": self.ori_type,
+            "level": self.level,
+            "expression": self.expression,
+            "path": self.path,
+            "edit": self.edit,
+            "edit_boxes": self.edit_boxes,
+            "file_name": self.candidates[0],
+            "candidates": self.candidates,
+            "bbox": self.bbox,
+            "width": self.width,
+            "height": self.height,
             "generator": self.generator,
             "backend": self.backend,
         }

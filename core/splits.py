@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 
-from core.config import SplitsConfig
+from hardneg.core.config import SplitsConfig
 
 SPLIT_SALT = "hardneg-split-v1"  # changing it reshuffles every split: bump deliberately
 

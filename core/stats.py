@@ -6,16 +6,21 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from core.io import atomic_write_bytes, write_json
+from hardneg.core.io import atomic_write_bytes, write_json
 
 SPLITS = ("train", "val", "test")
 LEVELS = (1, 2, 3)
 
 
 def build_stats(
-    positives: Counter, text_negatives: Counter, image_negatives: Counter, filters: dict[str, tuple[int, int]]
+    positives: Counter,
+    text_negatives: Counter,
+    image_negatives: Counter,
+    filters: dict[str, dict[str, Any]],
+    review: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Counters keyed by (split, type, level); `filters` maps a filter to (passed, seen)."""
+    """Counters keyed by (split, type, level); `filters` maps a filter to {"passed", "seen"}, or to
+    {"not_run": True} for a configured filter that could not run (it never reads as 100% passed)."""
     pos_split_level = {
         s: {f"L{lv}": sum(n for (sp, _, l2), n in positives.items() if sp == s and l2 == lv) for lv in LEVELS}
         for s in SPLITS
@@ -41,7 +46,7 @@ def build_stats(
             "image_negatives": {s: sum(n for (sp, _, _), n in image_negatives.items() if sp == s) for s in SPLITS},
         },
         "filters": {
-            k: {"passed": p, "seen": n, "rate": round(p / n, 4) if n else None} for k, (p, n) in filters.items()
+            k: {**v, "rate": round(v["passed"] / v["seen"], 4) if v.get("seen") else None} for k, v in filters.items()
         },
     }
 
@@ -69,8 +74,18 @@ def write_stats(root: Path, stats: dict[str, Any]) -> None:
         rows = [[k, *v.values(), sum(v.values())] for k, v in stats[key].items()]
         parts.append(_table(title, ["type/level", *SPLITS, "total"], rows or [["(none)", 0, 0, 0, 0]]))
     rates = [
+        [k, "-", "-", "not run"] if v.get("not_run") else
+        [k, "-", "-", "not configured"] if v.get("not_configured") else
         [k, v["passed"], v["seen"], "n/a" if v["rate"] is None else f"{v['rate']:.1%}"]
         for k, v in stats["filters"].items()
-    ]
+    ]  # fmt: skip
     parts.append(_table("Filter pass rates", ["filter", "passed", "seen", "rate"], rates))
+    review = stats.get("review") or {}
+    if review.get("items"):
+        rows = [
+            [who, ", ".join(f"{k} {v}" for k, v in labels.items())] for who, labels in review["by_annotator"].items()
+        ]
+        rows += [[f"{a['a']} vs {a['b']}", f"kappa {a['kappa']} on {a['items']} items"] for a in review["agreement"]]
+        title = f"Human review: {review['items']} items, {review['dropping']} dropped"
+        parts.append(_table(title, ["annotator", "labels"], rows))
     atomic_write_bytes(root / "stats.md", "\n".join(parts).encode())

@@ -11,7 +11,8 @@ import yaml
 
 
 class DataLoader(yaml.SafeLoader):
-    """YAML without 1.1's on/off/yes/no booleans: "on" is a GQA relation, not True."""
+    """YAML without 1.1's on/off/yes/no booleans ("on" is a GQA relation, not True), refusing duplicate
+    keys (a repeated config key or table entry would silently drop the first)."""
 
 
 DataLoader.yaml_implicit_resolvers = {
@@ -22,7 +23,29 @@ DataLoader.add_implicit_resolver(
 )
 
 
+class DuplicateKeyError(yaml.constructor.ConstructorError, ValueError):
+    """A key repeated in one YAML mapping, which YAML would resolve silently by keeping the last."""
+
+
+def _mapping_without_duplicates(loader: DataLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        try:
+            repeated = key in seen
+        except TypeError:  # an unhashable key: construct_mapping says so
+            continue
+        if repeated:
+            raise DuplicateKeyError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+        seen.add(key)
+    return loader.construct_mapping(node, deep)
+
+
+DataLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping_without_duplicates)
+
+
 def load_yaml_text(text: str) -> Any:
+    """YAML as the project reads it: "on" stays a string, and a repeated key is an error."""
     return yaml.load(text, Loader=DataLoader)
 
 

@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from evaluation.boxes import check_box
+from hardneg.evaluation.boxes import check_box
 
 BINARY_THRESHOLD = 0.5  # the paper: "apply the threshold of 0.5 to each pixel value"
 PEAK_THRESHOLD = 0.7  # the paper's activation threshold tau for local maxima

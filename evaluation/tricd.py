@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from evaluation.boxes import check_box, iou_xywh
+from hardneg.evaluation.boxes import check_box, iou_xywh
 
 IOU_THRESHOLDS: tuple[float, ...] = tuple(float(t) for t in np.linspace(0.5, 0.95, 10))  # COCO's 0.50:0.05:0.95
 RECALL_POINTS = 101  # COCO's interpolated AP

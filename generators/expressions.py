@@ -1,7 +1,9 @@
 """Render a path into English through the versioned templates of `templates/expressions.v1.yaml`.
 
 Articles follow uniqueness: a related object that its own sub-path picks out alone is "the", one that
-does not is "a"/"an" ("the ball to the left of a box"); plural nouns agree with "is/are", "has/have".
+does not is "a"/"an" ("the ball to the left of a box"); plurals and mass nouns never take "a" ("the
+snow", not "a snow"); "is/are", "has/have" agree with their noun. Number, articles and mass nouns come
+from the word tables (`core/words.py`, inflect corrected for GQA's words).
 """
 
 from __future__ import annotations
@@ -10,10 +12,11 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.attributes import AttributeTable
-from core.executor import GraphIndex, execute
-from core.records import PathNode
-from core.vocab import English, RelationVocab, load_yaml_text
+from hardneg.core.attributes import AttributeTable
+from hardneg.core.executor import GraphIndex, execute
+from hardneg.core.records import PathNode
+from hardneg.core.vocab import English, RelationVocab, load_yaml_text
+from hardneg.core.words import Words
 
 
 @dataclass(slots=True, frozen=True)
@@ -52,33 +55,37 @@ def ordered_attributes(attrs: tuple[str, ...] | list[str], table: AttributeTable
 
 
 class Renderer:
-    def __init__(self, templates: Templates, english: English, relations: RelationVocab, table: AttributeTable):
+    def __init__(
+        self, templates: Templates, english: English, relations: RelationVocab, table: AttributeTable, words: Words
+    ):
         self.templates = templates
-        self.english = english
+        self.english = english  # adjective order
         self.relations = relations
         self.table = table
+        self.words = words  # number, articles, mass nouns
 
     def noun_phrase(self, node: PathNode, index: GraphIndex | None, root: bool) -> str:
         """Determiner + adjectives + name, for the node alone (its children render separately)."""
-        words = " ".join((*ordered_attributes(node.attributes, self.table, self.english), node.name))
-        if root or self.english.is_plural(node.name) or index is None:
-            return f"the {words}"
+        phrase = " ".join((*ordered_attributes(node.attributes, self.table, self.english), node.name))
+        if root or index is None or self.words.is_plural(node.name) or self.words.is_mass(node.name):
+            return f"the {phrase}"
         unique = len(execute(node, index)) == 1
-        return f"the {words}" if unique else f"{self.english.indefinite(words)} {words}"
+        return f"the {phrase}" if unique else f"{self.words.indefinite_article(phrase)} {phrase}"
+
+    def be(self, name: str) -> str:
+        return self.words.be_verb(name)
 
     def relation(self, name: str) -> str:
         return self.relations.phrase.get(name, name)
 
     def slots(self, path: PathNode, ptype: str, index: GraphIndex | None) -> dict[str, str]:
-        eng = self.english
         s: dict[str, str] = {"t": self.noun_phrase(path, index, root=True)}
-        plural_t = eng.is_plural(path.name)
-        s["be_t"] = "are" if plural_t else "is"
-        s["has_t"] = "have" if plural_t else "has"
+        s["be_t"] = self.be(path.name)
+        s["has_t"] = "have" if s["be_t"] == "are" else "has"
         if ptype in ("1_hop", "and", "2_hop"):
             e1 = path.relations[0]
             s["r1"], s["o1"] = self.relation(e1.name), self.noun_phrase(e1.object, index, root=False)
-            s["be_o1"] = "are" if eng.is_plural(e1.object.name) else "is"
+            s["be_o1"] = self.be(e1.object.name)
             if ptype == "and":
                 e2 = path.relations[1]
                 s["r2"], s["o2"] = self.relation(e2.name), self.noun_phrase(e2.object, index, root=False)
@@ -88,7 +95,7 @@ class Renderer:
         elif ptype in ("same_attr", "same_attr_2hop"):
             sm = path.same[0]
             s["c1"], s["o1"] = sm.category, self.noun_phrase(sm.object, index, root=False)
-            s["be_o1"] = "are" if eng.is_plural(sm.object.name) else "is"
+            s["be_o1"] = self.be(sm.object.name)
             if ptype == "same_attr_2hop":
                 e2 = sm.object.relations[0]
                 s["r2"], s["o2"] = self.relation(e2.name), self.noun_phrase(e2.object, index, root=False)

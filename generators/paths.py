@@ -1,363 +1,34 @@
-"""Referring paths: enumerate, keep the unique ones, grade them, render them (SPEC 1.1-1.3).
+"""Referring paths for one image: search, keep the unique ones, grade them, render them (SPEC 1.1-1.3).
 
-The search follows CLEVR-Ref+'s generator in spirit, deterministically:
-- per image, indexes are built once (`GraphIndex`), and every related-node description's match set is
-  computed once by the executor;
-- a candidate is a target-attribute subset plus root "elements" (relation or `same` edges with their
-  sub-paths). Each piece is summarised as a bitmask of the same-name distractors it fails to exclude, so
-  uniqueness of a combination is an AND of masks, and partial combinations that cannot be unique or that
-  carry a useless hop are pruned without building a path;
-- the search order is a shuffle keyed by (seed, image, target, type), bounded by a count
-  (`paths.max_candidates`), never by wall clock, so sharding and timing never change the output;
-- every kept path is re-executed through the executor, the single source of truth for "unique".
+`generators/path_search.py` enumerates candidates; every kept path is re-executed through the executor,
+the single source of truth for "unique"; levels come from the smallest unique sub-path.
 """
 
 from __future__ import annotations
 
-import itertools
 import random
-import zlib
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass
 
-from core.attributes import AttributeTable
-from core.config import RunConfig
-from core.executor import GraphIndex, execute, matches_exactly
-from core.records import PathEdge, PathNode, Positive, Reject, SameEdge, SceneGraph, SceneObject
-from core.vocab import English, PoorReferents, RelationVocab
-from generators.expressions import Renderer, Templates, ordered_attributes
+from hardneg.core.config import RunConfig
+from hardneg.core.executor import GraphIndex, execute, matches_exactly
+from hardneg.core.hygiene import words_digest
+from hardneg.core.ingest import row_to_graph
+from hardneg.core.records import PathEdge, PathNode, Positive, Reject, SameEdge, SceneGraph, keyed_seed
+from hardneg.core.stage import Run, Stage, Unit
+from hardneg.core.vocab import RelationVocab
+from hardneg.generators.path_search import PathSearch, candidate_paths
+from hardneg.generators.targets import GENERATOR, PathResources, box_reason, related_ok, target_reason
 
-GENERATOR = "paths@v1"
-
-
-@dataclass(slots=True, frozen=True)
-class PathResources:
-    """Everything a path shard needs, loaded once per task."""
-
-    table: AttributeTable
-    poor: PoorReferents
-    relations: RelationVocab
-    english: English
-    renderer: Renderer
-
-    @classmethod
-    def load(cls, cfg: RunConfig) -> PathResources:
-        table = AttributeTable.load(cfg.resolve(cfg.attribute_table))
-        relations = RelationVocab.load(cfg.resolve(cfg.paths.relations))
-        english = English.load(cfg.resolve(cfg.paths.english))
-        templates = Templates.load(cfg.resolve(cfg.paths.templates))
-        return cls(
-            table=table,
-            poor=PoorReferents.load(cfg.resolve(cfg.targets.poor_referents)),
-            relations=relations,
-            english=english,
-            renderer=Renderer(templates, english, relations, table),
-        )
-
-    def versions(self) -> dict[str, str]:
-        return {
-            "generator": GENERATOR,
-            "templates": f"templates@{self.renderer.templates.version}",
-            "attribute_table": self.table.version,
-            "poor_referents": self.poor.version,
-            "relations": self.relations.version,
-            "english": self.english.version,
-        }
-
-
-def keyed_seed(*parts: object) -> int:
-    """A cheap deterministic seed from parts (str seeds cost Random a SHA-512 each)."""
-    return zlib.crc32(":".join(map(str, parts)).encode())
-
-
-# --------------------------------------------------------------------------------------------------
-# Filtering targets and related objects
-
-
-def box_reason(obj: SceneObject, graph: SceneGraph, cfg: RunConfig, as_target: bool) -> str | None:
-    t = cfg.targets
-    image_area = graph.width * graph.height
-    if obj.w < t.min_side or obj.h < t.min_side:
-        return f"box side below {t.min_side}px ({obj.w}x{obj.h})"
-    if obj.area < t.min_area_frac * image_area:
-        return f"box area {obj.area / image_area:.4f} of the image is below {t.min_area_frac}"
-    if as_target and obj.area > t.max_area_frac * image_area:
-        return f"box covers {obj.area / image_area:.2f} of the image, above {t.max_area_frac}"
-    return None
-
-
-def target_reason(obj: SceneObject, graph: SceneGraph, cfg: RunConfig, res: PathResources) -> str | None:
-    if obj.name in res.poor.reasons:
-        return f"poor referent name {obj.name!r} ({res.poor.reasons[obj.name]})"
-    return box_reason(obj, graph, cfg, as_target=True)
-
-
-def related_ok(obj: SceneObject, graph: SceneGraph, cfg: RunConfig, res: PathResources) -> bool:
-    return obj.name not in res.poor.never_related and box_reason(obj, graph, cfg, as_target=False) is None
-
-
-# --------------------------------------------------------------------------------------------------
-# Elements: the pieces a path is made of, each with its distractor mask
-
-
-@dataclass(slots=True, frozen=True)
-class Element:
-    """A root edge of a path: a relation (`category` None) or a `same` edge, with its child sub-path.
-
-    `mask` has bit i set when distractor i also satisfies this edge; `inner_mask` is the mask with the
-    child's own hop removed (2-hop elements), used to prune a degenerate inner hop.
-    """
-
-    relation: str | None
-    category: str | None
-    child: PathNode
-    mask: int
-    inner_mask: int | None
-    hops: int  # 1 for a direct edge, 2 when the child has a relation of its own
-
-
-def _attr_subsets(
-    attrs: tuple[str, ...], table: AttributeTable, max_size: int, exclude_category: str | None = None
-) -> list[tuple[str, ...]]:
-    """Subsets with at most one attribute per category ("the red white ball" is not English)."""
-    usable = [a for a in attrs if exclude_category is None or table.category(a) != exclude_category]
-    out: list[tuple[str, ...]] = []
-    for k in range(0, min(max_size, len(usable)) + 1):
-        for combo in itertools.combinations(usable, k):
-            cats = [table.category(a) or f"_{a}" for a in combo]
-            if len(set(cats)) == len(cats):
-                out.append(combo)
-    return out
-
-
-class _ImageSearch:
-    """Per-image state: the index, the usable related objects and memoised match sets."""
-
-    def __init__(self, graph: SceneGraph, cfg: RunConfig, res: PathResources):
-        self.graph = graph
-        self.cfg = cfg
-        self.res = res
-        self.index = GraphIndex(graph, res.table)
-        self.related = {oid for oid, obj in graph.objects.items() if related_ok(obj, graph, cfg, res)}
-        self._desc_cache: dict[tuple[str, tuple[str, ...]], PathNode] = {}
-        self._subset_cache: dict[tuple[str, int, str | None], list[tuple[str, ...]]] = {}
-
-    def subsets(self, oid: str, max_size: int, exclude_category: str | None = None) -> list[tuple[str, ...]]:
-        """A fresh list (callers shuffle it) of the object's usable attribute subsets, memoised."""
-        key = (oid, max_size, exclude_category)
-        got = self._subset_cache.get(key)
-        if got is None:
-            got = _attr_subsets(self.graph.objects[oid].attributes, self.res.table, max_size, exclude_category)
-            self._subset_cache[key] = got
-        return list(got)
-
-    def node(self, oid: str, attrs: tuple[str, ...]) -> PathNode:
-        key = (oid, attrs)
-        n = self._desc_cache.get(key)
-        if n is None:
-            obj = self.graph.objects[oid]
-            n = PathNode(
-                name=obj.name,
-                attributes=ordered_attributes(attrs, self.res.table, self.res.english),
-                id=oid,
-            )
-            self._desc_cache[key] = n
-        return n
-
-    def edges(self, oid: str, exclude: frozenset[str]) -> list[tuple[str, str]]:
-        """Usable out-edges (relation, object) of an object, deduplicated, in a stable order."""
-        skip = self.res.relations.skip
-        out: list[tuple[str, str]] = []
-        seen: set[tuple[str, str]] = set()
-        for rel in self.graph.objects[oid].relations:
-            key = (rel.name, rel.object)
-            if key in seen or rel.name in skip or rel.object not in self.related or rel.object in exclude:
-                continue
-            seen.add(key)
-            out.append(key)
-        return out
-
-
-def _mask_relation(search: _ImageSearch, distractors: list[str], relation: str, child: PathNode) -> int:
-    matched = execute(child, search.index)
-    out = search.index.out
-    mask = 0
-    for i, d in enumerate(distractors):
-        if not matched.isdisjoint(out[d].get(relation, ())):
-            mask |= 1 << i
-    return mask
-
-
-def _mask_same(search: _ImageSearch, distractors: list[str], category: str, child: PathNode) -> int:
-    matched = execute(child, search.index)
-    cat_attrs = search.index.cat_attrs
-    mask = 0
-    for i, d in enumerate(distractors):
-        mine = cat_attrs[d].get(category)
-        if not mine:
-            continue
-        for y in matched:
-            if y != d and (theirs := cat_attrs[y].get(category)) and not mine.isdisjoint(theirs):
-                mask |= 1 << i
-                break
-    return mask
-
-
-def _mask_attrs(search: _ImageSearch, distractors: list[str], attrs: tuple[str, ...]) -> int:
-    need = frozenset(attrs)
-    mask = 0
-    for i, d in enumerate(distractors):
-        if need <= search.index.attrs[d]:
-            mask |= 1 << i
-    return mask
-
-
-def _second_hops(search: _ImageSearch, target: str, child: PathNode, rng: random.Random) -> Iterator[PathNode]:
-    """`child` extended by one of its own relations (the second hop of a 2-hop path), in keyed order."""
-    inner = search.edges(child.id, exclude=frozenset({target, child.id}))  # type: ignore[arg-type]
-    rng.shuffle(inner)
-    for rel2, oid2 in inner:
-        subsets2 = search.subsets(oid2, search.cfg.paths.max_related_attributes)
-        attrs2 = subsets2[rng.randrange(len(subsets2))]
-        yield PathNode(child.name, child.attributes, (PathEdge(rel2, search.node(oid2, attrs2)),), (), child.id)
-
-
-def _relation_elements(
-    search: _ImageSearch, target: str, distractors: list[str], two_hop: bool, rng: random.Random
-) -> Iterator[Element]:
-    """Relation edges from the target, lazily, in a keyed random order."""
-    p = search.cfg.paths
-    edges = search.edges(target, exclude=frozenset({target}))
-    rng.shuffle(edges)
-    for rel, oid in edges:
-        subsets = search.subsets(oid, p.max_related_attributes)
-        rng.shuffle(subsets)
-        for attrs in subsets:
-            child = search.node(oid, attrs)
-            if not two_hop:
-                yield Element(rel, None, child, _mask_relation(search, distractors, rel, child), None, 1)
-                continue
-            inner_mask = _mask_relation(search, distractors, rel, child)
-            for deep in _second_hops(search, target, child, rng):
-                yield Element(rel, None, deep, _mask_relation(search, distractors, rel, deep), inner_mask, 2)
-
-
-def _same_elements(
-    search: _ImageSearch, target: str, distractors: list[str], two_hop: bool, rng: random.Random
-) -> Iterator[Element]:
-    """`same` edges: another object (of another name) sharing an attribute category with the target."""
-    p = search.cfg.paths
-    idx = search.index
-    tobj = search.graph.objects[target]
-    pairs: list[tuple[str, str]] = []
-    for cat in p.same_categories:
-        mine = idx.cat_attrs[target].get(cat)
-        if not mine:
-            continue
-        for oid in sorted(search.related):
-            other = search.graph.objects[oid]
-            if oid == target or other.name == tobj.name:
-                continue
-            theirs = idx.cat_attrs[oid].get(cat)
-            if theirs and not mine.isdisjoint(theirs):
-                pairs.append((cat, oid))
-    rng.shuffle(pairs)
-    for cat, oid in pairs:
-        # The shared attribute itself stays out of the child, or the expression gives the answer away.
-        subsets = search.subsets(oid, p.max_related_attributes, exclude_category=cat)
-        attrs = subsets[rng.randrange(len(subsets))]
-        child = search.node(oid, attrs)
-        if not two_hop:
-            yield Element(None, cat, child, _mask_same(search, distractors, cat, child), None, 1)
-            continue
-        inner_mask = _mask_same(search, distractors, cat, child)
-        for deep in _second_hops(search, target, child, rng):
-            yield Element(None, cat, deep, _mask_same(search, distractors, cat, deep), inner_mask, 2)
-
-
-def _build(search: _ImageSearch, target: str, attrs: tuple[str, ...], elements: tuple[Element, ...]) -> PathNode:
-    relations = tuple(PathEdge(e.relation, e.child) for e in elements if e.relation is not None)
-    same = tuple(SameEdge(e.category, e.child) for e in elements if e.category is not None)
-    base = search.node(target, attrs)
-    return PathNode(base.name, base.attributes, relations, same, target)
-
-
-def _valid(attr_mask: int, elements: tuple[Element, ...], has_distractors: bool) -> bool:
-    """Unique, and (when the name alone is not unique) without a degenerate hop."""
-    full = attr_mask
-    for e in elements:
-        full &= e.mask
-    if full:
-        return False
-    if not has_distractors:
-        return True
-    for i, e in enumerate(elements):
-        rest = attr_mask
-        for j, o in enumerate(elements):
-            if j != i:
-                rest &= o.mask
-        if rest == 0:
-            return False  # dropping this hop leaves the result unchanged
-        if e.inner_mask is not None and rest & e.inner_mask == 0:
-            return False  # the child's own hop changes nothing
-    return True
-
-
-def candidate_paths(search: _ImageSearch, target: str, ptype: str, rng: random.Random) -> Iterator[PathNode]:
-    """Unique, non-degenerate paths of one type for one target, in keyed random order, bounded."""
-    p = search.cfg.paths
-    idx = search.index
-    tobj = search.graph.objects[target]
-    distractors = sorted(d for d in idx.by_name[tobj.name] if d != target)
-    has_d = bool(distractors)
-    budget = p.max_candidates
-
-    def attr_options(exclude_category: str | None = None) -> list[tuple[tuple[str, ...], int]]:
-        subsets = search.subsets(target, p.max_target_attributes, exclude_category)
-        rng.shuffle(subsets)
-        return [(a, _mask_attrs(search, distractors, a)) for a in subsets]
-
-    if ptype == "0_hop":
-        for attrs, m in attr_options():
-            budget -= 1
-            if budget < 0:
-                return
-            if _valid(m, (), has_d):
-                yield _build(search, target, attrs, ())
-        return
-
-    if ptype in ("1_hop", "2_hop", "same_attr", "same_attr_2hop"):
-        two = ptype.endswith("2hop") or ptype == "2_hop"
-        make = _same_elements if ptype.startswith("same") else _relation_elements
-        options_by_cat: dict[str | None, list[tuple[tuple[str, ...], int]]] = {}
-        for el in make(search, target, distractors, two, rng):
-            key = el.category
-            if key not in options_by_cat:
-                options_by_cat[key] = attr_options(exclude_category=key)
-            for attrs, m in options_by_cat[key]:
-                budget -= 1
-                if budget < 0:
-                    return
-                if _valid(m, (el,), has_d):
-                    yield _build(search, target, attrs, (el,))
-        return
-
-    if ptype == "and":
-        elements = list(itertools.islice(_relation_elements(search, target, distractors, False, rng), p.max_candidates))
-        options = attr_options()
-        for i, j in itertools.combinations(range(len(elements)), 2):
-            e1, e2 = elements[i], elements[j]
-            if e1.child.id == e2.child.id:
-                continue  # two facts about one object read as a 2-object "and"
-            for attrs, m in options:
-                budget -= 1
-                if budget < 0:
-                    return
-                if _valid(m, (e1, e2), has_d):
-                    yield _build(search, target, attrs, (e1, e2))
-        return
-    raise ValueError(f"unknown path type {ptype!r}")
+__all__ = [
+    "GENERATOR",
+    "PathResources",
+    "PathsStage",
+    "box_reason",
+    "generate_positives",
+    "related_ok",
+    "target_reason",
+]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -409,7 +80,7 @@ def generate_positives(
     """All positives of one image (before global balancing), the rejected candidates, and counts."""
     stats: Counter = Counter()
     rejects: list[Reject] = []
-    search = _ImageSearch(graph, cfg, res)
+    search = PathSearch(graph, cfg, res)
     kept: list[Positive] = []
     for tid in sorted(graph.objects):
         obj = graph.objects[tid]
@@ -447,6 +118,7 @@ def generate_positives(
             )
         stats["dropped_max_per_image"] += len(dropped)
     # Rendering is the costly part of a sample: only the ones kept are rendered.
+    stats.update({f"refused:{rule}": n for rule, n in search.refused.items()})
     return [_positive(graph, c, search, res) for c in kept], rejects, stats
 
 
@@ -457,7 +129,7 @@ class _Candidate:
     level: int
 
 
-def _positive(graph: SceneGraph, c: _Candidate, search: _ImageSearch, res: PathResources) -> Positive:
+def _positive(graph: SceneGraph, c: _Candidate, search: PathSearch, res: PathResources) -> Positive:
     path, ptype = c.path, c.ptype
     sid = Positive.make_id(graph.image_id, path)
     expression, template = res.renderer.render(path, ptype, sid, search.index)
@@ -496,3 +168,32 @@ def _cap_image(kept: list[_Candidate], cfg: RunConfig, image_id: str) -> tuple[l
             if groups[k] and len(chosen) < cfg.paths.max_per_image:
                 chosen.add(groups[k].pop())
     return [c for i, c in enumerate(kept) if i in chosen], [c for i, c in enumerate(kept) if i not in chosen]
+
+
+class PathsStage(Stage):
+    """Positives for every image of a shard, before global balancing."""
+
+    name = "paths"
+    version = GENERATOR
+    reads = ("hygiene",)
+    config = ("seed", "attribute_table", "targets", "paths")
+    data = ("attribute_table", "targets.poor_referents", "paths.relations", "paths.templates", "paths.english")
+
+    def extra_fingerprint(self, run: Run) -> object:
+        return words_digest()
+
+    def run(self, unit: Unit) -> None:
+        res = PathResources.load(unit.cfg)
+        rows: list[dict] = []
+        for row in unit.read("hygiene", "graphs"):
+            unit.items_in += 1
+            positives, rejects, stats = generate_positives(row_to_graph(row), unit.cfg, res)
+            rows.extend(p.to_vanilla() for p in positives)
+            unit.rejects.extend(rejects)
+            unit.stats.update(stats)
+        unit.write("positives", rows)
+
+    def summarize(self, run: Run, units: list[dict]) -> dict:
+        versions = PathResources.load(run.cfg).versions()
+        versions.pop("generator")
+        return {"data_versions": versions}

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from core.attributes import AttributeTable
-from core.executor import GraphIndex
-from core.records import PathEdge, PathNode, Relation, SameEdge, SceneGraph, SceneObject
+from pathlib import Path
+
+from hardneg.core.attributes import AttributeTable
+from hardneg.core.executor import GraphIndex
+from hardneg.core.records import PathEdge, PathNode, Relation, SameEdge, SceneGraph, SceneObject
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def obj(

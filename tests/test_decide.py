@@ -1,37 +1,54 @@
-"""The pure decision rule on edge cases."""
+"""The pure decision rules on edge cases: each filter's `keep`, best-of-N, and what config allows."""
 
 from __future__ import annotations
 
 import pytest
 
-from filters.decide import Thresholds, decide_image, decide_text
+from hardneg.core.config import load_config
+from hardneg.filters.decide import Rule, decide_image, decide_text, rules
+from hardneg.filters.registry import filter_class, thresholds
 
-T = Thresholds()
+
+def rule(name: str, **t: float) -> Rule:
+    return Rule(filter_class(name), thresholds(name, t))
 
 
-@pytest.mark.parametrize(
-    ("scores", "keep"),
-    [({"clip_margin": 0.1}, True), ({"clip_margin": 0.0}, False), ({"clip_margin": -0.2}, False), ({}, True)],
-)
-def test_text_margin(scores, keep):
-    d = decide_text(scores, T)
+CLIP, SEAM, SSIM = rule("clip"), rule("seam"), rule("ssim")
+IMAGE_RULES = [CLIP, SEAM, SSIM]
+
+
+def cand(similarity=None, realism=None, clip_margin=None) -> dict:
+    """Stored scores of one candidate, keyed by each filter's version as the filters stage writes them."""
+    out: dict = {}
+    if similarity is not None:
+        out["ssim@v1"] = {"similarity": similarity}
+    if realism is not None:
+        out["seam@v1"] = {"realism": realism}
+    if clip_margin is not None:
+        out["clip@v1"] = {"clip_margin": clip_margin}
+    return out
+
+
+@pytest.mark.parametrize(("margin", "keep"), [(0.1, True), (0.0, False), (-0.2, False), (None, True)])
+def test_text_margin(margin, keep):
+    d = decide_text(cand(clip_margin=margin), [CLIP])
     assert d.keep is keep
     assert (d.reason is None) is keep
 
 
-def test_text_without_clip_is_dropped_when_clip_is_required():
-    d = decide_text({}, Thresholds(require_clip=True))
-    assert not d.keep and "no CLIP score" in d.reason
+def test_scores_of_another_version_are_not_read():
+    stale = {"clip@v0": {"clip_margin": -1.0}}
+    assert decide_text(stale, [CLIP]).keep  # nothing of clip@v1: the filter did not score this sample
 
 
 def test_image_picks_the_most_similar_passing_candidate():
     c = [
-        {"similarity": 0.99, "realism": 0.5},  # most similar, but looks edited
-        {"similarity": 0.80, "realism": 0.1},
-        {"similarity": 0.90, "realism": 0.2},  # exactly at the threshold: passes
-        {"similarity": 0.95, "realism": 0.1, "clip_margin": -0.01},  # CLIP prefers the negative image
+        cand(0.99, 0.5),  # most similar, but looks edited
+        cand(0.80, 0.1),
+        cand(0.90, 0.2),  # exactly at the threshold: passes
+        cand(0.95, 0.1, clip_margin=-0.01),  # CLIP prefers the negative image
     ]
-    d = decide_image(c, T)
+    d = decide_image(c, IMAGE_RULES)
     assert d.keep and d.candidate == 2
     reasons = dict(d.losers)
     assert set(reasons) == {0, 1, 3}
@@ -39,22 +56,43 @@ def test_image_picks_the_most_similar_passing_candidate():
 
 
 def test_image_ties_go_to_the_lower_index_and_missing_similarity_ranks_last():
-    assert decide_image([{"similarity": 0.5}, {"similarity": 0.5}], T).candidate == 0
-    assert decide_image([{}, {"similarity": 0.1}], T).candidate == 1
+    assert decide_image([cand(0.5), cand(0.5)], IMAGE_RULES).candidate == 0
+    assert decide_image([cand(), cand(0.1)], IMAGE_RULES).candidate == 1
+    assert decide_image([cand(0.1), cand(0.9)], [SEAM]).candidate == 0  # no ranker: the first that passes
 
 
 def test_image_with_no_passing_candidate_is_dropped_with_every_reason():
-    d = decide_image([{"realism": 0.9}, {"realism": 0.3}], T)
+    d = decide_image([cand(realism=0.9), cand(realism=0.3)], IMAGE_RULES)
     assert not d.keep and d.candidate is None and "no candidate passed (2 tried)" in d.reason
     assert [k for k, _ in d.losers] == [0, 1]
 
 
+def test_a_flip_has_no_realism_and_passes_the_realism_filter():
+    assert decide_image([cand(0.4)], IMAGE_RULES).keep
+
+
 def test_stricter_thresholds_only_shrink():
-    c = [
-        {"similarity": s, "realism": r, "clip_margin": m}
-        for s, r, m in [(0.9, 0.05, 0.2), (0.8, 0.15, 0.05), (0.7, 0.25, 0.3)]
-    ]
-    loose = decide_image(c, Thresholds(max_realism=0.3))
-    strict = decide_image(c, Thresholds(max_realism=0.1, min_clip_margin=0.1))
+    c = [cand(s, r, m) for s, r, m in [(0.9, 0.05, 0.2), (0.8, 0.15, 0.05), (0.7, 0.25, 0.3)]]
+    loose = decide_image(c, [rule("clip"), rule("seam", max=0.3), SSIM])
+    strict = decide_image(c, [rule("clip", min_margin=0.1), rule("seam", max=0.1), SSIM])
     assert loose.keep and strict.keep and strict.candidate == 0
-    assert not decide_image(c, Thresholds(max_realism=0.01)).keep
+    assert not decide_image(c, [rule("seam", max=0.01), SSIM]).keep
+
+
+def test_sharpness_rule():
+    sharp = rule("sharpness", min_ratio=0.5)
+    assert decide_image([{"sharpness@v1": {"sharpness_ratio": 0.4}}], [sharp]).keep is False
+    assert decide_image([{"sharpness@v1": {"sharpness_ratio": 0.6}}], [sharp]).keep
+
+
+def test_thresholds_of_a_filter_that_does_not_run_are_refused(tmp_path):
+    f = tmp_path / "c.yaml"
+    f.write_text("filters:\n  thresholds:\n    clip: {min_margin: 0.1}\n")
+    with pytest.raises(ValueError, match=r"filters\.thresholds\.clip: clip does not run; add it to filters\.scorers"):
+        rules(load_config(f))
+    f.write_text("filters:\n  thresholds:\n    seam: {maximum: 0.1}\n")
+    with pytest.raises(ValueError, match=r"filters\.thresholds\.seam\.maximum: unknown key"):
+        rules(load_config(f))
+    f.write_text("filters:\n  scorers: {ssim: {}, seem: {}}\n")
+    with pytest.raises(ValueError, match="unknown filter 'seem' \\(did you mean 'seam'\\?\\)"):
+        rules(load_config(f))

@@ -13,8 +13,8 @@ import orjson
 import pytest
 from PIL import Image
 
-from core.attributes import AttributeTable
-from core.demo_world import (
+from hardneg.core.attributes import AttributeTable
+from hardneg.core.demo_world import (
     BASE_SIZE,
     COLORS,
     FOREGROUND_NAMES,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from core.edits import apply_edit, flip_graph, mirror_word
-from core.executor import execute
+from hardneg.core.edits import apply_edit, flip_graph, mirror_word
+from hardneg.core.executor import execute
 from tests.helpers import graph, index, node, obj
 
 G = graph(

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evaluation import finecops
-from evaluation.finecops import auroc, average_ranks, evaluate, load_coco, load_predictions, to_markdown
+from hardneg.evaluation import finecops
+from hardneg.evaluation.finecops import auroc, average_ranks, evaluate, load_coco, load_predictions, to_markdown
 
 T = [0, 0, 10, 10]  # every target box in the hand-computed case
 
@@ -74,7 +74,7 @@ PREDICTIONS = [
 
 def write_coco(path: Path, records: list[dict]) -> Path:
     """Write the COCO file with hardneg's own writer, so the reader is tested on the real format."""
-    from core.coco import CocoWriter
+    from hardneg.core.coco import CocoWriter
 
     w = CocoWriter(path)
     for r in records:

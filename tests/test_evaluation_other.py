@@ -7,10 +7,17 @@ import math
 import numpy as np
 import pytest
 
-from evaluation.groundcam import aggregate, box_mask, distance_map, groundcam_metrics, local_maxima, normalize_map
-from evaluation.imagecode import ImageSet, imagecode_accuracy
-from evaluation.probes import ProbeGroup, ProbeSample, group_scores, probe_accuracy
-from evaluation.tricd import CPDPair, CPDPrediction, average_precision, evaluate_cpd, group_recall_at_1
+from hardneg.evaluation.groundcam import (
+    aggregate,
+    box_mask,
+    distance_map,
+    groundcam_metrics,
+    local_maxima,
+    normalize_map,
+)
+from hardneg.evaluation.imagecode import ImageSet, imagecode_accuracy
+from hardneg.evaluation.probes import ProbeGroup, ProbeSample, group_scores, probe_accuracy
+from hardneg.evaluation.tricd import CPDPair, CPDPrediction, average_precision, evaluate_cpd, group_recall_at_1
 
 # ------------------------------------------------------------------------------------------------ TRICD
 

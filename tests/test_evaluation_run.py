@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from core.config import load_config
-from core.pipeline import run_local
-from evaluation.finecops import evaluate, to_markdown
+from hardneg.core.config import load_config
+from hardneg.evaluation.finecops import evaluate, to_markdown
+from hardneg.flows.pipeline import run_local
 
 
 @pytest.fixture(scope="module")

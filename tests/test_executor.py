@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from core.executor import execute, matches_exactly
-from core.records import PathNode
+from hardneg.core.executor import execute, matches_exactly
+from hardneg.core.records import PathNode
 from tests.helpers import graph, index, node, obj
 
 # A kitchen: two plates (white, blue), two cups, rice, a table; edges stored as GQA stores them.
@@ -159,17 +159,23 @@ def test_executor_agrees_with_brute_force_on_random_graphs():
     """Property check: a direct re-implementation of SPEC section 3 on random graphs and paths."""
     import random
 
-    from core.attributes import AttributeTable
+    from hardneg.core.attributes import AttributeTable
+    from hardneg.core.geometry import relation_holds
 
     table = AttributeTable.load()
-    names, attrs, rels = ["a", "b", "c"], ["red", "blue", "small", "large", "wooden"], ["on", "near"]
+    names, attrs = ["a", "b", "c"], ["red", "blue", "small", "large", "wooden"]
+    rels = ["on", "near", "to the left of", "above"]
+
+    def holds(o, rel: str, y: str, g) -> bool:
+        stored = any(r.name == rel and r.object == y for r in o.relations)
+        return stored or (y != o.id and relation_holds(rel, o.box, g.objects[y].box) is True)
 
     def brute(n: PathNode, g) -> set[str]:
         out = set()
         for oid, o in g.objects.items():
             if o.name != n.name or not set(n.attributes) <= set(o.attributes):
                 continue
-            ok = all(any(r.name == e.name and r.object in brute(e.object, g) for r in o.relations) for e in n.relations)
+            ok = all(any(holds(o, e.name, y, g) for y in brute(e.object, g)) for e in n.relations)
             for s in n.same:
                 mine = {a for a in o.attributes if table.category(a) == s.category}
                 ok = ok and any(
@@ -199,6 +205,7 @@ def test_executor_agrees_with_brute_force_on_random_graphs():
                 rng.choice(names),
                 tuple(rng.sample(attrs, rng.randrange(3))),
                 tuple((rng.choice(rels), rng.choice(ids)) for _ in range(rng.randrange(3))),
+                box=(rng.randrange(400), rng.randrange(300), rng.randrange(10, 90), rng.randrange(10, 90)),
             )
             for i in ids
         ]
@@ -211,3 +218,41 @@ def test_executor_agrees_with_brute_force_on_random_graphs():
             checked += 1
             nonempty += bool(got)
     assert checked == 1800 and nonempty > 200  # the property was exercised on non-trivial results
+
+
+# -------------------------------------------------------------------------------------- geometry
+
+
+def test_boxes_decide_left_right_even_without_a_stored_edge():
+    """A forest: the graph relates one tree to the road; the boxes put another tree right of it."""
+    g = graph(
+        obj("t1", "tree", rels=(("to the left of", "r"),), box=(10, 50, 60, 200)),
+        obj("t2", "tree", box=(400, 40, 60, 200)),
+        obj("r", "road", box=(150, 200, 150, 100)),
+    )
+    right = node("tree", rel=[("to the right of", node("road"))])
+    assert execute(right, index(g)) == {"t2"}  # a negative claiming it is true of t2: refused
+    from hardneg.core.attributes import AttributeTable
+    from hardneg.core.executor import GraphIndex
+
+    assert execute(right, GraphIndex(g, AttributeTable.load(), geometry=False)) == frozenset()
+
+
+def test_a_positive_is_unique_only_when_no_other_box_fits_its_relation():
+    g = graph(
+        obj("m1", "man", rels=(("to the left of", "c"),), box=(10, 100, 50, 150)),
+        obj("m2", "man", box=(80, 100, 50, 150)),  # also left of the car, no edge stored
+        obj("c", "car", box=(300, 150, 150, 100)),
+    )
+    assert not matches_exactly(node("man", rel=[("to the left of", node("car"))]), index(g), "m1")
+
+
+def test_the_margin_keeps_stacked_boxes_from_reading_as_left_or_right():
+    from hardneg.core.geometry import MARGIN, holds
+
+    cup, plate = (100, 50, 40, 40), (95, 90, 60, 20)  # centres 120 and 125: 5 px apart, margin 4 px
+    assert MARGIN == 0.1
+    assert holds("left", cup, plate) and not holds("right", cup, plate)
+    assert holds("above", cup, plate) and holds("below", plate, cup)
+    stacked = (100, 50, 40, 40), (98, 90, 44, 20)  # centres 120 and 120
+    assert not holds("left", *stacked) and not holds("right", *stacked)

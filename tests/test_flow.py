@@ -10,11 +10,13 @@ from pathlib import Path
 import orjson
 import pytest
 
-from core.cli import main as cli_main
-from core.cli import prefect_env_defaults
-from core.config import REPO_ROOT, load_config
-from core.demo_world import build_demo_world, generate_graphs
-from core.pipeline import SPLITS, run_local
+from hardneg.cli import main as cli_main
+from hardneg.cli import prefect_env_defaults
+from hardneg.core.config import load_config
+from hardneg.core.demo_world import build_demo_world, generate_graphs
+from hardneg.core.write import SPLITS
+from hardneg.flows.pipeline import run_local
+from tests.helpers import REPO_ROOT
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +34,7 @@ def prefect_harness(tmp_path_factory):
 
 @pytest.mark.slow
 def test_flow_writes_the_same_run_folder_as_the_plain_stages(prefect_harness, tmp_path: Path):
-    from flows.generate import run_generate
+    from hardneg.flows.generate import run_generate
 
     # A small world so every task runs (negative images and filters too) in reasonable time.
     cfg = load_config(None, {"demo": {"n_scenes": 16}, "images": {"candidates": 2}})
@@ -136,17 +138,21 @@ def test_console_script_is_installed():
 
 
 def test_scheduled_deployment_carries_the_cron_and_parameters(tmp_path: Path):
-    from flows.deploy import make_deployment
+    from hardneg.flows.deploy import make_deployment
 
     dep = make_deployment("configs/demo.yaml", str(tmp_path / "run"), "0 3 * * 1")
-    assert dep.name == "hardneg-scheduled"
-    assert dep.parameters == {"config_path": "configs/demo.yaml", "run_dir": str(tmp_path / "run")}
+    assert dep.name == "hardneg-scheduled" and dep.flow_name == "hardneg-generate"
+    # readable parameters, a config path that means the same from a worker's directory, and an
+    # entrypoint that does not depend on where `serve` was started
+    assert dep.parameters == {"config": str(REPO_ROOT / "configs" / "demo.yaml"), "output": str(tmp_path / "run")}
+    assert dep.entrypoint == "hardneg.flows.generate.generate"
     assert [s.schedule.cron for s in dep.schedules] == ["0 3 * * 1"]
+    assert make_deployment("gqa", str(tmp_path), "0 3 * * 1").parameters["config"] == "gqa"
     with pytest.raises(ValueError):
         make_deployment(None, str(tmp_path), "not a cron")
 
 
-def test_serve_refuses_without_a_server(monkeypatch, capsys):
+def test_serve_refuses_without_a_server(monkeypatch, capsys, tmp_path: Path):
     monkeypatch.delenv("PREFECT_API_URL", raising=False)
-    assert cli_main(["serve", "--cron", "0 3 * * *", "--output", "/tmp/x"]) == 2
+    assert cli_main(["serve", "--cron", "0 3 * * *", "--output", str(tmp_path / "x")]) == 2
     assert "running Prefect server" in capsys.readouterr().err

@@ -14,13 +14,15 @@ import orjson
 import pytest
 from PIL import Image
 
-from core.attributes import AttributeTable
-from core.config import REPO_ROOT, load_config
-from core.edits import apply_edit
-from core.executor import GraphIndex, execute
-from core.gqa import load_graphs
-from core.pipeline import SPLITS, run_local
-from core.records import PathNode
+from hardneg.core.attributes import AttributeTable
+from hardneg.core.config import load_config
+from hardneg.core.edits import apply_edit
+from hardneg.core.executor import GraphIndex, execute
+from hardneg.core.gqa import load_graphs
+from hardneg.core.records import PathNode
+from hardneg.core.write import SPLITS
+from hardneg.flows.pipeline import run_local
+from tests.helpers import REPO_ROOT
 
 IMAGE_TYPES = {"replace_object", "replace_attribute", "swap_object", "swap_attribute", "flip"}
 CONFIG = {"images": {"candidates": 3}}
@@ -86,29 +88,31 @@ def test_filter_scores_and_decisions_are_traceable(demo_run: Path):
     losers = [r for r in rejects if r["stage"] == "filter" and "file_name" in r.get("detail", {})]
     kept = _negatives(demo_run, "image")
     for r in kept:
-        assert {"similarity", "realism"} <= set(r["scores"])
+        # a flip moved no pixel within the image: it has no realism score (none is made up)
+        assert set(r["scores"]) == ({"similarity"} if r["negative_type"] == "flip" else {"similarity", "realism"})
         others = [x for x in losers if x["sample_id"] == r["id"]]
         assert len(others) == len(r["candidates"]) - 1  # every losing candidate says why
     stats = json.loads((demo_run / "stats.json").read_text())
     assert stats["totals"]["image_negatives"]["test"] == len(kept)
-    assert stats["filters"]["filter_image"]["passed"] == len(kept)
+    assert stats["filters"]["image_negative"]["passed"] == len(kept)
     assert "Filter pass rates" in (demo_run / "stats.md").read_text()
 
 
 def test_coco_entries_of_image_negatives_point_at_the_run_folder(demo_run: Path):
     coco = json.loads((demo_run / "splits" / "test" / "coco.json").read_text())
-    edited = [i for i in coco["images"] if i["image_root"] == "run"]
+    edited = [i for i in coco["images"] if i["file_name"].startswith("images/")]
     assert len(edited) == len(_negatives(demo_run, "image"))
-    assert all((demo_run / i["file_name"]).exists() for i in edited)
+    assert all((demo_run / i["file_name"]).exists() for i in coco["images"])  # one root: the run folder
 
 
 def test_split_with_stricter_thresholds_shrinks_without_loading_models(demo_run: Path, tmp_path: Path):
     root = tmp_path / "copy"
     shutil.copytree(demo_run, root)
     strict = tmp_path / "strict.yaml"
-    strict.write_text("filters: {max_realism: 0.0}\nrefine: {bins_2d: 10, bins_1d: 4}\n")
+    realism = sorted(r["scores"]["realism"] for r in _negatives(demo_run, "image") if "realism" in r["scores"])
+    strict.write_text(f"filters: {{thresholds: {{seam: {{max: {realism[len(realism) // 2]}}}}}}}\n")
     code = (
-        "import sys; from core.cli import main; rc = main(['split', sys.argv[1], '--config', sys.argv[2]]);"
+        "import sys; from hardneg.cli import main; rc = main(['split', sys.argv[1], '--config', sys.argv[2]]);"
         "heavy = [m for m in ('torch', 'transformers', 'diffusers', 'cv2') if m in sys.modules];"
         "print('HEAVY', heavy); sys.exit(rc)"
     )
@@ -119,12 +123,12 @@ def test_split_with_stricter_thresholds_shrinks_without_loading_models(demo_run:
     assert "HEAVY []" in out.stdout
     before = Counter(r["negative_cate"] for r in _negatives(demo_run, "image") + _negatives(demo_run, "text"))
     after = Counter(r["negative_cate"] for r in _negatives(root, "image") + _negatives(root, "text"))
-    assert after["image"] < before["image"]
-    assert sum(after.values()) < sum(before.values())
+    assert 0 < after["image"] < before["image"]
+    assert after["text"] == before["text"]  # text negatives have no seam score
 
 
 def test_split_with_the_same_config_reproduces_the_run(demo_run: Path, tmp_path: Path):
-    from core.cli import main
+    from hardneg.cli import main
 
     root = tmp_path / "same"
     shutil.copytree(demo_run, root)
@@ -135,28 +139,41 @@ def test_split_with_the_same_config_reproduces_the_run(demo_run: Path, tmp_path:
 
 
 def test_split_refuses_keys_that_need_new_scores(demo_run: Path, tmp_path: Path, capsys):
-    from core.cli import main
+    from hardneg.cli import main
 
     bad = tmp_path / "bad.yaml"
-    bad.write_text("filters: {clip_model: openai/clip-vit-large-patch14}\n")
+    bad.write_text("filters: {scorers: {clip: {model: openai/clip-vit-large-patch14}}}\n")
     assert main(["split", str(demo_run), "--config", str(bad)]) == 2
-    assert "needs new scores" in capsys.readouterr().err
+    assert "split cannot change filters.scorers.clip.model: it needs new samples or scores" in capsys.readouterr().err
 
 
-def test_split_proportions_move_whole_images(demo_run: Path, tmp_path: Path):
-    from core.cli import main
+def test_new_split_proportions_need_a_run_and_move_whole_images(demo_run: Path, tmp_path: Path, capsys):
+    """Split proportions decide which positives get image negatives (test only), so `hardneg split`
+    refuses them; `hardneg run` with them redoes the images stage and what follows, nothing before."""
+    from hardneg.cli import main
 
     root = tmp_path / "props"
     shutil.copytree(demo_run, root)
     cfg = tmp_path / "p.yaml"
     cfg.write_text("splits: {train: 0.2, val: 0.2, test: 0.6}\n")
-    assert main(["split", str(root), "--config", str(cfg)]) == 0
+    assert main(["split", str(root), "--config", str(cfg)]) == 2
+    assert "split cannot change splits.train" in capsys.readouterr().err
+    before = {d.name: (d / "_stage.json").stat().st_mtime_ns for d in (root / "work").iterdir() if d.is_dir()}
+    run_local(load_config(None, {**CONFIG, "splits": {"train": 0.2, "val": 0.2, "test": 0.6}}), root)
+    after = {d.name: (d / "_stage.json").stat().st_mtime_ns for d in (root / "work").iterdir() if d.is_dir()}
+    redone = {k for k in after if after[k] != before.get(k)}
+    # probe_b too: it makes images for the positives of the test split
+    assert redone == {"images", "filters", "decide", "write", "probe_b", "tricd", "probes", "imagecode", "report"}
     where: dict[str, str] = {}
     for s in SPLITS:
         for r in orjson.loads((root / "splits" / s / "positive.json").read_bytes()):
             assert where.setdefault(r["image_id"], s) == s
         for r in orjson.loads((root / "splits" / s / "negative.json").read_bytes()):
             assert where.get(r.get("source_image_id", r["image_id"]), s) == s
+    test_images_before = {
+        r["image_id"] for r in orjson.loads((demo_run / "splits" / "test" / "positive.json").read_bytes())
+    }
+    assert sum(1 for s in where.values() if s == "test") > len(test_images_before)
 
 
 def test_a_corrupt_source_image_is_rejected_and_the_run_goes_on(demo_run: Path, tmp_path: Path):

@@ -18,9 +18,9 @@ pytest.importorskip("torch", reason="torch not installed (pip install torch==2.1
 pytest.importorskip("diffusers", reason="diffusers not installed (pip install 'diffusers>=0.42,<0.43')")
 import torch
 
-from backends.inpaint import EditRegion, InpaintJob
-from backends.inpaint_diffusers import POWERPAINT_TASK_WORDS, DiffusersInpainter
-from core.demo_world import STUFF_NAMES, generate_graphs, render_scene
+from hardneg.backends.inpaint import EditRegion, InpaintJob
+from hardneg.backends.inpaint_diffusers import POWERPAINT_TASK_WORDS, DiffusersInpainter
+from hardneg.core.demo_world import STUFF_NAMES, generate_graphs, render_scene
 from tests.tiny_models import save_tiny_sd_inpaint
 
 Box = tuple[int, int, int, int]

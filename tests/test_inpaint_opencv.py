@@ -11,9 +11,9 @@ from PIL import Image
 
 pytest.importorskip("cv2", reason="OpenCV not installed (pip install opencv-python-headless)")
 
-from backends.inpaint import EditRegion, InpaintJob
-from backends.inpaint_opencv import COLORS, OpenCVInpainter
-from core.demo_world import STUFF_NAMES, generate_graphs, glyph_masks, render_scene
+from hardneg.backends.inpaint import EditRegion, InpaintJob
+from hardneg.backends.inpaint_opencv import COLORS, OpenCVInpainter
+from hardneg.core.demo_world import STUFF_NAMES, generate_graphs, glyph_masks, render_scene
 
 Box = tuple[int, int, int, int]
 BLUE_HUE_DEG = 226.0  # hue of COLORS["blue"] (40, 80, 210)

@@ -8,16 +8,17 @@ from pathlib import Path
 import orjson
 import pytest
 
-from backends.lexicon import LexiconBackend
-from core.attributes import AttributeTable
-from core.config import load_config
-from core.executor import GraphIndex, execute
-from core.gqa import load_graphs
-from core.pipeline import SPLITS, run_local
-from core.records import NEGATIVE_TYPES, PathNode
-from core.vocab import Lexicon
-from generators.negatives import Site, apply_site, map_node, replay
-from generators.rewrite import RewriteValidator
+from hardneg.backends.lexicon import LexiconBackend
+from hardneg.core.attributes import AttributeTable
+from hardneg.core.config import load_config
+from hardneg.core.executor import GraphIndex, execute
+from hardneg.core.gqa import load_graphs
+from hardneg.core.records import NEGATIVE_TYPES, PathNode
+from hardneg.core.vocab import Lexicon
+from hardneg.core.write import SPLITS
+from hardneg.flows.pipeline import run_local
+from hardneg.generators.negatives import Site, apply_site, map_node, replay
+from hardneg.generators.rewrite import RewriteValidator
 from tests.helpers import node
 
 LEXICON = Lexicon.load(Path("templates/lexicon.v1.yaml"))
@@ -155,7 +156,7 @@ def test_rewrite_validator(validator, text, why):
 
 
 def test_lexicon_backend_is_deterministic_and_prefers_antonyms():
-    from backends.language import ReplaceRequest, RewriteRequest
+    from hardneg.backends.language import ReplaceRequest, RewriteRequest
 
     b = LexiconBackend(LEXICON, seed=0)
     req = ReplaceRequest(
@@ -172,3 +173,32 @@ def test_lexicon_backend_is_deterministic_and_prefers_antonyms():
     assert none.values is None and "no sports alternative" in none.error
     vetoed = b.replace([req], validate=lambda r, v: "all still match")[0]
     assert vetoed.values is None and vetoed.error == "semantic: all still match"
+
+
+def test_no_emitted_replacement_or_swap_is_still_true_by_the_word_tables(demo_run: Path):
+    """Issue 11: on the whole demo, every replacement contradicts what it replaced and no swap exchanges
+    words that could both be true (synonyms, plural forms, kinds, parts, compatible words, crowd names)."""
+    from hardneg.core.words import Words
+
+    words = Words.load()
+    positives = {p["id"]: p for p in _load(demo_run, "positive")}
+    checked = Counter()
+    for n in _load(demo_run, "negative"):
+        ch, t = n["change"], n["negative_type"]
+        pos = PathNode.from_json(positives[n["positive_id"]]["path"])
+        nodes = pos.nodes()
+        if t == "replace_object":
+            ok, why = words.names_contradict(ch["from"], ch["to"])
+        elif t == "replace_attribute":
+            ok, why = words.attributes_contradict(ch["from"], ch["to"])
+        elif t == "replace_relation":
+            obj = nodes[ch["nodes"][0]].relations[ch["edge"]].object.name
+            ok, why = words.relations_contradict(ch["from"], ch["to"], obj=obj)
+        elif t == "swap_object":
+            a, b = (nodes[i].name for i in ch["nodes"])
+            ok, why = words.name_relation(a, b) is None and not words.is_crowd(a) and not words.is_crowd(b), f"{a}/{b}"
+        else:
+            ok, why = words.attributes_contradict(ch["from"], ch["with"])
+        assert ok, f"{n['expression']!r}: {why}"
+        checked[t] += 1
+    assert set(checked) == set(NEGATIVE_TYPES), checked

@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
-from backends.language import BackendUnavailable
-from core.cli import main as cli_main
-from core.config import load_config
-from core.pipeline import SPLITS, run_local
+from hardneg.backends.language import BackendUnavailable
+from hardneg.cli import main as cli_main
+from hardneg.core.config import load_config
+from hardneg.core.write import SPLITS
+from hardneg.flows.pipeline import run_local
 from tests.test_openai_backend import FakeServer, Reply
 
 
@@ -54,7 +55,8 @@ def test_openai_backend_in_the_pipeline_resumes_from_its_cache(tmp_path: Path):
         m = run_local(cfg, root)
         first = len(server.bodies)
         assert first > 0 and sum(m["counts"]["negatives"].values()) > 0
-        assert m["versions"]["language_backend"].startswith("openai:test-model")
+        [backend] = m["models"]["language_backend"]
+        assert backend.startswith("openai:test-model+rewrite.v1+replace.v1")
         assert m["counts"]["language"]["backend:calls"] == first
         before = _splits(root)
 

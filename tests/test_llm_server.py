@@ -13,15 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from backends.language import ReplaceRequest, RewriteRequest
-from backends.openai_backend import OpenAIBackend, OpenAISettings, normalise
-from core.attributes import AttributeTable
-from core.config import REPO_ROOT
-from core.records import PathNode
-from core.vocab import Lexicon, NameCategories
-from generators.negatives import iter_keep_words
-from generators.rewrite import RewriteValidator
-from tests.helpers import node
+from hardneg.backends.language import ReplaceRequest, RewriteRequest
+from hardneg.backends.openai_backend import OpenAIBackend, OpenAISettings, normalise
+from hardneg.core.attributes import AttributeTable
+from hardneg.core.records import PathNode
+from hardneg.core.vocab import Lexicon
+from hardneg.core.words import Words
+from hardneg.generators.negatives import iter_keep_words
+from hardneg.generators.rewrite import RewriteValidator
+from tests.helpers import REPO_ROOT, node
 from tests.llm_server import MODEL_NAME, llm_server_url  # noqa: F401  (the fixture)
 
 log = logging.getLogger(__name__)
@@ -52,27 +52,27 @@ OPTIONS = {"color": ("black", "red", "blue", "yellow"), "size": ("short", "small
 
 ATTRIBUTES = AttributeTable.load()
 LEXICON = Lexicon.load(REPO_ROOT / "templates" / "lexicon.v1.yaml")
-NAMES = NameCategories.load(REPO_ROOT / "templates" / "name_categories.v1.yaml")
-REWRITE_CHECK = RewriteValidator(ATTRIBUTES, LEXICON, frozenset(NAMES.by_name))
+WORDS = Words.load()
+REWRITE_CHECK = RewriteValidator(ATTRIBUTES, LEXICON, WORDS.known_nouns)
 
 
 PATHS = {e: p for e, p, _ in CASES}
 
 
 def validate(req: RewriteRequest | ReplaceRequest, values: tuple[str, ...]) -> str | None:
-    """The pipeline's own checks: the spaCy rewrite validator, and same-category replacements."""
+    """The pipeline's own checks: the spaCy rewrite validator, and replacements that contradict the word."""
     if isinstance(req, RewriteRequest):
         for v in values[1:]:
             if (why := REWRITE_CHECK.check(PATHS[req.expression], req.expression, v)) is not None:
                 return f"{why} in {v!r}"
         return None
+    check = {"attribute": WORDS.attributes_contradict, "object": WORDS.names_contradict}.get(
+        req.part, WORDS.relations_contradict
+    )
     for v in values:
-        if req.part == "attribute" and ATTRIBUTES.category(v) != ATTRIBUTES.category(req.word):
-            return f"{v!r} is not a {ATTRIBUTES.category(req.word)}"
-        if req.part == "object" and NAMES.category(v) is None:
-            return f"{v!r} is not a known object name"
-        if req.part == "relation" and v not in LEXICON.relation_category and v != LEXICON.antonyms.get(req.word):
-            return f"{v!r} is not a known relation"
+        ok, why = check(req.word, v)
+        if not ok:
+            return why
     return None
 
 

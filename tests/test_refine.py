@@ -11,14 +11,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from filters.refine import (
+from hardneg.filters.refine import (
     RefinePair,
     assign_cells,
     bin_index,
     chance_accuracy,
     gaps,
     refine,
-    score_pairs,
 )
 
 
@@ -186,35 +185,12 @@ def test_chance_accuracy_counts_ties_as_half():
     assert chance_accuracy(pairs, {"k00000", "k00002"}) == (1.0, 0.75)
 
 
-def test_gaps_and_score_pairs_score_each_unique_text_once():
-    class LengthScorer:  # a real (trivial) TextScorer: word count, recording its calls
-        version = "length@test"
-
-        def __init__(self) -> None:
-            self.calls: list[list[str]] = []
-
-        def score(self, texts: Sequence[str]) -> list[float]:
-            self.calls.append(list(texts))
-            return [float(len(t.split())) for t in texts]
-
-    class CharScorer(LengthScorer):
-        def score(self, texts: Sequence[str]) -> list[float]:
-            self.calls.append(list(texts))
-            return [float(len(t)) for t in texts]
-
-    s1, s2 = LengthScorer(), CharScorer()
-    pos = ["the red cup", "the red cup", "a man"]
-    neg = ["the cup", "the blue cup", "the red cup"]
-    out = score_pairs(pos, neg, s1, s2)
-    assert out == [(1.0, 4.0), (0.0, -1.0), (-1.0, -6.0)]
-    assert s1.calls == [sorted({*pos, *neg})] and s2.calls == s1.calls
+def test_gaps_are_pos_minus_neg_and_finite():
     assert gaps([1.0, 2.0], [0.5, 3.0]) == [0.5, -1.0]
     with pytest.raises(ValueError, match="2 items but neg_scores has 1"):
         gaps([1.0, 2.0], [0.5])
     with pytest.raises(ValueError, match="non-finite gap at pair index 0"):
         gaps([math.inf], [0.0])
-    with pytest.raises(ValueError, match="pos_texts has 1 items"):
-        score_pairs(["a"], [], s1, s2)
 
 
 GAP_VALUES = st.sampled_from([-2.0, -1.0, -0.5, -0.01, 0.0, 0.0, 0.01, 0.5, 1.0, 2.0])

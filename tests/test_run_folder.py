@@ -9,13 +9,14 @@ from pathlib import Path
 import orjson
 import pytest
 
-from core.attributes import AttributeTable
-from core.config import load_config
-from core.executor import GraphIndex, execute
-from core.gqa import load_graphs
-from core.pipeline import SPLITS, run_local
-from core.records import PathNode
-from generators.paths import path_level, path_type
+from hardneg.core.attributes import AttributeTable
+from hardneg.core.config import load_config
+from hardneg.core.executor import GraphIndex, execute
+from hardneg.core.gqa import load_graphs
+from hardneg.core.records import PathNode
+from hardneg.core.write import SPLITS
+from hardneg.flows.pipeline import run_local
+from hardneg.generators.paths import path_level, path_type
 
 # Negative images have their own tests (test_images_stage.py); here they would only cost time.
 NO_IMAGES = {"images": {"enabled": False}}
@@ -139,7 +140,10 @@ def test_coco_files_load_with_pycocotools(demo_run: Path):
             ann = coco.loadAnns(ann_ids)[0]
             img = coco.loadImgs(r["id"])[0]
             assert ann["bbox"] == r["bbox"] and ann["level"] == r["level"]
-            assert img["caption"] == r["expression"] and img["file_name"] == f"{r['image_id']}.jpg"
+            # every file name is relative to the run folder: the dataset's copy of the source image
+            assert img["caption"] == r["expression"] and (demo_run / img["file_name"]).is_file()
+            if r.get("negative_cate") != "image":
+                assert img["file_name"] == f"data/positives/{s}/images/{r['image_id']}.jpg"
             assert (img["width"], img["height"]) == (r["width"], r["height"])
             if "negative_type" in r:
                 assert {k: ann[k] for k in ("negative_type", "negative_level", "positive_id", "negative_cate")} == {
@@ -159,7 +163,9 @@ def test_splits_are_by_image(demo_run: Path):
 def test_manifest_and_attribute_table(demo_run: Path):
     m = orjson.loads((demo_run / "manifest.json").read_bytes())
     assert Path(m["inputs"]["scene_graphs"]).exists() and Path(m["inputs"]["images"]).is_dir()
-    assert m["versions"]["generator"] == "paths@v1"
+    assert m["versions"]["stages"]["paths"] == "paths@v1"
+    assert m["versions"]["stages"]["images"] == "negatives_image@v1"
+    assert m["versions"]["data"]["templates"] == "templates@v1"
     assert sum(m["counts"]["positives"].values()) == len(_positives(demo_run))
     assert m["counts"]["positives_kept"] + m["counts"]["balance_dropped"] == m["counts"]["positives_candidates"]
     table = orjson.loads((demo_run / "attribute_categories.json").read_bytes())

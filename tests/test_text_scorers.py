@@ -7,14 +7,13 @@ import sys
 
 import pytest
 
-from backends.text_scorers import (
+from hardneg.filters.text_scorers import (
     EOS,
     PENALTY,
     UNK,
     GrammarRuleScorer,
     NGramScorer,
     TransformersClassifierScorer,
-    make_scorer,
 )
 
 CORPUS = [
@@ -136,20 +135,24 @@ def test_grammar_irregular_plural_and_floor():
     assert g.score([worst]) == [0.0]  # 1 - sum floored at 0
 
 
-def test_make_scorer_builds_each_kind_and_rejects_bad_specs():
-    assert isinstance(make_scorer({"kind": "ngram"}), NGramScorer)
-    assert isinstance(make_scorer({"kind": "grammar"}), GrammarRuleScorer)
-    t = make_scorer({"kind": "transformers", "model": "/nowhere", "label": 1, "batch_size": 4})
-    assert isinstance(t, TransformersClassifierScorer) and t.batch_size == 4 and t.label == 1
-    assert t.version == "transformers-cls@v1:/nowhere:label=1"
-    with pytest.raises(ValueError, match="unknown scorer kind 'clip'"):
-        make_scorer({"kind": "clip"})
-    with pytest.raises(ValueError, match="needs a 'kind'"):
-        make_scorer({"model": "x"})
-    with pytest.raises(ValueError, match=r"unknown option\(s\) \['bins'\]"):
-        make_scorer({"kind": "grammar", "bins": 3})
+def test_registry_builds_each_text_kind_and_rejects_bad_specs():
+    from hardneg.filters.refine_stage import text_filter
+    from hardneg.filters.text_scorers import GrammarFilter, NGramFilter, TransformersTextFilter
+
+    assert isinstance(text_filter({"kind": "ngram"}, 0), NGramFilter)
+    assert isinstance(text_filter({"kind": "grammar"}, 1), GrammarFilter)
+    t = text_filter({"kind": "transformers", "model": "/nowhere", "label": 1, "batch_size": 4}, 0)
+    assert isinstance(t, TransformersTextFilter)
+    assert isinstance(t.scorer(), TransformersClassifierScorer) and t.scorer().batch_size == 4
+    assert t.identity == "transformers-cls@v1:/nowhere:label=1"
+    with pytest.raises(ValueError, match="'clip' does not score text alone"):
+        text_filter({"kind": "clip", "model": "x"}, 0)
+    with pytest.raises(ValueError, match="unknown filter 'ngrm' \\(did you mean 'ngram'\\?\\)"):
+        text_filter({"kind": "ngrm"}, 0)
+    with pytest.raises(ValueError, match=r"refine.scorers\[1\].bins: unknown key"):
+        text_filter({"kind": "grammar", "bins": 3}, 1)
     with pytest.raises(ValueError, match="batch_size"):
-        make_scorer({"kind": "transformers", "model": "x", "batch_size": 0})
+        text_filter({"kind": "transformers", "model": "x", "batch_size": 0}, 0).scorer()
 
 
 # ------------------------------------------------------------------------------------------ transformers
