@@ -114,6 +114,37 @@ def test_mass_nouns_take_no_article_and_bad_english_is_refused():
     assert check.check("the man on the snow") is None
 
 
+def test_the_batched_check_tags_only_texts_it_could_refuse_and_agrees_with_the_full_check(monkeypatch):
+    """`check_many` skips tagging a text with no article and none of is/are/has/... among its tokens (the
+    tokenizer's own special cases included: "isnt" is "is" + "nt", "Ima" holds "a"); every verdict equals
+    the one-text-at-a-time check on the whole pipeline."""
+    from hardneg.generators.rewrite import load_nlp
+
+    texts = [
+        "the bananas that is yellow", "the man on a snow", "the cup on the table", "a apple near the plate",
+        "the dog which isnt brown", "Ima dog", "the A-frame house", "an umbrella", "the boys that are running",
+        "the horse to the left of the fence", "the plates that has food", "the sheep that are white", "",
+    ]  # fmt: skip
+    full = EnglishCheck(Words.load())
+    want = {t: full.check_doc(load_nlp()(t)) for t in texts}
+    nlp = load_nlp()
+    tagged: list[str] = []
+    real_pipe = type(nlp).pipe
+
+    def counting_pipe(self, docs, **kw):
+        docs = list(docs)
+        tagged.extend(d.text for d in docs)
+        return real_pipe(self, docs, **kw)
+
+    monkeypatch.setattr(type(nlp), "pipe", counting_pipe)
+    assert EnglishCheck(Words.load()).check_many(texts) == want
+    assert sorted(tagged) == sorted(
+        {"the bananas that is yellow", "the man on a snow", "a apple near the plate", "the dog which isnt brown",
+         "Ima dog", "the A-frame house", "an umbrella", "the boys that are running", "the plates that has food",
+         "the sheep that are white"}
+    )  # fmt: skip
+
+
 # ------------------------------------------------------------------------------------------------ detector
 
 
