@@ -91,7 +91,7 @@ class ImageSearch(SiteSearch):
             why := self.vocab.swap_refusal(site, st.path, st.extra["objects"])
         ):
             self.stats[f"refused:{site.negative_type}"] += 1
-            detail = {"negative_type": site.negative_type, "nodes": list(site.nodes)}
+            detail = site.where()
             self.rejects.append(Reject(self.stage, why, st.positive["image_id"], st.positive["id"], detail=detail))
             return False
         edit = self.kinds[site.negative_type].edit(site, st.extra["objects"], st.extra["image"], self.ctx)
@@ -107,7 +107,7 @@ class ImageSearch(SiteSearch):
     def request(self, st: SearchState, site: Site) -> ReplaceRequest | None:
         if (why := self.vocab.crowd_refusal(site, st.path)) is not None:
             self.stats[f"refused:{site.negative_type}"] += 1
-            detail = {"negative_type": site.negative_type, "nodes": list(site.nodes)}
+            detail = site.where()
             self.rejects.append(Reject(self.stage, why, st.positive["image_id"], st.positive["id"], detail=detail))
             return None
         obj = st.extra["objects"][site.nodes[0]]
@@ -141,7 +141,7 @@ class ImageSearch(SiteSearch):
                     done = kind.edit_with(site, obj, st.extra["graph"], self.ctx, self.inpaint, word)
                 except DonorUnreadable as e:
                     self.stats["donor_unreadable"] += 1
-                    detail = {"negative_type": site.negative_type, "nodes": list(site.nodes), "word": word}
+                    detail = {**site.where(), "word": word}
                     self.rejects.append(
                         Reject(self.stage, str(e), st.positive["image_id"], st.positive["id"], detail=detail)
                     )

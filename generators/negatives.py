@@ -177,7 +177,7 @@ class TextSearch(SiteSearch):
 
     def _refuse(self, st: SearchState, site: Site, why: str, **detail: Any) -> None:
         self.stats[f"refused:{site.negative_type}:{refusal_kind(why)}"] += 1
-        detail = {"negative_type": site.negative_type, "nodes": list(site.nodes), **detail}
+        detail = {**site.where(), **detail}
         self.rejects.append(Reject(self.stage, why, st.positive["image_id"], st.positive["id"], detail=detail))
 
     def request(self, st: SearchState, site: Site) -> ReplaceRequest | None:

@@ -49,6 +49,15 @@ class Site:
     category: str | None = None  # the replaced word's category (object, attribute or relation category)
     other: str | None = None  # swap_attribute: the attribute on the second node
 
+    def where(self) -> dict[str, Any]:
+        """What a reject about this site records: two sites alike but for where never read alike."""
+        out: dict[str, Any] = {"negative_type": self.negative_type, "nodes": list(self.nodes)}
+        if self.edge is not None:
+            out["edge"] = self.edge
+        if self.word is not None:
+            out["word"] = self.word
+        return out
+
     @property
     def part(self) -> str:
         return "flip" if self.negative_type == "flip" else self.negative_type.split("_", 1)[1]
@@ -318,14 +327,7 @@ class SiteSearch:
                 if ans.values is not None and self.accept(st, site, ans.values):
                     continue
                 self.stats[f"replace_failed:{site.negative_type}"] += 1
-                detail = {
-                    "negative_type": site.negative_type,
-                    "nodes": list(site.nodes),  # with `edge`: two sites alike but for where never read alike
-                    "edge": site.edge,
-                    "word": site.word,
-                    "raw": ans.raw,
-                    "attempts": ans.attempts,
-                }
+                detail = {**site.where(), "raw": ans.raw, "attempts": ans.attempts}
                 why = ans.error or "no usable replacement"
                 self.rejects.append(Reject(self.stage, why, st.positive["image_id"], st.positive["id"], detail=detail))
         for st in states:

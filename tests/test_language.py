@@ -202,3 +202,10 @@ def test_no_emitted_replacement_or_swap_is_still_true_by_the_word_tables(demo_ru
         assert ok, f"{n['expression']!r}: {why}"
         checked[t] += 1
     assert set(checked) == set(NEGATIVE_TYPES), checked
+
+
+def test_a_clean_demo_run_writes_no_reject_twice(demo_run: Path):
+    """Regression (issue 15): two relations of one node refused alike read as one line twice; a reject
+    says which relation (`edge`) and word it is about."""
+    lines = (demo_run / "rejects.jsonl").read_bytes().splitlines()
+    assert lines and len(lines) == len(set(lines))
