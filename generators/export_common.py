@@ -144,10 +144,13 @@ class GraphChecks:
 
 
 def noun_phrase(words: Words, name: str, attributes: Iterable[str] = ()) -> str:
-    """ "a small dog", "an apple", "grass", "two-word name" with its article."""
+    """ "a small dog", "an apple", "the ground", "bananas": a count noun takes "a"/"an", a mass noun "the"
+    ("a house on ground" does not read; "a house on the ground" does), a plural none."""
     phrase = " ".join((*attributes, name))
     article = words.indefinite_article(phrase)
-    return f"{article} {phrase}" if article else phrase
+    if not article and not words.is_plural(phrase.split()[-1]):
+        article = "the"
+    return f"{article} {phrase}"
 
 
 def relation_prompt(words: Words, subject: str, relation: str, obj: str) -> str:

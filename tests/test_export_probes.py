@@ -154,3 +154,14 @@ def test_probe_b_images_keep_the_target_and_replace_the_background(probe_b):
         assert np.percentile(br[far], 99) < 40
         bmr = np.asarray(Image.open(root / grp["images"]["bmr/gray"]).convert("L"), dtype=float)
         assert (np.abs(bmr - 128) < 12).mean() >= grp["background_fraction"] * 0.8
+
+
+def test_prompts_read_as_english_a_mass_noun_takes_the():
+    from hardneg.core.words import Words
+    from hardneg.generators.export_common import noun_phrase, relation_prompt
+
+    words = Words.load()
+    assert relation_prompt(words, "house", "on", "ground") == "a house on the ground"  # not "on ground"
+    assert relation_prompt(words, "apple", "on", "table") == "an apple on a table"
+    assert noun_phrase(words, "bananas") == "bananas"
+    assert noun_phrase(words, "dog", ("small",)) == "a small dog"
