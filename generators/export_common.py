@@ -150,7 +150,7 @@ def noun_phrase(words: Words, name: str, attributes: Iterable[str] = ()) -> str:
     article = words.indefinite_article(phrase)
     if not article and not words.is_plural(phrase.split()[-1]):
         article = "the"
-    return f"{article} {phrase}"
+    return f"{article} {phrase}" if article else phrase
 
 
 def relation_prompt(words: Words, subject: str, relation: str, obj: str) -> str:
