@@ -30,7 +30,8 @@ from pathlib import Path
 import torch
 from PIL import Image
 
-from hardneg.core.demo_world import generate_graphs, render_scene
+from hardneg.core.demo_graphs import generate_graphs
+from hardneg.core.demo_render import render_scene
 from hardneg.filters.clip import CLIPScorer
 from hardneg.filters.dinov2 import DinoSimilarity
 from tests.tiny_scorer_models import save_tiny_clip, save_tiny_dinov2, tiny_clip_tokenizer

@@ -30,76 +30,11 @@ from pathlib import Path
 
 import orjson
 
-from hardneg.core.demo_catalog import (
-    BASE_SIZE,
-    CHAIR_BACK,
-    COLORS,
-    FOREGROUND_NAMES,
-    INDOOR_NAMES,
-    MATERIALS,
-    NAME_COLORS,
-    ONABLE,
-    OUTDOOR_NAMES,
-    PATTERNED_NAMES,
-    PATTERNS,
-    PLAIN_ONLY_MATERIALS,
-    RGB,
-    SIZE_SCALE,
-    STUFF,
-    STUFF_COLORS,
-    STUFF_NAMES,
-    STUFF_RGB,
-    SUPPORT_SEAT,
-    WEATHER_BY_SKY,
-)
-from hardneg.core.demo_graphs import (
-    IMAGE_ID_BASE,
-    MAX_OBJECTS,
-    MIN_OBJECTS,
-    OBJECT_ID_BASE,
-    PAD,
-    PLACE_TRIES,
-    generate_graphs,
-)
-from hardneg.core.demo_render import glyph_masks, render_scene
+from hardneg.core.demo_graphs import generate_graphs
+from hardneg.core.demo_render import render_scene
 
-# The vocabulary, generation and rendering live in their own modules (each under ~400 lines); this
-# module stays the public home of every name, so `from hardneg.core.demo_world import ...` is unchanged.
-__all__ = [
-    "BASE_SIZE",
-    "CHAIR_BACK",
-    "COLORS",
-    "FOREGROUND_NAMES",
-    "GENERATOR_VERSION",
-    "IMAGE_ID_BASE",
-    "INDOOR_NAMES",
-    "JPEG_QUALITY",
-    "MATERIALS",
-    "MAX_OBJECTS",
-    "MIN_OBJECTS",
-    "NAME_COLORS",
-    "OBJECT_ID_BASE",
-    "ONABLE",
-    "OUTDOOR_NAMES",
-    "PAD",
-    "PATTERNED_NAMES",
-    "PATTERNS",
-    "PLACE_TRIES",
-    "PLAIN_ONLY_MATERIALS",
-    "RGB",
-    "SIZE_SCALE",
-    "STUFF",
-    "STUFF_COLORS",
-    "STUFF_NAMES",
-    "STUFF_RGB",
-    "SUPPORT_SEAT",
-    "WEATHER_BY_SKY",
-    "DemoWorld",
-    "build_demo_world",
-    "generate_graphs",
-    "glyph_masks",
-    "render_scene",
-]
+# The vocabulary (`demo_catalog`), scene generation (`demo_graphs`) and rendering (`demo_render`) live in
+# their own modules; this one builds the world on disk.
 
 logger = logging.getLogger(__name__)
 

@@ -46,6 +46,22 @@ DIRECTION: dict[str, str] = {
 Box = tuple[int, int, int, int]
 
 
+def intersection(a: Box | tuple[float, ...], b: Box | tuple[float, ...]) -> float:
+    """The area two xywh boxes share (0 when they are apart)."""
+    ax, ay, aw, ah = a
+    bx, by, bw, bh = b
+    iw = max(0, min(ax + aw, bx + bw) - max(ax, bx))
+    ih = max(0, min(ay + ah, by + bh) - max(ay, by))
+    return iw * ih
+
+
+def iou(a: Box | tuple[float, ...], b: Box | tuple[float, ...]) -> float:
+    """Intersection over union of two xywh boxes; 0 when the union is empty."""
+    inter = intersection(a, b)
+    union = a[2] * a[3] + b[2] * b[3] - inter
+    return inter / union if union > 0 else 0.0
+
+
 def holds(direction: str, a: Box, b: Box) -> bool:
     """Whether box `a` lies in `direction` ("left", "right", "above", "below") of box `b` by the rule."""
     ax, ay, aw, ah = a

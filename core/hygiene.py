@@ -19,29 +19,17 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from hardneg.core.geometry import contradicted
+from hardneg.core.geometry import contradicted, iou
 from hardneg.core.ingest import graph_to_row, row_to_graph
 from hardneg.core.records import Reject, Relation, SceneGraph, SceneObject
 from hardneg.core.resources import data_path
 from hardneg.core.stage import Run, Stage, Unit, digest, file_digest
 from hardneg.core.words import ATTRIBUTES_FILE, NOUNS_FILE, RELATIONS_FILE, Words
 
-Box = tuple[int, int, int, int]
-
 
 def words_digest() -> str:
     """Identity of the bundled word tables, for the fingerprints of the stages that read them."""
     return digest([file_digest(data_path(f"templates/{f}")) for f in (NOUNS_FILE, ATTRIBUTES_FILE, RELATIONS_FILE)])
-
-
-def iou(a: Box, b: Box) -> float:
-    ax, ay, aw, ah = a
-    bx, by, bw, bh = b
-    iw = max(0, min(ax + aw, bx + bw) - max(ax, bx))
-    ih = max(0, min(ay + ah, by + bh) - max(ay, by))
-    inter = iw * ih
-    union = aw * ah + bw * bh - inter
-    return inter / union if union > 0 else 0.0
 
 
 def duplicates(graph: SceneGraph, words: Words, min_iou: float) -> dict[str, tuple[str, float]]:

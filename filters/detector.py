@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from hardneg.backends.models import MODELS_HINT, resolve_device_dtype, shared
+from hardneg.core.geometry import intersection, iou
 from hardneg.core.records import SceneGraph
 from hardneg.filters.base import Box, Filter, Item, Scores, Settings
 
@@ -47,14 +48,8 @@ class DetectorThresholds(Settings):
 
 
 def explained(det: Box, box: Box) -> bool:
-    dx, dy, dw, dh = det
-    bx, by, bw, bh = box
-    iw = max(0.0, min(dx + dw, bx + bw) - max(dx, bx))
-    ih = max(0.0, min(dy + dh, by + bh) - max(dy, by))
-    inter = iw * ih
-    area = dw * dh
-    union = area + bw * bh - inter
-    return (area > 0 and inter / area >= EXPLAINED_INSIDE) or (union > 0 and inter / union >= EXPLAINED_IOU)
+    area = det[2] * det[3]
+    return (area > 0 and intersection(det, box) / area >= EXPLAINED_INSIDE) or iou(det, box) >= EXPLAINED_IOU
 
 
 def query(name: str) -> str:

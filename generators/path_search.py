@@ -13,10 +13,11 @@ The search follows CLEVR-Ref+'s generator in spirit, deterministically:
 
 from __future__ import annotations
 
+import functools
 import itertools
 import random
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from hardneg.core.attributes import AttributeTable
@@ -191,13 +192,8 @@ def _relation_elements(
         subsets = search.subsets(oid, p.max_related_attributes)
         rng.shuffle(subsets)
         for attrs in subsets:
-            child = search.node(oid, attrs)
-            if not two_hop:
-                yield Element(rel, None, child, _mask_relation(search, distractors, rel, child), None, 1)
-                continue
-            inner_mask = _mask_relation(search, distractors, rel, child)
-            for deep in _second_hops(search, target, child, rng):
-                yield Element(rel, None, deep, _mask_relation(search, distractors, rel, deep), inner_mask, 2)
+            mask = functools.partial(_mask_relation, search, distractors, rel)
+            yield from _hops(search, target, rel, None, search.node(oid, attrs), mask, two_hop, rng)
 
 
 def _same_elements(
@@ -228,13 +224,27 @@ def _same_elements(
         # The shared attribute itself stays out of the child, or the expression gives the answer away.
         subsets = search.subsets(oid, p.max_related_attributes, exclude_category=cat)
         attrs = subsets[rng.randrange(len(subsets))]
-        child = search.node(oid, attrs)
-        if not two_hop:
-            yield Element(None, cat, child, _mask_same(search, distractors, cat, child), None, 1)
-            continue
-        inner_mask = _mask_same(search, distractors, cat, child)
-        for deep in _second_hops(search, target, child, rng):
-            yield Element(None, cat, deep, _mask_same(search, distractors, cat, deep), inner_mask, 2)
+        mask = functools.partial(_mask_same, search, distractors, cat)
+        yield from _hops(search, target, None, cat, search.node(oid, attrs), mask, two_hop, rng)
+
+
+def _hops(
+    search: PathSearch,
+    target: str,
+    rel: str | None,
+    cat: str | None,
+    child: PathNode,
+    mask: Callable[[PathNode], int],
+    two_hop: bool,
+    rng: random.Random,
+) -> Iterator[Element]:
+    """The element for `child` itself, or (two hops) one per second hop from it, each with its mask."""
+    if not two_hop:
+        yield Element(rel, cat, child, mask(child), None, 1)
+        return
+    inner_mask = mask(child)
+    for deep in _second_hops(search, target, child, rng):
+        yield Element(rel, cat, deep, mask(deep), inner_mask, 2)
 
 
 def _build(search: PathSearch, target: str, attrs: tuple[str, ...], elements: tuple[Element, ...]) -> PathNode:

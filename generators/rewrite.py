@@ -246,12 +246,8 @@ class RewriteValidator:
         for w, surface in zip(lem, words, strict=True):
             if w in allowed or surface in allowed or w in original_lem:
                 continue
-            if w in self.names:
-                return f"invents object {w!r}"
-            if self.table.category(w) is not None:
-                return f"invents attribute {w!r}"
-            if w in DIRECTION_WORDS:
-                return f"invents relation word {w!r}"
+            if (why := self.harmful(w)) is not None:
+                return why
         return None
 
 

@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-import atexit
 import functools
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from hardneg.core.config import load_config
 from hardneg.core.ingest import row_to_graph
 from hardneg.core.io import read_jsonl
 from hardneg.core.records import SceneGraph
-from hardneg.flows.pipeline import run_local
+from tests.runs import finished_run
 
 # 16 scenes, two candidates per image negative: ImageCoDe sets of 1 + 3 images (the demo's 4 candidates
 # make sets of 10; here the point is the round trip and the certificates).
@@ -25,11 +21,7 @@ EXPORT_RUN = {"demo": {"n_scenes": 16}, "images": {"candidates": 2}, "exports": 
 @functools.cache
 def export_run() -> Path:
     """A finished run of EXPORT_RUN; copy it before changing it."""
-    base = Path(tempfile.mkdtemp(prefix="hardneg-export-"))
-    atexit.register(shutil.rmtree, base, True)
-    root = base / "run"
-    run_local(load_config(None, EXPORT_RUN), root)
-    return root
+    return finished_run(EXPORT_RUN, "hardneg-export-")
 
 
 def records(root: Path, rel: str) -> list[dict[str, Any]]:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from hardneg.core.attributes import AttributeTable
@@ -44,3 +47,18 @@ def node(
         same=tuple(SameEdge(c, n) for c, n in same or []),
         id=oid,
     )
+
+
+@contextlib.contextmanager
+def prefect_harness_in(home: Path) -> Iterator[None]:
+    """An isolated ephemeral Prefect API with its home and results storage under `home`, so nothing leaks
+    across sessions."""
+    os.environ["PREFECT_HOME"] = str(home)
+    os.environ["PREFECT_RESULTS_LOCAL_STORAGE_PATH"] = str(home / "results")
+    from hardneg.cli import prefect_env_defaults
+
+    prefect_env_defaults()
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=180):
+        yield

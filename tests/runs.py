@@ -21,14 +21,19 @@ SMALL = {
 }
 
 
+def finished_run(overrides: dict, prefix: str) -> Path:
+    """A finished run of the demo config plus `overrides` in a temp folder removed at exit."""
+    base = Path(tempfile.mkdtemp(prefix=prefix))
+    atexit.register(shutil.rmtree, base, True)
+    root = base / "run"
+    run_local(load_config(None, overrides), root)
+    return root
+
+
 @functools.cache
 def small_run() -> Path:
     """A finished run of the SMALL config; copy it before changing it."""
-    base = Path(tempfile.mkdtemp(prefix="hardneg-small-"))
-    atexit.register(shutil.rmtree, base, True)
-    root = base / "run"
-    run_local(load_config(None, SMALL), root)
-    return root
+    return finished_run(SMALL, "hardneg-small-")
 
 
 def copy_of_small_run(dst: Path) -> Path:

@@ -14,18 +14,10 @@ import pytest
 from PIL import Image
 
 from hardneg.core.attributes import AttributeTable
-from hardneg.core.demo_world import (
-    BASE_SIZE,
-    COLORS,
-    FOREGROUND_NAMES,
-    SIZE_SCALE,
-    STUFF_NAMES,
-    DemoWorld,
-    build_demo_world,
-    generate_graphs,
-    glyph_masks,
-    render_scene,
-)
+from hardneg.core.demo_catalog import BASE_SIZE, COLORS, FOREGROUND_NAMES, SIZE_SCALE, STUFF_NAMES
+from hardneg.core.demo_graphs import generate_graphs
+from hardneg.core.demo_render import glyph_masks, render_scene
+from hardneg.core.demo_world import DemoWorld, build_demo_world
 
 INVERSE = {
     "to the left of": "to the right of",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,24 +10,18 @@ import orjson
 import pytest
 
 from hardneg.cli import main as cli_main
-from hardneg.cli import prefect_env_defaults
 from hardneg.core.config import load_config
-from hardneg.core.demo_world import build_demo_world, generate_graphs
+from hardneg.core.demo_graphs import generate_graphs
+from hardneg.core.demo_world import build_demo_world
 from hardneg.core.write import SPLITS
 from hardneg.flows.pipeline import run_local
-from tests.helpers import REPO_ROOT
+from tests.helpers import REPO_ROOT, prefect_harness_in
 
 
 @pytest.fixture(scope="module")
 def prefect_harness(tmp_path_factory):
     """An isolated ephemeral Prefect API; results storage in a fresh dir so no cache leaks across sessions."""
-    home = tmp_path_factory.mktemp("prefect")
-    os.environ["PREFECT_HOME"] = str(home)
-    os.environ["PREFECT_RESULTS_LOCAL_STORAGE_PATH"] = str(home / "results")
-    prefect_env_defaults()
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=180):
+    with prefect_harness_in(tmp_path_factory.mktemp("prefect")):
         yield
 
 

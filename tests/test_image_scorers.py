@@ -15,7 +15,9 @@ import pytest
 import torch
 from PIL import Image, ImageFilter
 
-from hardneg.core.demo_world import COLORS, generate_graphs, render_scene
+from hardneg.core.demo_catalog import COLORS
+from hardneg.core.demo_graphs import generate_graphs
+from hardneg.core.demo_render import render_scene
 from hardneg.filters.clip import CLIPScorer
 from hardneg.filters.dinov2 import DinoSimilarity, imagenet_tensor, resize_center_crop
 from hardneg.filters.seam import SeamScore

@@ -13,6 +13,7 @@ from hardneg.core.config import load_config
 from hardneg.core.write import SPLITS
 from hardneg.flows.pipeline import run_local
 from hardneg.flows.runners import gpu_stage, local_workers, needs_gpu_worker, task_runner
+from tests.helpers import prefect_harness_in
 
 distributed = pytest.importorskip("distributed")
 pytest.importorskip("prefect_dask")
@@ -41,15 +42,7 @@ def serial_run(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def prefect_harness(tmp_path_factory):
-    home = tmp_path_factory.mktemp("prefect")
-    os.environ["PREFECT_HOME"] = str(home)
-    os.environ["PREFECT_RESULTS_LOCAL_STORAGE_PATH"] = str(home / "results")
-    from hardneg.cli import prefect_env_defaults
-
-    prefect_env_defaults()
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=180):
+    with prefect_harness_in(tmp_path_factory.mktemp("prefect")):
         yield
 
 
