@@ -14,9 +14,11 @@ pipeline the rewrite validator loads) and refused, with the reason, when:
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import Any
 
 from hardneg.core.words import Words
+from hardneg.generators.english_tags import Tagger
 from hardneg.generators.rewrite import load_nlp
 
 ARTICLES = ("a", "an")
@@ -31,9 +33,16 @@ class EnglishCheck:
         self.words = words
         self._cache: dict[str, str | None] = {}
 
+    def _known(self, w: str) -> bool:
+        """A noun the word tables know (their number and mass-ness beat a tagger's guess)."""
+        known = self.words.known_nouns
+        return w in known or self.words.lemma(w) in known
+
     def _plural(self, tok: Any) -> bool:
         if self.words.is_mass(tok.lemma_.lower()) or self.words.is_mass(tok.lower_):
             return False
+        if self._known(tok.lower_):
+            return self.words.is_plural(tok.lower_)  # the small tagger reads "mitt" as NNS
         return tok.tag_ in ("NNS", "NNPS") or self.words.is_plural(tok.lower_)
 
     def _either(self, tok: Any) -> bool:
@@ -41,25 +50,55 @@ class EnglishCheck:
         w = tok.lower_
         return self.words.plural(w) == w and self.words.lemma(w) == w
 
+    def _name_at(self, toks: list[Any], j: int) -> int:
+        """How many tokens from j make the longest multi-word name the tables know ("fire hydrant", which
+        the tagger may split into a noun and an adverb); 0 when none does."""
+        for k in (3, 2):
+            if j + k <= len(toks) and " ".join(t.lower_ for t in toks[j : j + k]) in self.words.known_nouns:
+                return k
+        return 0
+
+    def _article_head(self, toks: list[Any], i: int) -> tuple[str, int] | None:
+        """The head noun of the phrase an article at i introduces (as a phrase the tables can read, and the
+        index of its last token), or None. Modifiers before the first noun are skipped; after it the phrase goes on
+        through compounds, known multi-word names and adjectives/participles that lead to another noun
+        ("a cream colored jar" is about a jar, "a snow covered roof" about a roof)."""
+        j, head = i + 1, None
+        while j < len(toks) and (toks[j].pos_ in SKIP_TO_NOUN or toks[j].tag_ in ("JJ", "VBN", "VBG")):
+            j += 1
+        while j < len(toks):
+            if k := self._name_at(toks, j):
+                head, j = (" ".join(t.lower_ for t in toks[j : j + k]), j + k - 1), j + k
+            elif toks[j].pos_ in ("NOUN", "PROPN"):
+                head, j = (toks[j].lower_, j), j + 1
+            else:
+                break
+            m = j
+            while m < len(toks) and (toks[m].pos_ == "ADJ" or toks[m].tag_ in ("JJ", "VBN")):
+                m += 1
+            if m >= len(toks) or not (toks[m].pos_ in ("NOUN", "PROPN") or self._name_at(toks, m)):
+                break
+            j = m
+        return head
+
     def check_doc(self, doc: Any) -> str | None:
+        """`doc`: a spaCy Doc, or the tagged words of one text (`english_tags.Word`s)."""
         toks = [t for t in doc if not t.is_space]
         nouns = [i for i, t in enumerate(toks) if t.pos_ in ("NOUN", "PROPN")]
         for i, t in enumerate(toks):
             low = t.lower_
             if low in ARTICLES and i + 1 < len(toks):
-                nxt = toks[i + 1]
-                j = i + 1
-                while j < len(toks) and (toks[j].pos_ in SKIP_TO_NOUN or toks[j].tag_ in ("JJ", "VBN", "VBG")):
-                    j += 1
-                while j + 1 < len(toks) and toks[j].pos_ in ("NOUN", "PROPN") and toks[j + 1].pos_ in ("NOUN", "PROPN"):
-                    j += 1  # a compound's head is its last noun: "a metal chair" is about a chair
-                if j < len(toks) and toks[j].pos_ in ("NOUN", "PROPN"):
-                    head = toks[j]
-                    if self._plural(head):
-                        return f"'{low}' before the plural noun '{head.text}'"
-                    if self.words.is_mass(head.lemma_.lower()) or self.words.is_mass(head.lower_):
-                        return f"'{low}' before the mass noun '{head.text}'"
-                want = self.words.indefinite_article(nxt.lower_)
+                nxt, sound = toks[i + 1], toks[i + 1].lower_
+                found = self._article_head(toks, i)
+                if found is not None:
+                    phrase, at = found
+                    head = toks[at]
+                    sound = " ".join(t.lower_ for t in toks[i + 1 : at + 1])  # "an oval fire hydrant"
+                    if (" " in phrase and self.words.is_plural(phrase)) or (" " not in phrase and self._plural(head)):
+                        return f"'{low}' before the plural noun '{phrase}'"
+                    if self.words.is_mass(phrase) or self.words.is_mass(head.lemma_.lower()):
+                        return f"'{low}' before the mass noun '{phrase}'"
+                want = self.words.indefinite_article(sound)
                 if want in ARTICLES and want != low:
                     return f"'{low} {nxt.text}' should read '{want} {nxt.text}'"
             if low in VERBS and t.pos_ in ("AUX", "VERB"):
@@ -77,7 +116,7 @@ class EnglishCheck:
     def check(self, text: str) -> str | None:
         """None when the expression reads right, else why not."""
         if text not in self._cache:
-            self._cache[text] = self.check_doc(load_nlp()(text))
+            self._cache[text] = self.check_doc(tagger().words([text])[0])
         return self._cache[text]
 
     def check_many(self, texts: Iterable[str]) -> dict[str, str | None]:
@@ -93,10 +132,16 @@ class EnglishCheck:
                 todo.append((text, doc))
             else:
                 self._cache[text] = None
-        tagged = nlp.pipe((doc for _, doc in todo), batch_size=256)
-        for (text, _), doc in zip(todo, tagged, strict=True):
-            self._cache[text] = self.check_doc(doc)
+        tagged = tagger().words([text for text, _ in todo], [doc for _, doc in todo])
+        for (text, _), words in zip(todo, tagged, strict=True):
+            self._cache[text] = self.check_doc(words)
         return {t: self._cache[t] for t in texts}
+
+
+@lru_cache(maxsize=1)
+def tagger() -> Tagger:
+    """The loaded pipeline's tagger with its ruler and lemmatizer applied by table, once per process."""
+    return Tagger(load_nlp())
 
 
 def check_positives(records: list[dict[str, Any]], checker: EnglishCheck) -> tuple[list[dict[str, Any]], list[Any]]:

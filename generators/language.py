@@ -25,7 +25,8 @@ from hardneg.generators.rewrite import RewriteValidator, rewrite_records, spacy_
 
 class LanguageStage(Stage):
     name = "language"
-    version = f"language@v1+{REWRITE_GENERATOR}+{NEGATIVES_GENERATOR}"
+    # v2: the English check trusts the word tables over the tagger ("a fire hydrant", "the mitt that is")
+    version = f"language@v2+{REWRITE_GENERATOR}+{NEGATIVES_GENERATOR}"
     reads = ("ingest", "hygiene", "plausibility", "paths", "select")
     config = ("seed", "language")
     data = ("language.lexicon",)

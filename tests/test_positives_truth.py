@@ -206,3 +206,18 @@ def test_the_detector_runs_end_to_end_and_the_demo_without_it_says_so(red_detect
     run_local(load_config(None, small), tmp_path / "without")
     md = (tmp_path / "without" / "stats.md").read_text()
     assert "detector" in md and "not configured" in md
+
+
+def test_the_english_check_trusts_the_word_tables_over_a_tagger_slip():
+    """The small tagger splits "fire hydrant" into a noun and an adverb and reads "mitt" as a plural: the
+    check took "a fire hydrant" for "a" before the mass noun "fire" and "the mitt that is ..." for a
+    disagreement, dropping every such sample. The tables know these names; the head of "a cream colored jar"
+    is the jar. Wrong English is still refused."""
+    check = EnglishCheck(Words.load())
+    good = ["the man to the left of a fire hydrant", "the colorful mitt that is on the windows",
+            "the jar to the right of a cream colored jar", "the roof of a snow covered house",
+            "the man holding a metal chair", "a man holding umbrellas", "the sheep that are white"]  # fmt: skip
+    bad = ["a fire hydrants", "the mitts that is red", "a cream colored jars", "the man near a snow",
+           "the man holding a metal chairs", "the bananas that is yellow", "an fire hydrant"]  # fmt: skip
+    assert {t: check.check(t) for t in good} == dict.fromkeys(good)
+    assert all(check.check(t) is not None for t in bad), {t: check.check(t) for t in bad}
