@@ -19,8 +19,14 @@ class _NounSemantics(_NounForms):
     __slots__ = ()
 
     def _c(self, name: str) -> str:
-        lem = self.lemma(name)
-        return self._canon.get(lem, lem)
+        """The canonical name (lemma, then synonym), memoised by the name as given: hygiene compares every
+        pair of an image's names and the language stage asks each negative's options."""
+        key = ("canon", name)
+        got = self._cache.get(key)
+        if got is None:
+            lem = self.lemma(name)
+            got = self._cache[key] = self._canon.get(lem, lem)
+        return got
 
     def _parents_of(self, c: str) -> frozenset[str]:
         """Direct hypernyms. A multiword name the tables do not know is a hyponym of its head noun
@@ -151,7 +157,12 @@ class _NounSemantics(_NounForms):
 
     def name_category(self, name: str) -> str | None:
         """The replacement category: where the name is listed, else its nearest hypernym's, else a root's."""
-        c = self._c(name)
+        key = ("name_category", name)
+        if key not in self._cache:
+            self._cache[key] = self._name_category(self._c(name))
+        return self._cache[key]
+
+    def _name_category(self, c: str) -> str | None:
         level = {c}
         seen: set[str] = set()
         while level:
