@@ -9,6 +9,11 @@ pipeline the rewrite validator loads) and refused, with the reason, when:
 - "is/are", "has/have", "was/were" disagree in number with both the noun right before them (after
   "that"/"which"/"who") and the expression's head noun: "the bananas that is yellow". A relative clause may
   attach to either ("the cup on the plates that is white"), so agreeing with one of them is enough.
+
+A noun the word tables know is read with the tables' number and mass-ness, and a multi-word name they know
+is one noun: the small tagger reads "mitt" as a plural and "hydrant" in "fire hydrant" as an adverb, and
+every such sample was refused before. The noun an article introduces is the head of its phrase ("a cream
+colored jar" is about a jar). Tagging runs the network only (`generators/english_tags.py`).
 """
 
 from __future__ import annotations
