@@ -55,6 +55,11 @@ class EnglishCheck:
         w = tok.lower_
         return self.words.plural(w) == w and self.words.lemma(w) == w
 
+    @staticmethod
+    def _noun(tok: Any) -> bool:
+        """A noun with a letter in it: the tagger may call "_" a noun, and the tables read only words."""
+        return tok.pos_ in ("NOUN", "PROPN") and any(ch.isalpha() for ch in tok.lower_)
+
     def _name_at(self, toks: list[Any], j: int) -> int:
         """How many tokens from j make the longest multi-word name the tables know ("fire hydrant", which
         the tagger may split into a noun and an adverb); 0 when none does."""
@@ -74,14 +79,14 @@ class EnglishCheck:
         while j < len(toks):
             if k := self._name_at(toks, j):
                 head, j = (" ".join(t.lower_ for t in toks[j : j + k]), j + k - 1), j + k
-            elif toks[j].pos_ in ("NOUN", "PROPN"):
+            elif self._noun(toks[j]):
                 head, j = (toks[j].lower_, j), j + 1
             else:
                 break
             m = j
             while m < len(toks) and (toks[m].pos_ == "ADJ" or toks[m].tag_ in ("JJ", "VBN")):
                 m += 1
-            if m >= len(toks) or not (toks[m].pos_ in ("NOUN", "PROPN") or self._name_at(toks, m)):
+            if m >= len(toks) or not (self._noun(toks[m]) or self._name_at(toks, m)):
                 break
             j = m
         return head
@@ -89,7 +94,7 @@ class EnglishCheck:
     def check_doc(self, doc: Any) -> str | None:
         """`doc`: a spaCy Doc, or the tagged words of one text (`english_tags.Word`s)."""
         toks = [t for t in doc if not t.is_space]
-        nouns = [i for i, t in enumerate(toks) if t.pos_ in ("NOUN", "PROPN")]
+        nouns = [i for i, t in enumerate(toks) if self._noun(t)]
         for i, t in enumerate(toks):
             low = t.lower_
             if low in ARTICLES and i + 1 < len(toks):
@@ -99,11 +104,11 @@ class EnglishCheck:
                     phrase, at = found
                     head = toks[at]
                     sound = " ".join(t.lower_ for t in toks[i + 1 : at + 1])  # "an oval fire hydrant"
-                    if (" " in phrase and self.words.is_plural(phrase)) or (" " not in phrase and self._plural(head)):
+                    if self.words.is_plural(phrase) if " " in phrase else self._plural(head):
                         return f"'{low}' before the plural noun '{phrase}'"
                     if self.words.is_mass(phrase) or self.words.is_mass(head.lemma_.lower()):
                         return f"'{low}' before the mass noun '{phrase}'"
-                want = self.words.indefinite_article(sound)
+                want = self.words.indefinite_article(sound) if any(ch.isalpha() for ch in sound) else ""
                 if want in ARTICLES and want != low:
                     return f"'{low} {nxt.text}' should read '{want} {nxt.text}'"
             if low in VERBS and t.pos_ in ("AUX", "VERB"):

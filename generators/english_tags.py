@@ -80,6 +80,8 @@ class Tagger:
 
     def __init__(self, nlp: Any) -> None:
         self.nlp = nlp
+        self.single: list[tuple[dict[str, Any], dict[str, str]]] = []  # (pattern, what it sets), in order
+        self.multi_first: list[dict[str, Any]] = []  # the first token of each multi-token pattern
         self.emulated = self._plan(nlp)
         self._attrs: dict[tuple[str, str, bool], tuple[dict[str, str], bool]] = {}
         self._lemmas: dict[tuple[str, str, str], str] = {}
@@ -91,8 +93,6 @@ class Tagger:
         ruler, lemmatizer = nlp.get_pipe(RULER), nlp.get_pipe(LEMMATIZER)
         if getattr(lemmatizer, "mode", None) != "rule":
             return False
-        self.single: list[tuple[dict[str, Any], dict[str, str]]] = []
-        self.multi_first: list[dict[str, Any]] = []
         for entry in ruler.patterns:  # in the ruler's own order: a later pattern's attributes win
             for pattern in entry["patterns"]:
                 if not isinstance(pattern, list) or not all(_supported(t) for t in pattern):

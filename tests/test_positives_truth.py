@@ -221,3 +221,12 @@ def test_the_english_check_trusts_the_word_tables_over_a_tagger_slip():
            "the man holding a metal chairs", "the bananas that is yellow", "an fire hydrant"]  # fmt: skip
     assert {t: check.check(t) for t in good} == dict.fromkeys(good)
     assert all(check.check(t) is not None for t in bad), {t: check.check(t) for t in bad}
+
+
+def test_the_english_check_reads_a_token_without_letters_as_no_word():
+    """The tagger may call "_" a noun; the word tables refuse an empty name, so an LLM answer holding one
+    crashed the check (and the language unit). It is no noun now, and what is around it is still checked."""
+    check = EnglishCheck(Words.load())
+    assert check.check("the _ that is red") is None and check.check("a _") is None
+    assert check.check("an _ apple") is None
+    assert check.check("the dogs _ that is red") is not None
