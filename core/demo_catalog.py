@@ -2,7 +2,7 @@
 
 Shared by graph generation (`core/demo_graphs.py`) and rendering (`core/demo_render.py`), so the
 picture shows exactly what the graph says; a module of its own so neither of those imports the other.
-`core/demo_world.py` re-exports every name here.
+Callers import these names from here (`core/demo_world.py` builds the world from them).
 """
 
 from __future__ import annotations

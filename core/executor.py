@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from hardneg.core.attributes import AttributeTable
-from hardneg.core.geometry import DIRECTION, holds
+from hardneg.core.geometry import direction, holds
 from hardneg.core.records import PathNode, SceneGraph
 
 
@@ -70,11 +70,11 @@ class GraphIndex:
         """Whether `oid relation Y` holds for some Y in `others`: a stored edge, or the boxes."""
         if not others.isdisjoint(self.out[oid].get(relation, ())):
             return True
-        direction = DIRECTION.get(relation) if self.geometry else None
-        if direction is None:
+        d = direction(relation) if self.geometry else None
+        if d is None:
             return False
         box = self.boxes[oid]
-        return any(y != oid and holds(direction, box, self.boxes[y]) for y in others)
+        return any(y != oid and holds(d, box, self.boxes[y]) for y in others)
 
 
 def execute(path: PathNode, index: GraphIndex) -> frozenset[str]:

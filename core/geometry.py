@@ -21,6 +21,8 @@ box only slightly left. Image y grows downwards, so "above" means a smaller cent
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 MARGIN = 0.1  # of the smaller box's extent on the relation's axis
 
 # GQA's spellings of the relations boxes decide, by direction. "under"/"beneath" also claim contact or
@@ -41,7 +43,24 @@ DIRECTION: dict[str, str] = {
     "under": "below",
     "beneath": "below",
     "underneath": "below",
+    "underneath of": "below",
 }
+
+
+@lru_cache(maxsize=4096)
+def _spelling(relation: str) -> str:
+    """A relation's words without "the": GQA and VG write "to the left of", "to left of", "on left side of"."""
+    return " ".join(w for w in relation.lower().replace("_", " ").split() if w != "the")
+
+
+_BY_SPELLING = {_spelling(r): d for r, d in DIRECTION.items()}
+
+
+@lru_cache(maxsize=4096)  # asked per candidate edge in the path search
+def direction(relation: str) -> str | None:
+    """The direction a relation claims that boxes decide ("left", "right", "above", "below"), or None."""
+    return _BY_SPELLING.get(_spelling(relation))
+
 
 Box = tuple[int, int, int, int]
 
@@ -79,8 +98,8 @@ def holds(direction: str, a: Box, b: Box) -> bool:
 
 def relation_holds(relation: str, a: Box, b: Box) -> bool | None:
     """True/False when boxes decide `relation` between a and b; None when it is not a box relation."""
-    direction = DIRECTION.get(relation)
-    return None if direction is None else holds(direction, a, b)
+    d = direction(relation)
+    return None if d is None else holds(d, a, b)
 
 
 OPPOSITE = {"left": "right", "right": "left", "above": "below", "below": "above"}
@@ -89,9 +108,10 @@ OPPOSITE = {"left": "right", "right": "left", "above": "below", "below": "above"
 # Relations that claim only a direction, so boxes can contradict them. "under", "beneath", "over" also
 # claim contact or cover (a table is "under" a cup whose box sits in the table's upper part), and a
 # centre comparison cannot refute that: they are never dropped for geometry.
-PURE = frozenset(r for r, d in DIRECTION.items() if r not in ("under", "beneath", "underneath", "over"))
+COVER = ("under", "beneath", "underneath", "underneath of", "over")
+PURE = frozenset(_spelling(r) for r in DIRECTION if r not in COVER)
 
 
 def contradicted(relation: str, a: Box, b: Box) -> bool:
     """A stored edge `a relation b` that the boxes contradict: they say the opposite direction holds."""
-    return relation in PURE and holds(OPPOSITE[DIRECTION[relation]], a, b)
+    return _spelling(relation) in PURE and holds(OPPOSITE[direction(relation)], a, b)

@@ -103,7 +103,7 @@ def clean(
 
 class HygieneStage(Stage):
     name = "hygiene"
-    version = "hygiene@v1"
+    version = "hygiene@v2"  # v2: the box rule reads every spelling of a direction ("to left of")
     reads = ("ingest",)
     config = ("hygiene",)
 

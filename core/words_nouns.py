@@ -269,7 +269,14 @@ class _NounSemantics(_NounForms):
     def size_comparable(self, name_a: str, name_b: str) -> bool:
         """Size words are relative to the kind ("a large dog" is smaller than "a small elephant"), so a
         same-size claim is fair only within one kind, or between members of a category of one scale
-        (`similar_size`: people, say, but not "a house" and "a flower")."""
+        (`similar_size`: people, say, but not "a house" and "a flower"). Memoised: the path search asks it
+        for every pair of names in an image."""
+        key = ("size", f"{name_a}\0{name_b}")
+        if key not in self._cache:
+            self._cache[key] = self._size_comparable(name_a, name_b)
+        return self._cache[key]
+
+    def _size_comparable(self, name_a: str, name_b: str) -> bool:
         rel = self.name_relation(name_a, name_b)
         if rel in ("same", "plural", "synonym", "hypernym", "hyponym"):
             return True

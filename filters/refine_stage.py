@@ -10,9 +10,9 @@ from typing import Any
 from hardneg.core.config import RunConfig
 from hardneg.core.plausibility import load_plausibility
 from hardneg.core.splits import image_unit
-from hardneg.core.stage import Stage, Unit
+from hardneg.core.stage import Run, Stage, Unit
 from hardneg.filters.base import Item
-from hardneg.filters.registry import build
+from hardneg.filters.registry import build, filter_class
 from hardneg.filters.text_scorers import NGramFilter, TextFilter
 
 
@@ -34,6 +34,10 @@ class RefineStage(Stage):
     def validate(self, cfg: RunConfig) -> None:
         for i, spec in enumerate(cfg.refine.scorers):
             text_filter(spec, i)
+
+    def extra_fingerprint(self, run: Run) -> Any:
+        """Each scorer's version: a new one must score again."""
+        return [filter_class(spec["kind"]).version for spec in run.cfg.refine.scorers]
 
     def run(self, unit: Unit) -> None:
         records: dict[str, dict] = {}  # text -> a record that says it (the plausibility scorer reads its path)

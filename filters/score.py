@@ -22,9 +22,9 @@ from hardneg.core.config import RunConfig
 from hardneg.core.ingest import row_to_graph
 from hardneg.core.records import SceneGraph
 from hardneg.core.runfolder import image_file, resolve_inputs
-from hardneg.core.stage import Stage, Unit
+from hardneg.core.stage import Run, Stage, Unit
 from hardneg.filters.base import Filter, Item
-from hardneg.filters.registry import build
+from hardneg.filters.registry import build, filter_class
 
 SCORE_TARGETS = ("positive", "text_negative", "image_candidate")
 
@@ -54,6 +54,11 @@ class FiltersStage(Stage):
 
     def validate(self, cfg: RunConfig) -> None:
         configured_filters(cfg)
+
+    def extra_fingerprint(self, run: Run) -> Any:
+        """Each filter's version: scores are stored under it, and a new version must score again (decide
+        would find no scores under the new one and keep everything)."""
+        return {name: filter_class(name).version for name in run.cfg.filters.scorers}
 
     def run(self, unit: Unit) -> None:
         cfg = unit.cfg

@@ -154,9 +154,12 @@ def tagger() -> Tagger:
     return Tagger(load_nlp())
 
 
-def check_positives(records: list[dict[str, Any]], checker: EnglishCheck) -> tuple[list[dict[str, Any]], list[Any]]:
-    """Positives whose expression reads right (a failing rewrite falls back to the template text; failing
-    rewrites are dropped from `rewrites`), and a reject for each positive whose template fails too."""
+def check_records(
+    records: list[dict[str, Any]], checker: EnglishCheck, about: tuple[str, ...]
+) -> tuple[list[dict[str, Any]], list[Any]]:
+    """Records (positives or negatives) whose expression reads right: a failing rewrite falls back to the
+    template text, failing rewrites are dropped from `rewrites`, and a record whose template fails too is
+    rejected (its `about` fields in the reject's detail)."""
     from hardneg.core.records import Reject
 
     texts = [t for r in records for t in (r["expression"], r.get("template_expression", ""), *r.get("rewrites", []))]
@@ -173,20 +176,14 @@ def check_positives(records: list[dict[str, Any]], checker: EnglishCheck) -> tup
         if why is None:
             kept.append(r)
             continue
-        detail = {"expression": r["expression"], "tuple_type": r["tuple_type"], "level": r["level"]}
+        detail = {"expression": r["expression"], **{k: r[k] for k in about}}
         rejects.append(Reject("english", why, r["image_id"], r["id"], detail=detail))
     return kept, rejects
 
 
-def check_negatives(records: list[dict[str, Any]], checker: EnglishCheck) -> tuple[list[dict[str, Any]], list[Any]]:
-    from hardneg.core.records import Reject
+def check_positives(records: list[dict[str, Any]], checker: EnglishCheck) -> tuple[list[dict[str, Any]], list[Any]]:
+    return check_records(records, checker, ("tuple_type", "level"))
 
-    verdict = checker.check_many([r["expression"] for r in records])
-    kept, rejects = [], []
-    for r in records:
-        if (why := verdict[r["expression"]]) is None:
-            kept.append(r)
-        else:
-            detail = {"expression": r["expression"], "negative_type": r["negative_type"]}
-            rejects.append(Reject("english", why, r["image_id"], r["id"], detail=detail))
-    return kept, rejects
+
+def check_negatives(records: list[dict[str, Any]], checker: EnglishCheck) -> tuple[list[dict[str, Any]], list[Any]]:
+    return check_records(records, checker, ("negative_type",))

@@ -5,8 +5,9 @@ The executor (`core/executor.py`) is the single source of truth for "matches not
 certificate starts with it. A graph from another image was not annotated to answer our question, so an
 export asks more than the executor: an object stays a possible match unless the graph *contradicts*
 the path there. `Certifier.nothing` certifies that a path matches nothing in a graph only when, for every
-object that could carry the node's name (the same name, a plural, a synonym, a hyponym, or a name one
-object can carry at once: `Words.name_relation`), the graph says no:
+object that could carry the node's name (the same name, a plural, a synonym, a hyponym, a broader name
+that may well be it: a "person" may be the man, an "animal" the dog; or a name one object can carry at
+once: `Words.name_relation`), the graph says no:
 
 - an attribute of the node is contradicted by one the object has (`Words.attributes_contradict`): an
   object without a colour annotated is *not* "not white";
@@ -27,7 +28,8 @@ from hardneg.core.geometry import contradicted
 from hardneg.core.records import PathEdge, PathNode, SceneGraph, SceneObject
 from hardneg.core.words import Words
 
-COULD_BE = frozenset({"same", "plural", "synonym", "hyponym", "overlap"})  # name_relation(object, node)
+VERSION = "certify@v2"  # v2: a broader name (person, animal) may be the node's object
+COULD_BE = frozenset({"same", "plural", "synonym", "hyponym", "hypernym", "overlap"})  # name_relation(object, node)
 
 
 class Certifier:

@@ -122,14 +122,16 @@ class ImageCodeStage(Stage):
 def _falsifies(
     positives: list[dict[str, Any]], negs: list[dict[str, Any]], table: AttributeTable, ok: dict[tuple[int, int], bool]
 ) -> Any:
+    paths = [(p["id"], PathNode.from_json(p["path"]).without_ids()) for p in positives]
+
     def check(g: SceneGraph, index: GraphIndex) -> None:
         for n in negs:
             try:
                 edited = GraphIndex(apply_edit(g, n["edit"]), table)
             except ValueError:
                 continue
-            for p in positives:
-                ok[(p["id"], n["id"])] = not execute(PathNode.from_json(p["path"]).without_ids(), edited)
+            for pid, path in paths:
+                ok[(pid, n["id"])] = not execute(path, edited)
 
     return check
 

@@ -41,11 +41,12 @@ from hardneg.core.runfolder import image_file, resolve_inputs
 from hardneg.core.splits import split_of
 from hardneg.core.stage import Run, Stage, Unit
 from hardneg.core.words import Words
+from hardneg.generators.export_certify import VERSION as CERTIFIER
 from hardneg.generators.export_certify import Certifier
 from hardneg.generators.export_common import noun_phrase
 from hardneg.generators.targets import PathResources, target_reason
 
-VERSION = "probe_b@v1"
+VERSION = f"probe_b@v1+{CERTIFIER}"
 GENERATED = "probes/generated"  # this stage's images, under the run folder
 GRID = 32  # cells per side of the occupancy grid the empty-scene search uses
 MIN_SCENE = 0.25  # an empty region must cover this much of its image to be a filler scene

@@ -27,6 +27,7 @@ from hardneg.core.records import PathNode, Reject, content_id
 from hardneg.core.runfolder import image_file, resolve_inputs
 from hardneg.core.stage import Run, Stage, Unit
 from hardneg.core.words import Words
+from hardneg.generators.export_certify import VERSION as CERTIFIER
 from hardneg.generators.export_certify import Certifier
 from hardneg.generators.export_common import (
     SPLITS,
@@ -39,7 +40,7 @@ from hardneg.generators.export_common import (
 )
 from hardneg.generators.export_probe_rc import ProbeSearch
 
-VERSION = "probes@v1"
+VERSION = f"probes@v1+{CERTIFIER}"
 FOLDER = "probes"
 TABLES = ("probe_r", "probe_c", "probe_b")
 

@@ -27,13 +27,13 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from hardneg.core.attributes import AttributeTable
-from hardneg.core.edits import apply_edit
-from hardneg.core.executor import GraphIndex, execute
+from hardneg.core.executor import GraphIndex
 from hardneg.core.hygiene import words_digest
 from hardneg.core.records import PathNode, Reject, SceneGraph, content_id
 from hardneg.core.runfolder import image_file, resolve_inputs
 from hardneg.core.stage import Run, Stage, Unit
 from hardneg.core.words import Words
+from hardneg.generators.export_certify import VERSION as CERTIFIER
 from hardneg.generators.export_certify import Certifier, context_objects
 from hardneg.generators.export_common import (
     CorpusIndex,
@@ -45,8 +45,9 @@ from hardneg.generators.export_common import (
     kept_positives,
     sample,
 )
+from hardneg.generators.image_edits import matches_nothing
 
-VERSION = "tricd@v1"
+VERSION = f"tricd@v1+{CERTIFIER}"
 FOLDER = "tricd"
 
 
@@ -171,7 +172,7 @@ def _distractor_check(
 def _edit_check(path: PathNode, n: dict[str, Any], table: AttributeTable, ok: dict[int, bool]) -> Any:
     def check(g: SceneGraph, index: GraphIndex) -> None:
         try:
-            ok[n["id"]] = not execute(path.without_ids(), GraphIndex(apply_edit(g, n["edit"]), table))
+            ok[n["id"]] = matches_nothing(path, g, n["edit"], table)
         except ValueError:
             ok[n["id"]] = False
 

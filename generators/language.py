@@ -26,6 +26,7 @@ from hardneg.generators.rewrite import RewriteValidator, rewrite_records, spacy_
 class LanguageStage(Stage):
     name = "language"
     # v2: the English check trusts the word tables over the tagger ("a fire hydrant", "the mitt that is")
+    # and reads rewritten negatives
     version = f"language@v2+{REWRITE_GENERATOR}+{NEGATIVES_GENERATOR}"
     reads = ("ingest", "hygiene", "plausibility", "paths", "select")
     config = ("seed", "language")
@@ -76,13 +77,14 @@ class LanguageStage(Stage):
             negatives = [n.to_vanilla() for n in made]
             unit.rejects.extend(rejects)
             unit.stats.update(stats)
-            negatives, rejects = check_negatives(negatives, english)
-            unit.rejects.extend(rejects)
-            unit.stats["english:negatives_dropped"] += len(rejects)
         if lang.rewrite_negatives and negatives:
             rejects, stats = rewrite_records(negatives, backend, validator, cfg.seed, stage="rewrite_negatives")
             unit.rejects.extend(rejects)
             unit.stats.update({f"rewrite_negatives:{k}": v for k, v in stats.items()})
+        if negatives:  # after the rewrite: an LLM's rewritten negative is checked like a positive's
+            negatives, rejects = check_negatives(negatives, english)
+            unit.rejects.extend(rejects)
+            unit.stats["english:negatives_dropped"] += len(rejects)
         unit.stats.update({f"backend:{k}": v for k, v in backend.stats().items()})
         unit.meta.update(backend=backend.version, spacy=spacy_model_name())
         unit.write("negatives", negatives)

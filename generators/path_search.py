@@ -24,7 +24,6 @@ from hardneg.core.attributes import AttributeTable
 from hardneg.core.config import RunConfig
 from hardneg.core.executor import GraphIndex, execute
 from hardneg.core.records import PathEdge, PathNode, SameEdge, SceneGraph
-from hardneg.core.words import Words
 from hardneg.generators.expressions import ordered_attributes
 from hardneg.generators.targets import PathResources, related_ok
 
@@ -155,22 +154,6 @@ def _mask_attrs(search: PathSearch, distractors: list[str], attrs: tuple[str, ..
     return mask
 
 
-_SCALE_MEMO: tuple[Words | None, dict[tuple[str, str], bool]] = (None, {})  # for one loaded Words
-
-
-def _same_scale(words: Words, a: str, b: str) -> bool:
-    """`words.size_comparable`, memoised for the loaded tables (a pure function of two names)."""
-    global _SCALE_MEMO
-    owner, memo = _SCALE_MEMO
-    if owner is not words:
-        memo = {}
-        _SCALE_MEMO = (words, memo)
-    got = memo.get((a, b))
-    if got is None:
-        got = memo[(a, b)] = words.size_comparable(a, b)
-    return got
-
-
 def _second_hops(search: PathSearch, target: str, child: PathNode, rng: random.Random) -> Iterator[PathNode]:
     """`child` extended by one of its own relations (the second hop of a 2-hop path), in keyed order."""
     inner = search.edges(child.id, exclude=frozenset({target, child.id}))  # type: ignore[arg-type]
@@ -213,7 +196,7 @@ def _same_elements(
             if oid == target or other.name == tobj.name:
                 continue
             rules, words = search.res.rules, search.res.words
-            if cat == "size" and "size_across_categories" in rules and not _same_scale(words, tobj.name, other.name):
+            if cat == "size" and "size_across_categories" in rules and not words.size_comparable(tobj.name, other.name):
                 search.refused["size_across_categories"] += 1  # a house is not "the same size" as a flower
                 continue
             theirs = idx.cat_attrs[oid].get(cat)

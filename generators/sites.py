@@ -26,7 +26,7 @@ from typing import Any
 from hardneg.backends.language import Answer, LanguageBackend, ReplaceRequest
 from hardneg.core.attributes import AttributeTable
 from hardneg.core.edits import has_left_right
-from hardneg.core.geometry import DIRECTION
+from hardneg.core.geometry import direction
 from hardneg.core.records import PathNode, Reject, SceneObject, keyed_seed
 from hardneg.core.words import Words
 
@@ -100,7 +100,7 @@ class SiteVocab:
         return self.table.category(attribute)
 
     def relation_category(self, relation: str) -> str | None:
-        if relation in DIRECTION:
+        if direction(relation) is not None:
             return "spatial"
         return "relation" if self.words.relation_form(relation) is not None else None
 

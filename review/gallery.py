@@ -107,7 +107,6 @@ class Pictures:
 
     def __init__(self, run: RunData, assets: Assets, per_group: int, seed: int):
         self.run, self.assets, self.per_group, self.seed = run, assets, per_group, seed
-        self.positives_by_id = {p["id"]: p for p in run.positives}
         groups: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
         for p in run.positives:
             groups[(str(p.get("tuple_type", "?")), _int(p.get("level")))].append(p)

@@ -101,25 +101,9 @@ class RunData:
         return m
 
     @cached_property
-    def config(self) -> dict[str, Any]:
-        c = self.manifest.get("config")
-        if not isinstance(c, dict):
-            c = _read_json(self.root / "work" / "config.json")
-        return c if isinstance(c, dict) else {}
-
-    @cached_property
     def stats(self) -> dict[str, Any]:
         s = _read_json(self.root / "stats.json")
         return s if isinstance(s, dict) else {}
-
-    def config_value(self, dotted: str) -> Any:
-        """`config_value("filters.max_realism")`, or None when any part is absent."""
-        cur: Any = self.config
-        for part in dotted.split("."):
-            if not isinstance(cur, dict) or part not in cur:
-                return None
-            cur = cur[part]
-        return cur
 
     # ---- records ----------------------------------------------------------------------------
 

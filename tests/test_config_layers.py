@@ -105,3 +105,16 @@ def test_diff_tree_gives_back_the_target():
     merged = {"a": 1, "b": {"c": 2, "d": 3}}  # a mapping that lost keys comes whole: merged onto a base without it
     merge(merged, d)
     assert merged == target
+
+
+def test_a_relative_data_path_names_the_file_where_the_config_was_read(tmp_path: Path, monkeypatch):
+    """The stored config must name the same file for a `hardneg split` run from another folder (or a remote
+    worker): a relative data path is made absolute when the config is read; bundled data stays relative."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    monkeypatch.chdir(tmp_path / "a")
+    cfg = load_config(None, {"inputs": {"scene_graphs": "data/x.json"}})
+    monkeypatch.chdir(tmp_path / "b")
+    stored = RunConfig.model_validate(cfg.model_dump(mode="json"))
+    assert stored.resolve(stored.inputs.scene_graphs) == tmp_path / "a" / "data" / "x.json"
+    assert str(stored.language.lexicon).startswith("templates/")

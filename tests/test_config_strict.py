@@ -37,10 +37,10 @@ def test_values_of_the_wrong_type_are_errors_not_coerced(tmp_path: Path, text: s
 
 def test_ints_for_floats_and_strings_for_paths_are_fine(tmp_path: Path):
     cfg = load_config(_cfg(tmp_path, "splits: {train: 1, val: 0, test: 0}\ninputs: {scene_graphs: g.json}\n"))
-    assert cfg.splits.train == 1.0 and cfg.inputs.scene_graphs == Path("g.json")
+    assert cfg.splits.train == 1.0 and cfg.inputs.scene_graphs == Path.cwd() / "g.json"  # read from here
     again = RunConfig.model_validate_json(cfg.model_dump_json())  # how a run folder's config is read back
     assert again == cfg
-    assert apply_overrides(cfg, {"seed": 3}).inputs.scene_graphs == Path("g.json")
+    assert apply_overrides(cfg, {"seed": 3}).inputs.scene_graphs == Path.cwd() / "g.json"
 
 
 @pytest.mark.parametrize(
@@ -62,14 +62,17 @@ def test_a_plain_run_name_is_fine():
     assert load_config(None, {"name": "gqa-train_2"}).name == "gqa-train_2"
 
 
-def test_the_cli_says_which_key_is_wrong_in_one_line(tmp_path: Path, capsys):
+def test_the_cli_says_which_key_is_wrong_in_one_line(tmp_path: Path, capsys, monkeypatch):
     from hardneg.cli import main
 
     cfg = _cfg(tmp_path, "name: ../../escaped\n")
+    here = tmp_path / "a" / "b"  # a run named ../../escaped would land in here/outputs/../../escaped
+    here.mkdir(parents=True)
+    monkeypatch.chdir(here)
     assert main(["run", "--no-prefect", "--config", str(cfg)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("hardneg: error:") and "name" in err and "Traceback" not in err
-    assert not (tmp_path.parent / "escaped").exists()
+    assert not (tmp_path / "a" / "escaped").exists() and not (here / "outputs").exists()
 
 
 def test_refine_bins_must_be_even(tmp_path: Path):

@@ -256,3 +256,15 @@ def test_the_margin_keeps_stacked_boxes_from_reading_as_left_or_right():
     assert holds("above", cup, plate) and holds("below", plate, cup)
     stacked = (100, 50, 40, 40), (98, 90, 44, 20)  # centres 120 and 120
     assert not holds("left", *stacked) and not holds("right", *stacked)
+
+
+def test_boxes_decide_every_spelling_of_a_direction():
+    """VG and GQA write "to left of", "on left side of", "underneath of" beside "to the left of": the box rule
+    (uniqueness, negatives, hygiene) reads them all; it only knew one spelling of each."""
+    from hardneg.core.geometry import contradicted, relation_holds
+
+    a, b = (0, 0, 10, 10), (100, 0, 10, 10)
+    for r in ("to left of", "to the left of", "on left of", "on left side of", "left of"):
+        assert relation_holds(r, a, b) is True and contradicted(r, b, a), r
+    assert relation_holds("underneath of", (0, 100, 10, 10), (0, 0, 10, 10)) is True
+    assert relation_holds("near", a, b) is None and not contradicted("near", a, b)

@@ -59,16 +59,17 @@ def test_oracle_scores_100_and_blind_scores_chance(probe_r, probe_c, probe_b):
     assert {r["kind"] for r in probe_c} == {"probe_c/composition", "probe_c/object"}
     assert probe_b
 
-    # Probe-R: one image, the correct prompt against the swapped one
+    # Probe-R: one image, the correct prompt against the swapped one (scored by the prompt's text: an export
+    # whose two prompts read the same would leave even the oracle at a tie)
     def samples(score):
-        return [{"id": r["id"], "kind": r["kind"], "score_correct": score(r, 1), "score_swapped": score(r, 0)}
-                for r in probe_r]  # fmt: skip
+        return [{"id": r["id"], "kind": r["kind"], "score_correct": score(r, r["correct"]),
+                 "score_swapped": score(r, r["swapped"])} for r in probe_r]  # fmt: skip
 
-    best = probe_accuracy(samples(lambda r, correct: float(correct)))
+    best = probe_accuracy(samples(lambda r, prompt: float(prompt == r["correct"])))
     assert best["overall"]["accuracy"] == 1.0 and best["overall"]["count"] == len(probe_r)
-    blind = probe_accuracy(samples(lambda r, correct: 0.0))  # ignores the image and the prompt
+    blind = probe_accuracy(samples(lambda r, prompt: 0.0))  # ignores the image and the prompt
     assert blind["overall"]["mean_confidence"] == pytest.approx(0.5)
-    flipped = probe_accuracy(samples(lambda r, correct: float(not correct)))  # the other order of a blind guess
+    flipped = probe_accuracy(samples(lambda r, prompt: float(prompt != r["correct"])))  # the other blind order
     assert (blind["overall"]["accuracy"] + best["overall"]["accuracy"] + flipped["overall"]["accuracy"]) / 2 == 0.5
     # Probe-C: scores[i][j] = f(prompt i, image j); the oracle matches each prompt to its image
     oracle = [{"id": g["id"], "kind": g["kind"], "scores": [[1.0, 0.0], [0.0, 1.0]]} for g in probe_c]

@@ -130,6 +130,12 @@ def test_unannotated_attributes_and_missing_edges_prove_nothing():
     assert cert.nothing(white_cup, _graph(SceneObject("1", "cup", 10, 10, 20, 20, ("red",)))) is None
     assert cert.nothing(white_cup, _graph(SceneObject("1", "plate", 10, 10, 20, 20))) is None  # no cup at all
     assert cert.nothing(white_cup, _graph(SceneObject("1", "mug", 10, 10, 20, 20))) is not None  # a mug is a cup
+    # an object under a broader name may be the one: a "person" may be the man, an "animal" the dog
+    holding = PathNode("man", relations=(PathEdge("holding", PathNode("umbrella")),))
+    person = SceneObject("1", "person", 10, 10, 20, 60, relations=(Relation("holding", "2"),))
+    umbrella = SceneObject("2", "umbrella", 0, 0, 50, 20)
+    assert cert.nothing(holding, _graph(person, umbrella)) is not None
+    assert cert.nothing(PathNode("dog"), _graph(SceneObject("1", "animal", 10, 10, 20, 20))) is not None
     # a plural or synonym of the name could be the object
     assert cert.nothing(PathNode("cup"), _graph(SceneObject("1", "cups", 10, 10, 20, 20))) is not None
     on_table = PathNode("cup", relations=(PathEdge("on", PathNode("table")),))

@@ -67,3 +67,20 @@ def test_a_batch_never_spans_more_than_a_chunk_of_source_images(counted_run: Pat
     assert all(
         it.image is not None and it.image.size == (it.record["width"], it.record["height"]) for b in SEEN for it in b
     )
+
+
+@pytest.mark.parametrize("stage", ["filters", "refine"])
+def test_a_new_filter_version_scores_again(tmp_path: Path, monkeypatch, stage: str):
+    """Scores are stored under each filter's version; a new version with the config unchanged must change
+    the stage's fingerprint, or decide finds no scores under the new name and keeps everything."""
+    from hardneg.core.stage import Run
+    from hardneg.filters.seam import SeamFilter
+    from hardneg.filters.text_scorers import NGramFilter
+    from hardneg.flows.pipeline import STAGES
+
+    cfg = load_config(None, {"filters": {"scorers": {"seam": {}}}})
+    run = Run(tmp_path / "run", cfg, STAGES)
+    before = run.config_fingerprint(stage)
+    cls = SeamFilter if stage == "filters" else NGramFilter
+    monkeypatch.setattr(cls, "version", cls.version + "-next")
+    assert Run(tmp_path / "run", cfg, STAGES).config_fingerprint(stage) != before

@@ -63,6 +63,7 @@ def test_remove_object_paints_out_the_target_and_the_path_then_matches_nothing(t
     assert r["edit"] == {"op": "remove", "object": "1"} and r["edit_boxes"] == [[60, 120, 80, 80]]
     assert execute(path.without_ids(), GraphIndex(apply_edit(g, r["edit"]), table)) == frozenset()
     src = np.asarray(Image.open(images / "img1.jpg").convert("RGB"), dtype=np.int16)
+    assert len(r["candidates"]) == 2
     for f in r["candidates"]:
         cand = np.asarray(Image.open(tmp_path / "run" / f).convert("RGB"), dtype=np.int16)
         inside = np.zeros(src.shape[:2], bool)

@@ -68,7 +68,7 @@ def test_no_heavy_library_at_module_level():
     assert not bad, "\n".join(bad)
 
 
-def test_no_source_file_is_over_400_lines():
+def test_no_source_file_is_over_420_lines():
     long = []
     for layer in ALLOWED:
         for f in _files(layer):

@@ -98,7 +98,7 @@ def test_a_replacement_object_that_does_not_contradict_is_refused_with_its_reaso
     # refused either when proposed (the reason names it) or before: nothing of the category contradicts,
     # or the change rests on a crowd name
     reasons = " ".join(r.reason for r in rejects if r.detail.get("word") in (old, None))
-    assert not reasons or new in reasons or "crowd name" in reasons, reasons
+    assert not reasons or new in reasons or "crowd name" in reasons, reasons  # rejects, if any, name it
     site = Site("replace_object", 1, (0,), word=old, category=WORDS.name_category(old))
     ok, why = SiteVocab(TABLE, WORDS).contradicts(site, path, new)
     assert not ok and new in why, why

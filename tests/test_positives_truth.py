@@ -11,6 +11,7 @@ from PIL import Image, ImageDraw
 
 from hardneg.core.config import load_config
 from hardneg.core.hygiene import clean
+from hardneg.core.records import Relation
 from hardneg.core.words import Words
 from hardneg.generators.english import EnglishCheck
 from hardneg.generators.paths import PathResources, generate_positives
@@ -77,7 +78,7 @@ def test_one_object_annotated_twice_is_merged_before_any_path():
     )
     cleaned, changes = clean(g, words, 0.7, True)
     assert set(cleaned.objects) == {"p", "a"}
-    assert cleaned.objects["p"].relations == (cleaned.objects["p"].relations[0],)  # the two edges are one now
+    assert cleaned.objects["p"].relations == (Relation("to the left of", "a"),)  # the two edges are one now
     assert [c["kind"] for c in changes] == ["merged_duplicate"]
     positives, _, _ = _positives(cleaned)
     assert all(_names(p).count("tower") < 2 for p in positives)
@@ -230,3 +231,19 @@ def test_the_english_check_reads_a_token_without_letters_as_no_word():
     assert check.check("the _ that is red") is None and check.check("a _") is None
     assert check.check("an _ apple") is None
     assert check.check("the dogs _ that is red") is not None
+
+
+def test_a_rewritten_negative_is_checked_like_a_rewritten_positive():
+    """The language stage checks negatives after their (optional) rewrite: a rewrite that breaks the English
+    falls back to the template and leaves `rewrites`; only a negative whose template fails too is dropped."""
+    from hardneg.generators.english import check_negatives
+
+    base = {"image_id": "1", "negative_type": "replace_object", "template_expression": "the yellow bananas"}
+    ok = {**base, "id": 1, "expression": "the bananas that is yellow", "expression_source": "rewrite#1",
+          "rewrites": ["the bananas that is yellow", "the bananas that are yellow"]}  # fmt: skip
+    bad = {**base, "id": 2, "template_expression": "a bananas", "expression": "a bananas", "rewrites": []}
+    kept, rejects = check_negatives([ok, bad], EnglishCheck(Words.load()))
+    assert [r["id"] for r in kept] == [1] and [r.sample_id for r in rejects] == [2]
+    assert kept[0]["expression"] == "the yellow bananas" and kept[0]["expression_source"] == "template"
+    assert kept[0]["rewrites"] == ["the bananas that are yellow"]
+    assert rejects[0].detail["negative_type"] == "replace_object"

@@ -5,6 +5,7 @@ fresh run with that config. A stage that forgets a key it depends on (the images
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -101,7 +102,11 @@ def _outputs(root: Path) -> dict[str, bytes]:
 def finished(tmp_path_factory) -> tuple[Path, Path, RunConfig]:
     base = tmp_path_factory.mktemp("resume")
     world = build_demo_world(base / "world", n_scenes=4, seed=9).scene_graphs.parent
-    shutil.copy(Path(__file__).parent.parent / "templates" / "attribute_categories.json", world)
+    # A table that differs from the bundled one where the demo notices: no "material" category, so no
+    # "same material" path and no material swap (a byte copy would test nothing).
+    table = json.loads((Path(__file__).parent.parent / "templates" / "attribute_categories.json").read_text())
+    del table["categories"]["material"]
+    (world / "attribute_categories.json").write_text(json.dumps(table))
     raw = load_config(None, BASE).model_dump(mode="json")
     raw["filters"]["scorers"] = {"seam": {}}  # the SSIM scorer costs seconds a run; one image filter is enough
     cfg = RunConfig.model_validate(raw)
@@ -129,3 +134,5 @@ def test_resuming_with_a_changed_key_equals_a_fresh_run(finished, tmp_path: Path
     _run(new, tmp_path / "fresh")
     got, want = _outputs(resumed), _outputs(tmp_path / "fresh")
     assert [f for f in COMPARED if got[f] != want[f]] == [], f"{key} -> {change}: resume differs from fresh"
+    if key == "attribute_table":
+        assert want != _outputs(base / "finished")  # the change reaches the output, so resuming is tested
