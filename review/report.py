@@ -22,7 +22,7 @@ from hardneg.review import plots
 from hardneg.review.apply import apply_labels, load_labels, summary
 from hardneg.review.assets import MAX_BYTES, Assets, esc, img_tag
 from hardneg.review.export_gallery import export_sections
-from hardneg.review.gallery import Pictures, RejectScan, _numeric, scan_rejects
+from hardneg.review.gallery import Pictures, RejectScan, _numeric, reason_group, scan_rejects
 from hardneg.review.labels import kind_of
 from hardneg.review.rundata import RunData
 
@@ -292,8 +292,15 @@ class _Report:
         if not labels:
             return "<p class='na'>No human review yet (run <code>hardneg review RUN</code>): not available.</p>"
         s = summary(labels)
-        _, _, dropped = apply_labels(self.run.positives, self.run.negatives, labels)
-        parts = [f"<p>{s['items']} items reviewed; applying the decisions drops {len(dropped)} samples.</p>"]
+        # What the last split dropped is in its rejects; the splits hold only what it kept, so labels applied
+        # to them find what labels given since would drop.
+        applied = Counter({reason: n for (stage, reason), n in self.scan.counts.items() if stage == "review"})
+        _, _, pending = apply_labels(self.run.positives, self.run.negatives, labels)
+        line = f"{s['items']} items reviewed; the last split dropped {applied.total()} samples for them"
+        if pending:
+            line += f", and {len(pending)} more go with labels given since (<code>hardneg split RUN</code> applies"
+            line += " them)"
+        parts = [f"<p>{line}.</p>"]
         parts.append("<h3>Decisions in force</h3>" + _table(pd.DataFrame([s["by_label"]], index=["items"])))
         if s["by_annotator"]:
             parts.append(
@@ -305,9 +312,12 @@ class _Report:
             parts.append("<h3>Agreement (Cohen's kappa on common items)</h3>" + df.to_html(border=0, index=False))
         else:
             parts.append("<p class='small'>Agreement: no two annotators labelled the same items yet.</p>")
-        if dropped:
-            reasons = Counter(d["reason"] for d in dropped)
-            parts.append("<h3>Dropped by the review</h3>" + _table(pd.Series(reasons, name="samples").to_frame()))
+        for title, reasons in (
+            ("Dropped by the review", applied),
+            ("Not applied yet", Counter(reason_group(d["reason"]) for d in pending)),
+        ):
+            if reasons:
+                parts.append(f"<h3>{title}</h3>" + _table(pd.Series(reasons, name="samples").to_frame()))
         return "\n".join(parts)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import http.client
 import json
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -268,8 +269,27 @@ def test_report_on_the_demo_run(run_copy: Path):
     assert "chosen: images/" in html and "best of" in html  # image negatives with their losing candidates
     assert any("plot_score_image_negative_realism" in s for s in srcs)
     assert "image_negative similarity: no threshold recorded" in html
-    assert "kappa" in html and "review: wrong (by alice)" in html
+    assert "kappa" in html and "Not applied yet" in html and "review: wrong (…)" in html
+    assert "the last split dropped 0 samples for them, and " in html
     assert sum(f.stat().st_size for f in (run_copy / "report_assets").iterdir()) < 30_000_000
+
+
+def test_the_report_counts_what_the_review_dropped_after_the_split_applied_it(demo_run: Path, tmp_path: Path):
+    """`hardneg split` applies the labels: the dropped samples leave the splits for rejects.jsonl, and the
+    report counts them from there (applied to the splits, they would find nothing left to drop)."""
+    from hardneg.flows.pipeline import resplit
+
+    root = tmp_path / "run"
+    shutil.copytree(demo_run, root)
+    run = RunData(root)
+    wrong = run.positives[0]["id"]
+    lost = 1 + len(run.negatives_of.get(wrong, []))
+    ReviewStore(root).record(wrong, "alice", "wrong")
+    resplit(root, {})
+    assert wrong not in {p["id"] for p in RunData(root).positives}
+    html = build_report(root).read_text()
+    assert f"the last split dropped {lost} samples for them." in html, re.findall(r"items reviewed[^<]*", html)
+    assert "Dropped by the review" in html and "Not applied yet" not in html
 
 
 def test_report_of_a_partial_or_older_run_still_renders(run_copy: Path):
