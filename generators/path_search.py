@@ -272,6 +272,17 @@ def rule_refusal(search: PathSearch, target_name: str, elements: tuple[Element, 
     return None
 
 
+UNASKED = object()  # a hop choice the path rules have not been asked about yet
+
+
+def _refusal(search: PathSearch, target_name: str, elements: tuple[Element, ...], has_d: bool) -> str | None:
+    """`rule_refusal`, counted in `search.refused` once per hop choice it refuses."""
+    why = rule_refusal(search, target_name, elements, has_d)
+    if why is not None:
+        search.refused[why] += 1
+    return why
+
+
 def candidate_paths(search: PathSearch, target: str, ptype: str, rng: random.Random) -> Iterator[PathNode]:
     """Unique, non-degenerate paths of one type for one target, in keyed random order, bounded."""
     p = search.cfg.paths
@@ -303,15 +314,16 @@ def candidate_paths(search: PathSearch, target: str, ptype: str, rng: random.Ran
             key = el.category
             if key not in options_by_cat:
                 options_by_cat[key] = attr_options(exclude_category=key)
+            why: str | object | None = UNASKED
             for attrs, m in options_by_cat[key]:
                 budget -= 1
                 if budget < 0:
                     return
                 if _valid(m, (el,), has_d):
-                    if (why := rule_refusal(search, tobj.name, (el,), has_d)) is not None:
-                        search.refused[why] += 1
-                        continue
-                    yield _build(search, target, attrs, (el,))
+                    if why is UNASKED:  # the rules read the hops, not the attributes: once per hop
+                        why = _refusal(search, tobj.name, (el,), has_d)
+                    if why is None:
+                        yield _build(search, target, attrs, (el,))
         return
 
     if ptype == "and":
@@ -321,14 +333,15 @@ def candidate_paths(search: PathSearch, target: str, ptype: str, rng: random.Ran
             e1, e2 = elements[i], elements[j]
             if e1.child.id == e2.child.id:
                 continue  # two facts about one object read as a 2-object "and"
+            why = UNASKED
             for attrs, m in options:
                 budget -= 1
                 if budget < 0:
                     return
                 if _valid(m, (e1, e2), has_d):
-                    if (why := rule_refusal(search, tobj.name, (e1, e2), has_d)) is not None:
-                        search.refused[why] += 1
-                        continue
-                    yield _build(search, target, attrs, (e1, e2))
+                    if why is UNASKED:
+                        why = _refusal(search, tobj.name, (e1, e2), has_d)
+                    if why is None:
+                        yield _build(search, target, attrs, (e1, e2))
         return
     raise ValueError(f"unknown path type {ptype!r}")

@@ -12,7 +12,7 @@ from hardneg.core.vocab import English, PoorReferents, RelationVocab
 from hardneg.core.words import Words
 from hardneg.generators.expressions import Renderer, Templates
 
-GENERATOR = "paths@v2"  # v2: the box rule reads every spelling of a direction
+GENERATOR = "paths@v3"  # v2: the box rule reads every spelling of a direction; v3: refused:* once per hop choice
 
 
 @dataclass(slots=True, frozen=True)

@@ -68,6 +68,22 @@ def test_a_relation_that_tells_the_target_apart_never_rests_on_a_crowd_name():
     assert stats["refused:crowd_anchors"] > 0
 
 
+def test_a_refused_relation_counts_once_whatever_attributes_could_go_with_it():
+    """refused:* counts relation choices a rule refused, not each with every attribute subset of the target
+    (two men alike: no subset tells them apart, so every one would need the relation to the tree)."""
+
+    def refused(attrs: tuple[str, ...]) -> int:
+        g = graph(
+            obj("m1", "man", attrs, rels=(("to the left of", "t"),), box=(10, 100, 50, 150)),
+            obj("m2", "man", attrs, rels=(("to the right of", "t"),), box=(400, 100, 50, 150)),
+            obj("t", "tree", box=(200, 50, 60, 250)),
+        )
+        return _positives(g)[2]["refused:crowd_anchors"]
+
+    assert refused(()) > 0
+    assert refused(("young", "smiling")) == refused(())
+
+
 def test_one_object_annotated_twice_is_merged_before_any_path():
     """ "the pole on the left of the metal tower and to the left of a tower": one tower, two annotations."""
     words = Words.load()
