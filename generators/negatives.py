@@ -2,9 +2,10 @@
 at level 1 (the change is on the target) and level 2 (on a related object).
 
 Each negative is built as an altered *path*, kept only when the executor says it matches nothing in the
-image's graph, and rendered with its positive's template. Replacement words come from the language
-backend (an LLM, or the lexicon's same-category corpus vocabulary); swaps need no model and exchange two
-parts of the same kind (two object names, or two attributes of one category).
+image's graph and the graph contradicts it for every object that could carry it (a missing annotation
+proves nothing: `generators/export_certify.py`), and rendered with its positive's template. Replacement
+words come from the language backend (an LLM, or the lexicon's same-category corpus vocabulary); swaps need
+no model and exchange two parts of the same kind (two object names, or two attributes of one category).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from hardneg.core.executor import GraphIndex, execute
 from hardneg.core.plausibility import Plausibility
 from hardneg.core.records import PathEdge, PathNode, Reject, SameEdge, SceneGraph, TextNegative
 from hardneg.core.words import Words
+from hardneg.generators.export_certify import Certifier
 from hardneg.generators.expressions import Renderer
 from hardneg.generators.sites import (
     SearchState,
@@ -32,7 +34,7 @@ from hardneg.generators.sites import (
     site_order,
 )
 
-GENERATOR = "negatives_text@v1"
+GENERATOR = "negatives_text@v2"  # v2: certified false, not just unmatched
 
 
 def map_node(path: PathNode, index: int, fn: Callable[[PathNode], PathNode]) -> PathNode:
@@ -154,6 +156,7 @@ class TextSearch(SiteSearch):
         self.ctx = ctx
         self.vocab = ctx.site_vocab
         self.graphs = graphs
+        self.certifier = Certifier(ctx.words, ctx.table)
         self.indexes: dict[str, GraphIndex] = {}
         self.made: list[TextNegative] = []
 
@@ -206,10 +209,12 @@ class TextSearch(SiteSearch):
             ok, reason = self.vocab.contradicts(site, st.path, v)
             if not ok:
                 why.append(reason)
-            elif (hit := execute(apply_site(st.path, site, v), idx)) == frozenset():
-                return None
-            else:
+            elif hit := execute(neg := apply_site(st.path, site, v), idx):
                 why.append(f"{v!r} is still true of object {sorted(hit)[0]} in the image")
+            elif (doubt := self._doubt(st, neg)) is not None:
+                why.append(f"{v!r} {doubt}")
+            else:
+                return None
         return "; ".join(why) or "no replacement given"
 
     def accept(self, st: SearchState, site: Site, values: tuple[str, ...]) -> bool:
@@ -219,12 +224,27 @@ class TextSearch(SiteSearch):
             if self.vocab.contradicts(site, st.path, v)[0]
         )
 
+    def _doubt(self, st: SearchState, neg_path: PathNode) -> str | None:
+        """Why the graph, which the executor found no match in, still does not make the negative false, or
+        None. A graph leaves things out: an object with no colour annotated is not "not white", a missing
+        edge is not "not on", an absent crowd name proves nothing. A negative must be *contradicted* for every
+        object that could carry it (`Certifier.nothing`): "the small ball with the same color as the car"
+        (the objects of "the small car with the same color as the ball", swapped) may be true of a ball
+        whose size nobody annotated."""
+        image = st.positive["image_id"]
+        why = self.certifier.nothing(neg_path, self.graphs[image], self.indexes[image])
+        return None if why is None else f"may be true: {why}"
+
     def _keep(self, st: SearchState, site: Site, neg_path: PathNode, replacement: str | None) -> bool:
         pos = st.positive
         idx = self.indexes[pos["image_id"]]
         if hit := execute(neg_path, idx):
             if replacement is None:  # a swap that is still true: say so (a replacement's check already did)
                 self._refuse(st, site, f"still true of object {sorted(hit)[0]} in the image")
+            return False
+        if (doubt := self._doubt(st, neg_path)) is not None:
+            if replacement is None:
+                self._refuse(st, site, doubt)
             return False
         nid = TextNegative.make_id(pos["id"], site.negative_type, neg_path)
         if nid in st.seen:

@@ -168,6 +168,32 @@ def test_a_swap_across_a_symmetric_relation_between_equal_objects_is_refused():
     assert not made and any("symmetric relation" in r.reason for r in rejects)
 
 
+@pytest.mark.parametrize(("ball", "kept"), [((), False), (("large",), True)])
+def test_a_swap_stands_only_where_the_graph_contradicts_it(ball, kept):
+    """ "the small car with the same color as the ball" swaps into "the small ball with the same color as the
+    car": the colour is shared either way, so the negative is false only if the ball is not small. A ball
+    without a size annotated may well be small; one annotated large is not."""
+    g = graph(obj("c", "car", ("small", "red")), obj("b", "ball", ("red", *ball), box=(300, 10, 80, 80)))
+    path = node("car", "small", same=[("color", node("ball", oid="b"))], oid="c")
+    made, rejects = negatives(g, path, "same_attr", {}, ("swap_object",))
+    assert [n.path.name for n in made] == (["ball"] if kept else [])
+    assert kept or any(r.reason.startswith("may be true: object b ('ball') may match") for r in rejects), rejects
+
+
+def test_a_replacement_name_is_refused_where_an_object_of_that_name_may_fit():
+    """ "the checkered plate" -> "the checkered bottle": the graph has a bottle whose pattern nobody annotated,
+    so the executor matching nothing proves nothing; a plain bottle contradicts it."""
+
+    def made_with(bottle: tuple[str, ...]) -> list[str]:
+        g = graph(obj("p", "plate", ("checkered",)), obj("b", "bottle", bottle, box=(300, 10, 80, 80)))
+        made, _ = negatives(g, node("plate", "checkered", oid="p"), "0_hop", {"plate": ("bottle", "cup")},
+                            ("replace_object",))  # fmt: skip
+        return [n.change["to"] for n in made]
+
+    assert made_with(()) == ["cup"]  # the bottle may be checkered; no cup is there, and a cup is no crowd
+    assert made_with(("plain",)) == ["bottle"]
+
+
 def _counts() -> Plausibility:
     c = Counts()
     c.names.update({"microwave": 80, "kitchen": 60, "shorts": 200, "surfer": 150, "man": 500, "table": 300, "cup": 250})
