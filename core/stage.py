@@ -38,7 +38,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import orjson
 
@@ -52,6 +52,8 @@ log = logging.getLogger("hardneg")
 ALL = "all"  # the one unit of a stage that is not sharded
 FINGERPRINT = "_fingerprint"
 SUMMARY = "_stage.json"
+T = TypeVar("T")
+_SHARED: dict[tuple[str, str, str], tuple[str, Any]] = {}  # `Unit.shared`: (run, stage, what) -> (digest, value)
 
 
 def digest(*parts: Any) -> str:
@@ -146,6 +148,18 @@ class Unit:
         """The summary (`_stage.json`) of a declared upstream stage."""
         self._check_declared(stage)
         return self.run.summary(stage)
+
+    def shared(self, stage: str, what: str, build: Callable[[], T]) -> T:
+        """`build()`, something every unit makes alike from a declared upstream stage's whole output (a model
+        of the corpus, a set of ids), made once per process: a worker runs many units. Kept under the
+        run folder, the stage and `what` with the upstream's output digest, so a changed upstream (or
+        another run) builds anew; one value per key."""
+        self._check_declared(stage)
+        key, version = (str(self.root), stage, what), self.run.summary(stage)["digest"]
+        held = _SHARED.get(key)
+        if held is None or held[0] != version:
+            _SHARED[key] = held = (version, build())
+        return held[1]
 
     def upstream_file(self, stage: str, name: str) -> Path:
         """A stage-level file (written by `Stage.prepare`) of a declared upstream stage."""

@@ -42,7 +42,7 @@ class LanguageStage(Stage):
     def run(self, unit: Unit) -> None:
         cfg = unit.cfg
         lang = cfg.language
-        kept = {r["id"] for r in unit.read_all("select", "kept")}
+        kept = unit.shared("select", "ids", lambda: frozenset(r["id"] for r in unit.read_all("select", "kept")))
         positives = [r for r in unit.read("paths", "positives") if r["id"] in kept]
         unit.items_in = len(positives)
         graphs = {g.image_id: g for g in map(row_to_graph, unit.read("hygiene", "graphs"))}
@@ -63,7 +63,9 @@ class LanguageStage(Stage):
             table=res.table,
             words=res.words,
             renderer=res.renderer,
-            plausibility=load_plausibility(unit.read_all("plausibility", "counts")),
+            plausibility=unit.shared(
+                "plausibility", "model", lambda: load_plausibility(unit.read_all("plausibility", "counts"))
+            ),
             vocab=vocab,
             seed=cfg.seed,
             per_positive=lang.negatives_per_positive,

@@ -160,3 +160,40 @@ def test_temp_files_of_an_interrupted_write_are_cleaned_on_open(tmp_path):
     stray.write_text("half a fi")
     Run(tmp_path, cfg, STAGES).open("double")
     assert not stray.exists()
+
+
+class Shared(Stage):
+    """Each unit reads a total of the whole upstream output, built once per process."""
+
+    name = "shared"
+    version = "shared@v1"
+    reads = ("source",)
+
+    def __init__(self) -> None:
+        self.built: list[int] = []
+
+    def run(self, unit: Unit) -> None:
+        def build() -> int:
+            value = sum(r["v"] for r in unit.read_all("source", "items"))
+            self.built.append(value)
+            return value
+
+        unit.write("seen", [{"shard": unit.shard, "all": unit.shared("source", "sum", build)}])
+
+
+def test_what_every_unit_builds_alike_from_upstream_is_built_once_and_anew_when_upstream_changes(tmp_path):
+    stage = Shared()
+    cfg = RunConfig(shard_size=2)
+    run = run_all(tmp_path, cfg, (Source(), stage))
+    assert stage.built == [sum(range(6))]  # three units, one build
+    assert {r["all"] for r in run.read_all("shared", "seen")} == {sum(range(6))}
+    (tmp_path / "work" / "source" / "_done" / "all.json").unlink()
+    OFFSET["source"] = 1
+    try:
+        run = run_all(tmp_path, cfg, (Source(), stage))  # source redone with another output: built anew
+    finally:
+        OFFSET["source"] = 0
+    assert stage.built == [sum(range(6)), sum(range(1, 7))]
+    assert {r["all"] for r in run.read_all("shared", "seen")} == {sum(range(1, 7))}
+    with pytest.raises(RuntimeError, match="without declaring"):
+        Unit(run, stage, "00000").shared("shared", "x", lambda: 0)
