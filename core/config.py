@@ -319,3 +319,13 @@ def apply_overrides(cfg: RunConfig, overrides: dict[str, Any]) -> RunConfig:
         return RunConfig.model_validate(raw)
     except ValidationError as e:
         raise ValueError(f"overrides are invalid: {describe_errors(e, RunConfig)}") from None
+
+
+def config_value(cfg: RunConfig, dotted: str) -> Any:
+    """The JSON value of a dotted config key ("filters.scorers")."""
+    value: Any = cfg.model_dump(mode="json")
+    for part in dotted.split("."):
+        if not isinstance(value, dict) or part not in value:
+            raise KeyError(f"config has no key {dotted!r}")
+        value = value[part]
+    return value

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -113,3 +114,16 @@ class JsonArrayWriter:
         self._f.write(b"\n]\n" if self.count else b"]\n")
         self._f.close()
         os.replace(self._tmp, self.path)
+
+
+def digest(*parts: Any) -> str:
+    """A short stable hash of JSON-able parts."""
+    return hashlib.sha1(orjson.dumps(parts, option=orjson.OPT_SORT_KEYS, default=str)).hexdigest()[:16]
+
+
+def file_digest(path: Path) -> str:
+    h = hashlib.sha1()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()[:16]

@@ -42,8 +42,17 @@ from typing import Any, ClassVar, TypeVar
 
 import orjson
 
-from hardneg.core.config import RunConfig
-from hardneg.core.io import atomic_write_bytes, clean_temp_files, dumps, read_jsonl, write_json, write_jsonl
+from hardneg.core.config import RunConfig, config_value
+from hardneg.core.io import (
+    atomic_write_bytes,
+    clean_temp_files,
+    digest,
+    dumps,
+    file_digest,
+    read_jsonl,
+    write_json,
+    write_jsonl,
+)
 from hardneg.core.progress import Progress
 from hardneg.core.records import Reject
 
@@ -54,19 +63,6 @@ FINGERPRINT = "_fingerprint"
 SUMMARY = "_stage.json"
 T = TypeVar("T")
 _SHARED: dict[tuple[str, str, str], tuple[str, Any]] = {}  # `Unit.shared`: (run, stage, what) -> (digest, value)
-
-
-def digest(*parts: Any) -> str:
-    """A short stable hash of JSON-able parts."""
-    return hashlib.sha1(orjson.dumps(parts, option=orjson.OPT_SORT_KEYS, default=str)).hexdigest()[:16]
-
-
-def file_digest(path: Path) -> str:
-    h = hashlib.sha1()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()[:16]
 
 
 class Stage:
@@ -422,13 +418,3 @@ class Run:
                     f = d / f"{unit}.jsonl"
                     if f.exists():
                         yield f
-
-
-def config_value(cfg: RunConfig, dotted: str) -> Any:
-    """The JSON value of a dotted config key ("filters.scorers")."""
-    value: Any = cfg.model_dump(mode="json")
-    for part in dotted.split("."):
-        if not isinstance(value, dict) or part not in value:
-            raise KeyError(f"config has no key {dotted!r}")
-        value = value[part]
-    return value
