@@ -1,51 +1,20 @@
 """Model loading shared by every model role: one instance per worker process, device and dtype choice.
 
 A worker (a thread of the thread runner, a process of the process or Dask runner) builds each model once
-and reuses it for every shard it runs: `shared` keys instances by what defines the model (its class,
-id or directory, dtype, device, options), so two stages or two shards asking for the same model get one.
+and reuses it for every shard it runs: `shared` (`core/shared.py`) keys instances by what defines the model
+(its class, id or directory, dtype, device, options), so two stages or two shards asking for the same model
+get one.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Hashable
-from typing import Any, TypeVar
+from typing import Any
 
-T = TypeVar("T")
+from hardneg.core.shared import clear, loaded_keys, shared
+
+__all__ = ["MODELS_HINT", "clear", "loaded_keys", "resolve_device_dtype", "shared"]
 
 MODELS_HINT = "pip install 'torch==2.13.0' 'transformers>=5,<6'  (or: pip install -e '.[models]')"
-
-_LOCK = threading.Lock()
-_SHARED: dict[Hashable, Any] = {}
-_BUILDING: dict[Hashable, threading.Lock] = {}
-
-
-def shared(key: Hashable, build: Callable[[], T]) -> T:
-    """The worker's one instance for `key`, built by `build` on first use (once, even under threads)."""
-    with _LOCK:
-        if key in _SHARED:
-            return _SHARED[key]
-        lock = _BUILDING.setdefault(key, threading.Lock())
-    with lock:
-        with _LOCK:
-            if key in _SHARED:
-                return _SHARED[key]
-        value = build()
-        with _LOCK:
-            _SHARED[key] = value
-        return value
-
-
-def loaded_keys() -> list[Hashable]:
-    """What this worker has built (tests check that a second shard builds nothing new)."""
-    with _LOCK:
-        return list(_SHARED)
-
-
-def clear() -> None:
-    with _LOCK:
-        _SHARED.clear()
-        _BUILDING.clear()
 
 
 def resolve_device_dtype(torch: Any, device: str | None, dtype: str | None) -> tuple[str, Any]:

@@ -55,6 +55,7 @@ from hardneg.core.io import (
 )
 from hardneg.core.progress import Progress
 from hardneg.core.records import Reject
+from hardneg.core.shared import shared
 
 log = logging.getLogger("hardneg")
 
@@ -62,7 +63,6 @@ ALL = "all"  # the one unit of a stage that is not sharded
 FINGERPRINT = "_fingerprint"
 SUMMARY = "_stage.json"
 T = TypeVar("T")
-_SHARED: dict[tuple[str, str, str], tuple[str, Any]] = {}  # `Unit.shared`: (run, stage, what) -> (digest, value)
 
 
 class Stage:
@@ -147,15 +147,11 @@ class Unit:
 
     def shared(self, stage: str, what: str, build: Callable[[], T]) -> T:
         """`build()`, something every unit makes alike from a declared upstream stage's whole output (a model
-        of the corpus, a set of ids), made once per process: a worker runs many units. Kept under the
-        run folder, the stage and `what` with the upstream's output digest, so a changed upstream (or
-        another run) builds anew; one value per key."""
+        of the corpus, a set of ids), made once per worker (`core/shared.py`): a worker runs many units. Kept
+        under the run folder, the stage and `what`, for the upstream's output digest: a changed upstream
+        builds anew."""
         self._check_declared(stage)
-        key, version = (str(self.root), stage, what), self.run.summary(stage)["digest"]
-        held = _SHARED.get(key)
-        if held is None or held[0] != version:
-            _SHARED[key] = held = (version, build())
-        return held[1]
+        return shared((str(self.root), stage, what), build, version=self.run.summary(stage)["digest"])
 
     def upstream_file(self, stage: str, name: str) -> Path:
         """A stage-level file (written by `Stage.prepare`) of a declared upstream stage."""
