@@ -53,16 +53,17 @@ def run_unit(run_dir: str, stage: str, unit: str, workers: int | None = None) ->
 @functools.lru_cache(maxsize=1)
 def share_cores(workers: int) -> int:
     """Limit this process's BLAS (numpy's OpenBLAS: spaCy's tagger, `generators/rewrite.numpy_blas`) to its
-    share of the cores, and return it. OpenBLAS starts a thread per core in every process: two workers on
-    two cores tagged 1.6x slower than with one thread each. Once per process; one worker keeps them all."""
+    share of the cores it may run on, and return it. OpenBLAS starts a thread per core in every process: two
+    workers on two cores tagged 1.6x slower than with one thread each. Set again whenever `workers` changes
+    (a long-lived Dask worker may serve runs of another size); one worker gets every core."""
     import os
 
     import numpy  # noqa: F401  # threadpoolctl limits the libraries loaded so far
     from threadpoolctl import threadpool_limits
 
-    threads = max(1, (os.cpu_count() or 1) // max(1, workers))
-    if workers > 1:
-        threadpool_limits(limits=threads, user_api="blas")
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    threads = max(1, cores // max(1, workers))
+    threadpool_limits(limits=threads, user_api="blas")
     return threads
 
 

@@ -120,24 +120,3 @@ def test_a_gpu_stage_task_runs_on_the_worker_pinned_to_the_gpu(prefect_harness):
     on_gpu, cpu_workers = probe.with_options(task_runner=task_runner(cfg))()
     assert set(on_gpu) == {("gpu3", "3")}  # pinned: the worker sees only its GPU
     assert set(cpu_workers) <= {"gpu3", "cpu1"}
-
-
-def test_a_worker_process_gets_its_share_of_the_cores_for_blas():
-    """OpenBLAS starts a thread per core in every process; a worker of n gets cores // n (at least one), a
-    lone process keeps what it had."""
-    import subprocess
-    import sys
-
-    code = (
-        "import numpy, threadpoolctl; from hardneg.flows.runners import share_cores; "
-        "blas = lambda: max(i['num_threads'] for i in threadpoolctl.threadpool_info() if i['user_api'] == 'blas'); "
-        "before = blas(); n = share_cores({w}); print(before, n, blas())"
-    )
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
-    cores = os.cpu_count() or 1
-    for workers in (1, 2, 4 * cores):
-        out = subprocess.run([sys.executable, "-c", code.format(w=workers)], env=env, capture_output=True, text=True)
-        before, n, after = map(int, out.stdout.split())
-        assert before == cores
-        assert n == max(1, cores // workers)
-        assert after == (before if workers == 1 else n), (workers, before, n, after)
