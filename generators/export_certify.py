@@ -81,6 +81,11 @@ class Certifier:
         hit = execute(path.without_ids(), index)
         if hit:
             return f"the executor matches {', '.join(sorted(hit))}"
+        return self.uncontradicted(path, graph)
+
+    def uncontradicted(self, path: PathNode, graph: SceneGraph) -> str | None:
+        """`nothing` for a path the executor already matched to nothing: why the graph still does not make
+        it false for some object that could carry it, or None."""
         memo: dict[tuple[int, str], bool] = {}
         cands = self.candidates(path.name, graph)
         if not cands:

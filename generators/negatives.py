@@ -22,6 +22,7 @@ from hardneg.core.executor import GraphIndex, execute
 from hardneg.core.plausibility import Plausibility
 from hardneg.core.records import PathEdge, PathNode, Reject, SameEdge, SceneGraph, TextNegative
 from hardneg.core.words import Words
+from hardneg.generators.export_certify import VERSION as CERTIFY_VERSION
 from hardneg.generators.export_certify import Certifier
 from hardneg.generators.expressions import Renderer
 from hardneg.generators.sites import (
@@ -34,7 +35,7 @@ from hardneg.generators.sites import (
     site_order,
 )
 
-GENERATOR = "negatives_text@v2"  # v2: certified false, not just unmatched
+GENERATOR = f"negatives_text@v2+{CERTIFY_VERSION}"  # v2: certified false, not just unmatched
 
 
 def map_node(path: PathNode, index: int, fn: Callable[[PathNode], PathNode]) -> PathNode:
@@ -157,6 +158,7 @@ class TextSearch(SiteSearch):
         self.vocab = ctx.site_vocab
         self.graphs = graphs
         self.certifier = Certifier(ctx.words, ctx.table)
+        self._truths: dict[tuple[str, PathNode], tuple[str | None, str | None] | None] = {}  # see `_truth`
         self.indexes: dict[str, GraphIndex] = {}
         self.made: list[TextNegative] = []
 
@@ -203,18 +205,16 @@ class TextSearch(SiteSearch):
     def check(self, st: SearchState, site: Site, values: tuple[str, ...]) -> str | None:
         """None when some value contradicts the original and makes the path match nothing, else why none
         does (an LLM is asked again with this reason)."""
-        idx = self.indexes[st.positive["image_id"]]
         why: list[str] = []
         for v in values:
             ok, reason = self.vocab.contradicts(site, st.path, v)
             if not ok:
                 why.append(reason)
-            elif hit := execute(neg := apply_site(st.path, site, v), idx):
-                why.append(f"{v!r} is still true of object {sorted(hit)[0]} in the image")
-            elif (doubt := self._doubt(st, neg)) is not None:
-                why.append(f"{v!r} {doubt}")
-            else:
+            elif (truth := self._truth(st, apply_site(st.path, site, v))) is None:
                 return None
+            else:
+                hit, doubt = truth
+                why.append(f"{v!r} is still true of object {hit} in the image" if hit else f"{v!r} {doubt}")
         return "; ".join(why) or "no replacement given"
 
     def accept(self, st: SearchState, site: Site, values: tuple[str, ...]) -> bool:
@@ -224,27 +224,32 @@ class TextSearch(SiteSearch):
             if self.vocab.contradicts(site, st.path, v)[0]
         )
 
-    def _doubt(self, st: SearchState, neg_path: PathNode) -> str | None:
-        """Why the graph, which the executor found no match in, still does not make the negative false, or
-        None. A graph leaves things out: an object with no colour annotated is not "not white", a missing
-        edge is not "not on", an absent crowd name proves nothing. A negative must be *contradicted* for every
-        object that could carry it (`Certifier.nothing`): "the small ball with the same color as the car"
-        (the objects of "the small car with the same color as the ball", swapped) may be true of a ball
-        whose size nobody annotated."""
+    def _truth(self, st: SearchState, neg_path: PathNode) -> tuple[str | None, str | None] | None:
+        """None when the negative is false of the image; else (an object the executor finds it true of, None)
+        or (None, why the graph does not make it false). A graph leaves things out: an object with no colour
+        annotated is not "not white", a missing edge is not "not on", an absent crowd name proves nothing. So
+        a negative must be *contradicted* for every object that could carry it (`Certifier.uncontradicted`):
+        "the small ball with the same color as the car" (the objects of "the small car with the same color as
+        the ball", swapped) may be true of a ball whose size nobody annotated. Memoised per image and path:
+        a replacement is judged when the backend validates it and again when it is kept."""
         image = st.positive["image_id"]
-        why = self.certifier.nothing(neg_path, self.graphs[image], self.indexes[image])
-        return None if why is None else f"may be true: {why}"
+        key = (image, neg_path)
+        if key not in self._truths:
+            if hit := execute(neg_path, self.indexes[image]):
+                self._truths[key] = (sorted(hit)[0], None)
+            elif (doubt := self.certifier.uncontradicted(neg_path, self.graphs[image])) is not None:
+                self._truths[key] = (None, f"may be true: {doubt}")
+            else:
+                self._truths[key] = None
+        return self._truths[key]
 
     def _keep(self, st: SearchState, site: Site, neg_path: PathNode, replacement: str | None) -> bool:
         pos = st.positive
         idx = self.indexes[pos["image_id"]]
-        if hit := execute(neg_path, idx):
-            if replacement is None:  # a swap that is still true: say so (a replacement's check already did)
-                self._refuse(st, site, f"still true of object {sorted(hit)[0]} in the image")
-            return False
-        if (doubt := self._doubt(st, neg_path)) is not None:
-            if replacement is None:
-                self._refuse(st, site, doubt)
+        if (truth := self._truth(st, neg_path)) is not None:
+            if replacement is None:  # a swap that may be true: say so (a replacement's check already did)
+                hit, doubt = truth
+                self._refuse(st, site, f"still true of object {hit} in the image" if hit else doubt or "")
             return False
         nid = TextNegative.make_id(pos["id"], site.negative_type, neg_path)
         if nid in st.seen:
