@@ -72,18 +72,18 @@ class SelectStage(Stage):
         """Streams the candidates: only what balancing and the reject lines need is held (a GQA-scale run
         has ~600k candidates; holding them whole took ~3 GB)."""
         items: list[BalanceItem] = []
-        about: dict[int, tuple[str, str, int, str]] = {}
+        about: dict[int, tuple[str, str]] = {}  # id -> (image, expression): the reject line's rest is in the item
         for r in unit.read_all("paths", "positives"):
             items.append(BalanceItem(r["id"], r["tuple_type"], r["level"], r["path"]["name"], _relation_names(r)))
-            about[r["id"]] = (r["image_id"], r["tuple_type"], r["level"], r["expression"])
+            about[r["id"]] = (r["image_id"], r["expression"])
         unit.items_in = len(items)
         if len(about) != len(items):
             raise AssertionError("two positives share an id: content ids collided or a shard was read twice")
         kept, dropped = balance(items, unit.cfg.balance, unit.cfg.seed)
         for it in items:
             if it.id not in kept:
-                image_id, tuple_type, level, expression = about[it.id]
-                detail = {"tuple_type": tuple_type, "level": level, "expression": expression}
+                image_id, expression = about[it.id]
+                detail = {"tuple_type": it.tuple_type, "level": it.level, "expression": expression}
                 unit.reject(Reject("balance", dropped[it.id], image_id, it.id, detail=detail))
         unit.write("kept", ({"id": i} for i in sorted(kept)))
         unit.stats.update({"kept": len(kept), "dropped": len(dropped)})

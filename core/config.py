@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from hardneg.core.config_files import describe_errors, find_config, merge, read_layers
 from hardneg.core.export_config import ExportsConfig
 from hardneg.core.ids import id_problem
-from hardneg.core.resources import BUNDLED, bundled_dir, data_path
+from hardneg.core.resources import bundled_dir, data_path, is_bundled
 
 DEFAULT_CONFIG = bundled_dir("configs") / "demo.yaml"
 
@@ -44,7 +44,7 @@ class _Strict(BaseModel):
         """A relative data path means the working directory's file *when the config is read*: made absolute
         here, so the stored config names the same file for `hardneg split` from another folder or a remote
         worker. Bundled data (`templates/...`) stays relative: it is found in the installed package."""
-        if isinstance(v, Path) and not v.is_absolute() and not (v.parts and v.parts[0] in BUNDLED):
+        if isinstance(v, Path) and not v.is_absolute() and not is_bundled(v):
             return Path.cwd() / v
         return v
 

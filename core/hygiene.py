@@ -21,9 +21,10 @@ from typing import Any
 
 from hardneg.core.geometry import contradicted, iou
 from hardneg.core.ingest import graph_to_row, row_to_graph
+from hardneg.core.io import digest, file_digest
 from hardneg.core.records import Reject, Relation, SceneGraph, SceneObject
 from hardneg.core.resources import data_path
-from hardneg.core.stage import Run, Stage, Unit, digest, file_digest
+from hardneg.core.stage import Run, Stage, Unit
 from hardneg.core.words import ATTRIBUTES_FILE, NOUNS_FILE, RELATIONS_FILE, Words
 
 

@@ -26,9 +26,14 @@ def data_path(p: str | Path) -> Path:
     p = Path(p)
     if p.is_absolute():
         return p
-    if p.parts and p.parts[0] in BUNDLED:
+    if is_bundled(p):
         return bundled_dir(p.parts[0]).joinpath(*p.parts[1:])
     return Path.cwd() / p
+
+
+def is_bundled(p: Path) -> bool:
+    """A relative path into the bundled data (`templates/...`, `prompts/...`, `configs/...`)."""
+    return not p.is_absolute() and bool(p.parts) and p.parts[0] in BUNDLED
 
 
 def bundled_config(name: str) -> Path | None:

@@ -16,9 +16,8 @@ from hardneg.core.attributes import AttributeTable
 from hardneg.core.config import RunConfig
 from hardneg.core.demo_world import build_demo_world
 from hardneg.core.ids import id_problem
-from hardneg.core.io import atomic_write_bytes, clean_temp_files, write_json
+from hardneg.core.io import atomic_write_bytes, clean_temp_files, digest, write_json
 from hardneg.core.publish import recover
-from hardneg.core.stage import digest
 
 log = logging.getLogger("hardneg")
 

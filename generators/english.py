@@ -29,7 +29,6 @@ from hardneg.generators.rewrite import load_nlp
 ARTICLES = ("a", "an")
 VERBS = {"is": False, "was": False, "has": False, "are": True, "were": True, "have": True}  # plural?
 SKIP_TO_NOUN = frozenset({"ADJ", "ADV", "NUM", "PUNCT", "DET", "PART", "SYM"})
-RELATIVE = frozenset({"that", "which", "who", "whose"})
 TRIGGERS = frozenset(ARTICLES) | frozenset(VERBS)  # the only tokens at which `check_doc` can refuse
 
 
@@ -38,15 +37,10 @@ class EnglishCheck:
         self.words = words
         self._cache: dict[str, str | None] = {}
 
-    def _known(self, w: str) -> bool:
-        """A noun the word tables know (their number and mass-ness beat a tagger's guess)."""
-        known = self.words.known_nouns
-        return w in known or self.words.lemma(w) in known
-
     def _plural(self, tok: Any) -> bool:
         if self.words.is_mass(tok.lemma_.lower()) or self.words.is_mass(tok.lower_):
             return False
-        if self._known(tok.lower_):
+        if self.words.is_known(tok.lower_):  # a noun the tables know: their number beats a tagger's guess
             return self.words.is_plural(tok.lower_)  # the small tagger reads "mitt" as NNS
         return tok.tag_ in ("NNS", "NNPS") or self.words.is_plural(tok.lower_)
 

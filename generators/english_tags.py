@@ -121,7 +121,8 @@ class Tagger:
 
     def _annotate(self, w: Word, attrs: dict[str, str]) -> None:
         w.tag_ = attrs.get("TAG", w.tag_)
-        w.pos_, w.morph = attrs.get("POS", ""), attrs.get("MORPH", "").replace("_", "")  # "_": no features
+        morph = attrs.get("MORPH", "")
+        w.pos_, w.morph = attrs.get("POS", ""), "" if morph == "_" else morph  # "_": no features
         ruled = attrs.get("LEMMA")
         w.lemma_ = ruled if ruled is not None and not self.overwrite else self._lemma(w)
 

@@ -11,9 +11,10 @@ from typing import Any
 from hardneg.backends.registry import make_language_backend
 from hardneg.core.hygiene import words_digest
 from hardneg.core.ingest import corpus_vocab, row_to_graph
+from hardneg.core.io import file_digest
 from hardneg.core.plausibility import load_plausibility
 from hardneg.core.resources import bundled_dir
-from hardneg.core.stage import Run, Stage, Unit, file_digest
+from hardneg.core.stage import Run, Stage, Unit
 from hardneg.core.vocab import Lexicon
 from hardneg.generators.english import EnglishCheck, check_negatives, check_positives
 from hardneg.generators.negatives import GENERATOR as NEGATIVES_GENERATOR
