@@ -1,0 +1,179 @@
+"""The shape of the text negatives a run makes, against FineCops-Ref's: negatives per positive, the mix of
+types and levels, and what each rule, refinement and the type mix removed per type.
+
+    python -m benchmarks.shape                                            # the demo world
+    python -m benchmarks.shape --scene-graphs /data/gqa/val_sceneGraphs.json   # real GQA graphs
+    python -m benchmarks.shape --scene-graphs ... --config gqa            # another config
+
+Runs ingest -> ... -> decide (text negatives only: no images) in a temp folder with the offline config
+(the demo's, unless `--config`) and prints markdown:
+
+- one row per negative type: candidates the language stage made, how many refinement and the type mix
+  dropped, how many are emitted, the emitted share against the paper's test split (Table 10: replace
+  object 40%, attribute 18%, relation 19%, swap object 18%, swap attribute 5%), and whether the share is
+  at least half the paper's;
+- negatives per positive (candidates, after refinement, emitted; the paper's test split has 1.02);
+- emitted negatives per type and level;
+- what each generation rule refused per type (`refused:*`, replacement options kept out, sites with no
+  word) and why refinement dropped what it dropped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from hardneg.core.config import load_config
+from hardneg.core.runfolder import prepare_run
+from hardneg.core.stage import Run
+from hardneg.flows.pipeline import STAGES
+
+TYPES = ("replace_object", "replace_attribute", "replace_relation", "swap_object", "swap_attribute")
+# FineCops-Ref's test split (its Table 10): 9,814 text negatives for 9,605 positives
+PAPER = {"replace_object": 3951, "replace_attribute": 1725, "replace_relation": 1891, "swap_object": 1722,
+         "swap_attribute": 525}  # fmt: skip
+PAPER_PER_POSITIVE = 9814 / 9605
+UPTO = "decide"
+
+
+def run_text(root: Path, config: str | None, overrides: dict[str, Any]) -> Run:
+    """The pipeline up to the decide stage, without negative images."""
+    cfg = load_config(config, {"images": {"enabled": False}, **overrides})
+    prepare_run(cfg, root)
+    names = [s.name for s in STAGES]
+    run = Run(root, cfg, [s for s in STAGES if names.index(s.name) <= names.index(UPTO)])
+    for name in run.order:
+        run.run_stage(name)
+    return run
+
+
+def measure(run: Run) -> dict[str, Any]:
+    """Counts of what the run made and kept, per type and level, and why the rest went."""
+    made = {r["id"]: (r["negative_type"], r["negative_level"]) for r in run.read_all("language", "negatives")}
+    positives = sum(1 for _ in run.read_all("language", "positives"))
+    kept: Counter = Counter()
+    dropped: dict[str, Counter] = {}
+    for d in run.read_all("decide", "negatives"):
+        t, lv = made[d["id"]]
+        if d["keep"]:
+            kept[(t, lv)] += 1
+        else:
+            why = d.get("reason") or ""
+            stage = why.split(":", 1)[0] if ":" in why else "other"
+            dropped.setdefault(stage, Counter())[t] += 1
+    language = run.summary("language")["stats"]
+    refine_reasons: dict[str, Counter] = {}
+    for r in rejects(run, "decide"):
+        if r["stage"] == "refine" and r.get("sample_id") in made:
+            t, _ = made[r["sample_id"]]
+            refine_reasons.setdefault(t, Counter())[_short(r["reason"])] += 1
+    return {
+        "positives": positives,
+        "made": Counter(made.values()),
+        "kept": kept,
+        "dropped": dropped,
+        "language": language,
+        "refine_reasons": refine_reasons,
+        "decide_meta": run.summary("decide").get("meta", {}),
+    }
+
+
+def rejects(run: Run, stage: str) -> list[dict]:
+    import orjson
+
+    d = run.stage_dir(stage) / "_rejects"
+    return [orjson.loads(x) for f in sorted(d.glob("*.jsonl")) for x in f.read_bytes().splitlines() if x.strip()]
+
+
+def _short(reason: str) -> str:
+    """A refinement reason without its cell numbers ("refine: mirror cell empty")."""
+    head = reason.split(":", 2)
+    return ":".join(head[:2]).strip() if len(head) > 1 else reason
+
+
+def _by_type(c: Counter) -> Counter:
+    out: Counter = Counter()
+    for (t, _), n in c.items():
+        out[t] += n
+    return out
+
+
+def report(m: dict[str, Any], what: str, seconds: float) -> str:
+    made, kept = _by_type(m["made"]), _by_type(m["kept"])
+    n_pos = m["positives"]
+    total_kept = sum(kept.values())
+    total_paper = sum(PAPER.values())
+    stages = sorted(m["dropped"])
+    lines = [
+        f"## Text negatives on {what} ({seconds:.0f} s)",
+        "",
+        f"{n_pos} positives; {sum(made.values())} candidate negatives "
+        f"({sum(made.values()) / max(n_pos, 1):.2f} per positive), {total_kept} emitted "
+        f"(**{total_kept / max(n_pos, 1):.2f} per positive**; the paper's test split {PAPER_PER_POSITIVE:.2f}).",
+        "",
+        "| type | made | " + " | ".join(f"dropped: {s}" for s in stages) + " | emitted | share | paper | >= half |",
+        "|---|---|" + "---|" * len(stages) + "---|---|---|---|",
+    ]
+    for t in TYPES:
+        share = kept[t] / total_kept if total_kept else 0.0
+        paper = PAPER[t] / total_paper
+        drops = " | ".join(str(m["dropped"].get(s, Counter())[t]) for s in stages)
+        lines.append(
+            f"| {t} | {made[t]} | {drops} | {kept[t]} | {share:.0%} | {paper:.0%} | "
+            f"{'yes' if share >= paper / 2 else '**no**'} |"
+        )
+    lines += ["", "### Emitted per type and level", "", "| type | L1 | L2 |", "|---|---|---|"]
+    for t in TYPES:
+        lines.append(f"| {t} | {m['kept'][(t, 1)]} | {m['kept'][(t, 2)]} |")
+    lines += ["", "### What generation refused, per type", "", "| type | rule | count |", "|---|---|---|"]
+    lang = m["language"]
+    rows = []
+    for key, n in lang.items():
+        parts = key.split(":")
+        if parts[0] == "refused" and len(parts) == 3:
+            rows.append((parts[1], parts[2], n))
+        elif parts[0] in ("no_alternative", "replace_failed", "not_negative") and len(parts) == 2:
+            rows.append((parts[1], parts[0].replace("_", " "), n))
+        elif parts[0] == "options_refused" and len(parts) == 3:
+            rows.append((f"replace_{parts[1]}", f"option refused: {parts[2]}", n))
+    for t, rule, n in sorted(rows, key=lambda r: (TYPES.index(r[0]) if r[0] in TYPES else 9, -r[2], r[1])):
+        lines.append(f"| {t} | {rule} | {n} |")
+    if m["refine_reasons"]:
+        lines += ["", "### Why refinement dropped, per type", "", "| type | reason | count |", "|---|---|---|"]
+        for t in TYPES:
+            for why, n in m["refine_reasons"].get(t, Counter()).most_common():
+                lines.append(f"| {t} | {why} | {n} |")
+    warnings = m["decide_meta"].get("mix", {}).get("warnings", [])
+    if warnings:
+        lines += ["", "### Warnings", "", *(f"- {w}" for w in warnings)]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--scene-graphs", type=Path, help="a GQA *_sceneGraphs.json or a folder of them (default: demo)")
+    ap.add_argument("--config", help="config name or file (default: the embedded demo config)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--workdir", type=Path, help="keep the run here instead of a temp folder")
+    args = ap.parse_args(argv)
+    overrides: dict[str, Any] = {"seed": args.seed}
+    what = "the demo world"
+    if args.scene_graphs is not None:
+        overrides["inputs"] = {"scene_graphs": str(args.scene_graphs.resolve())}
+        what = f"`{args.scene_graphs.name}` ({args.scene_graphs.resolve().parent.name})"
+    with tempfile.TemporaryDirectory() as tmp:
+        root = args.workdir or Path(tmp) / "run"
+        t0 = time.perf_counter()
+        run = run_text(root, args.config, overrides)
+        seconds = time.perf_counter() - t0
+        sys.stdout.write(report(measure(run), what, seconds))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
