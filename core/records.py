@@ -277,6 +277,8 @@ class TextNegative:
     bbox: tuple[int, int, int, int]  # the positive's target box; the negative itself has none
     generator: str
     backend: str
+    template_expression: str | None = None  # the template's text, when `expression` follows a rewrite
+    expression_source: str = "template"  # "template", or the positive's "rewrite#k" it is worded like
 
     @staticmethod
     def make_id(positive_id: int, negative_type: str, path: PathNode) -> int:
@@ -295,6 +297,8 @@ class TextNegative:
             "tuple_type": self.ori_type,
             "level": self.level,
             "expression": self.expression,
+            "template_expression": self.template_expression or self.expression,
+            "expression_source": self.expression_source,
             "path": self.path.to_json(),
             "change": self.change,
             "bbox": list(self.bbox),

@@ -24,7 +24,7 @@ from hardneg.core.records import PathEdge, PathNode, Reject, SameEdge, SceneGrap
 from hardneg.core.words import Words
 from hardneg.generators.export_certify import VERSION as CERTIFY_VERSION
 from hardneg.generators.export_certify import Certifier
-from hardneg.generators.expressions import Renderer
+from hardneg.generators.expressions import Renderer, carry_change
 from hardneg.generators.sites import (
     SearchState,
     Site,
@@ -264,6 +264,12 @@ class TextSearch(SiteSearch):
             change["with"] = site.other
         if site.edge is not None:
             change["edge"] = site.edge
+        template_text = self.ctx.renderer.render_with(neg_path, pos["tuple_type"], pos["template"], idx, st.path)
+        expression = carry_change(pos.get("template_expression", pos["expression"]), pos["expression"], template_text)
+        source = pos.get("expression_source", "template")
+        if expression is None:  # the rewrite reworded the changed words: the template's text
+            expression, source = template_text, "template"
+            self.stats["surface:template_fallback"] += 1
         self.made.append(
             TextNegative(
                 id=nid,
@@ -278,8 +284,10 @@ class TextSearch(SiteSearch):
                 negative_level=site.level,
                 shuffle_index=list(site.nodes),
                 change=change,
-                expression=self.ctx.renderer.render_with(neg_path, pos["tuple_type"], pos["template"], idx),
+                expression=expression,
                 template=pos["template"],
+                template_expression=template_text,
+                expression_source=source,
                 bbox=tuple(pos["bbox"]),  # type: ignore[arg-type]
                 generator=GENERATOR,
                 backend=self.backend.version if replacement is not None else "none",
