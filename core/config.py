@@ -181,8 +181,11 @@ class RefineConfig(_Strict):
     enabled: bool = True
     # two blind scorers: a fluency LM fit on the positives, and the corpus's plausibility of the facts
     scorers: list[dict[str, Any]] = Field(default_factory=lambda: [{"kind": "ngram"}, {"kind": "plausibility"}])
-    bins_2d: int = Field(50, ge=2, multiple_of=2)  # half the bins per sign (filters/refine.py)
+    bins_2d: int = Field(50, ge=2, multiple_of=2)  # at most; half the bins per sign (filters/refine.py)
     bins_1d: int = Field(10, ge=2, multiple_of=2)
+    # each negative type and level is balanced on its own, its grid pooled so that a cell expects this many
+    # pairs (a few hundred pairs on a 50 x 50 grid leave nearly every mirror cell empty); 0: the fixed grid
+    min_per_cell: int = Field(5, ge=0)
 
     @field_validator("scorers")
     @classmethod

@@ -29,9 +29,10 @@ from typing import Any
 
 from hardneg.core.ingest import row_to_graph
 from hardneg.core.records import PathNode, SceneGraph
+from hardneg.core.splits import image_unit
 from hardneg.core.stage import Stage, Unit
 
-VERSION = "plausibility@v1"
+VERSION = "plausibility@v2"  # v2: also the counts of each half of the corpus (cross-fitting)
 B = 5.0  # pseudo-counts of the backoff distribution
 LAMBDA = 0.8  # weight of a triple's own relative frequency against the independence estimate
 MIN_SUPPORT = 50  # a name (or a subject/object in a role) seen fewer times than this decides nothing
@@ -143,8 +144,15 @@ class Plausibility:
         return None
 
 
+def fold_of(image_id: str) -> int:
+    """Which half of the corpus an image is in (0 or 1), by its id: a blind scorer that judges an image's
+    texts is fit on the other half, so it never counts the very annotation it judges as evidence."""
+    return int(image_unit(image_id) * 2)
+
+
 class PlausibilityStage(Stage):
-    """Corpus statistics of the cleaned graphs, for refinement, swaps and the probes."""
+    """Corpus statistics of the cleaned graphs, for generation, refinement, swaps and the probes: the
+    whole corpus (`counts`) and each half of it (`foldcounts`, rows with a `fold`) for cross-fitting."""
 
     name = "plausibility"
     version = VERSION
@@ -153,12 +161,24 @@ class PlausibilityStage(Stage):
 
     def run(self, unit: Unit) -> None:
         counts = Counts()
+        folds = (Counts(), Counts())
         for row in unit.read_all("hygiene", "graphs"):
             unit.items_in += 1
-            counts.add(row_to_graph(row))
+            graph = row_to_graph(row)
+            counts.add(graph)
+            folds[fold_of(graph.image_id)].add(graph)
         unit.write("counts", counts.rows())
+        unit.write("foldcounts", ({**r, "fold": k} for k, c in enumerate(folds) for r in c.rows()))
         unit.stats.update(names=len(counts.names), attributes=len(counts.attributes), triples=len(counts.triples))
 
 
 def load_plausibility(rows: Iterable[dict[str, Any]]) -> Plausibility:
     return Plausibility(Counts.from_rows(rows))
+
+
+def load_fold_plausibility(rows: Iterable[dict[str, Any]]) -> tuple[Plausibility, Plausibility]:
+    """The models of the two halves of the corpus (`PlausibilityStage`'s `foldcounts`)."""
+    parts: tuple[list[dict[str, Any]], list[dict[str, Any]]] = ([], [])
+    for r in rows:
+        parts[r["fold"]].append(r)
+    return Plausibility(Counts.from_rows(parts[0])), Plausibility(Counts.from_rows(parts[1]))

@@ -55,7 +55,15 @@ class DecideStage(Stage):
     name = "decide"
     version = "decide@v3"  # v3: image decisions list every passing candidate
     reads = ("language", "images", "filters", "refine")
-    config = ("seed", "filters.scorers", "filters.thresholds", "refine.enabled", "refine.bins_2d", "refine.bins_1d")
+    config = (
+        "seed",
+        "filters.scorers",
+        "filters.thresholds",
+        "refine.enabled",
+        "refine.bins_2d",
+        "refine.bins_1d",
+        "refine.min_per_cell",
+    )
     sharded = False
     decision = True
 
@@ -199,6 +207,15 @@ class DecideStage(Stage):
 def _refine(cfg: RunConfig, rows: dict[int, dict[str, Any]]) -> tuple[set[int], dict[int, str]]:
     if not cfg.refine.enabled:
         return set(rows), {}
-    pairs = [RefinePair(str(r["id"]), r["s1"][0] - r["s1"][1], r["s2"][0] - r["s2"][1]) for r in rows.values()]
-    result = refine(pairs, seed=cfg.seed, bins_2d=cfg.refine.bins_2d, bins_1d=cfg.refine.bins_1d)
+    pairs = [
+        RefinePair(str(r["id"]), r["s1"][0] - r["s1"][1], r["s2"][0] - r["s2"][1], r.get("group", ""))
+        for r in rows.values()
+    ]
+    result = refine(
+        pairs,
+        seed=cfg.seed,
+        bins_2d=cfg.refine.bins_2d,
+        bins_1d=cfg.refine.bins_1d,
+        min_per_cell=cfg.refine.min_per_cell,
+    )
     return {int(k) for k in result.kept}, {int(k): v for k, v in result.dropped.items()}

@@ -18,6 +18,15 @@ a ``bins_2d x bins_2d`` grid; pairs with exactly one zero gap are binned in one 
 scorers have different scales. For each cell and its mirror, the smaller side is kept whole and an
 equal-size seeded sample of the larger side is kept; a cell whose mirror is empty is dropped.
 
+Small corpora (``min_per_cell > 0``): pairs carry a ``group`` (the negative type and level) and each
+group is refined on its own, so a type a blind model finds easy cannot hide behind one it finds hard.
+SugarCREPE's 50 x 50 grid assumes tens of thousands of pairs; on a few hundred nearly every cell's mirror
+is empty and nearly everything is dropped. So the grid is pooled to the group's size: ``half`` magnitude
+bins per sign with at least ``min_per_cell`` pairs expected per cell (``half = floor(sqrt(n / (4 m)))``
+in 2d, ``floor(n / (2 m))`` in 1d, between 1 and ``bins // 2``), their edges at quantiles of ``|g|`` so
+each magnitude bin holds as many pairs (one large gap cannot squeeze the rest into bin 1). The bin of
+``-g`` is still ``-bin(g)``: mirror cells stay exact, and the result is still at chance for both scorers.
+
 Sampling sorts members by key and seeds one RNG per (seed, group, cell pair), so the result depends on
 the set of pairs and the seed only, never on input order.
 
@@ -27,16 +36,18 @@ Scoring is the refine stage's (`filters/refine_stage.py`, with the `filters/text
 
 from __future__ import annotations
 
+import bisect
 import logging
 import math
 import random
 from collections import defaultdict
-from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field
 
 logger = logging.getLogger(__name__)
 
-VERSION = "refine@v1"  # recorded in provenance; bump when the binning or sampling changes
+# recorded in provenance; bump when the binning or sampling changes. v2: groups, pooled bins (min_per_cell)
+VERSION = "refine@v2"
 
 Cell = tuple[int, ...]  # (i, j) for "2d", (i,) for the 1d groups
 
@@ -48,14 +59,17 @@ class RefinePair:
     key: str
     g1: float
     g2: float
+    group: str = ""  # refined on its own (with `min_per_cell`): the negative's type and level
 
 
 @dataclass(frozen=True, slots=True)
 class RefineResult:
-    """Every input key is in exactly one of `kept` and `dropped` (key -> reason)."""
+    """Every input key is in exactly one of `kept` and `dropped` (key -> reason). `groups`: per group,
+    its pairs, how many were kept and the bins per sign each kind of cell had."""
 
     kept: set[str]
     dropped: dict[str, str]
+    groups: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def kept_share(self) -> float:
@@ -82,44 +96,73 @@ def bin_index(g: float, scale: float, bins: int) -> int:
 
 
 def assign_cells(
-    pairs: Sequence[RefinePair], bins_2d: int = 50, bins_1d: int = 10, *, zero_tol: float = 0.0
+    pairs: Sequence[RefinePair], bins_2d: int = 50, bins_1d: int = 10, *, zero_tol: float = 0.0, min_per_cell: int = 0
 ) -> dict[str, tuple[str, Cell]]:
-    """Key -> (group, cell) with group in "zero", "2d", "1d:g1", "1d:g2" (see the module docstring)."""
-    _check(pairs, bins_2d, bins_1d, zero_tol)
+    """Key -> (group, cell) with group "zero", "2d", "1d:g1" or "1d:g2", prefixed by the pair's own group
+    ("replace_object/L1|2d") when it has one (see the module docstring)."""
+    _check(pairs, bins_2d, bins_1d, zero_tol, min_per_cell)
     groups: dict[str, list[RefinePair]] = defaultdict(list)
     for p in pairs:
         z1, z2 = abs(p.g1) <= zero_tol, abs(p.g2) <= zero_tol
-        group = "zero" if z1 and z2 else "2d" if not (z1 or z2) else "1d:g1" if z2 else "1d:g2"
-        groups[group].append(p)
-    out: dict[str, tuple[str, Cell]] = {p.key: ("zero", ()) for p in groups["zero"]}
-    two = groups["2d"]
-    if two:
-        s1, s2 = max(abs(p.g1) for p in two), max(abs(p.g2) for p in two)
-        for p in two:
-            out[p.key] = ("2d", (bin_index(p.g1, s1, bins_2d), bin_index(p.g2, s2, bins_2d)))
-    for group, attr in (("1d:g1", "g1"), ("1d:g2", "g2")):
-        members = groups[group]
-        if members:
-            scale = max(abs(getattr(p, attr)) for p in members)
-            for p in members:
-                out[p.key] = (group, (bin_index(getattr(p, attr), scale, bins_1d),))
+        kind = "zero" if z1 and z2 else "2d" if not (z1 or z2) else "1d:g1" if z2 else "1d:g2"
+        groups[_group(p.group, kind)].append(p)
+    out: dict[str, tuple[str, Cell]] = {}
+    for group, members in groups.items():
+        kind = group.rpartition("|")[2]
+        if kind == "zero":
+            out.update((p.key, (group, ())) for p in members)
+            continue
+        axes = ("g1", "g2") if kind == "2d" else (kind[3:],)
+        bins = bins_2d if kind == "2d" else bins_1d
+        binners = [_binner([abs(getattr(p, a)) for p in members], bins, min_per_cell, len(axes)) for a in axes]
+        for p in members:
+            out[p.key] = (group, tuple(b(getattr(p, a)) for a, b in zip(axes, binners, strict=True)))
     return out
 
 
+def bins_per_sign(n: int, bins: int, min_per_cell: int, dims: int) -> int:
+    """Magnitude bins per sign for `n` pairs: `bins // 2`, or fewer so that each of the (2 * half) ** dims
+    cells expects `min_per_cell` pairs (at least 1)."""
+    if min_per_cell <= 0:
+        return bins // 2
+    fit = math.sqrt(n / (4 * min_per_cell)) if dims == 2 else n / (2 * min_per_cell)
+    return max(1, min(bins // 2, math.floor(fit)))
+
+
+def _binner(magnitudes: list[float], bins: int, min_per_cell: int, dims: int) -> Callable[[float], int]:
+    """The signed bin of a gap on one axis: SugarCREPE's uniform bins up to the largest |g| (min_per_cell 0),
+    or `bins_per_sign` bins with edges at quantiles of |g|."""
+    if min_per_cell <= 0:
+        scale = max(magnitudes)
+        return lambda g: bin_index(g, scale, bins)
+    half = bins_per_sign(len(magnitudes), bins, min_per_cell, dims)
+    ranked = sorted(magnitudes)
+    edges = [ranked[(len(ranked) * k) // half] for k in range(1, half)]
+    return lambda g: int(math.copysign(1 + bisect.bisect_left(edges, abs(g)), g))
+
+
 def refine(
-    pairs: Sequence[RefinePair], seed: int, bins_2d: int = 50, bins_1d: int = 10, *, zero_tol: float = 0.0
+    pairs: Sequence[RefinePair],
+    seed: int,
+    bins_2d: int = 50,
+    bins_1d: int = 10,
+    *,
+    zero_tol: float = 0.0,
+    min_per_cell: int = 0,
 ) -> RefineResult:
-    """Keep a subset of `pairs` on which both scorers prefer the positive exactly as often as the negative.
+    """Keep a subset of `pairs` on which both scorers prefer the positive exactly as often as the negative
+    (within each pair group, with `min_per_cell`).
 
     `zero_tol`: a gap with ``|g| <= zero_tol`` counts as zero (0.0: exact ties only, right for the discrete
-    rule scorer and for identical texts).
+    rule scorer and for identical texts). `min_per_cell`: 0 is SugarCREPE's fixed grid; above 0, each
+    group's grid is pooled to its size (see the module docstring).
     """
-    cells = assign_cells(pairs, bins_2d, bins_1d, zero_tol=zero_tol)
+    cells = assign_cells(pairs, bins_2d, bins_1d, zero_tol=zero_tol, min_per_cell=min_per_cell)
     kept: set[str] = set()
     dropped: dict[str, str] = {}
     members: dict[tuple[str, Cell], list[str]] = defaultdict(list)
     for key, (group, cell) in cells.items():
-        if group == "zero":
+        if group.rpartition("|")[2] == "zero":
             kept.add(key)  # neither scorer prefers either text: no bias to remove
         else:
             members[(group, cell)].append(key)
@@ -143,17 +186,23 @@ def refine(
             if k not in chosen:
                 dropped[k] = (
                     f"refine: larger side of {here} vs mirror {there}"
-                    if group == "2d"
+                    if group.endswith("2d")
                     else f"refine: {here} larger than mirror {there}"
                 )
+    report: dict[str, dict[str, int]] = {}
+    by_key = {p.key: p for p in pairs}
+    for key in cells:
+        g = report.setdefault(by_key[key].group, {"pairs": 0, "kept": 0})
+        g["pairs"] += 1
+        g["kept"] += key in kept
     logger.info(
         "refine: kept %d of %d pairs (%d both-zero); dropped %d",
         len(kept),
         len(cells),
-        sum(1 for g, _ in cells.values() if g == "zero"),
+        sum(1 for g, _ in cells.values() if g.endswith("zero")),
         len(dropped),
     )
-    return RefineResult(kept=kept, dropped=dropped)
+    return RefineResult(kept=kept, dropped=dropped, groups=report)
 
 
 def chance_accuracy(
@@ -175,14 +224,23 @@ def chance_accuracy(
     return acc([p.g1 for p in chosen]), acc([p.g2 for p in chosen])
 
 
+def _group(own: str, kind: str) -> str:
+    return f"{own}|{kind}" if own else kind
+
+
 def _label(group: str, cell: Cell, short: bool = False) -> str:
-    # "2d cell (3,-2)" / "1d bin g1=+3"; short drops the kind, for the mirror named right after
-    if group == "2d":
-        return f"{'' if short else '2d cell '}({cell[0]},{cell[1]})"
-    return f"{'' if short else '1d bin '}{group[3:]}={cell[0]:+d}"
+    # "2d cell (3,-2)" / "1d bin g1=+3", after the pair group ("swap_object/L1: 2d cell (1,1)"); short drops
+    # both, for the mirror named right after
+    own, _, kind = group.rpartition("|")
+    prefix = "" if short or not own else f"{own}: "
+    if kind == "2d":
+        return f"{prefix}{'' if short else '2d cell '}({cell[0]},{cell[1]})"
+    return f"{prefix}{'' if short else '1d bin '}{kind[3:]}={cell[0]:+d}"
 
 
-def _check(pairs: Sequence[RefinePair], bins_2d: int, bins_1d: int, zero_tol: float) -> None:
+def _check(pairs: Sequence[RefinePair], bins_2d: int, bins_1d: int, zero_tol: float, min_per_cell: int = 0) -> None:
+    if min_per_cell < 0:
+        raise ValueError(f"min_per_cell must be >= 0, got {min_per_cell}")
     for name, bins in (("bins_2d", bins_2d), ("bins_1d", bins_1d)):
         if bins < 2 or bins % 2:
             raise ValueError(f"{name} must be an even integer >= 2 (half the bins per sign), got {bins}")

@@ -8,8 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from hardneg.core.config import RunConfig
-from hardneg.core.plausibility import load_plausibility
-from hardneg.core.splits import image_unit
+from hardneg.core.plausibility import fold_of, load_fold_plausibility
 from hardneg.core.stage import Run, Stage, Unit
 from hardneg.filters.base import Item
 from hardneg.filters.registry import build, filter_class
@@ -26,7 +25,7 @@ def text_filter(spec: dict[str, Any], i: int) -> TextFilter:
 
 class RefineStage(Stage):
     name = "refine"
-    version = "refine-scores@v1"
+    version = "refine-scores@v2"  # v2: the plausibility scorer is cross-fit too
     reads = ("language", "plausibility")
     config = ("refine.scorers",)
     sharded = False
@@ -46,27 +45,32 @@ class RefineStage(Stage):
             positives[r["id"]] = (r["image_id"], r["expression"])
             records.setdefault(r["expression"], r)
         negatives = []
+        groups = {}  # refinement balances each negative type and level on its own
         for r in unit.read_all("language", "negatives"):
             negatives.append((r["id"], r["positive_id"], r["expression"]))
+            groups[r["id"]] = f"{r['negative_type']}/L{r['negative_level']}"
             records.setdefault(r["expression"], r)
         unit.items_in = len(negatives)
         filters = [text_filter(spec, i) for i, spec in enumerate(unit.cfg.refine.scorers)]
-        if any(getattr(f, "needs_counts", False) for f in filters):
-            model = load_plausibility(unit.read_all("plausibility", "counts"))
-            filters = [f.using(model) if getattr(f, "needs_counts", False) else f for f in filters]  # type: ignore[attr-defined]
         unit.meta["scorers"] = [f.identity for f in filters]
         rows = []
         if negatives:
-            # Cross-fitting: a scorer that is fit (the n-gram LM) is fit on the positives of one half of the
-            # images and scores the other half, or it would have memorised every positive it scores and
-            # prefer it by construction, leaving no pair a mirror cell.
-            fold = {pid: int(image_unit(img) * 2) for pid, (img, _) in positives.items()}
+            # Cross-fitting: a scorer that is fit (the n-gram LM on the positives, the plausibility model on
+            # the scene graphs) is fit on one half of the images and scores the other half. Fit on all, it
+            # would count the very positive (or annotation) it judges as evidence and prefer it by
+            # construction, leaving no pair a mirror cell.
+            fold = {pid: fold_of(img) for pid, (img, _) in positives.items()}
+            models = None
+            if any(getattr(f, "needs_counts", False) for f in filters):
+                models = load_fold_plausibility(unit.read_all("plausibility", "foldcounts"))
             per_fold: list[list[TextFilter]] = []
             for f in filters:
                 if isinstance(f, NGramFilter):
                     per_fold.append(
                         [f.fitted(sorted({t for pid, (_, t) in positives.items() if fold[pid] != k})) for k in (0, 1)]
                     )
+                elif getattr(f, "needs_counts", False):
+                    per_fold.append([f.using(models[1 - k]) for k in (0, 1)])  # type: ignore[attr-defined, index]
                 else:
                     per_fold.append([f, f])
             for k in (0, 1):
@@ -79,6 +83,6 @@ class RefineStage(Stage):
                 s2 = {t: s["score"] for t, s in zip(texts, per_fold[1][k].score(items), strict=True)}
                 for nid, pid, text in mine:
                     pos = positives[pid][1]
-                    rows.append({"id": nid, "s1": [s1[pos], s1[text]], "s2": [s2[pos], s2[text]]})
+                    rows.append({"id": nid, "group": groups[nid], "s1": [s1[pos], s1[text]], "s2": [s2[pos], s2[text]]})
             rows.sort(key=lambda r: r["id"])
         unit.write("scores", rows)
