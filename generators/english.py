@@ -45,9 +45,10 @@ class EnglishCheck:
         return tok.tag_ in ("NNS", "NNPS") or self.words.is_plural(tok.lower_)
 
     def _either(self, tok: Any) -> bool:
-        """An invariant noun (sheep, fish, series): singular and plural alike."""
+        """An invariant noun (sheep, fish, series): singular and plural alike. A plural-only noun (shorts,
+        pants) is its own plural and lemma too, but always plural ("the shorts are")."""
         w = tok.lower_
-        return self.words.plural(w) == w and self.words.lemma(w) == w
+        return self.words.plural(w) == w and self.words.lemma(w) == w and not self.words.is_plural(w)
 
     @staticmethod
     def _noun(tok: Any) -> bool:

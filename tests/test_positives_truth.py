@@ -131,6 +131,16 @@ def test_mass_nouns_take_no_article_and_bad_english_is_refused():
     assert check.check("the man on the snow") is None
 
 
+def test_a_plural_only_noun_takes_a_plural_verb():
+    """"shorts", "pants", "jeans" are plural (not invariant like "sheep"): "the shorts that is green" was
+    read as fine, and the lexicon's "the green shorts" -> "the shorts that is green" went out as a positive."""
+    check = EnglishCheck(Words.load())
+    for bad in ("the shorts that is green", "the pants that is red", "the jeans which is blue"):
+        assert check.check(bad) is not None, bad
+    for good in ("the shorts that are green", "the sheep that is white", "the sheep that are white"):
+        assert check.check(good) is None, good
+
+
 def test_the_batched_check_tags_only_texts_it_could_refuse_and_agrees_with_the_full_check(monkeypatch):
     """`check_many` skips tagging a text with no article and none of is/are/has/... among its tokens (the
     tokenizer's own special cases included: "isnt" is "is" + "nt", "Ima" holds "a"); every verdict equals
