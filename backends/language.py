@@ -27,8 +27,9 @@ class RewriteRequest:
 class ReplaceRequest:
     """Propose up to `n` words of the same category as `word` that contradict it in `expression`.
 
-    `category` names the category ("color", "object: vehicle", "relation: horizontal"); `options` is the
-    same-category vocabulary of the corpus (the lexicon backend draws from it; the LLM sees it as a hint).
+    `category` names the category ("color", "object: vehicle", "relation: horizontal"); `options` are the
+    same-category words of the corpus that contradict `word` and fit the context, most plausible first, with
+    their `weights` (the lexicon backend draws from them by weight; the LLM sees them as a shortlist).
     """
 
     key: str
@@ -38,6 +39,7 @@ class ReplaceRequest:
     category: str | None
     options: tuple[str, ...]
     n: int = 3
+    weights: tuple[float, ...] = ()  # how plausible each option is in context (empty: unweighted)
 
 
 @dataclass(frozen=True, slots=True)

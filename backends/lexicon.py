@@ -4,8 +4,10 @@
 - rewrite: template paraphrase by the regex rules of `templates/lexicon.v1.yaml` (e.g. "that is" <->
   "which is", "that has the same color as" -> "with the same color as"), applied alone and in pairs,
   and relation/attribute synonyms from the same file; two distinct variants are chosen by a keyed draw.
-- replace: the antonym of a relation first ("to the left of" -> "to the right of"), then the request's
-  same-category corpus vocabulary in a keyed random order.
+- replace: the antonym of a relation first ("to the left of" -> "to the right of") when it is among the
+  options, then the options in a keyed random order drawn in proportion to their weights (how plausible
+  each is in context), or uniformly when they carry none, walked until `n` of them pass the generator's
+  checks (its validator, asked word by word).
 """
 
 from __future__ import annotations
@@ -70,17 +72,37 @@ class LexiconBackend:
         answers = []
         for r in requests:
             self._calls += 1
-            options = [o for o in r.options if o != r.word]
-            random.Random(keyed_seed(self.seed, "replace", r.key)).shuffle(options)
+            rng = random.Random(keyed_seed(self.seed, "replace", r.key))
+            if r.weights:  # a draw in proportion to the weights, without replacement (Efraimidis-Spirakis)
+                drawn = sorted(zip(r.options, r.weights, strict=True), key=lambda ow: -(rng.random() ** (1 / ow[1])))
+                options = [o for o, _ in drawn if o != r.word]
+            else:
+                options = [o for o in r.options if o != r.word]
+                rng.shuffle(options)
             antonym = self.lexicon.antonyms.get(r.word) if r.part == "relation" else None
-            if antonym is not None:
+            if antonym is not None and (antonym in r.options or not r.weights):
                 options = [antonym, *(o for o in options if o != antonym)]
-            values = tuple(options[: r.n])
-            if not values:
+            if not options:
                 answers.append(
                     Answer(r.key, None, error=f"lexicon: no {r.category or r.part} alternative to {r.word!r}")
                 )
                 continue
-            why = validate(r, values) if validate is not None else None
-            answers.append(Answer(r.key, None if why else values, error=f"semantic: {why}" if why else None))
+            if validate is None:
+                answers.append(Answer(r.key, tuple(options[: r.n])))
+                continue
+            # the drawn order, walked until `n` words pass the generator's checks (a draw from the weights
+            # restricted to the words that make a true negative); the reasons of the first refusals otherwise
+            values, whys = [], []
+            for o in options:
+                why = validate(r, (o,))
+                if why is None:
+                    values.append(o)
+                    if len(values) == r.n:
+                        break
+                elif len(whys) < r.n:
+                    whys.append(why)
+            if values:
+                answers.append(Answer(r.key, tuple(values)))
+            else:
+                answers.append(Answer(r.key, None, error=f"semantic: {'; '.join(dict.fromkeys(whys))}"))
         return answers

@@ -147,6 +147,16 @@ class PathNode:
             same=tuple(SameEdge(s.category, s.object.without_ids()) for s in self.same),
         )
 
+    def meaning(self) -> tuple:
+        """What the path says, order aside: two paths with equal meanings state the same facts ("left of a
+        white banana and left of a yellow banana" is "left of a yellow banana and left of a white banana")."""
+        return (
+            self.name,
+            tuple(sorted(self.attributes)),
+            tuple(sorted((e.name, e.object.meaning()) for e in self.relations)),
+            tuple(sorted((s.category, s.object.meaning()) for s in self.same)),
+        )
+
     def canonical(self) -> bytes:
         """Deterministic bytes of the path (sorted keys), for ids and dedup."""
         return orjson.dumps(self.to_json(), option=orjson.OPT_SORT_KEYS)

@@ -59,6 +59,16 @@ class _RelationSemantics(_NounForms):
         """ "A r B" means "B r A" (next to, near): swapping A and B across it changes nothing."""
         return (self.relation_form(relation) or _norm(relation)) in self._rel_symmetric
 
+    def axes_of(self, relation: str) -> frozenset[str]:
+        """The contradiction table's axes the relation sits on ("horizontal", "depth", ...)."""
+        r = self.relation_form(relation) or _norm(relation)
+        return frozenset(ax.name for ax in self._axes if r in ax.poles)
+
+    def is_positional(self, relation: str) -> bool:
+        """Where one object is seen from another and nothing more (left/right, in front/behind, next to,
+        near): true of any two objects that share a scene, given the right view."""
+        return bool(self.axes_of(relation) & {"horizontal", "depth"}) or self.is_symmetric(relation)
+
     def converse(self, relation: str) -> str | None:
         """The relation stating the same fact from the other object ("above" -> "below"); a symmetric
         relation is its own converse; None when the tables do not say."""

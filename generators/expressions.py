@@ -8,9 +8,10 @@ from the word tables (`core/words.py`, inflect corrected for GQA's words).
 
 from __future__ import annotations
 
+import itertools
 import random
-from difflib import SequenceMatcher
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 from pathlib import Path
 
 from hardneg.core.attributes import AttributeTable
@@ -149,13 +150,13 @@ def carry_change(template: str, expression: str, changed: str) -> str | None:
         while True:
             if hi > lo and _count(base, base[lo:hi]) == 1 and _count(final, base[lo:hi]) == 1:
                 break
-            if lo == 0 and hi == len(base) or hi - lo >= i2 - i1 + 4:
+            if (lo == 0 and hi == len(base)) or hi - lo >= i2 - i1 + 4:
                 return None
             lo, hi = max(lo - 1, 0), min(hi + 1, len(base))
         at = _find(final, base[lo:hi])
         edits.append((at, at + hi - lo, base[lo:i1] + neg[j1:j2] + base[i2:hi]))
     edits.sort()
-    if any(a[1] > b[0] for a, b in zip(edits, edits[1:], strict=False)):
+    if any(a[1] > b[0] for a, b in itertools.pairwise(edits)):
         return None
     for start, end, words in reversed(edits):
         final[start:end] = words

@@ -16,6 +16,7 @@ from hardneg.core.plausibility import load_plausibility
 from hardneg.core.resources import bundled_dir
 from hardneg.core.stage import Run, Stage, Unit
 from hardneg.core.vocab import Lexicon
+from hardneg.generators.context import Context
 from hardneg.generators.english import EnglishCheck, check_negatives, check_positives
 from hardneg.generators.negatives import GENERATOR as NEGATIVES_GENERATOR
 from hardneg.generators.negatives import NegativeContext, make_text_negatives
@@ -60,13 +61,15 @@ class LanguageStage(Stage):
         positives, rejects = check_positives(positives, english)
         unit.rejects.extend(rejects)
         unit.stats["english:positives_dropped"] += len(rejects)
+        plausibility = unit.shared(
+            "plausibility", "model", lambda: load_plausibility(unit.read_all("plausibility", "counts"))
+        )
         ctx = NegativeContext(
             table=res.table,
             words=res.words,
             renderer=res.renderer,
-            plausibility=unit.shared(
-                "plausibility", "model", lambda: load_plausibility(unit.read_all("plausibility", "counts"))
-            ),
+            plausibility=plausibility,
+            context=unit.shared("plausibility", "context", lambda: Context(plausibility.c, res.words)),
             vocab=vocab,
             seed=cfg.seed,
             per_positive=lang.negatives_per_positive,

@@ -22,6 +22,7 @@ from hardneg.core.executor import GraphIndex, execute
 from hardneg.core.plausibility import Plausibility
 from hardneg.core.records import PathEdge, PathNode, Reject, SameEdge, SceneGraph, TextNegative
 from hardneg.core.words import Words
+from hardneg.generators.context import Context, change_of
 from hardneg.generators.export_certify import VERSION as CERTIFY_VERSION
 from hardneg.generators.export_certify import Certifier
 from hardneg.generators.expressions import Renderer, carry_change
@@ -71,19 +72,20 @@ class NegativeContext:
         "swap_attribute",
     )
     plausibility: Plausibility | None = None  # corpus statistics: absurd swaps are refused
+    context: Context | None = None  # what the corpus attests where a word changes (generators/context.py)
     refused: Counter = field(default_factory=Counter)  # corpus words kept out of the options, by rule
-    _options: dict[tuple[Any, ...], tuple[str, ...]] = field(default_factory=dict)
+    _pool: dict[tuple[Any, ...], tuple[str, ...]] = field(default_factory=dict)
+    _options: dict[tuple[Any, ...], tuple[tuple[str, ...], tuple[float, ...]]] = field(default_factory=dict)
 
     @property
     def site_vocab(self) -> SiteVocab:
         return SiteVocab(self.table, self.words)
 
-    def options(self, site: Site, path: PathNode) -> tuple[str, ...]:
-        """Corpus words of the site's category that contradict the replaced word, most frequent first
-        (the lexicon backend draws from them; an LLM sees them as a hint)."""
+    def pool(self, site: Site, path: PathNode) -> tuple[str, ...]:
+        """Corpus words of the site's category that contradict the replaced word, most frequent first."""
         obj = path.nodes()[site.nodes[0]].relations[site.edge].object.name if site.part == "relation" else None
         key = (site.part, site.word, site.category, obj)
-        got = self._options.get(key)
+        got = self._pool.get(key)
         if got is None:
             vocab = self.site_vocab
             if site.part == "object":
@@ -101,9 +103,42 @@ class NegativeContext:
                     keep.append(w)
                 else:
                     self.refused[f"{site.part}:{refusal_kind(why)}"] += 1
-            got = tuple(keep[: self.max_options])
-            self._options[key] = got
+            got = self._pool[key] = tuple(keep)
         return got
+
+    def options(self, site: Site, path: PathNode) -> tuple[tuple[str, ...], tuple[float, ...]]:
+        """The replacement words to draw from, with their weights: the contradicting words of the pool that
+        the corpus attests in the site's context (`generators/context.py`), most plausible first (the
+        lexicon backend draws by weight; an LLM sees them as a shortlist). Without a context: the pool's
+        most frequent words, unweighted."""
+        others = self.other_names(site, path)
+        if self.context is None:
+            return tuple(w for w in self.pool(site, path) if w not in others)[: self.max_options], ()
+        frame = self.context.frame(path, site)
+        key = (site.part, site.word, site.category, frame, others)
+        got = self._options.get(key)
+        if got is None:
+            weighed = []
+            for w in self.pool(site, path):
+                if w in others:
+                    continue
+                weight, _ = self.context.fill(frame, w)
+                if weight > 0:
+                    weighed.append((w, weight))
+                else:
+                    self.refused[f"{site.part}:unattested"] += 1
+            weighed.sort(key=lambda x: (-x[1], x[0]))
+            weighed = weighed[: self.max_options]
+            got = self._options[key] = (tuple(w for w, _ in weighed), tuple(x for _, x in weighed))
+        return got
+
+    @staticmethod
+    def other_names(site: Site, path: PathNode) -> frozenset[str]:
+        """Names of the path's other objects: an object replaced by one of them reads as a second object of
+        that name ("the chair to the right of the sofa" -> "the sofa to the right of the sofa")."""
+        if site.part != "object":
+            return frozenset()
+        return frozenset(n.name for i, n in enumerate(path.nodes()) if i not in site.nodes)
 
 
 def apply_site(path: PathNode, site: Site, replacement: str | None = None) -> PathNode:
@@ -171,13 +206,24 @@ class TextSearch(SiteSearch):
         return SearchState(positive, path, iter(todo))
 
     def direct(self, st: SearchState, site: Site) -> bool:
+        """A swap: refused when it cannot be fair (`SiteVocab.swap_refusal`), says what the positive says
+        in another order, or leaves an object with an attribute or relation the corpus never attests for
+        its name ("the cupboard over the toilet" -> "the toilet over the cupboard")."""
         if (why := self.vocab.swap_refusal(site, st.path)) is not None:
             self._refuse(st, site, why)
             return False
         neg = apply_site(st.path, site)
+        if neg.meaning() == st.path.without_ids().meaning():
+            self._refuse(st, site, "swap says the same thing in another order")
+            return False
         if self.ctx.plausibility is not None and (why := self.ctx.plausibility.absurd(neg)) is not None:
             self._refuse(st, site, f"absurd swap: {why}")
             return False
+        if self.ctx.context is not None:
+            weight, why = self.ctx.context.weigh(neg, change_of(site))
+            if weight <= 0:
+                self._refuse(st, site, f"absurd swap: {why}")
+                return False
         return self._keep(st, site, neg, None)
 
     def _refuse(self, st: SearchState, site: Site, why: str, **detail: Any) -> None:
@@ -189,8 +235,8 @@ class TextSearch(SiteSearch):
         if (why := self.vocab.crowd_refusal(site, st.path)) is not None:
             self._refuse(st, site, why)
             return None
-        options = self.ctx.options(site, st.path)
-        if not options:  # the corpus has no other word of this category: nothing to ask
+        options, weights = self.ctx.options(site, st.path)
+        if not options:  # no other word of this category that the corpus attests here: nothing to ask
             return None
         return ReplaceRequest(
             key=f"{st.positive['id']}:{site.negative_type}:{site.nodes}:{site.edge}:{site.word}",
@@ -199,6 +245,7 @@ class TextSearch(SiteSearch):
             word=site.word or "",
             category=site.request_category,
             options=options,
+            weights=weights,
             n=self.ctx.n_replacements,
         )
 
@@ -207,7 +254,7 @@ class TextSearch(SiteSearch):
         does (an LLM is asked again with this reason)."""
         why: list[str] = []
         for v in values:
-            ok, reason = self.vocab.contradicts(site, st.path, v)
+            ok, reason = self.usable(st, site, v)
             if not ok:
                 why.append(reason)
             elif (truth := self._truth(st, apply_site(st.path, site, v))) is None:
@@ -217,12 +264,23 @@ class TextSearch(SiteSearch):
                 why.append(f"{v!r} is still true of object {hit} in the image" if hit else f"{v!r} {doubt}")
         return "; ".join(why) or "no replacement given"
 
+    def usable(self, st: SearchState, site: Site, value: str) -> tuple[bool, str]:
+        """Whether a proposed word may replace the site's: it contradicts the original, names no other
+        object of the path, and the corpus attests it in that context (an LLM's answer is held to what
+        the lexicon draws from)."""
+        ok, why = self.vocab.contradicts(site, st.path, value)
+        if not ok:
+            return ok, why
+        if value in self.ctx.other_names(site, st.path):
+            return False, f"{value!r} already names another object of the expression"
+        if self.ctx.context is not None:
+            weight, why_not = self.ctx.context.fill(self.ctx.context.frame(st.path, site), value)
+            if weight <= 0:
+                return False, f"{value!r} does not fit: {why_not}"
+        return True, ""
+
     def accept(self, st: SearchState, site: Site, values: tuple[str, ...]) -> bool:
-        return any(
-            self._keep(st, site, apply_site(st.path, site, v), v)
-            for v in values
-            if self.vocab.contradicts(site, st.path, v)[0]
-        )
+        return any(self._keep(st, site, apply_site(st.path, site, v), v) for v in values if self.usable(st, site, v)[0])
 
     def _truth(self, st: SearchState, neg_path: PathNode) -> tuple[str | None, str | None] | None:
         """None when the negative is false of the image; else (an object the executor finds it true of, None)

@@ -78,6 +78,8 @@ REFUSAL_KINDS = (  # (label, phrase in the reason): which rule refused a candida
     ("uncategorised", "no category"), ("uncategorised", "no scale"),
     ("not listed as contradicting", "no contradiction"),
     ("implied", "implies"),
+    ("unattested in context", "does not fit"), ("repeated name", "already names another object"),
+    ("same meaning", "same thing in another order"),
 )  # fmt: skip
 
 

@@ -132,7 +132,7 @@ def test_mass_nouns_take_no_article_and_bad_english_is_refused():
 
 
 def test_a_plural_only_noun_takes_a_plural_verb():
-    """"shorts", "pants", "jeans" are plural (not invariant like "sheep"): "the shorts that is green" was
+    """ "shorts", "pants", "jeans" are plural (not invariant like "sheep"): "the shorts that is green" was
     read as fine, and the lexicon's "the green shorts" -> "the shorts that is green" went out as a positive."""
     check = EnglishCheck(Words.load())
     for bad in ("the shorts that is green", "the pants that is red", "the jeans which is blue"):

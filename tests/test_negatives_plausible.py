@@ -1,0 +1,226 @@
+"""Negatives that are plausible by construction (generators/context.py): every absurd or empty negative the
+audit of real GQA found, rebuilt on hand-made graphs over a hand-made corpus.
+
+Each case runs the real search (`make_text_negatives`) with the corpus's `Context`; without it (the search
+as it was) each of these negatives was made."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from hardneg.backends.lexicon import LexiconBackend
+from hardneg.core.plausibility import Counts, Plausibility
+from hardneg.core.records import PathNode, SceneGraph
+from hardneg.core.resources import data_path
+from hardneg.core.vocab import Lexicon
+from hardneg.generators.context import Change, Context
+from hardneg.generators.negatives import make_text_negatives
+from hardneg.generators.sites import Site
+from tests.helpers import graph, node, obj
+from tests.test_negatives_truth import WORDS, Scripted, context, positive
+
+
+def corpus(*graphs: SceneGraph, times: int = 1) -> Counts:
+    c = Counts()
+    for _ in range(times):
+        for g in graphs:
+            c.add(g)
+    return c
+
+
+def kitchen(i: int) -> SceneGraph:
+    """A table with a plate of meat, a bowl of soup with rice on it, a cup on a saucer, a framed picture on the
+    wall, a blanket in a basket and a towel in a box."""
+    return graph(
+        obj("1", "meat", rels=(("on", "2"),), box=(50, 50, 40, 40)),
+        obj("2", "plate", ("white",), rels=(("on", "9"),), box=(40, 40, 80, 80)),
+        obj("3", "soup", rels=(("in", "4"),), box=(200, 50, 30, 30)),
+        obj("4", "bowl", ("white",), rels=(("on", "9"),), box=(190, 40, 60, 60)),
+        obj("5", "cup", rels=(("on", "6"),), box=(300, 50, 30, 30)),
+        obj("6", "saucer", box=(290, 70, 50, 20)),
+        obj("7", "picture", ("framed",), rels=(("hanging on", "8"),), box=(100, 0, 80, 40)),
+        obj("8", "wall", box=(0, 0, 500, 100)),
+        obj("9", "table", ("wooden",), box=(0, 30, 500, 200)),
+        obj("10", "cake", rels=(("on", "9"),), box=(400, 50, 40, 40)),
+        obj("11", "straw", rels=(("in", "5"),), box=(310, 30, 5, 30)),
+        obj("12", "blanket", rels=(("in", "13"),), box=(400, 300, 60, 60)),
+        obj("13", "basket", box=(390, 290, 80, 80)),
+        obj("14", "rice", rels=(("on", "4"),), box=(200, 40, 20, 20)),
+        obj("15", "towel", rels=(("in", "16"),), box=(400, 300, 60, 60)),
+        obj("16", "box", box=(390, 290, 80, 80)),
+        image_id=f"k{i}",
+    )
+
+
+CORPUS = corpus(*(kitchen(i) for i in range(3)))
+
+
+def make(g: SceneGraph, path: PathNode, ptype: str, types: tuple[str, ...], answers: dict | None = None,
+         counts: Counts = CORPUS, backend=None):  # fmt: skip
+    ctx = context(types, Plausibility(counts))
+    ctx.context = Context(counts, WORDS)
+    ctx.vocab = {"names": counts.names, "attributes": counts.attributes, "relations": counts.relations}
+    ctx.n_replacements = 3
+    made, rejects, _ = make_text_negatives(
+        [positive(g, path, ptype)], {g.image_id: g}, ctx, backend or Scripted(answers or {})
+    )
+    return made, rejects
+
+
+def scene() -> SceneGraph:
+    """The image the positives are about: meat on a plate on a table, a chair and a sofa, a man on a bike and
+    a woman beside him, a blanket in a basket."""
+    return graph(
+        obj("1", "meat", rels=(("on", "2"),), box=(50, 50, 40, 40)),
+        obj("2", "plate", rels=(("on", "3"),), box=(40, 40, 80, 80)),
+        obj("3", "table", box=(0, 30, 300, 200)),
+        obj("4", "chair", rels=(("to the right of", "5"),), box=(400, 200, 60, 100)),
+        obj("5", "sofa", box=(100, 250, 200, 100)),
+        obj("6", "man", rels=(("riding", "7"),), box=(300, 100, 60, 150)),
+        obj("7", "bike", ("orange",), box=(290, 200, 90, 80)),
+        obj("8", "blanket", rels=(("in", "9"),), box=(10, 300, 50, 50)),
+        obj("9", "basket", box=(5, 290, 70, 70)),
+        obj("10", "woman", rels=(("to the left of", "6"),), box=(200, 100, 60, 150)),
+    )
+
+
+# the corpus of a run on the scene and the kitchens, and a street where a woman rides a motorcycle
+STREET = graph(obj("1", "woman", rels=(("riding", "2"),)), obj("2", "motorcycle"), image_id="street")
+WITH_SCENE = corpus(scene(), STREET, *(kitchen(i) for i in range(3)))
+
+
+@pytest.mark.parametrize(
+    ("path", "ptype", "old", "new", "why"),
+    [
+        # "the meat on a straw": nothing of the kind of meat is ever on a straw
+        (node("meat", rel=[("on", node("plate", oid="2"))], oid="1"), "1_hop", "plate", "straw", "never seen"),
+        # "the sofa to the right of the sofa": a second object of the same name
+        (node("chair", rel=[("to the right of", node("sofa", oid="5"))], oid="4"), "1_hop", "chair", "sofa",
+         "already names another object"),
+    ],
+)  # fmt: skip
+def test_an_absurd_replacement_an_llm_proposes_is_refused_with_the_reason(path, ptype, old, new, why):
+    made, rejects = make(scene(), path, ptype, ("replace_object",), {old: (new,)}, counts=WITH_SCENE)
+    assert not [n for n in made if n.change.get("to") == new]
+    assert any(new in r.reason and why in r.reason for r in rejects), [r.reason for r in rejects]
+
+
+class Recording(LexiconBackend):
+    """The lexicon backend, keeping every replace request it was sent."""
+
+    def __init__(self) -> None:
+        super().__init__(Lexicon.load(data_path("templates/lexicon.v1.yaml")))
+        self.requests: list = []
+
+    def replace(self, requests, validate=None):
+        self.requests.extend(requests)
+        return super().replace(requests, validate)
+
+
+def test_the_lexicon_draws_only_replacements_the_corpus_attests_in_context():
+    """ "the meat on the plate": the options are what food is seen on (a bowl: rice is), never a straw or a
+    saucer (a cup's), and a drawn one is certified false in the image."""
+    path = node("meat", rel=[("on", node("plate", oid="2"))], oid="1")
+    backend = Recording()
+    made, _ = make(scene(), path, "1_hop", ("replace_object",), backend=backend, counts=WITH_SCENE)
+    asked = {o for r in backend.requests if r.word == "plate" for o in r.options}
+    assert asked == {"bowl"}, asked
+    assert [n.change["to"] for n in made if n.negative_level == 2] in ([], ["bowl"])
+
+
+@pytest.mark.parametrize(
+    ("path", "ptype", "why"),
+    [
+        # "the framed picture hanging on the wall and to the left of the cake" -> "the framed cake hanging on
+        # the wall and to the left of the picture"
+        (node("picture", "framed", rel=[("hanging on", node("wall", oid="8")),
+                                        ("to the left of", node("cake", oid="10"))], oid="7"), "and", "'framed cake'"),
+        # "the man riding the orange bike and to the right of a bike" -> "the bike riding the orange bike and
+        # to the right of a man"
+        (node("man", rel=[("riding", node("bike", "orange", oid="21")), ("to the right of", node("bike", oid="22"))],
+              oid="20"), "and", "'bike riding bike'"),
+        # "the cake on the table" -> "the table on the cake"
+        (node("cake", rel=[("on", node("table", oid="9"))], oid="10"), "1_hop", "'table on cake'"),
+    ],
+)  # fmt: skip
+def test_an_absurd_swap_is_refused(path, ptype, why):
+    g = kitchen(0)
+    man = obj("20", "man", rels=(("riding", "21"), ("to the right of", "22")), box=(300, 100, 60, 150))
+    g.objects.update({"20": man, "21": obj("21", "bike", ("orange",), box=(290, 200, 90, 80)),
+                      "22": obj("22", "bike", box=(10, 200, 90, 80))})  # fmt: skip
+    made, rejects = make(g, path, ptype, ("swap_object",), counts=corpus(g, *(kitchen(i) for i in range(1, 3))))
+    assert not made
+    assert any("absurd swap" in r.reason and why in r.reason for r in rejects), [r.reason for r in rejects]
+
+
+def test_a_swap_that_only_reorders_the_conjuncts_of_and_is_refused_as_saying_the_same():
+    g = graph(
+        obj("1", "monkey", rels=(("to the left of", "2"), ("to the left of", "3")), box=(10, 10, 40, 40)),
+        obj("2", "banana", ("white",), box=(200, 10, 40, 40)),
+        obj("3", "banana", ("yellow",), box=(300, 10, 40, 40)),
+    )
+    path = node("monkey", rel=[("to the left of", node("banana", "white", oid="2")),
+                               ("to the left of", node("banana", "yellow", oid="3"))], oid="1")  # fmt: skip
+    counts = corpus(g, times=3)
+    made, rejects = make(g, path, "and", ("swap_attribute",), counts=counts)
+    assert not made
+    assert any("same thing in another order" in r.reason for r in rejects), [r.reason for r in rejects]
+
+
+def test_a_plausible_swap_is_made():
+    """ "the cat to the left of the dog" -> "the dog to the left of the cat": left and right of any two
+    objects seen side by side (or whose kinds are) is plausible."""
+    g = graph(
+        obj("1", "cat", rels=(("to the left of", "2"),), box=(10, 10, 40, 40)),
+        obj("2", "dog", rels=(("to the right of", "1"),), box=(200, 10, 40, 40)),
+    )
+    path = node("cat", rel=[("to the left of", node("dog", oid="2"))], oid="1")
+    made, _ = make(g, path, "1_hop", ("swap_object",), counts=corpus(g, *(kitchen(i) for i in range(3))))
+    assert [n.negative_type for n in made] == ["swap_object"]
+
+
+def test_support_backs_off_the_context_never_the_changed_name():
+    ctx = Context(CORPUS, WORDS)
+    assert ctx.support(("rel", "meat", "on", "plate")) == 3  # seen exactly, three times
+    # "soup on a plate" with the plate put in: never seen, but food (meat) is seen on plates: a tenth of that
+    assert ctx.support(("rel", "soup", "on", "plate"), frozenset({"o"})) == pytest.approx(0.3)
+    # with the soup put in, the plate's kind stands in: food is never on tableware but meat on a plate
+    assert ctx.support(("rel", "soup", "on", "plate"), frozenset({"s"})) == 0
+    # "meat on a straw": the changed object does not back off, and nothing of meat's kind is on a straw
+    assert ctx.support(("rel", "meat", "on", "straw"), frozenset({"o"})) == 0
+    # an attribute backs off its name: "white" is seen on tableware, so on a saucer; "framed" never on food
+    assert ctx.support(("attr", "white", "saucer")) > 0
+    assert ctx.support(("attr", "framed", "cake")) == 0
+
+
+def test_weights_follow_the_corpus_counts_in_context():
+    """Of 200 draws for "the cup on the saucer" over a corpus where cups are on saucers 50 times and mugs
+    once, the lexicon draws cup about 50 times as often."""
+    saucer = graph(obj("1", "cup", rels=(("on", "2"),)), obj("2", "saucer"), obj("3", "tea"))
+    mug = graph(obj("1", "mug", rels=(("on", "2"),)), obj("2", "saucer"))
+    counts = corpus(saucer, times=50)
+    for g in (mug,):
+        counts.add(g)
+    ctx = Context(counts, WORDS)
+    path = node("glass", rel=[("on", node("saucer"))])
+    frame = ctx.frame(path, Site("replace_object", 1, (0,), word="glass", category="tableware"))
+    w = {word: ctx.fill(frame, word)[0] for word in ("cup", "mug", "tea")}
+    assert w["cup"] == 50 * w["mug"] and w["tea"] == 0, w
+    from hardneg.backends.language import ReplaceRequest
+
+    lexicon = LexiconBackend(Lexicon.load(data_path("templates/lexicon.v1.yaml")))
+    requests = [
+        ReplaceRequest(f"k{i}", "x", "object", "glass", "tableware", ("cup", "mug"), 1, (w["cup"], w["mug"]))
+        for i in range(200)
+    ]
+    first = Counter(a.values[0] for a in lexicon.replace(requests))
+    assert first["cup"] > 180 and first["mug"] > 0
+
+
+def test_a_bare_name_weighs_its_corpus_count():
+    ctx = Context(CORPUS, WORDS)
+    weight, why = ctx.weigh(PathNode("cake"), Change(names=frozenset({0})))
+    assert weight == 3 and why is None
+    assert ctx.weigh(PathNode("unicorn"), Change(names=frozenset({0})))[0] == 0
