@@ -159,7 +159,7 @@ class LanguageConfig(_Strict):
     backend: Literal["lexicon", "openai"] = "lexicon"
     rewrite_positives: bool = True
     rewrite_negatives: bool = False  # a rewrite of a negative is validated against its altered path
-    negatives_per_positive: int = Field(1, ge=0)
+    negatives_per_positive: int = Field(3, ge=0)  # candidates; refinement and the type mix (negative_mix) choose
     negative_types: list[NegativeType] = Field(
         default_factory=lambda: [
             "replace_object",
@@ -192,6 +192,33 @@ class RefineConfig(_Strict):
     def _two_scorers(cls, v: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if len(v) != 2 or not all(isinstance(s, dict) and "kind" in s for s in v):
             raise ValueError("refine needs exactly two scorers, each a mapping with a 'kind'")
+        return v
+
+
+# FineCops-Ref's test split (its Table 10): 9,814 text negatives for 9,605 positives
+PAPER_MIX = {"replace_object": 3951, "replace_attribute": 1725, "replace_relation": 1891, "swap_object": 1722,
+             "swap_attribute": 525}  # fmt: skip
+
+
+class NegativeMixConfig(_Strict):
+    """The mix of text negative types the splits aim at (filters/mix.py), applied after refinement by the
+    decide stage: `hardneg split` may change it."""
+
+    # target shares by type (normalised over `language.negative_types`); default: the paper's test split
+    shares: dict[NegativeType, float] = Field(
+        default_factory=lambda: {t: round(n / sum(PAPER_MIX.values()), 4) for t, n in PAPER_MIX.items()}
+    )
+    per_positive: float = Field(1.0, ge=0.0)  # text negatives emitted per positive at most
+    min_per_positive: float = Field(0.8, ge=0.0)  # lifting a scarce type never thins below this many per positive
+    # a type below this fraction of its share is lifted by thinning the others, and reported where it stays
+    # below (stats.md, the run summary); 0: never thin for the mix
+    floor: float = Field(0.5, ge=0.0, le=1.0)
+
+    @field_validator("shares")
+    @classmethod
+    def _positive_shares(cls, v: dict[str, float]) -> dict[str, float]:
+        if any(not (x >= 0) for x in v.values()) or not any(x > 0 for x in v.values()):
+            raise ValueError("shares must be non-negative with at least one above 0")
         return v
 
 
@@ -261,6 +288,7 @@ class RunConfig(_Strict):
     balance: BalanceConfig = BalanceConfig()
     language: LanguageConfig = LanguageConfig()
     refine: RefineConfig = RefineConfig()
+    negative_mix: NegativeMixConfig = NegativeMixConfig()
     images: ImagesConfig = ImagesConfig()
     filters: FiltersConfig = FiltersConfig()
     exports: ExportsConfig = ExportsConfig()  # the other benchmark shapes (core/export_config.py)

@@ -12,12 +12,42 @@ SPLITS = ("train", "val", "test")
 LEVELS = (1, 2, 3)
 
 
+def text_mix(language: dict[str, int], decide_meta: dict[str, Any]) -> dict[str, Any]:
+    """Per text negative type: made by the language stage, kept by refinement (and the filters), emitted
+    after the type mix, the share against the target; the mix's warnings. From the stage summaries."""
+    mix = decide_meta.get("mix") or {}
+    refined: Counter = Counter()
+    for group, g in (decide_meta.get("refine") or {}).items():
+        refined[group.split("/")[0]] += g["kept"]
+    made: Counter = Counter()
+    for key, n in language.items():
+        parts = key.split(":")
+        if parts[0] == "made" and len(parts) == 3:
+            made[parts[1]] += n
+    types = {
+        t: {"made": made[t], "refined": refined[t] if decide_meta.get("refine") else made[t], **r}
+        for t, r in (mix.get("types") or {}).items()
+    }
+    emitted = sum(r["emitted"] for r in types.values())
+    positives = mix.get("positives") or 0
+    return {
+        "types": types,
+        "positives": positives,
+        "emitted": emitted,
+        "per_positive": round(emitted / positives, 3) if positives else None,
+        "cap": mix.get("cap"),
+        "floor": mix.get("floor", 0.5),
+        "warnings": list(mix.get("warnings") or []),
+    }
+
+
 def build_stats(
     positives: Counter,
     text_negatives: Counter,
     image_negatives: Counter,
     filters: dict[str, dict[str, Any]],
     review: dict[str, Any] | None = None,
+    mix: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Counters keyed by (split, type, level); `filters` maps a filter to {"passed", "seen"}, or to
     {"not_run": True} for a configured filter that could not run (it never reads as 100% passed)."""
@@ -48,6 +78,7 @@ def build_stats(
         "filters": {
             k: {**v, "rate": round(v["passed"] / v["seen"], 4) if v.get("seen") else None} for k, v in filters.items()
         },
+        "text_negative_mix": mix or {},
     }
 
 
@@ -60,6 +91,9 @@ def _table(title: str, header: list[str], rows: list[list[Any]]) -> str:
 def write_stats(root: Path, stats: dict[str, Any]) -> None:
     write_json(root / "stats.json", stats)
     parts = ["# Run statistics\n"]
+    mix = stats.get("text_negative_mix") or {}
+    if mix.get("warnings"):
+        parts.append("**Warnings**\n\n" + "\n".join(f"- **{w}**" for w in mix["warnings"]) + "\n")
     psl = stats["positives_by_split_level"]
     parts.append(_table("Positives per split and level", ["split", "L1", "L2", "L3", "total"],
                         [[s, *psl[s].values(), sum(psl[s].values())] for s in SPLITS]))  # fmt: skip
@@ -80,6 +114,26 @@ def write_stats(root: Path, stats: dict[str, Any]) -> None:
         for k, v in stats["filters"].items()
     ]  # fmt: skip
     parts.append(_table("Filter pass rates", ["filter", "passed", "seen", "rate"], rates))
+    if mix.get("types"):
+        rows = [
+            [t, r["made"], r["refined"], r["emitted"], f"{r['share']:.0%}", f"{r['target']:.0%}",
+             "yes" if r["share"] >= mix["floor"] * r["target"] or not r["target"] else "**no**"]
+            for t, r in mix["types"].items()
+        ]  # fmt: skip
+        title = (
+            f"Text negative types: target mix and what each step kept ({mix['emitted']} for {mix['positives']} "
+            f"positives, {mix['per_positive']} per positive; at most {mix['cap']})"
+        )
+        header = [
+            "type",
+            "made",
+            "kept by refinement",
+            "emitted",
+            "share",
+            "target",
+            f"at {mix['floor']:.0%} of target",
+        ]
+        parts.append(_table(title, header, rows))
     review = stats.get("review") or {}
     if review.get("items"):
         rows = [

@@ -88,6 +88,7 @@ class Words(_NounSemantics, _AttributeSemantics, _RelationSemantics):
     _scales: tuple[Scale, ...]
     _antonyms: dict[str, str]
     _person_attr: dict[str, str]
+    _attr_free: dict[str, frozenset[str] | None]  # attribute category -> noun categories it fits (None: all)
     # relations
     _rel_forms: dict[str, str]
     _rel_lemmas: dict[str, str]
@@ -227,6 +228,10 @@ class Words(_NounSemantics, _AttributeSemantics, _RelationSemantics):
         for spelling, canon in self._attr_synonyms.items():
             if self.attribute_category(canon) is None:
                 problems.append(f"attribute synonym '{spelling}' -> '{canon}' has no category")
+        categories = {c.name for c in self._categories}
+        for cat, kinds in self._attr_free.items():
+            for k in sorted((kinds or frozenset()) - categories):
+                problems.append(f"free_on.{cat} names the noun category '{k}', which does not exist")
         for scale in self._scales:
             for word in (*scale.classes, *scale.any):
                 if self.attribute_category(word) is None:

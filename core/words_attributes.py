@@ -10,7 +10,7 @@ from hardneg.core.words_tables import _norm
 
 class _AttributeSemantics:
     """Attribute semantics, a mixin of `Words`: reads `_attr_table`, `_attr_added`, `_attr_synonyms`,
-    `_scales`, `_antonyms` and `_person_attr`."""
+    `_scales`, `_antonyms`, `_person_attr` and `_attr_free`."""
 
     __slots__ = ()
 
@@ -50,6 +50,15 @@ class _AttributeSemantics:
         if cat_a != cat_b:
             return False, f"'{a}' ({cat_a}) and '{b}' ({cat_b}) are of different categories"
         return False, f"no scale makes '{a}' and '{b}' exclusive"
+
+    def fits_any(self, attribute: str, noun_category: str | None) -> bool:
+        """Whether every word of the attribute's category fits every name of `noun_category` (the table's
+        `free_on`: made things come in any colour), so the pair needs no corpus evidence."""
+        cat = self.attribute_category(attribute)
+        if cat is None or cat not in self._attr_free:
+            return False
+        kinds = self._attr_free[cat]
+        return kinds is None or noun_category in kinds
 
     def antonym(self, attribute: str) -> str | None:
         n = _norm(attribute)

@@ -162,12 +162,18 @@ def _load_attributes(data: dict[str, Any]) -> dict[str, Any]:
     for group, spec in (data.get("person_attributes") or {}).items():
         for w in _names(spec.get("names"), f"person_attributes.{group}.names"):
             person.setdefault(w, f"{group}: {spec['reason']}")
+    free: dict[str, frozenset[str] | None] = {}
+    for cat, kinds in (data.get("free_on") or {}).items():
+        if kinds != "all" and not (isinstance(kinds, list) and all(isinstance(k, str) for k in kinds)):
+            raise ValueError(f"free_on.{cat} must be 'all' or a list of noun category names")
+        free[str(cat)] = None if kinds == "all" else frozenset(kinds)  # category names as the noun table keys them
     return {
         "_attr_added": added,
         "_attr_synonyms": synonyms,
         "_scales": tuple(scales),
         "_antonyms": antonyms,
         "_person_attr": person,
+        "_attr_free": free,
     }
 
 

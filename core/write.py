@@ -28,7 +28,7 @@ from hardneg.core.publish import begin, publish
 from hardneg.core.runfolder import resolve_inputs
 from hardneg.core.splits import split_of
 from hardneg.core.stage import Run, Stage, Unit
-from hardneg.core.stats import build_stats, write_stats
+from hardneg.core.stats import build_stats, text_mix, write_stats
 
 SPLITS = ("train", "val", "test")
 
@@ -100,12 +100,15 @@ class WriteStage(Stage):
 
         summaries = {name: unit.run.summary(name) for name in unit.run.reads[self.name]}
         filters = _filter_rates(summaries)
-        stats = build_stats(table, neg_table, image_table, filters, summaries["decide"]["meta"].get("review"))
+        decide = summaries["decide"]["meta"]
+        mix = text_mix(summaries["language"]["stats"], decide)
+        stats = build_stats(table, neg_table, image_table, filters, decide.get("review"), mix)
         write_stats(out, stats)
         manifest = _manifest(unit.run, summaries, table, neg_table, image_table, writers, neg_writers)
         manifest["counts"]["filters"] = stats["filters"]
         manifest["thresholds"] = summaries["decide"]["meta"].get("thresholds", {})
         manifest["review"] = summaries["decide"]["meta"].get("review", {})
+        manifest["counts"]["text_negative_mix"] = mix
         write_json(out / "manifest.json", manifest)
         publish(root)
         unit.stats.update({f"positives:{s}": writers[s].count for s in SPLITS})

@@ -14,6 +14,7 @@ also has `passed`: every candidate each filter keeps).
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from typing import Any
 
@@ -22,6 +23,8 @@ from hardneg.core.records import Reject
 from hardneg.core.stage import Stage, Unit
 from hardneg.filters.base import Scores
 from hardneg.filters.decide import Rule, decide_image, first_failure, flatten, rules
+from hardneg.filters.mix import VERSION as MIX_VERSION
+from hardneg.filters.mix import MixItem, mix
 from hardneg.filters.refine import RefinePair, refine
 from hardneg.review.apply import apply_labels, load_labels
 from hardneg.review.apply import summary as review_summary
@@ -53,7 +56,7 @@ class _Tally:
 
 class DecideStage(Stage):
     name = "decide"
-    version = "decide@v3"  # v3: image decisions list every passing candidate
+    version = "decide@v4"  # v4: refinement per type and level; the type mix of text negatives
     reads = ("language", "images", "filters", "refine")
     config = (
         "seed",
@@ -63,6 +66,8 @@ class DecideStage(Stage):
         "refine.bins_2d",
         "refine.bins_1d",
         "refine.min_per_cell",
+        "negative_mix",
+        "language.negative_types",
     )
     sharded = False
     decision = True
@@ -97,6 +102,7 @@ class DecideStage(Stage):
         out = []
         for r in unit.read_all("language", "positives"):
             unit.items_in += 1
+            unit.stats["positives"] += 1
             by_version = stored.get(r["id"], {}).get("scores")
             if not by_version:
                 continue
@@ -114,9 +120,12 @@ class DecideStage(Stage):
     ) -> list[dict[str, Any]]:
         cfg = unit.cfg
         refine_rows = {r["id"]: r for r in unit.read_all("refine", "scores")}
-        refine_kept, refine_dropped = _refine(cfg, refine_rows)
+        refine_kept, refine_dropped, cells, groups = _refine(cfg, refine_rows)
+        unit.meta["refine"] = groups
         out: list[dict[str, Any]] = []
+        kinds: dict[int, tuple[str, int, int]] = {}  # id -> (negative type, positive id, negative level)
         for r in unit.read_all("language", "negatives"):
+            kinds[r["id"]] = (r["negative_type"], r["positive_id"], r["negative_level"])
             unit.items_in += 1
             sc = refine_rows.get(r["id"])
             scores: Scores = {"refine_s1": sc["s1"], "refine_s2": sc["s2"]} if sc is not None else {}  # type: ignore[dict-item]
@@ -142,7 +151,45 @@ class DecideStage(Stage):
                 out.append({"id": r["id"], "keep": False, "reason": why})
                 continue
             out.append({"id": r["id"], "keep": True, "scores": scores})
+        self._mix(unit, out, kinds, cells, len(dropped))
         return out
+
+    def _mix(
+        self,
+        unit: Unit,
+        rows: list[dict[str, Any]],
+        kinds: dict[int, tuple[str, int, int]],
+        cells: dict[int, tuple[str, tuple[int, ...]]],
+        positives_dropped: int,
+    ) -> None:
+        """The type mix (filters/mix.py) over the text negatives still kept, in place; what it thins goes to
+        rejects with the reason."""
+        cfg = unit.cfg
+        wanted = set(cfg.language.negative_types)
+        shares = {t: s for t, s in cfg.negative_mix.shares.items() if t in wanted}
+        kept = [row for row in rows if row["keep"]]
+        items = [MixItem(str(row["id"]), kinds[row["id"]][0], str(kinds[row["id"]][1]),
+                         cells.get(row["id"], ("zero", ())), kinds[row["id"]][2]) for row in kept]  # fmt: skip
+        positives = unit.stats.get("positives", 0) - positives_dropped
+        cap = math.floor(cfg.negative_mix.per_positive * positives + 1e-9)
+        least = math.ceil(min(cfg.negative_mix.min_per_positive, cfg.negative_mix.per_positive) * positives - 1e-9)
+        result = mix(items, shares, cap, cfg.negative_mix.floor, cfg.seed, least)
+        for row in kept:
+            why = result.dropped.get(str(row["id"]))
+            if why is not None:
+                row.update(keep=False, reason=why)
+                row.pop("scores", None)
+                detail = {"negative_type": kinds[row["id"]][0]}
+                unit.reject(Reject("mix", why, None, row["id"], detail=detail))
+        unit.meta["mix"] = {
+            "version": MIX_VERSION,
+            "floor": cfg.negative_mix.floor,
+            "positives": positives,
+            "cap": cap,
+            "total": result.total,
+            "types": result.report,
+            "warnings": result.warnings,
+        }
 
     def _images(
         self, unit: Unit, stored: dict, active: list[Rule], tally: _Tally, dropped: dict[int, str]
@@ -204,12 +251,22 @@ class DecideStage(Stage):
         unit.stats["review_dropped"] = len(dropped)
 
 
-def _refine(cfg: RunConfig, rows: dict[int, dict[str, Any]]) -> tuple[set[int], dict[int, str]]:
+def _refine(
+    cfg: RunConfig, rows: dict[int, dict[str, Any]]
+) -> tuple[set[int], dict[int, str], dict[int, tuple[str, tuple[int, ...]]], dict[str, dict[str, int]]]:
+    """Kept ids, dropped ids with reasons, each pair's cell, and what each pair group kept."""
     if not cfg.refine.enabled:
-        return set(rows), {}
+        return set(rows), {}, {}, {}
+    # each negative type and level on its own; a level too small to fill one cell per quadrant joins its type
+    sizes = Counter(r.get("group", "") for r in rows.values())
+    small = 4 * max(cfg.refine.min_per_cell, 1)
+
+    def group(r: dict[str, Any]) -> str:
+        g = r.get("group", "")
+        return g if sizes[g] >= small or not cfg.refine.min_per_cell else g.rpartition("/L")[0]
+
     pairs = [
-        RefinePair(str(r["id"]), r["s1"][0] - r["s1"][1], r["s2"][0] - r["s2"][1], r.get("group", ""))
-        for r in rows.values()
+        RefinePair(str(r["id"]), r["s1"][0] - r["s1"][1], r["s2"][0] - r["s2"][1], group(r)) for r in rows.values()
     ]
     result = refine(
         pairs,
@@ -218,4 +275,9 @@ def _refine(cfg: RunConfig, rows: dict[int, dict[str, Any]]) -> tuple[set[int], 
         bins_1d=cfg.refine.bins_1d,
         min_per_cell=cfg.refine.min_per_cell,
     )
-    return {int(k) for k in result.kept}, {int(k): v for k, v in result.dropped.items()}
+    return (
+        {int(k) for k in result.kept},
+        {int(k): v for k, v in result.dropped.items()},
+        {int(k): v for k, v in result.cells.items()},
+        result.groups,
+    )

@@ -64,12 +64,13 @@ class RefinePair:
 
 @dataclass(frozen=True, slots=True)
 class RefineResult:
-    """Every input key is in exactly one of `kept` and `dropped` (key -> reason). `groups`: per group,
-    its pairs, how many were kept and the bins per sign each kind of cell had."""
+    """Every input key is in exactly one of `kept` and `dropped` (key -> reason). `groups`: per pair group,
+    its pairs and how many were kept; `cells`: each key's cell (a kept cell and its mirror hold as many)."""
 
     kept: set[str]
     dropped: dict[str, str]
     groups: dict[str, dict[str, int]] = field(default_factory=dict)
+    cells: dict[str, tuple[str, Cell]] = field(default_factory=dict, compare=False)  # key -> (group, cell)
 
     @property
     def kept_share(self) -> float:
@@ -202,7 +203,7 @@ def refine(
         sum(1 for g, _ in cells.values() if g.endswith("zero")),
         len(dropped),
     )
-    return RefineResult(kept=kept, dropped=dropped, groups=report)
+    return RefineResult(kept=kept, dropped=dropped, groups=report, cells=cells)
 
 
 def chance_accuracy(

@@ -70,6 +70,7 @@ class Context:
         self.object_kind: Counter = Counter()  # (subject, relation, category of the object)
         self.together: Counter = Counter()  # frozenset of two names (or of two kinds) in a positional relation
         self._positional: dict[str, bool] = {}
+        self._free: dict[tuple[str, str | None], bool] = {}
         for (s, r, o), k in counts.triples.items():
             cs, co = self.kind(s), self.kind(o)
             if cs is not None:
@@ -86,6 +87,12 @@ class Context:
             self._positional[relation] = self.words.is_positional(relation)
         return self._positional[relation]
 
+    def free(self, attribute: str, kind: str | None) -> bool:
+        key = (attribute, kind)
+        if key not in self._free:
+            self._free[key] = self.words.fits_any(attribute, kind)
+        return self._free[key]
+
     def kind(self, name: str) -> str | None:
         """The name's replacement category (the back-off class), memoised."""
         if name not in self._cls:
@@ -94,17 +101,23 @@ class Context:
 
     # -- one fact ------------------------------------------------------------------------------------
 
-    def support(self, fact: Fact, changed: frozenset[str] = frozenset()) -> float:
+    def support(self, fact: Fact, changed: frozenset[str] = frozenset(), scene: frozenset[str] = frozenset()) -> float:
         """How strongly the corpus attests `fact` (0: never seen in any allowed form). `changed` names the
         fact's name slots the alteration changed ("s", "o", or "n" for an attribute's name): a changed name
-        is never backed off, unless every name of the fact changed (a swap of two related objects)."""
+        is never backed off, unless every name of the fact changed (a swap of two related objects). `scene`:
+        the names of the image's objects; a positional relation between two of them is plausible whatever
+        the corpus says, since they share the scene (a swap rearranges objects of the image)."""
         c = self.c
         if fact[0] == "attr":
             _, a, n = fact
             if exact := c.attribute_name[(a, n)]:
                 return exact
             cls = self.kind(n)
-            return BACKOFF * self.attr_kind[(a, cls)] if cls is not None else 0.0
+            if cls is not None and (back := self.attr_kind[(a, cls)]):
+                return BACKOFF * back
+            # a word that fits anything of the name's kind (a colour on a made thing): as plausible as the
+            # word is common, at the next level down
+            return BACKOFF * BACKOFF * c.attributes[a] if self.free(a, cls) else 0.0
         _, s, r, o = fact
         if exact := c.triples[(s, r, o)]:
             return exact
@@ -115,6 +128,8 @@ class Context:
         if (both or "o" not in changed) and (co := self.kind(o)) is not None:
             back = max(back, self.object_kind[(s, r, co)])
         if self.positional(r):
+            if s in scene and o in scene:
+                back = max(back, 1)
             back = max(back, self.together[frozenset((s, o))])
             if (cs := self.kind(s)) is not None and (co := self.kind(o)) is not None:
                 back = max(back, self.together[frozenset((f"kind:{cs}", f"kind:{co}"))])
@@ -143,14 +158,14 @@ class Context:
                 if slots or (i, j) in change.edges:
                     yield ("rel", n.name, e.name, e.object.name), slots
 
-    def weigh(self, path: PathNode, change: Change) -> tuple[float, str | None]:
+    def weigh(self, path: PathNode, change: Change, scene: frozenset[str] = frozenset()) -> tuple[float, str | None]:
         """(weight, None) for an attested change of `path` (already altered), or (0.0, why not). A change
-        that touches no fact weighs the corpus count of the names it put in."""
+        that touches no fact weighs the corpus count of the names it put in. `scene`: see `support`."""
         weight = 1.0
         facts = 0
         for fact, slots in self.touched(path, change):
             facts += 1
-            s = self.support(fact, slots)
+            s = self.support(fact, slots, scene)
             if s <= 0:
                 return 0.0, f"{self.describe(fact)} is never seen in the corpus, nor anything of its kind there"
             weight *= s

@@ -195,6 +195,7 @@ class TextSearch(SiteSearch):
         self.certifier = Certifier(ctx.words, ctx.table)
         self._truths: dict[tuple[str, PathNode], tuple[str | None, str | None] | None] = {}  # see `_truth`
         self.indexes: dict[str, GraphIndex] = {}
+        self._scenes: dict[str, frozenset[str]] = {}
         self.made: list[TextNegative] = []
 
     def state(self, positive: dict[str, Any]) -> SearchState:
@@ -208,7 +209,8 @@ class TextSearch(SiteSearch):
     def direct(self, st: SearchState, site: Site) -> bool:
         """A swap: refused when it cannot be fair (`SiteVocab.swap_refusal`), says what the positive says
         in another order, or leaves an object with an attribute or relation the corpus never attests for
-        its name ("the cupboard over the toilet" -> "the toilet over the cupboard")."""
+        its name ("the cupboard over the toilet" -> "the toilet over the cupboard"). Where two objects of the
+        image stand (left of, behind, near) is never absurd: they share the scene."""
         if (why := self.vocab.swap_refusal(site, st.path)) is not None:
             self._refuse(st, site, why)
             return False
@@ -220,11 +222,18 @@ class TextSearch(SiteSearch):
             self._refuse(st, site, f"absurd swap: {why}")
             return False
         if self.ctx.context is not None:
-            weight, why = self.ctx.context.weigh(neg, change_of(site))
+            scene = self._scene(st.positive["image_id"])
+            weight, why = self.ctx.context.weigh(neg, change_of(site), scene)
             if weight <= 0:
                 self._refuse(st, site, f"absurd swap: {why}")
                 return False
         return self._keep(st, site, neg, None)
+
+    def _scene(self, image_id: str) -> frozenset[str]:
+        """The names of the image's objects (memoised per image)."""
+        if image_id not in self._scenes:
+            self._scenes[image_id] = frozenset(o.name for o in self.graphs[image_id].objects.values())
+        return self._scenes[image_id]
 
     def _refuse(self, st: SearchState, site: Site, why: str, **detail: Any) -> None:
         self.stats[f"refused:{site.negative_type}:{refusal_kind(why)}"] += 1

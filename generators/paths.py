@@ -10,6 +10,7 @@ import random
 from collections import Counter
 from dataclasses import dataclass
 
+from hardneg.core.balance import swappable
 from hardneg.core.config import RunConfig
 from hardneg.core.executor import GraphIndex, execute, matches_exactly
 from hardneg.core.hygiene import words_digest
@@ -105,7 +106,7 @@ def generate_positives(
             if not found:
                 stats[f"none:{ptype}"] += 1
     if len(kept) > cfg.paths.max_per_image:
-        kept, dropped = _cap_image(kept, cfg, graph.image_id)
+        kept, dropped = _cap_image(kept, cfg, graph.image_id, res)
         for c in dropped:
             rejects.append(
                 Reject(
@@ -152,8 +153,12 @@ def _positive(graph: SceneGraph, c: _Candidate, search: PathSearch, res: PathRes
     )
 
 
-def _cap_image(kept: list[_Candidate], cfg: RunConfig, image_id: str) -> tuple[list[_Candidate], list[_Candidate]]:
-    """Keep `max_per_image`, round-robin over (type, level) groups in a keyed order, for variety."""
+def _cap_image(
+    kept: list[_Candidate], cfg: RunConfig, image_id: str, res: PathResources
+) -> tuple[list[_Candidate], list[_Candidate]]:
+    """Keep `max_per_image`, round-robin over (type, level) groups in a keyed order, for variety; within a
+    group, a candidate that allows a swap of attributes (the rarest negative, `core.balance.swappable`)
+    first."""
     rng = random.Random(f"{cfg.seed}:cap:{image_id}")
     groups: dict[tuple[str, int], list[int]] = {}
     for i, c in enumerate(kept):
@@ -162,6 +167,7 @@ def _cap_image(kept: list[_Candidate], cfg: RunConfig, image_id: str) -> tuple[l
     rng.shuffle(order)
     for k in order:
         rng.shuffle(groups[k])
+        groups[k].sort(key=lambda i: swappable(kept[i].path.to_json(), res.table))  # popped from the end
     chosen: set[int] = set()
     while len(chosen) < cfg.paths.max_per_image:
         for k in order:

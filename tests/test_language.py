@@ -96,7 +96,13 @@ def test_refinement_drops_are_recorded_with_scores(demo_run: Path):
     assert all("refine_s1" in r["detail"] and "refine_s2" in r["detail"] for r in refine)
     assert all("refine_s1" in n["scores"] for n in kept)
     m = orjson.loads((demo_run / "manifest.json").read_bytes())["counts"]
-    assert m["refine_kept"] == len(kept) and m["refine_dropped"] == len(refine)
+    # what refinement kept is emitted, or thinned by the type mix (with its reason)
+    mixed = [r for r in rejects if r["stage"] == "mix"]
+    assert all(r["reason"].startswith("mix: ") for r in mixed)
+    assert m["refine_kept"] == len(kept) + len(mixed) and m["refine_dropped"] == len(refine)
+    shape = m["text_negative_mix"]
+    assert shape["emitted"] == len(kept) == sum(t["emitted"] for t in shape["types"].values())
+    assert len(kept) <= shape["cap"] and shape["warnings"] == []  # every type at its floor on the demo
 
 
 # ---------------------------------------------------------------------------------------------- units

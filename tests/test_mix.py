@@ -1,0 +1,106 @@
+"""The type mix of text negatives (filters/mix.py) and the refinement groups it follows."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+from hardneg.core.attributes import AttributeTable
+from hardneg.core.balance import swappable
+from hardneg.filters.mix import MixItem, allocate, mix, plan_total
+from hardneg.filters.refine import RefinePair, chance_accuracy, refine
+
+PAPER = {"replace_object": 0.40, "replace_attribute": 0.18, "replace_relation": 0.19, "swap_object": 0.18,
+         "swap_attribute": 0.05}  # fmt: skip
+
+
+def normalised(shares: dict[str, float]) -> dict[str, float]:
+    return {t: v / sum(shares.values()) for t, v in shares.items()}
+
+
+def items(counts: dict[str, int], per_positive: int = 1) -> list[MixItem]:
+    out = []
+    for t, n in counts.items():
+        for i in range(n):
+            out.append(MixItem(f"{t}:{i}", t, f"p{i // per_positive}:{t}"))
+    return out
+
+
+def test_allocate_gives_each_type_its_share_and_hands_on_what_a_scarce_one_lacks():
+    got = allocate({"replace_object": 500, "swap_object": 5, "replace_relation": 100}, PAPER, 200)
+    assert sum(got.values()) == 200
+    assert got["swap_object"] == 5  # all it has
+    # the rest in proportion to 0.40 : 0.19, each capped by what it has
+    assert got["replace_relation"] == 100 * 0 + min(100, got["replace_relation"]) and got["replace_relation"] <= 100
+    assert abs(got["replace_object"] / got["replace_relation"] - 0.40 / 0.19) < 0.1
+
+
+def test_no_thinning_when_the_total_is_under_the_cap_and_every_floor_holds():
+    res = mix(items({"replace_object": 40, "replace_attribute": 18, "replace_relation": 19, "swap_object": 18,
+                     "swap_attribute": 5}), PAPER, cap=200, floor=0.5, seed=0)  # fmt: skip
+    assert res.dropped == {} and res.warnings == []
+    assert res.report["swap_object"]["emitted"] == 18
+
+
+def test_the_cap_thins_the_abundant_type_toward_its_share():
+    res = mix(items({"replace_object": 300, "replace_relation": 30, "swap_object": 30}), PAPER, cap=200,
+              floor=0.5, seed=0)  # fmt: skip
+    emitted = Counter(k.split(":")[0] for k in res.kept)
+    assert sum(emitted.values()) == 200
+    assert emitted["replace_relation"] == 30 and emitted["swap_object"] == 30
+    assert all(why.startswith("mix: replace_object") for why in res.dropped.values())
+    # a type with nothing at all is reported, never silently absent
+    assert [w.split(" is ")[0] for w in res.warnings] == [
+        "text negatives: replace_attribute", "text negatives: swap_attribute"]  # fmt: skip
+
+
+def test_a_scarce_type_is_lifted_to_its_floor_but_never_below_the_least_total():
+    avail = {"replace_object": 300, "replace_relation": 40, "swap_object": 9}
+    shares = {t: PAPER[t] for t in avail}  # the configured types
+    # swap_object at 9 is half its share (23% of these three types) of at most 77: thinning lifts it there
+    assert plan_total({t: n for t, n in avail.items()}, normalised(shares), cap=349, floor=0.5) == 77
+    # but never below `least`: 300 here, and then the shortfall is reported
+    res = mix(items(avail), shares, cap=349, floor=0.5, seed=0, least=300)
+    assert len(res.kept) == 300
+    assert any("swap_object" in w and "below 50% of its target share 23%" in w for w in res.warnings)
+    lifted = mix(items(avail), shares, cap=349, floor=0.5, seed=0)
+    assert len(lifted.kept) == 77 and not lifted.warnings
+
+
+def test_thinning_keeps_refinement_at_chance():
+    """Refinement leaves each cell and its mirror equally full; the mix drops whole mirror pairs, so the
+    blind scorers stay at chance on what it keeps."""
+    rng = random.Random(0)
+    pairs = [RefinePair(f"replace_object:{i}", rng.gauss(0.5, 1), rng.gauss(0.3, 1), "replace_object/L1")
+             for i in range(600)]  # fmt: skip
+    pairs += [RefinePair(f"swap_object:{i}", rng.gauss(0, 1), rng.gauss(0, 1), "swap_object/L1") for i in range(60)]
+    refined = refine(pairs, seed=0, min_per_cell=5)
+    kept = [p for p in pairs if p.key in refined.kept]
+    mi = [MixItem(p.key, p.key.split(":")[0], p.key, refined.cells[p.key]) for p in kept]
+    res = mix(mi, PAPER, cap=120, floor=0.5, seed=0)
+    ro = [p for p in kept if p.key in res.kept and p.key.startswith("replace_object")]
+    assert 0 < len(ro) < sum(1 for p in kept if p.key.startswith("replace_object"))
+    acc = chance_accuracy(ro)
+    assert acc == (0.5, 0.5), acc
+
+
+def test_thinning_takes_from_positives_with_the_most_negatives_first():
+    # 40 replace_object negatives: positives p0..p9 have 3 each, p10..p19 one each (zero cells: singles)
+    mi = [MixItem(f"a{i}:{k}", "replace_object", f"p{i}") for i in range(10) for k in range(3)]
+    mi += [MixItem(f"b{i}", "replace_object", f"p{10 + i}") for i in range(10)]
+    mi += [MixItem(f"s{i}", "swap_object", f"q{i}") for i in range(10)]
+    res = mix(mi, {"replace_object": 0.5, "swap_object": 0.5}, cap=30, floor=0, seed=0)
+    kept_positives = {it.positive for it in mi if it.key in res.kept}
+    assert {f"p{10 + i}" for i in range(10)} <= kept_positives  # the lone negatives all stay
+
+
+def test_a_path_allows_a_swap_of_attributes_when_two_objects_differ_in_one_category():
+    table = AttributeTable.load()
+    plate = {"name": "plate", "attributes": ["white"], "relations": [
+        {"name": "on", "object": {"name": "table", "attributes": ["brown"], "relations": [], "same": []}}],
+        "same": []}  # fmt: skip
+    assert swappable(plate, table)
+    plate["relations"][0]["object"]["attributes"] = ["wooden"]
+    assert not swappable(plate, table)  # material and colour: nothing to swap
+    plate["relations"][0]["object"]["attributes"] = ["white"]
+    assert not swappable(plate, table)  # the same colour: a swap changes nothing
