@@ -34,7 +34,7 @@ class OpenAISettings:
     cache_path: Path | None = None  # None: no cache
     prompt_dir: Path = field(default_factory=lambda: bundled_dir("prompts"))
     rewrite_prompt: str = "rewrite.v1.md"
-    replace_prompt: str = "replace.v1.md"
+    replace_prompt: str = "replace.v2.md"
     backoff_base_s: float = 0.5
     backoff_cap_s: float = 8.0
     retry_after_cap_s: float = 30.0  # a server asking for longer is not waited on longer

@@ -152,7 +152,7 @@ class OpenAIConfig(_Strict):
     json_mode: Literal["json_object", "json_schema", "none"] = "json_object"
     cache: Path | None = None  # SQLite response cache; None = <run>/work/llm_cache.sqlite
     rewrite_prompt: str = "rewrite.v1.md"
-    replace_prompt: str = "replace.v1.md"
+    replace_prompt: str = "replace.v2.md"
 
 
 class LanguageConfig(_Strict):

@@ -143,6 +143,20 @@ class _NounSemantics(_NounForms):
     def is_part_name(self, name: str) -> bool:
         return bool(self._whole_closure(self._c(name)))
 
+    def shares_whole(self, part: str, other: str) -> bool:
+        """Whether `other` is a whole of `part`, or a part of one of its wholes (a thumb and a head are parts
+        of a person; a faucet and a mirror of a bathroom): where `other` is seen, so may `part` be."""
+        wholes = self._whole_closure(self._c(part))
+        if not wholes:
+            return False
+        key = ("shares_whole", part, other)
+        if key not in self._cache:
+            c = self._c(other)
+            self._cache[key] = bool(self._self_and_ancestors(c) & wholes.keys()) or bool(
+                self._whole_closure(c).keys() & wholes.keys()
+            )
+        return self._cache[key]
+
     def _classes(self, cat: Category, c: str) -> frozenset[str]:
         key = ("cls", cat.name + "\0" + c)
         if key in self._cache:

@@ -17,7 +17,9 @@ once: `Words.name_relation`), the graph says no:
 - a `same` edge's partners all carry attributes of the category that exclude the object's;
 - a node with no possible object at all is certified absent only when its name can carry a claim of
   absence: never a crowd or background name (`Words.is_crowd`: trees, grass), a mass noun, a word that
-  names no object, or a part whose whole is in the graph (a wheel is there whenever a car is).
+  names no object, or a part whose whole is in the graph (a wheel is there whenever a car is), or a part
+  of a whole another part of which is in the graph (a head is there whenever a thumb is; a faucet in a
+  bathroom whose mirror is annotated).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from hardneg.core.geometry import contradicted
 from hardneg.core.records import PathEdge, PathNode, SceneGraph, SceneObject
 from hardneg.core.words import Words
 
-VERSION = "certify@v2"  # v2: a broader name (person, animal) may be the node's object
+VERSION = "certify@v3"  # v2: a broader name (person, animal) may be the node's object; v3: parts of one whole
 COULD_BE = frozenset({"same", "plural", "synonym", "hyponym", "hypernym", "overlap"})  # name_relation(object, node)
 
 
@@ -40,6 +42,7 @@ class Certifier:
         self._could: dict[tuple[str, str], bool] = {}
         self._absent: dict[str, str | None] = {}
         self._parts: dict[tuple[str, str], bool] = {}
+        self._kins: dict[tuple[str, str], bool] = {}
 
     def could_be(self, name: str, node_name: str) -> bool:
         """Whether an object annotated `name` could be what a node called `node_name` names."""
@@ -64,7 +67,16 @@ class Certifier:
         if self._absent[name] is not None or graph is None or not self.words.is_part_name(name):
             return self._absent[name]
         whole = next((o.name for o in graph.objects.values() if self._part_of(name, o.name)), None)
-        return None if whole is None else f"a part of '{whole}', which is there: parts go unannotated"
+        if whole is not None:
+            return f"a part of '{whole}', which is there: parts go unannotated"
+        kin = next((o.name for o in graph.objects.values() if self._kin(name, o.name)), None)
+        return None if kin is None else f"a part of what '{kin}' is part of, which is there: parts go unannotated"
+
+    def _kin(self, part: str, other: str) -> bool:
+        key = (part, other)
+        if key not in self._kins:
+            self._kins[key] = self.words.shares_whole(part, other)
+        return self._kins[key]
 
     def _part_of(self, part: str, whole: str) -> bool:
         key = (part, whole)

@@ -56,7 +56,7 @@ def test_openai_backend_in_the_pipeline_resumes_from_its_cache(tmp_path: Path):
         first = len(server.bodies)
         assert first > 0 and sum(m["counts"]["negatives"].values()) > 0
         [backend] = m["models"]["language_backend"]
-        assert backend.startswith("openai:test-model+rewrite.v1+replace.v1")
+        assert backend.startswith("openai:test-model+rewrite.v1+replace.v2")
         assert m["counts"]["language"]["backend:calls"] == first
         before = _splits(root)
 

@@ -224,3 +224,18 @@ def test_a_bare_name_weighs_its_corpus_count():
     weight, why = ctx.weigh(PathNode("cake"), Change(names=frozenset({0})))
     assert weight == 3 and why is None
     assert ctx.weigh(PathNode("unicorn"), Change(names=frozenset({0})))[0] == 0
+
+
+@pytest.mark.parametrize(
+    ("seen", "absent"),
+    [("thumb", "head"), ("sink", "bathtub")],  # parts of a person; of a bathroom
+)
+def test_an_absent_part_of_a_whole_another_part_of_which_is_seen_proves_nothing(seen, absent):
+    """ "the thumb" -> "the head": a graph that annotates a thumb shows a person, and a person has a head
+    nobody annotated. "the sink" -> "the bathtub" in a bathroom likewise."""
+    g = graph(obj("1", seen, box=(10, 10, 100, 100)))
+    counts = corpus(g, graph(obj("1", absent), image_id="other"), times=2)
+    made, rejects = make(g, node(seen, oid="1"), "0_hop", ("replace_object",), {seen: (absent,)}, counts=counts)
+    assert not made
+    assert any(f"'{absent}' is absent, but its absence proves nothing: a part of what '{seen}'" in r.reason
+               for r in rejects), [r.reason for r in rejects]  # fmt: skip

@@ -174,7 +174,7 @@ def test_valid_rewrites_parse_in_request_order(serve: Callable[[Responder], Fake
     roles = [m["role"] for m in body["messages"]]
     assert roles[0] == "system" and roles.count("assistant") >= 3 and roles[-1] == "user"
     assert "white, plate, cup" in body["messages"][-1]["content"]
-    assert backend.version == "openai:test-model+rewrite.v1+replace.v1"
+    assert backend.version == "openai:test-model+rewrite.v1+replace.v2"
 
 
 def test_order_kept_when_completion_order_is_shuffled(serve: Callable[[Responder], FakeServer]) -> None:
@@ -299,10 +299,13 @@ def test_semantic_validator_is_applied_and_retried(serve: Callable[[Responder], 
 def test_shipped_prompts_have_enough_examples() -> None:
     root = Path(__file__).resolve().parent.parent / "prompts"
     rewrite = load_prompt(root / "rewrite.v1.md")
-    replace = load_prompt(root / "replace.v1.md")
     assert rewrite.version == "rewrite.v1" and len(rewrite.examples) >= 3
-    assert replace.version == "replace.v1" and len(replace.examples) >= 4
-    assert {ex[0]["part"] for ex in replace.examples} == {"object", "attribute", "relation"}
+    for v in ("v1", "v2"):
+        replace = load_prompt(root / f"replace.{v}.md")
+        assert replace.version == f"replace.{v}" and len(replace.examples) >= 4
+        assert {ex[0]["part"] for ex in replace.examples} == {"object", "attribute", "relation"}
+    # v2's options are a shortlist of what fits the scene: its examples answer from them
+    assert all(set(out["replacements"]) <= set(inp["options"]) for inp, out in replace.examples)
 
 
 def test_prompt_errors_name_the_file(tmp_path: Path) -> None:
