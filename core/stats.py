@@ -32,6 +32,7 @@ def text_mix(language: dict[str, int], decide_meta: dict[str, Any]) -> dict[str,
     positives = mix.get("positives") or 0
     return {
         "types": types,
+        "refine_groups": decide_meta.get("refine") or {},
         "positives": positives,
         "emitted": emitted,
         "per_positive": round(emitted / positives, 3) if positives else None,
@@ -134,6 +135,11 @@ def write_stats(root: Path, stats: dict[str, Any]) -> None:
             f"at {mix['floor']:.0%} of target",
         ]
         parts.append(_table(title, header, rows))
+    if mix.get("refine_groups"):
+        rows = [[g, r["pairs"], r["kept"], f"{r['kept'] / r['pairs']:.0%}" if r["pairs"] else "-"]
+                for g, r in sorted(mix["refine_groups"].items())]  # fmt: skip
+        title = "Refinement per negative type and level (a level too small to balance joins its type)"
+        parts.append(_table(title, ["group", "pairs", "kept", "rate"], rows))
     review = stats.get("review") or {}
     if review.get("items"):
         rows = [

@@ -143,6 +143,15 @@ class _NounSemantics(_NounForms):
     def is_part_name(self, name: str) -> bool:
         return bool(self._whole_closure(self._c(name)))
 
+    def is_part_of_things(self, name: str) -> bool:
+        """A part name every whole of which is a thing, not a place (a crust, a handle, a head; not a sink or
+        a window, which rooms have): without something it is part of in view, the name is out of place."""
+        key = ("part_of_things", name)
+        if key not in self._cache:
+            wholes = self._whole_closure(self._c(name))
+            self._cache[key] = bool(wholes) and not any(self.crowd_group(w) == "background" for w in wholes)
+        return self._cache[key]
+
     def shares_whole(self, part: str, other: str) -> bool:
         """Whether `other` is a whole of `part`, or a part of one of its wholes (a thumb and a head are parts
         of a person; a faucet and a mirror of a bathroom): where `other` is seen, so may `part` be."""

@@ -196,6 +196,7 @@ class TextSearch(SiteSearch):
         self._truths: dict[tuple[str, PathNode], tuple[str | None, str | None] | None] = {}  # see `_truth`
         self.indexes: dict[str, GraphIndex] = {}
         self._scenes: dict[str, frozenset[str]] = {}
+        self._parts: dict[tuple[str, str], bool] = {}
         self.made: list[TextNegative] = []
 
     def state(self, positive: dict[str, Any]) -> SearchState:
@@ -228,6 +229,16 @@ class TextSearch(SiteSearch):
                 self._refuse(st, site, f"absurd swap: {why}")
                 return False
         return self._keep(st, site, neg, None)
+
+    def _absent_part(self, image_id: str, name: str) -> bool:
+        """Whether `name` names a part of things only (a crust, a handle, a head; not a sink, which rooms
+        have) and nothing in the image could be it: its absence can never make a fair negative."""
+        key = (image_id, name)
+        if key not in self._parts:
+            self._parts[key] = self.ctx.words.is_part_of_things(name) and not self.certifier.candidates(
+                name, self.graphs[image_id]
+            )
+        return self._parts[key]
 
     def _scene(self, image_id: str) -> frozenset[str]:
         """The names of the image's objects (memoised per image)."""
@@ -282,6 +293,11 @@ class TextSearch(SiteSearch):
             return ok, why
         if value in self.ctx.other_names(site, st.path):
             return False, f"{value!r} already names another object of the expression"
+        if site.part == "object" and self._absent_part(st.positive["image_id"], value):
+            return False, (
+                f"{value!r} names a part, and none is annotated: where something it is part of is in view, "
+                "parts go unannotated; where nothing is, the expression is absurd"
+            )
         if self.ctx.context is not None:
             weight, why_not = self.ctx.context.fill(self.ctx.context.frame(st.path, site), value)
             if weight <= 0:

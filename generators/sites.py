@@ -79,7 +79,7 @@ REFUSAL_KINDS = (  # (label, phrase in the reason): which rule refused a candida
     ("not listed as contradicting", "no contradiction"),
     ("implied", "implies"),
     ("unattested in context", "does not fit"), ("repeated name", "already names another object"),
-    ("same meaning", "same thing in another order"),
+    ("same meaning", "same thing in another order"), ("absent part", "names a part, and none is annotated"),
 )  # fmt: skip
 
 

@@ -94,8 +94,10 @@ WITH_SCENE = corpus(scene(), STREET, *(kitchen(i) for i in range(3)))
 @pytest.mark.parametrize(
     ("path", "ptype", "old", "new", "why"),
     [
-        # "the meat on a straw": nothing of the kind of meat is ever on a straw
-        (node("meat", rel=[("on", node("plate", oid="2"))], oid="1"), "1_hop", "plate", "straw", "never seen"),
+        # "the meat on a cup": nothing of the kind of meat is ever on a cup
+        (node("meat", rel=[("on", node("plate", oid="2"))], oid="1"), "1_hop", "plate", "cup", "never seen"),
+        # "the meat on a straw": a straw is a drink's, and no drink is in view
+        (node("meat", rel=[("on", node("plate", oid="2"))], oid="1"), "1_hop", "plate", "straw", "names a part"),
         # "the sofa to the right of the sofa": a second object of the same name
         (node("chair", rel=[("to the right of", node("sofa", oid="5"))], oid="4"), "1_hop", "chair", "sofa",
          "already names another object"),
@@ -231,11 +233,26 @@ def test_a_bare_name_weighs_its_corpus_count():
     [("thumb", "head"), ("sink", "bathtub")],  # parts of a person; of a bathroom
 )
 def test_an_absent_part_of_a_whole_another_part_of_which_is_seen_proves_nothing(seen, absent):
-    """ "the thumb" -> "the head": a graph that annotates a thumb shows a person, and a person has a head
-    nobody annotated. "the sink" -> "the bathtub" in a bathroom likewise."""
+    """A graph that annotates a thumb shows a person, and a person has a head nobody annotated; a bathroom
+    whose sink is annotated may well show its bathtub."""
+    from hardneg.core.attributes import AttributeTable
+    from hardneg.generators.export_certify import Certifier
+
     g = graph(obj("1", seen, box=(10, 10, 100, 100)))
-    counts = corpus(g, graph(obj("1", absent), image_id="other"), times=2)
-    made, rejects = make(g, node(seen, oid="1"), "0_hop", ("replace_object",), {seen: (absent,)}, counts=counts)
+    why = Certifier(WORDS, AttributeTable.load()).absence_refusal(absent, g)
+    assert why is not None and f"a part of what '{seen}' is part of" in why, why
+    assert Certifier(WORDS, AttributeTable.load()).absence_refusal(absent, graph(obj("1", "car"))) is None
+
+
+def test_a_part_of_things_with_nothing_it_is_part_of_is_never_a_replacement():
+    """ "the thumb" -> "the tail": with no animal (nor anything with a tail) annotated, "the tail" either goes
+    with something nobody annotated or with nothing at all; its absence proves nothing either way. A part of
+    places (a sink of a kitchen) is an object in its own right."""
+    g = graph(obj("1", "thumb", box=(10, 10, 100, 100)))
+    counts = corpus(g, graph(obj("1", "tail"), obj("2", "nose"), image_id="other"), times=2)
+    made, rejects = make(g, node("thumb", oid="1"), "0_hop", ("replace_object",), {"thumb": ("tail",)},
+                         counts=counts)  # fmt: skip
     assert not made
-    assert any(f"'{absent}' is absent, but its absence proves nothing: a part of what '{seen}'" in r.reason
-               for r in rejects), [r.reason for r in rejects]  # fmt: skip
+    assert any("'tail' names a part, and none is annotated" in r.reason for r in rejects), [r.reason for r in rejects]
+    assert WORDS.is_part_of_things("tail") and WORDS.is_part_of_things("crust")
+    assert not WORDS.is_part_of_things("sink") and not WORDS.is_part_of_things("bathtub")
