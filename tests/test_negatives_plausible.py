@@ -143,6 +143,11 @@ def test_the_lexicon_draws_only_replacements_the_corpus_attests_in_context():
         # to the right of a man"
         (node("man", rel=[("riding", node("bike", "orange", oid="21")), ("to the right of", node("bike", oid="22"))],
               oid="20"), "and", "'bike riding bike'"),
+        # "the soup in the bowl on the table" -> "the table in the bowl on the soup"; and "the blanket in the
+        # basket ..." swapped likewise is "the basket in the blanket"
+        (node("soup", rel=[("in", node("bowl", "white", rel=[("on", node("table", oid="9"))], oid="4"))],
+              oid="3"), "2_hop", "'table in bowl'"),
+        (node("blanket", rel=[("in", node("basket", oid="13"))], oid="12"), "1_hop", "'basket in blanket'"),
         # "the cake on the table" -> "the table on the cake"
         (node("cake", rel=[("on", node("table", oid="9"))], oid="10"), "1_hop", "'table on cake'"),
     ],
