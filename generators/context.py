@@ -16,9 +16,10 @@ object). A change touches some of them; each touched fact must be seen
   kind of its name (N(silk, structure) = 0: no silk bridge). The changed word itself never backs off:
   a class always has some member that fits;
 - for a positional relation (left/right, in front/behind, next to, near: `Words.is_positional`), also when
-  the two names, or their kinds, are seen in any positional relation either way: any two objects that
-  share a scene stand somewhere relative to each other, and a scene and its mirror image are equally
-  plausible (the reason flips are fair negatives).
+  the two names, or a changed name and the kind of the other, are seen in any positional relation either
+  way, or both are objects of the image: any two objects that share a scene stand somewhere relative to
+  each other, and a scene and its mirror image are equally plausible (the reason flips are fair
+  negatives). "The girl in front of the zebra" needs a zebra seen beside a person.
 
 A change's weight is the product of its facts' counts (a fact seen only backed off weighs `BACKOFF` times
 its backed-off count); a change
@@ -68,7 +69,8 @@ class Context:
                 self.attr_kind[(a, cls)] += k
         self.subject_kind: Counter = Counter()  # (category of the subject, relation, object)
         self.object_kind: Counter = Counter()  # (subject, relation, category of the object)
-        self.together: Counter = Counter()  # frozenset of two names (or of two kinds) in a positional relation
+        # two names, or a name and the kind of another ("kind:animal"), seen in a positional relation
+        self.together: Counter = Counter()
         self._positional: dict[str, bool] = {}
         self._free: dict[tuple[str, str | None], bool] = {}
         for (s, r, o), k in counts.triples.items():
@@ -79,8 +81,10 @@ class Context:
                 self.object_kind[(s, r, co)] += k
             if self.positional(r):
                 self.together[frozenset((s, o))] += k
-                if cs is not None and co is not None:
-                    self.together[frozenset((f"kind:{cs}", f"kind:{co}"))] += k
+                if cs is not None:
+                    self.together[frozenset((f"kind:{cs}", o))] += k
+                if co is not None:
+                    self.together[frozenset((s, f"kind:{co}"))] += k
 
     def positional(self, relation: str) -> bool:
         if relation not in self._positional:
@@ -131,8 +135,11 @@ class Context:
             if s in scene and o in scene:
                 back = max(back, 1)
             back = max(back, self.together[frozenset((s, o))])
-            if (cs := self.kind(s)) is not None and (co := self.kind(o)) is not None:
-                back = max(back, self.together[frozenset((f"kind:{cs}", f"kind:{co}"))])
+            # seen beside something of the kind of the name it did not change (the changed one stays exact)
+            if (both or "s" not in changed) and (cs := self.kind(s)) is not None:
+                back = max(back, self.together[frozenset((f"kind:{cs}", o))])
+            if (both or "o" not in changed) and (co := self.kind(o)) is not None:
+                back = max(back, self.together[frozenset((s, f"kind:{co}"))])
         return BACKOFF * back
 
     @staticmethod

@@ -86,9 +86,11 @@ def scene() -> SceneGraph:
     )
 
 
-# the corpus of a run on the scene and the kitchens, and a street where a woman rides a motorcycle
+# the corpus of a run on the scene and the kitchens, a street where a woman rides a motorcycle and a living
+# room with a table beside a sofa
 STREET = graph(obj("1", "woman", rels=(("riding", "2"),)), obj("2", "motorcycle"), image_id="street")
-WITH_SCENE = corpus(scene(), STREET, *(kitchen(i) for i in range(3)))
+LIVING = graph(obj("1", "table", rels=(("to the left of", "2"),)), obj("2", "sofa"), image_id="living")
+WITH_SCENE = corpus(scene(), STREET, LIVING, *(kitchen(i) for i in range(3)))
 
 
 @pytest.mark.parametrize(
@@ -261,3 +263,19 @@ def test_a_part_of_things_with_nothing_it_is_part_of_is_never_a_replacement():
     assert any("'tail' names a part, and none is annotated" in r.reason for r in rejects), [r.reason for r in rejects]
     assert WORDS.is_part_of_things("tail") and WORDS.is_part_of_things("crust")
     assert not WORDS.is_part_of_things("sink") and not WORDS.is_part_of_things("bathtub")
+
+
+def test_a_positional_relation_backs_off_the_context_never_the_changed_name():
+    """ "the girl in front of the white dog" -> "the girl in front of the white zebra": girls are seen beside
+    animals (dogs), and zebras beside animals (giraffes), but a zebra never beside a person. A cat is."""
+    home = graph(obj("1", "girl", rels=(("in front of", "2"),), box=(10, 10, 50, 100)),
+                 obj("2", "dog", ("white",), box=(200, 10, 80, 60)))  # fmt: skip
+    zoo = graph(obj("1", "zebra", ("white",), rels=(("next to", "2"),)), obj("2", "giraffe"), image_id="zoo")
+    yard = graph(obj("1", "cat", ("white",), rels=(("near", "2"),)), obj("2", "boy"), image_id="yard")
+    path = node("girl", rel=[("in front of", node("dog", "white", oid="2"))], oid="1")
+    made, _ = make(home, path, "1_hop", ("replace_object",), {"dog": ("zebra", "cat")},
+                   counts=corpus(home, zoo, yard, times=2))  # fmt: skip
+    assert [n.change["to"] for n in made if n.negative_level == 2] == ["cat"]
+    ctx = Context(corpus(home, zoo, yard), WORDS)
+    assert ctx.support(("rel", "girl", "in front of", "zebra"), frozenset({"o"})) == 0
+    assert ctx.support(("rel", "girl", "in front of", "cat"), frozenset({"o"})) > 0
