@@ -49,6 +49,11 @@ def swappable(path: dict, table: AttributeTable) -> bool:
             walk(e["object"])
 
     walk(path)
+    return attributes_swappable(nodes, table)
+
+
+def attributes_swappable(nodes: list[set[str]], table: AttributeTable) -> bool:
+    """`swappable` for the attribute sets of a path's nodes."""
     described = [(attrs, {table.category(a) for a in attrs} - {None}) for attrs in nodes if attrs]
     for i, (a, ca) in enumerate(described):
         for b, cb in described[i + 1 :]:

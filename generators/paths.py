@@ -10,7 +10,7 @@ import random
 from collections import Counter
 from dataclasses import dataclass
 
-from hardneg.core.balance import swappable
+from hardneg.core.balance import attributes_swappable
 from hardneg.core.config import RunConfig
 from hardneg.core.executor import GraphIndex, execute, matches_exactly
 from hardneg.core.hygiene import words_digest
@@ -158,7 +158,7 @@ def _cap_image(
 ) -> tuple[list[_Candidate], list[_Candidate]]:
     """Keep `max_per_image`, round-robin over (type, level) groups in a keyed order, for variety; within a
     group, a candidate that allows a swap of attributes (the rarest negative, `core.balance.swappable`)
-    first."""
+    first (the groups are popped from their end)."""
     rng = random.Random(f"{cfg.seed}:cap:{image_id}")
     groups: dict[tuple[str, int], list[int]] = {}
     for i, c in enumerate(kept):
@@ -167,7 +167,7 @@ def _cap_image(
     rng.shuffle(order)
     for k in order:
         rng.shuffle(groups[k])
-        groups[k].sort(key=lambda i: swappable(kept[i].path.to_json(), res.table))  # popped from the end
+        groups[k].sort(key=lambda i: attributes_swappable([set(n.attributes) for n in kept[i].path.nodes()], res.table))
     chosen: set[int] = set()
     while len(chosen) < cfg.paths.max_per_image:
         for k in order:
