@@ -4,7 +4,7 @@ Implementations: `backends.inpaint_opencv.OpenCVInpainter` (offline, the demo's:
 copy-paste of a donor object, Telea removal) and `backends.inpaint_diffusers.DiffusersInpainter`
 (Stable Diffusion inpainting through diffusers, with a PowerPaint mode). Generators only see this
 protocol. Every candidate is full size, with the source pasted back outside the dilated edit boxes, so
-later similarity and realism scores compare like with like (SPEC section 6).
+later similarity and realism scores compare like with like.
 """
 
 from __future__ import annotations

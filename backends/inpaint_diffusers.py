@@ -1,6 +1,6 @@
 """`DiffusersInpainter`: Stable Diffusion inpainting through diffusers, with a PowerPaint v1 prompt mode.
 
-Implements the inpainting role (`backends.inpaint`) for FineCops-Ref negative images (SPEC 1.5, 6):
+Implements the inpainting role (`backends.inpaint`) for FineCops-Ref negative images:
 
 - Each region's box, dilated by `dilate_px`, is the mask (white = repaint). With `padding_mask_crop` set,
   the model sees a crop around the box padded by that many pixels and grown to the model's aspect ratio,
@@ -113,7 +113,7 @@ def _crop_around(box: Rect, pad: int, aspect: float, width: int, height: int) ->
 
 
 class DiffusersInpainter:
-    """Stable Diffusion inpainting candidates for FineCops-Ref negative images (SPEC 1.5, 6), with a
+    """Stable Diffusion inpainting candidates for FineCops-Ref negative images, with a
     PowerPaint v1 prompt mode (see the module docstring for what is and is not PowerPaint here)."""
 
     def __init__(

@@ -1,4 +1,4 @@
-"""`OpenCVInpainter`: the offline inpainting backend (SPEC section 6, "classical edits that need no weights").
+"""`OpenCVInpainter`: the offline inpainting backend ("classical edits that need no weights").
 
 - "recolor": the object is segmented inside its box by GrabCut (`cv2.grabCut`, GC_INIT_WITH_RECT) and
   recoloured in CIE LAB: lightness is moved to the target colour's while keeping the object's own
@@ -80,7 +80,7 @@ MIN_GRABCUT_FILL = 0.05  # a GrabCut mask covering less of the box than this fai
 
 
 def _clip_box(box: tuple[int, int, int, int], width: int, height: int) -> Rect:
-    """GQA boxes can spill past the image edge (SPEC section 2): clip; an empty result is an error."""
+    """GQA boxes can spill past the image edge: clip; an empty result is an error."""
     x, y, w, h = (int(v) for v in box)
     r = Rect(max(0, x), max(0, y), min(width, x + w), min(height, y + h))
     if r.w < 1 or r.h < 1:
@@ -202,7 +202,7 @@ def _from_lab(lab: np.ndarray) -> np.ndarray:
 
 
 class OpenCVInpainter:
-    """Classical edits for FineCops-Ref negative images (SPEC 1.5, 6): GrabCut recolouring, copy-paste
+    """Classical edits for FineCops-Ref negative images: GrabCut recolouring, copy-paste
     of a donor object, Telea removal. Deterministic, CPU-only, no weights."""
 
     version = "opencv-inpaint@v1"

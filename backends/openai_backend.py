@@ -1,7 +1,7 @@
 """`OpenAIBackend`: the language role (`backends.language.LanguageBackend`) over any OpenAI-compatible server.
 
-Implements the LLM steps of FineCops-Ref (SPEC 1.3 rewrites: the original once plus two rewrites guided by
-in-context examples; SPEC 1.4 replace negatives: a misleading word of the same category) with:
+Implements the LLM steps of FineCops-Ref (rewrites: the original once plus two rewrites guided by
+in-context examples; replace negatives: a misleading word of the same category) with:
 - prompts as versioned Markdown files (`prompts/rewrite.v1.md`, format documented in `load_prompt`);
 - structured output (JSON mode with a schema) and validation of every answer, format rules first, then the
   caller's semantic validator; invalid answers are asked again up to `max_attempts`, each attempt with its

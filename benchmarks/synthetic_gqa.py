@@ -1,7 +1,7 @@
 """A synthetic GQA-like scene-graph corpus, for benchmarks and memory tests.
 
-Writes ONE JSON object of image id -> graph in the format of GQA's `train_sceneGraphs.json`
-(SPEC section 2), streamed image by image so the corpus never sits in memory. Statistics follow GQA
+Writes ONE JSON object of image id -> graph in the format of GQA's `train_sceneGraphs.json`,
+streamed image by image so the corpus never sits in memory. Statistics follow GQA
 train: ~16 objects and ~50 relations per image (Poisson, relations scaled with the object count),
 Zipf-like names from a few hundred GQA-like names (stuff and part names included), 0-3 attributes per
 object drawn mostly from `templates/attribute_categories.json` (colors most common), relation names

@@ -1,4 +1,4 @@
-"""What each data-truth rule removes (issues 11 and 12), on the demo world or a GQA-like corpus.
+"""What each data-truth rule removes, on the demo world or a GQA-like corpus.
 
     python -m benchmarks.truth_rules                         # the demo world (40 scenes)
     python -m benchmarks.truth_rules --synthetic 2000        # a synthetic GQA-like corpus of 2,000 images

@@ -1,11 +1,12 @@
-"""How much of the real vocabulary the word-semantics tables classify (issue 11: "report coverage").
+"""How much of the real vocabulary the word-semantics tables classify.
 
-Reads Visual Genome's vocabularies in `../shared/data/` (GQA uses nearly the same words; relations there
+Reads Visual Genome's vocabularies (the bottom-up-attention detectors' `objects_vocab`, `attributes_vocab` and
+`relations_vocab` lists, saved as the files below; GQA uses nearly the same words; relations there
 are lemmatized, so a relation counts as covered when its GQA form or its lemma is in the tables) and
 prints, for the 500 most frequent object names, all 1,600 names, the 400 attributes and the 450
 relations, how many are classified and which are not.
 
-    python -m benchmarks.word_coverage [--data ../shared/data] [--templates DIR] [--show 40] [--json]
+    python -m benchmarks.word_coverage [--data DIR] [--templates DIR] [--show 40] [--json]
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Deterministic, seeded balancing of positives (SPEC 1.3).
+"""Deterministic, seeded balancing of positives.
 
 GQA is dominated by left/right relations and a few names; caps per (type, level), per relation name and
 per target name keep any one of them from swamping the benchmark. Candidates are visited in an order keyed

@@ -1,4 +1,4 @@
-"""The COCO form read by the FineCops-Ref evaluation code (SPEC section 4).
+"""The COCO form read by the FineCops-Ref evaluation code.
 
 One `images[]` entry per sample (its id is the sample id, its caption the expression) and exactly one
 `annotations[]` entry per image entry, with the box in xywh. A sample without `negative_type` is positive.

@@ -93,7 +93,7 @@ class PathsConfig(_Strict):
     relations: Path = Path("templates/relations.v1.yaml")
     templates: Path = Path("templates/expressions.v1.yaml")
     english: Path = Path("templates/english.v1.yaml")
-    # rules a careful annotator applies (issue 12), each switchable to measure what it removes:
+    # rules a careful annotator applies, each switchable to measure what it removes:
     # crowd_targets: a crowd/background name (trees, windows, grass) is never a target;
     # crowd_anchors: a path that needs a relation to tell its target apart never rests on a crowd name;
     # name_chains: no name three times in a path, and no related object of the target's name when the
@@ -121,7 +121,7 @@ PATH_RULES = ("crowd_targets", "crowd_anchors", "name_chains", "size_across_cate
 
 
 class HygieneConfig(_Strict):
-    """Scene-graph hygiene before any path (issue 12): what is merged or dropped, each counted with a reason."""
+    """Scene-graph hygiene before any path: what is merged or dropped, each counted with a reason."""
 
     merge_iou: float = Field(0.7, gt=0.0, le=1.0)  # two same-kind annotations overlapping this much are one object
     drop_contradicted_spatial: bool = True  # a stored left/right/above/below edge the boxes contradict is dropped
@@ -176,7 +176,7 @@ class LanguageConfig(_Strict):
 
 
 class RefineConfig(_Strict):
-    """SugarCREPE adversarial refinement of text negatives (SPEC section 5)."""
+    """SugarCREPE adversarial refinement of text negatives."""
 
     enabled: bool = True
     # two blind scorers: a fluency LM fit on the positives, and the corpus's plausibility of the facts
@@ -236,7 +236,7 @@ class DiffusersConfig(_Strict):
 
 
 class ImagesConfig(_Strict):
-    """Negative images (SPEC 1.5). The paper makes them for the test split only."""
+    """Negative images. The paper makes them for the test split only."""
 
     enabled: bool = True
     backend: Literal["opencv", "diffusers"] = "opencv"
@@ -246,7 +246,7 @@ class ImagesConfig(_Strict):
         default_factory=lambda: ["replace_object", "replace_attribute", "swap_object", "swap_attribute", "flip"]
     )
     per_positive: int = Field(1, ge=0)
-    candidates: int = Field(10, ge=1, le=64)  # per negative; the filters keep one (SPEC 1.5)
+    candidates: int = Field(10, ge=1, le=64)  # per negative; the filters keep one
     max_rounds: int = Field(3, ge=1)
     donors_per_name: int = Field(20, ge=1)  # copy-paste donors kept per object name, largest boxes first
     opencv_dilate_px: int = Field(6, ge=0)
@@ -254,7 +254,7 @@ class ImagesConfig(_Strict):
 
 
 class FiltersConfig(_Strict):
-    """Score first, decide later (SPEC 1.6). `scorers` says which registered filters run and with what
+    """Score first, decide later. `scorers` says which registered filters run and with what
     (models, options): changing it re-scores. `thresholds` decides from the stored scores: `hardneg split`
     may change it without loading a model. Each filter's keys are checked by `filters/registry.py`."""
 

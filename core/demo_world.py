@@ -2,7 +2,7 @@
 
 The embedded default dataset (configs/demo.yaml), so the whole pipeline runs offline on CPU with no
 download. `build_demo_world` writes `demo_sceneGraphs.json` (one JSON object, image id -> graph, exactly
-GQA's `*_sceneGraphs.json`, SPEC section 2) and `images/<image_id>.jpg`.
+GQA's `*_sceneGraphs.json`) and `images/<image_id>.jpg`.
 
 The graph is the ground truth of the picture, which real GQA is not:
 - every foreground object carries a color and a size; names that can show a pattern
@@ -15,7 +15,7 @@ The graph is the ground truth of the picture, which real GQA is not:
 
 Scenes repeat names 2-3 times (sharing a color and differing in size/pattern, or identical and told
 apart only by relations), keep some names single, and share colors across names, so paths of every
-difficulty level and structure (SPEC 1.1-1.2) exist.
+difficulty level and structure exist.
 
 Everything is a pure function of (n_scenes, seed): scene i depends only on (seed, i), and object ids
 count up through the scenes, so a smaller world is a prefix of a larger one with the same seed.

@@ -1,7 +1,7 @@
-"""Scene-graph edits: what a negative image changed, as a change to the graph (SPEC section 3).
+"""Scene-graph edits: what a negative image changed, as a change to the graph.
 
 An image negative records its `edit`, so the claim "the original path matches nothing in the edited
-image" can be re-checked with the executor on `apply_edit(graph, edit)`. Forms (SPEC section 3, plus
+image" can be re-checked with the executor on `apply_edit(graph, edit)`. Forms (the path form's edits, plus
 `remove`, which the copy-paste backend needs when no donor object exists):
 
     {"op": "flip"}                                         mirror boxes; left<->right in relations and attributes

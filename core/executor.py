@@ -1,6 +1,6 @@
 """The path executor: the single source of truth for "unique" and "matches nothing".
 
-Implements the matching rule of SPEC section 3. A node matches object X when X's name equals the
+Implements the matching rule of the path form. A node matches object X when X's name equals the
 node's name, the node's attributes are a subset of X's, every relation child is satisfied by some edge
 `X -name-> Y` with Y matching the child, and every `same` child by some Y != X matching the child whose
 attributes of that category intersect X's (both non-empty). The result of a path is the set of objects its

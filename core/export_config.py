@@ -1,5 +1,5 @@
-"""The `exports` config section: the other benchmark shapes a run emits from its decided samples (issue 17,
-SPEC section 9). Each shape has its own keys; `hardneg split` may change the keys of the decision stages
+"""The `exports` config section: the other benchmark shapes a run emits from its decided samples.
+Each shape has its own keys; `hardneg split` may change the keys of the decision stages
 (tricd, probes, imagecode), not Probe-B's (it generates images).
 
 Defined here, beside `core/config.py` (which names it once), so the export keys live in one place.
@@ -20,7 +20,7 @@ class _Strict(BaseModel):
 
 
 class TricdExport(_Strict):
-    """TRICD contextual phrase detection pairs (`papers/tricd.txt`)."""
+    """TRICD contextual phrase detection pairs (the TRICD paper)."""
 
     enabled: bool = True
     distractors: int = Field(1, ge=0, le=10)  # corpus images per positive in which the expression is false
@@ -30,7 +30,7 @@ class TricdExport(_Strict):
 
 
 class ProbesExport(_Strict):
-    """Probe-R and Probe-C (`papers/probing-conceptual-understanding.txt`), from the decided positives."""
+    """Probe-R and Probe-C (the probing paper), from the decided positives."""
 
     enabled: bool = True
     subject_only_images: int = Field(3, ge=0, le=10)  # Probe-R subject-only images per triple (the paper: 10)
@@ -58,7 +58,7 @@ class ProbeBExport(_Strict):
 
 
 class ImageCodeExport(_Strict):
-    """ImageCoDe retrieval sets (`papers/imagecode.txt`): the original and `edits` edited images."""
+    """ImageCoDe retrieval sets (the ImageCoDe paper): the original and `edits` edited images."""
 
     enabled: bool = True
     edits: int = Field(9, ge=1, le=63)  # the paper: 9 (10 images a set); a set needs this many passing edits

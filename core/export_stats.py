@@ -1,4 +1,4 @@
-"""The other benchmark shapes in `stats.md`, `stats.json` and the dataset card (issue 17).
+"""The other benchmark shapes in `stats.md`, `stats.json` and the dataset card.
 
 The export stages (TRICD pairs, probes, ImageCoDe sets) run after the write stage, so each writes its
 counts to `RUN/<shape>/summary.json`, and the report stage, which always runs last, calls `publish` to

@@ -1,4 +1,4 @@
-"""Spatial relations decided by boxes: the one rule, in one place (issue 11).
+"""Spatial relations decided by boxes: the one rule, in one place.
 
 Scene graphs store "to the left of" for some pairs only: a forest holds many trees the graph never
 relates to the road, but every tree has a box. So for the relations boxes can decide, the executor

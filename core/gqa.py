@@ -1,4 +1,4 @@
-"""Streaming loader for GQA scene graphs (SPEC section 2), with per-image validation.
+"""Streaming loader for GQA scene graphs, with per-image validation.
 
 GQA's `train_sceneGraphs.json` is ONE JSON object mapping 74,942 image ids to graphs, hundreds of MB.
 We never hold it whole: the file is read in binary chunks, a numpy scanner finds the byte span of each
@@ -179,7 +179,7 @@ def _build(image_id: str, raw: Any, repairs: Counter[str]) -> SceneGraph:
         raise _Invalid(f"objects must be an object of id -> object, got {_kind(raw_objects)}")
 
     # Reject the whole image rather than drop a bad object: a dropped object could make a path look
-    # unique (SPEC 1.1 keeps a path only if it picks out exactly one object) when it is not.
+    # unique (a path is kept only if it picks out exactly one object) when it is not.
     objects: dict[str, SceneObject] = {}
     for oid, obj in raw_objects.items():
         if type(obj) is not dict:

@@ -1,4 +1,4 @@
-"""Scene-graph hygiene before any path (issue 12): a stage of its own, every change counted with a reason.
+"""Scene-graph hygiene before any path: a stage of its own, every change counted with a reason.
 
 Scene graphs are annotated by people, fast. Two kinds of error make positives that a person cannot use
 and are visible from the graph alone:

@@ -1,4 +1,4 @@
-"""Plausibility learned from the scene graphs themselves (issue 11): how often a name carries an attribute,
+"""Plausibility learned from the scene graphs themselves: how often a name carries an attribute,
 how often a (subject, relation, object) triple occurs, smoothed. A stage of its own, stored with the run.
 
 Two uses:

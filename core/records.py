@@ -1,7 +1,7 @@
 """Typed records shared by every stage.
 
-Scene graphs mirror GQA's `*_sceneGraphs.json` (SPEC section 2); paths mirror the path form
-of SPEC section 3 and serialise to exactly that JSON.
+Scene graphs mirror GQA's `*_sceneGraphs.json`; paths mirror the path form every sample carries and
+serialise to exactly that JSON.
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ class SameEdge:
 
 @dataclass(slots=True, frozen=True)
 class PathNode:
-    """One node of a referring path (SPEC section 3). `id` names the grounded object, if any."""
+    """One node of a referring path. `id` names the grounded object, if any."""
 
     name: str
     attributes: tuple[str, ...] = ()
@@ -323,7 +323,7 @@ class TextNegative:
 @dataclass(slots=True)
 class ImageNegative:
     """An edited image in which its positive's expression matches nothing (FineCops-Ref negative, cate
-    "image"). `edit` is the scene-graph change (SPEC section 3) that re-checks the claim; `candidates`
+    "image"). `edit` is the scene-graph change that re-checks the claim; `candidates`
     are the N images the backend made (run-relative paths), `file_name` the one the filters chose."""
 
     id: int

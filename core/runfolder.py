@@ -1,4 +1,4 @@
-"""The run folder (SPEC section 3b): setting it up and finding its inputs.
+"""The run folder: setting it up and finding its inputs.
 
 <run>/manifest.json, attribute_categories.json, stats.*, rejects.jsonl, splits/<split>/...
 <run>/inputs/demo/        the demo world, when the run uses it

@@ -1,4 +1,4 @@
-"""Word semantics: when a replacement word truly contradicts the original (SPEC 1.4; issues 11 and 12).
+"""Word semantics: when a replacement word truly contradicts the original.
 
 FineCops-Ref replaces a word of a referring expression with "a misleading word of the same category that
 contradicts it". Same category is not enough: a synonym, a plural form, a hypernym or hyponym, a part or

@@ -1,4 +1,4 @@
-"""The write stage: the run folder's outputs from the decided samples (SPEC 3b, 4).
+"""The write stage: the run folder's outputs from the decided samples.
 
 Splits by image (`core/splits.py`): positives and their text negatives from the language stage, image
 negatives from the images stage, each kept or dropped by the decide stage (which also picks an image

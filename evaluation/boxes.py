@@ -1,6 +1,6 @@
 """xywh box helpers shared by the detection metrics (FineCops-Ref, TRICD).
 
-Boxes are `[x, y, w, h]` in pixels of the image they refer to (SPEC section 4), continuous coordinates:
+Boxes are `[x, y, w, h]` in pixels of the image they refer to, continuous coordinates:
 IoU is area-based with no "+1" pixel convention, as in pycocotools.
 """
 

@@ -1,7 +1,7 @@
 """FineCops-Ref metrics: Precision@1, Recall@1 over negative-positive pairs, AUROC.
 
-Implements section 3.4 of FineCops-Ref (`papers/finecops-ref.txt`, Liu et al.) as summarised in SPEC section 8,
-reading the COCO file a hardneg run writes (`splits/<split>/coco.json`, SPEC section 4).
+Implements section 3.4 of FineCops-Ref (the FineCops-Ref paper, Liu et al.),
+reading the COCO file a hardneg run writes (`splits/<split>/coco.json`).
 
 Ground truth (the COCO file): one `images[]` entry per sample, whose id is the sample id, and exactly one
 `annotations[]` entry per image with `bbox` (xywh), `level` and `tuple_type`; negatives also carry

@@ -1,7 +1,7 @@
 """Q-GroundCAM: grounding metrics of an activation map (e.g. GradCAM) against a ground-truth box.
 
-Implements section 2 of Q-GroundCAM (`papers/q-groundcam.txt`, Rajabi and Kosecka, "Q-GroundCAM: Quantifying
-Grounding in Vision Language Models via GradCAM"), as summarised in SPEC section 8. The paper's equations are
+Implements section 2 of Q-GroundCAM (the Q-GroundCAM paper, Rajabi and Kosecka, "Q-GroundCAM: Quantifying
+Grounding in Vision Language Models via GradCAM"). The paper's equations are
 images in our copy, so where the text leaves a choice it is stated here (and in the hardneg README).
 
 Inputs: an activation map `A` (2D, any non-negative scale) and a box `[x, y, w, h]` in the map's pixels.

@@ -1,7 +1,7 @@
 """ImageCoDe: retrieval accuracy of the target image among the (10) minimally different images of a set.
 
-Implements the evaluation of "Image Retrieval from Contextual Descriptions" (`papers/imagecode.txt`, Krojer et
-al., ImageCoDe), as summarised in SPEC section 8: the model scores every image of a set against the description
+Implements the evaluation of "Image Retrieval from Contextual Descriptions" (the ImageCoDe paper, Krojer et
+al., ImageCoDe): the model scores every image of a set against the description
 and is right when the target scores highest. Like the paper's Table 5, accuracy is reported for all sets and
 separately for video-frame and static-picture sets when the sets say which they are.
 

@@ -1,7 +1,7 @@
 """Probe-R / Probe-C image-text matching: does the model prefer the correct prompt to the swapped one?
 
 Implements the evaluation metrics of section 3.2 of "Probing Conceptual Understanding of Large Visual-Language
-Models" (`papers/probing-conceptual-understanding.txt`, Schiappa et al.), as summarised in SPEC section 8:
+Models" (the probing paper, Schiappa et al.):
 
 - **Accuracy** (their equation 5): a sample is correct when score(image, correct prompt) > score(image, swapped
   prompt), strictly: a tie is wrong ("0 otherwise").

@@ -1,7 +1,7 @@
 """TRICD contextual phrase detection (CPD): AP over IoU 0.50:0.95, and Group-Recall@1.
 
-Implements section 3 ("Metric") and the appendix's Group-Recall@1 of TRICD (`papers/tricd.txt`, "TRICD: Testing
-Robust Image Understanding Through Contextual Phrase Detection"), as summarised in SPEC section 8.
+Implements section 3 ("Metric") and the appendix's Group-Recall@1 of TRICD (the TRICD paper, "TRICD: Testing
+Robust Image Understanding Through Contextual Phrase Detection").
 
 Inputs (dataclasses, or dicts of the same shape):
 

@@ -17,7 +17,7 @@ Every scorer is one `Filter` subclass in its own file in `filters/`, registered 
   filter does not apply to that item (realism of a flip: no pixel was generated);
 - `keep(scores, thresholds)` is a pure function of one item's scores: `(True, None)` or
   `(False, reason)`. Missing scores keep (the filter did not apply);
-- `rank`, when set, names the score that picks the best of an image negative's candidates (SPEC 1.5:
+- `rank`, when set, names the score that picks the best of an image negative's candidates (FineCops-Ref:
   the most similar to the original among those that pass).
 
 Models load once per worker process (`hardneg.backends.models.shared`), lazily, never at import: a

@@ -1,4 +1,4 @@
-"""CLIP image-text similarity and the CLIP filter margins of FineCops-Ref (SPEC 1.6).
+"""CLIP image-text similarity and the CLIP filter margins of FineCops-Ref.
 
 CLIP (Radford et al., 2021, "Learning Transferable Visual Models From Natural Language Supervision")
 embeds images and texts in one space; the cosine similarity of the L2-normalised embeddings says how
@@ -32,7 +32,7 @@ def _features(out: Any) -> Any:
 
 
 class CLIPScorer:
-    """CLIP cosine similarity of (image, text) pairs, an `ImageTextScorer` (SPEC 1.6's CLIP filter).
+    """CLIP cosine similarity of (image, text) pairs, an `ImageTextScorer` (FineCops-Ref's CLIP filter).
 
     `model` is a hub id (e.g. "openai/clip-vit-large-patch14") or a local directory holding a
     `CLIPModel` and its processor (image processor + tokenizer). The model loads on first use, once;
@@ -139,11 +139,11 @@ class ClipOptions(Settings):
 
 
 class MinMargin(Settings):
-    min_margin: float = 0.0  # SPEC 1.6: CLIP must prefer the positive by more than this
+    min_margin: float = 0.0  # FineCops-Ref: CLIP must prefer the positive by more than this
 
 
 class ClipFilter(Filter):
-    """FineCops-Ref's CLIP filter (SPEC 1.6), both margins: a text negative's
+    """FineCops-Ref's CLIP filter, both margins: a text negative's
     sim(image, positive text) - sim(image, negative text), an image candidate's
     sim(source, positive text) - sim(candidate, positive text)."""
 

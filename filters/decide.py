@@ -1,7 +1,7 @@
 """The decision rules: the one place thresholds are applied (STYLE habit 3: score first, decide later).
 
 Pure functions of stored scores and the config's thresholds: each configured filter's `keep` in config
-order, and for an image negative the best candidate among those every filter keeps (SPEC 1.5: the most
+order, and for an image negative the best candidate among those every filter keeps (FineCops-Ref: the most
 similar to the source). The decide stage (`filters/decide_stage.py`) applies them; no model, no torch.
 """
 

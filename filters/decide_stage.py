@@ -222,7 +222,7 @@ class DecideStage(Stage):
         return out
 
     def _review(self, unit: Unit, positives: list[dict[str, Any]], negatives: list[dict[str, Any]]) -> None:
-        """The human filter (SPEC 1.6), applied in place: dropped samples get keep False and the reason."""
+        """The human filter, applied in place: dropped samples get keep False and the reason."""
         labels = load_labels(unit.root)
         unit.meta["review"] = review_summary(labels)
         if not labels:

@@ -1,4 +1,4 @@
-"""An open-vocabulary detector that finds what the scene graph missed (issue 12), score first, decide later.
+"""An open-vocabulary detector that finds what the scene graph missed, score first, decide later.
 
 A graph's "the pole" is unique only among the *annotated* poles. OWL-ViT / OWLv2 (transformers'
 `OwlViTForObjectDetection`, `Owlv2ForObjectDetection`; a hub id or a local directory) looks for the

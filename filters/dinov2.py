@@ -1,4 +1,4 @@
-"""DINOv2 image-image similarity: FineCops-Ref's best-of-N choice among candidate edits (SPEC 1.5-1.6).
+"""DINOv2 image-image similarity: FineCops-Ref's best-of-N choice among candidate edits.
 
 DINOv2 (Oquab et al., 2023, "DINOv2: Learning Robust Visual Features without Supervision") gives
 self-supervised image embeddings in which near-identical pictures lie close. FineCops-Ref generates 10
@@ -188,7 +188,7 @@ class Dinov2Options(Settings):
 
 
 class Dinov2Filter(Filter):
-    """Best-of-N by DINOv2 cosine similarity to the source (SPEC 1.5); it never drops by itself."""
+    """Best-of-N by DINOv2 cosine similarity to the source; it never drops by itself."""
 
     name = "dinov2"
     version = "dinov2@v1"

@@ -1,4 +1,4 @@
-"""DIRE realism scoring of edited images (SPEC 1.6 and 7).
+"""DIRE realism scoring of edited images.
 
 DIRE (Wang et al., 2023, "DIRE for Diffusion-Generated Image Detection"): images a diffusion model
 generated are reconstructed almost exactly by that model's deterministic DDIM inversion followed by
@@ -9,7 +9,7 @@ FineCops-Ref drops edits scoring above 0.2.
 `DIREScorer` follows the released code (guided-diffusion's `compute_dire.py` and DIRE's `demo.py`):
 20 DDIM steps over ADM's linear 1000-step schedule, x in [-1, 1], predicted x0 clipped, DIRE map
 ``uint8(|x - x_rec| * 255 / 2)``, classifier input resized to 256, centre-cropped to 224 and ImageNet
-normalised. Two traps from SPEC 7 are handled:
+normalised. Two known traps are handled:
 
 - the released detectors learned JPEG-vs-PNG, so the original's and the candidate's crops are encoded
   the same way: both go through one in-memory JPEG round trip at the same quality after cropping;
@@ -125,7 +125,7 @@ class DIREResult:
 
 
 class DIREScorer:
-    """DIRE probability that the edit in `box` is generated, a `RealismScorer` (SPEC 1.6, 7).
+    """DIRE probability that the edit in `box` is generated, a `RealismScorer`.
 
     For each (original, candidate, box): `prepare` takes the same square crop around the box from both
     images (`crop_box` with `crop_pad`, at least `min_side` px, None = the model resolution), resizes it
@@ -357,7 +357,7 @@ class DireOptions(Settings):
 
 
 class DireFilter(Filter):
-    """DIRE-style realism (SPEC 7): the probability the edited box is generated, worst box per candidate."""
+    """DIRE-style realism: the probability the edited box is generated, worst box per candidate."""
 
     name = "dire"
     version = "dire@v1"

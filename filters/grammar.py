@@ -1,4 +1,4 @@
-"""`GrammarRuleScorer`: rule-based grammar acceptability in [0, 1], offline (SPEC section 5).
+"""`GrammarRuleScorer`: rule-based grammar acceptability in [0, 1], offline.
 
 SugarCREPE's grammar-classifier stand-in: documented rules (articles, agreement, repeated words,
 contradictory attributes, dangling relations), each violation a fixed penalty. Its word lists are most

@@ -1,4 +1,4 @@
-"""SugarCREPE's adversarial refinement (Hsieh et al., 2023; SPEC section 5) as a pure decision rule.
+"""SugarCREPE's adversarial refinement (Hsieh et al., 2023) as a pure decision rule.
 
 Two text-only scorers (a plausibility model and a grammar-acceptability model in the paper) score the
 positive and the negative text of each pair. If a scorer prefers the positive for most pairs, a

@@ -1,5 +1,5 @@
 """The refine stage: score every (positive, text negative) pair with the two blind text scorers of
-`refine.scorers` (SugarCREPE, SPEC section 5). Global, because the n-gram LM is fit on the positives;
+`refine.scorers` (SugarCREPE). Global, because the n-gram LM is fit on the positives;
 scores only: the balancing decision is the decide stage's.
 """
 

@@ -1,4 +1,4 @@
-"""The seam score, the offline realism stand-in for DIRE: no weights, CPU only (SPEC 1.6, 7).
+"""The seam score, the offline realism stand-in for DIRE: no weights, CPU only.
 
 Strength of the straight, new edges an edit leaves along the outline of its box, squashed to [0, 1]:
 higher = more visibly edited. Needs scikit-image, imported on first use.
@@ -34,7 +34,7 @@ def color_gradient(image: Image.Image) -> np.ndarray:
 class SeamScore:
     """Visibility of the edit's seam along its box outline, in [0, 1]: the offline stand-in for DIRE.
 
-    DIRE (SPEC 7) estimates the probability that the edited region is generated. Without a trained
+    DIRE estimates the probability that the edited region is generated. Without a trained
     detector, the clearest sign of a pasted or inpainted region is its seam: a straight edge along
     the mask outline, where new content meets the untouched image. The score, exactly:
 
@@ -55,7 +55,7 @@ class SeamScore:
        image has no outline to check).
     5. `score = 1 - exp(-seam / scale)`: 0 for no new edge, rising to 1. With the default
        `scale = 0.36`, a seam of 0.08 (about 20 grey levels jumped along the whole outline) scores 0.2,
-       SPEC 1.6's realism threshold; 0.25 scores 0.5.
+       FineCops-Ref's realism threshold; 0.25 scores 0.5.
 
     Calibration on the demo world (the first 4 objects of 30 scenes, seed 1): an object re-rendered
     in another colour (a seamless edit: only its pixels change) scores at most 0.14, a hue rotation
@@ -72,7 +72,7 @@ class SeamScore:
         if scale <= 0:
             raise ValueError(f"scale must be > 0, got {scale}")
         self.outer = outer  # px beyond the box; covers the inpainters' 6-8 px mask dilation and blending
-        self.scale = scale  # step units; sets which seam strength reaches SPEC 1.6's 0.2
+        self.scale = scale  # step units; sets which seam strength reaches FineCops-Ref's 0.2
         self.version = f"seam@v1:outer={outer}:scale={scale}"
 
     def seam_strength(self, original: Image.Image, candidate: Image.Image, box: Box) -> float:
@@ -120,11 +120,11 @@ class SeamScore:
 
 class SeamOptions(Settings):
     outer: int = 12  # px beyond the box: covers the inpainters' 6-8 px mask dilation and blending
-    scale: float = 0.36  # step units; sets which seam strength reaches SPEC 1.6's 0.2
+    scale: float = 0.36  # step units; sets which seam strength reaches FineCops-Ref's 0.2
 
 
 class MaxRealism(Settings):
-    max: float = 0.2  # SPEC 1.6: drop edits more likely generated than this
+    max: float = 0.2  # FineCops-Ref: drop edits more likely generated than this
 
 
 class SeamFilter(Filter):

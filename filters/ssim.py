@@ -1,4 +1,4 @@
-"""SSIM, the offline best-of-N similarity: no weights, CPU only (SPEC 1.5-1.6).
+"""SSIM, the offline best-of-N similarity: no weights, CPU only.
 
 Structural similarity (Wang, Bovik, Sheikh & Simoncelli, 2004) of the original and a candidate, the
 stand-in for DINOv2 best-of-N: "keep the candidate most like the original". Needs scikit-image, imported
@@ -21,7 +21,7 @@ logger = logging.getLogger(__name__)
 class SSIMSimilarity:
     """SSIM of (original, candidate) in [-1, 1], 1 = identical (Wang et al., 2004).
 
-    The offline stand-in for DINOv2 best-of-N (SPEC 1.6): among candidates that pass the filters, the
+    The offline stand-in for DINOv2 best-of-N: among candidates that pass the filters, the
     one with the highest score changed the least of the original's structure. Computed with
     scikit-image's `structural_similarity` on 8-bit luma (PIL "L") or, with `color=True`, per RGB
     channel and averaged; Gaussian 11x11 window with sigma 1.5 and population covariances, the

@@ -1,4 +1,4 @@
-"""Text-only scorers for SugarCREPE's adversarial refinement (SPEC section 5, `filters.refine`).
+"""Text-only scorers for SugarCREPE's adversarial refinement (`filters.refine`).
 
 SugarCREPE scores each positive and negative text with two blind (image-free) models, a plausibility
 model and a grammar-acceptability classifier, and balances the benchmark so neither can tell the

@@ -53,7 +53,7 @@ STAGES: tuple[Stage, ...] = (
     RefineStage(),
     DecideStage(),
     WriteStage(),
-    PhrasesStage(),  # the other benchmark shapes (issue 17): generation first, then the exports
+    PhrasesStage(),  # the other benchmark shapes: generation first, then the exports
     ProbeBStage(),
     TricdStage(),
     ProbesStage(),

@@ -1,4 +1,4 @@
-"""English that reads right (issue 12): a check on every rendered and rewritten expression.
+"""English that reads right: a check on every rendered and rewritten expression.
 
 Templates and the word tables (`core/words.py`) get articles and agreement right by construction; an LLM
 rewrite, or a word the tables do not know, may not. Each expression is tagged with spaCy (the English

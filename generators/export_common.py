@@ -1,4 +1,4 @@
-"""What every export stage shares (issue 17): the decided samples, a light index of the corpus, checks run
+"""What every export stage shares: the decided samples, a light index of the corpus, checks run
 while the cleaned graphs stream by, English prompts, and the export's folder in the run.
 
 The corpus is read twice, never held whole: `CorpusIndex` keeps per image only its split, location and

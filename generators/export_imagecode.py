@@ -1,5 +1,5 @@
 """The ImageCoDe export: retrieval sets of one original and `exports.imagecode.edits` minimally different
-edited images, the expression as the description that singles out the original (`papers/imagecode.txt`).
+edited images, the expression as the description that singles out the original (the ImageCoDe paper).
 
 The edits are the image stage's candidates, gathered across the image negatives of the positive's source
 image: the positive's own negatives first, then the other positives' negatives of the same image (an edit

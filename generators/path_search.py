@@ -1,4 +1,4 @@
-"""The path search (SPEC 1.1): unique, non-degenerate paths of one type for one target.
+"""The path search: unique, non-degenerate paths of one type for one target.
 
 The search follows CLEVR-Ref+'s generator in spirit, deterministically:
 - per image, indexes are built once (`GraphIndex`), and every related-node description's match set is

@@ -1,4 +1,4 @@
-"""Referring paths for one image: search, keep the unique ones, grade them, render them (SPEC 1.1-1.3).
+"""Referring paths for one image: search, keep the unique ones, grade them, render them.
 
 `generators/path_search.py` enumerates candidates; every kept path is re-executed through the executor,
 the single source of truth for "unique"; levels come from the smallest unique sub-path.
@@ -37,7 +37,7 @@ __all__ = [
 
 
 def path_level(path: PathNode, index: GraphIndex) -> int:
-    """SPEC 1.2, from the smallest unique sub-path: 1 = the name alone, 2 = one attribute or one bare
+    """The level, from the smallest unique sub-path: 1 = the name alone, 2 = one attribute or one bare
     relation/same edge, 3 = at least two pieces needed. Re-executes sub-paths; needs no search state."""
     if len(execute(PathNode(path.name), index)) == 1:
         return 1

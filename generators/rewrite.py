@@ -1,4 +1,4 @@
-"""LLM rewrites of expressions (SPEC 1.3), validated with spaCy.
+"""LLM rewrites of expressions, validated with spaCy.
 
 The backend returns the original once plus two rewrites. A rewrite is kept only if every object name,
 attribute, relation and `same` category of the path survives (lemma match, or a synonym listed in

@@ -1,5 +1,5 @@
 """Where and how a positive can be altered into a negative: one algorithm for text negatives (an altered
-path, SPEC 1.4) and image negatives (an edited image, SPEC 1.5).
+path) and image negatives (an edited image).
 
 1. `enumerate_sites`: every structurally possible alteration of a path, as typed `Site`s: replace the
    object / an attribute / a relation of node i, swap the objects or two attributes of nodes i and k,
@@ -122,7 +122,7 @@ class SiteVocab:
 
     def contradicts(self, site: Site, path: PathNode, word: str) -> tuple[bool, str]:
         """Whether `word` in place of the site's word makes a claim the original cannot also make true:
-        (True, "") or (False, why not). Same category is not enough (issue 11)."""
+        (True, "") or (False, why not). Same category is not enough."""
         old = site.word or ""
         if site.part == "object" and self.words.is_crowd(word):
             return False, f"{word!r} is a crowd name: its absence cannot be claimed"
@@ -140,7 +140,7 @@ class SiteVocab:
     def swap_refusal(
         self, site: Site, path: PathNode, objects: Sequence[SceneObject | None] | None = None
     ) -> str | None:
-        """Why a swap would not make a sensible, fair negative, or None (issue 11):
+        """Why a swap would not make a sensible, fair negative, or None:
         - a crowd or background name cannot carry the claim (one of the many trees may fit either way);
         - two names or attributes that do not contradict swap into a claim that may still hold;
         - a colour or other person-describing attribute is never moved onto a person noun;

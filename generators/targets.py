@@ -1,5 +1,5 @@
 """What a path may be about: the resources a path shard loads once, and which objects may be targets or
-related objects (SPEC 1.1: drop tiny boxes, stuff and part names, boxes covering the whole image)."""
+related objects (FineCops-Ref: drop tiny boxes, stuff and part names, boxes covering the whole image)."""
 
 from __future__ import annotations
 

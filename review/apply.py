@@ -1,4 +1,4 @@
-"""Apply human-filter decisions to a run's records: pure functions, no web (SPEC 1.6, issue 13).
+"""Apply human-filter decisions to a run's records: pure functions, no web.
 
 - A positive labelled Ambiguous or Wrong expression is dropped together with all its negatives.
 - A negative labelled Still true or Unreadable is dropped.

@@ -1,4 +1,4 @@
-"""The report's sections for the other benchmark shapes (TRICD pairs, probes, ImageCoDe sets; issue 17).
+"""The report's sections for the other benchmark shapes (TRICD pairs, probes, ImageCoDe sets).
 
 Each reads its export folder (`RUN/<shape>/`: `summary.json` and the per-split JSON records), shows the
 counts per split, and a seeded sample of cards in the style of the gallery: TRICD positive pairs with

@@ -1,4 +1,4 @@
-"""Bad input never escapes the run folder and never sinks the run (issue 15): unusable image ids are
+"""Bad input never escapes the run folder and never sinks the run: unusable image ids are
 rejected at ingest with their reason, usable but odd ids name their files through `safe_name`, a
 truncated JPEG is rejected, and no reject line is written twice."""
 
@@ -141,7 +141,7 @@ class _NoAnswers:
 
 
 def test_two_sites_that_differ_only_in_where_leave_two_distinct_rejects():
-    """The demo run's duplicate reject lines (issue 15): two relations of one node with the same word
+    """The demo run's duplicate reject lines: two relations of one node with the same word
     failed alike, and their rejects did not say which relation they were about."""
     sites = [Site("replace_relation", 1, (0,), word="to the left of", edge=e, category="spatial") for e in (0, 1)]
     search = _Unanswerable(_NoAnswers(), per_positive=1, max_rounds=2)  # type: ignore[arg-type]

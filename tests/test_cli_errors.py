@@ -1,5 +1,5 @@
 """Every user error fails fast and clearly: one line on stderr, exit status 2, no traceback, found before
-Prefect starts, and nothing left behind (no half-made run folder). Before issue 14 a wrong
+Prefect starts, and nothing left behind (no half-made run folder). Before this was built, a wrong
 `--scene-graphs` failed after 21 s behind 68 lines of Prefect tracebacks and left a run folder, and a bad
 cron string gave a raw pydantic error."""
 
@@ -130,7 +130,7 @@ def test_split_errors_are_one_line(tmp_path: Path, capsys):
 
 def test_the_default_prefect_home_is_created(tmp_path: Path, monkeypatch):
     """Prefect makes only the last level of PREFECT_HOME: without ~/.hardneg the ephemeral server could not
-    open its database and `hardneg run` timed out after 180 s (found while working on issue 14)."""
+    open its database and `hardneg run` timed out after 180 s."""
     from hardneg.cli import prefect_env_defaults
 
     monkeypatch.setenv("HOME", str(tmp_path))

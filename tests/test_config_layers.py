@@ -1,6 +1,6 @@
 """Config files extend a base key by key (`core/config_files.py`): a one-line file changes one key of the
 demo config, `configs/gqa.yaml` is complete on its own, and a misspelt key or base says what was meant.
-Before issue 14 a one-line `seed: 3` file silently replaced the whole demo config."""
+Before config layers, a one-line `seed: 3` file silently replaced the whole demo config."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The config is strict (issue 15): no silent coercion of `true` or `"16"` into a number, no duplicate
+"""The config is strict: no silent coercion of `true` or `"16"` into a number, no duplicate
 YAML keys resolved last-wins, and a run `name` that is a folder name, never a path out of outputs/."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The run folder is a Hugging Face dataset: `datasets.load_dataset(run)` with no other argument gives
 train/val/test positives, a `negatives` config holds text and image negatives in one schema, and images
-decode from any working directory. Every test here fails on the code before issue 14 (no `data/`, no
-card: `load_dataset("json", ...)` on negative.json failed with a CastError)."""
+decode from any working directory. Every test here fails on the code before the dataset was built (no
+`data/`, no card: `load_dataset("json", ...)` on negative.json failed with a CastError)."""
 
 from __future__ import annotations
 

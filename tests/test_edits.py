@@ -1,4 +1,4 @@
-"""Scene-graph edits, the flip above all (SPEC sections 1.5 and 3)."""
+"""Scene-graph edits, the flip above all."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ T = [0, 0, 10, 10]  # every target box in the hand-computed case
 
 
 def record(sid, level=1, bbox=T, **neg):
-    """A FineCops-Ref vanilla record as hardneg's pipeline hands it to CocoWriter (SPEC section 4)."""
+    """A FineCops-Ref vanilla record as hardneg's pipeline hands it to CocoWriter."""
     r = {
         "id": sid,
         "image_id": f"gqa{sid}",

@@ -1,4 +1,4 @@
-"""The path executor against SPEC section 3, case by case."""
+"""The path executor against the path form's matching rule, case by case."""
 
 from __future__ import annotations
 
@@ -156,7 +156,7 @@ def test_path_json_rejects_malformed_nodes(bad):
 
 
 def test_executor_agrees_with_brute_force_on_random_graphs():
-    """Property check: a direct re-implementation of SPEC section 3 on random graphs and paths."""
+    """Property check: a direct re-implementation of the matching rule on random graphs and paths."""
     import random
 
     from hardneg.core.attributes import AttributeTable

@@ -1,4 +1,4 @@
-"""Fuzzing ingest and the path stage with malformed graphs, ids, names and images (issue 15).
+"""Fuzzing ingest and the path stage with malformed graphs, ids, names and images.
 
 Each example is a small corpus of good and bad images, run through the real stages (ingest up to paths,
 `core.stage.Run`) on a scene-graph file and an images folder written for it. Whatever the mix:

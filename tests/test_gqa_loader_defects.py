@@ -1,4 +1,4 @@
-"""The loader's defences against hostile or broken text (issue 15): control characters, newlines and
+"""The loader's defences against hostile or broken text: control characters, newlines and
 overlong words in names, attributes and relations; duplicate object ids and duplicate JSON keys, which
 a JSON parser silently resolves last-wins; unusable image ids; values only a lenient parser reads."""
 

@@ -289,7 +289,7 @@ def test_seam_score_separates_pasted_blocks_from_seamless_edits(graphs, images):
             seamless += soft
             pasted += scorer.score([(image, block, box)])
     assert all(0.0 <= s <= 1.0 for s in seamless + pasted)
-    assert max(seamless) < 0.2 < min(pasted)  # SPEC 1.6's realism threshold sits between them
+    assert max(seamless) < 0.2 < min(pasted)  # FineCops-Ref's realism threshold sits between them
     assert min(pasted) - max(seamless) > 0.08 and np.median(pasted) > 0.5
 
 

@@ -182,7 +182,7 @@ def test_lexicon_backend_is_deterministic_and_prefers_antonyms():
 
 
 def test_no_emitted_replacement_or_swap_is_still_true_by_the_word_tables(demo_run: Path):
-    """Issue 11: on the whole demo, every replacement contradicts what it replaced and no swap exchanges
+    """On the whole demo, every replacement contradicts what it replaced and no swap exchanges
     words that could both be true (synonyms, plural forms, kinds, parts, compatible words, crowd names)."""
     from hardneg.core.words import Words
 
@@ -211,7 +211,7 @@ def test_no_emitted_replacement_or_swap_is_still_true_by_the_word_tables(demo_ru
 
 
 def test_a_clean_demo_run_writes_no_reject_twice(demo_run: Path):
-    """Regression (issue 15): two relations of one node refused alike read as one line twice; a reject
+    """Regression: two relations of one node refused alike read as one line twice; a reject
     says which relation (`edge`) and word it is about."""
     lines = (demo_run / "rejects.jsonl").read_bytes().splitlines()
     assert lines and len(lines) == len(set(lines))

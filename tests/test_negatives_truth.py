@@ -1,4 +1,4 @@
-"""Negatives that truly contradict (issue 11): every fault the audit found on real GQA, on hand-made graphs.
+"""Negatives that truly contradict: every fault the audit found on real GQA, on hand-made graphs.
 
 The language backend here is a scripted one that answers what an LLM answered in the audit and applies
 the pipeline's validation exactly as the real backends do; the negatives come from the real search."""

@@ -1,6 +1,6 @@
 """OS errors a user can fix (read-only or full disks, a path through a file) are one `hardneg: error:`
 line naming the path and the fix, exit status 2, never a traceback; rerunning afterwards resumes and
-gives what a fresh run gives (issue 15). Real file systems where the test runs as root (a tmpfs mounted
+gives what a fresh run gives. Real file systems where the test runs as root (a tmpfs mounted
 read-only, or too small), chmod or a patched write otherwise."""
 
 from __future__ import annotations
@@ -211,7 +211,7 @@ def test_an_output_below_a_file_is_one_line(tiny_cfg, tmp_path, capsys):
 
 
 def test_prefect_home_is_never_inside_the_repository(monkeypatch):
-    """Regression (issue 15, fixed by the CLI redesign): Prefect's database lived in the repository."""
+    """Regression (fixed by the CLI redesign): Prefect's database lived in the repository."""
     from hardneg.cli import prefect_env_defaults
     from tests.helpers import REPO_ROOT
 

@@ -1,4 +1,4 @@
-"""Positives a person can resolve (issue 12): every fault of the audit that the graph alone exposes, on
+"""Positives a person can resolve: every fault of the audit that the graph alone exposes, on
 hand-made graphs, plus the detector that finds what the graph missed (a drawn, unannotated twin)."""
 
 from __future__ import annotations

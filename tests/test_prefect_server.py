@@ -2,7 +2,7 @@
 deploys prefect.yaml; `hardneg serve` fires a cron run that completes, is named after its run folder and
 config, sends its stage logs and leaves a stats artifact and a report link on the server; a run into a
 folder another process is writing refuses with a clear message; `serve` stops on SIGTERM even after the
-server went away. Before issue 14: no prefect.yaml, random run names, a JSON-blob parameter, no logs or
+server went away. Before this was built: no prefect.yaml, random run names, a JSON-blob parameter, no logs or
 artifacts from successful runs, overlapping runs both wrote the folder, and `serve` hung on SIGTERM."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """A terminal that talks: a line per finished stage (time, items in and out, rejects), a closing summary
 naming stats.md and report.html, bars only on a terminal, and Prefect's and httpx's chatter only with -v.
 The runner's progress hooks (`core/progress.py`) drive it the same way for `run_local` and the Prefect
-flow. All of it fails on the code before issue 14, which printed nothing for the whole run, then a dict."""
+flow. All of it fails on the code before this was built, which printed nothing for the whole run, then a dict."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SugarCREPE adversarial refinement (filters.refine) against SPEC section 5."""
+"""SugarCREPE adversarial refinement (filters.refine) against the paper's rule."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Resuming is a fresh run (issue 15): for every config key a stage declares, change it to another valid
+"""Resuming is a fresh run: for every config key a stage declares, change it to another valid
 value; resuming a finished run with the new config must write byte-identical splits and rejects to a
 fresh run with that config. A stage that forgets a key it depends on (the images stage once left out
 `splits`) fails here, and so does a new key nobody gave a change: add one to CHANGES."""

@@ -1,6 +1,6 @@
 """`hardneg split` is honest: it starts from the run's own config each call, prints counts before and
 after, refuses (exit 2, run unchanged) a rule that would drop everything unless `--force`, and refuses
-thresholds of a filter that never ran. Which tests fail on the code before issue 14 and which guard the
+thresholds of a filter that never ran. Which tests fail on the code before this was built and which guard the
 stage redesign's fixes against regressions is said on each."""
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def _snapshot(root: Path) -> dict[str, bytes]:
 
 
 def test_split_prints_counts_before_and_after(run: Path, tmp_path: Path, capsys):
-    """Fails before issue 14: split printed two dicts, no table."""
+    """Failed before this was built: split printed two dicts, no table."""
     assert main(["split", str(run), "--config", _yaml(tmp_path, "filters: {thresholds: {seam: {max: 0.01}}}\n")]) == 0
     out = capsys.readouterr().out
     assert "before" in out and "after" in out and "change" in out
@@ -55,7 +55,7 @@ def test_split_prints_counts_before_and_after(run: Path, tmp_path: Path, capsys)
 
 
 def test_a_rule_that_drops_everything_is_refused_and_leaves_the_run_as_it_was(run: Path, tmp_path: Path, capsys):
-    """Fails before issue 14: `require_clip`-like rules dropped every negative with exit 0."""
+    """Failed before this was built: `require_clip`-like rules dropped every negative with exit 0."""
     assert _image_negatives(run) > 0
     before = _snapshot(run)
     drop_all = _yaml(tmp_path, "filters: {thresholds: {seam: {max: -1.0}}}\n")

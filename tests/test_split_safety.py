@@ -1,4 +1,4 @@
-"""`hardneg split` and the write stage never destroy good output (issue 15): split refuses a run whose
+"""`hardneg split` and the write stage never destroy good output: split refuses a run whose
 stored work is incomplete or stale; outputs are written beside the old ones and swapped in only when
 complete; a crash in the middle of the swap is finished on the next start."""
 
@@ -128,7 +128,7 @@ def test_an_unfinished_staging_is_discarded_and_the_old_outputs_kept(tiny_run, t
     ids=["images stage deleted", "language shard deleted", "filters unit marker deleted"],
 )
 def test_split_refuses_a_run_whose_work_is_incomplete(tiny_run, tmp_path, damage, problem):
-    """Regression (issue 15, fixed by the Stage redesign): split used to re-decide from whatever was left."""
+    """Regression (fixed by the Stage redesign): split used to re-decide from whatever was left."""
     root = _copy(tiny_run, tmp_path)
     before = outputs(root)
     damage(root)

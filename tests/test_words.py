@@ -1,4 +1,4 @@
-"""The word-semantics tables and their reader (core/words.py): issue 11's false negatives are refused with
+"""The word-semantics tables and their reader (core/words.py): the audited false negatives are refused with
 the right reason, true contradictions are accepted, English agreement and articles come out right, and
 the tables are consistent and cover GQA's frequent vocabulary."""
 
@@ -26,7 +26,7 @@ def refused(verdict: tuple[bool, str], *fragments: str) -> bool:
     return not ok and all(f in why for f in fragments)
 
 
-# ---------------------------------------------------------------- issue 11: every measured false negative
+# ---------------------------------------------------------------- every measured false negative
 
 
 @pytest.mark.parametrize(
@@ -379,7 +379,7 @@ def test_relation_forms_read_gqa_and_vg_lemmas(words: Words) -> None:
 
 
 def test_symmetric_and_converse_relations(words: Words) -> None:
-    # issue 11: no swap between two nodes joined by a symmetric relation
+    # no swap between two nodes joined by a symmetric relation
     assert words.is_symmetric("next to") and words.is_symmetric("near") and words.is_symmetric("stand next to")
     assert not words.is_symmetric("to the left of") and not words.is_symmetric("on")
     assert words.converse("to the left of") == "to the right of"
