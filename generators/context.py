@@ -9,12 +9,14 @@ The facts of a path are its attributes ("attr", a, name) and its relations ("rel
 object). A change touches some of them; each touched fact must be seen
 
 - exactly (N(white, plate) > 0; N(meat, on, plate) > 0), or
-- with a context name it did not change backed off to the name's replacement category
-  (`Words.name_category`), which lets a corpus of a hundred images speak: "bowl" in place of "plate" in
-  "the soup on the plate" is attested by N(soup, on, bowl) or N(food, on, bowl); "straw" in "the meat on the
-  straw" is not, since nothing of the kind of meat is ever on a straw. An attribute backs off to the
-  kind of its name (N(silk, structure) = 0: no silk bridge). The changed word itself never backs off:
-  a class always has some member that fits;
+- for a relation, with a name the change kept backed off to its kind (the word tables' replacement
+  category, `Words.name_category`), which lets a corpus of a hundred images speak: "bowl" in place of
+  "plate" in "the soup on the plate" is attested by N(soup, on, bowl) or N(food, on, bowl). The changed
+  name never backs off, or a kind would always have some member that fits: "straw" in "the meat on the
+  straw" needs something of the kind of meat seen on a straw, and nothing is;
+- for an attribute, on the kind of its name (N(silk, structure) = 0: no silk bridge; N(framed, food) = 0:
+  no framed cake), or when the word tables' `free_on` says its category fits anything of that kind (made
+  things come in any colour, anything in sizes: a green chair needs no evidence, a blue banana does);
 - for a positional relation (left/right, in front/behind, next to, near: `Words.is_positional`), also when
   the two names, or a changed name and the kind of the other, are seen in any positional relation either
   way, or both are objects of the image: any two objects that share a scene stand somewhere relative to
@@ -22,8 +24,8 @@ object). A change touches some of them; each touched fact must be seen
   negatives). "The girl in front of the zebra" needs a zebra seen beside a person.
 
 A change's weight is the product of its facts' counts (a fact seen only backed off weighs `BACKOFF` times
-its backed-off count); a change
-that touches no fact (a bare name) weighs its word's corpus count. Replacements are drawn in proportion to
+its backed-off count, a free attribute `BACKOFF` squared times the attribute's count); a change that
+touches no fact (a bare name) weighs its word's corpus count. Replacements are drawn in proportion to
 these weights, so a negative's words are distributed like the positives' words in that context, which
 is what leaves a blind scorer at chance without throwing most negatives away.
 """
@@ -217,6 +219,14 @@ class Context:
                 return 0.0, f"{self.describe(filled)} is never seen in the corpus, nor anything of its kind there"  # type: ignore[arg-type]
             weight *= s
         return weight, None
+
+    def attested(
+        self, frame: tuple[tuple[Fact, frozenset[str]], ...], words: list[str]
+    ) -> tuple[tuple[str, ...], tuple[float, ...], int]:
+        """The `words` the frame attests, most plausible first, their weights, and how many it does not."""
+        weighed = [(w, self.fill(frame, w)[0]) for w in words]
+        kept = sorted(((w, x) for w, x in weighed if x > 0), key=lambda wx: (-wx[1], wx[0]))
+        return tuple(w for w, _ in kept), tuple(x for _, x in kept), len(weighed) - len(kept)
 
 
 def change_of(site: Site, replacement: str | None = None) -> Change:

@@ -22,6 +22,7 @@ from hardneg.core.executor import GraphIndex, execute
 from hardneg.core.plausibility import Plausibility
 from hardneg.core.records import PathEdge, PathNode, Reject, SameEdge, SceneGraph, TextNegative
 from hardneg.core.words import Words
+from hardneg.generators.context import VERSION as CONTEXT_VERSION
 from hardneg.generators.context import Context, change_of
 from hardneg.generators.export_certify import VERSION as CERTIFY_VERSION
 from hardneg.generators.export_certify import Certifier
@@ -36,7 +37,8 @@ from hardneg.generators.sites import (
     site_order,
 )
 
-GENERATOR = f"negatives_text@v2+{CERTIFY_VERSION}"  # v2: certified false, not just unmatched
+# v2: certified false, not just unmatched; v3: plausible by construction (the context), worded like the positive
+GENERATOR = f"negatives_text@v3+{CERTIFY_VERSION}+{CONTEXT_VERSION}"
 
 
 def map_node(path: PathNode, index: int, fn: Callable[[PathNode], PathNode]) -> PathNode:
@@ -118,18 +120,11 @@ class NegativeContext:
         key = (site.part, site.word, site.category, frame, others)
         got = self._options.get(key)
         if got is None:
-            weighed = []
-            for w in self.pool(site, path):
-                if w in others:
-                    continue
-                weight, _ = self.context.fill(frame, w)
-                if weight > 0:
-                    weighed.append((w, weight))
-                else:
-                    self.refused[f"{site.part}:unattested"] += 1
-            weighed.sort(key=lambda x: (-x[1], x[0]))
-            weighed = weighed[: self.max_options]
-            got = self._options[key] = (tuple(w for w, _ in weighed), tuple(x for _, x in weighed))
+            words, weights, unattested = self.context.attested(
+                frame, [w for w in self.pool(site, path) if w not in others]
+            )
+            self.refused[f"{site.part}:unattested"] += unattested
+            got = self._options[key] = (words[: self.max_options], weights[: self.max_options])
         return got
 
     @staticmethod
