@@ -138,7 +138,7 @@ def write_stats(root: Path, stats: dict[str, Any]) -> None:
     if mix.get("refine_groups"):
         rows = [[g, r["pairs"], r["kept"], f"{r['kept'] / r['pairs']:.0%}" if r["pairs"] else "-"]
                 for g, r in sorted(mix["refine_groups"].items())]  # fmt: skip
-        title = "Refinement per negative type and level (a level too small to balance joins its type)"
+        title = "Refinement per negative type and level (a type with a level too small to balance is one group)"
         parts.append(_table(title, ["group", "pairs", "kept", "rate"], rows))
     review = stats.get("review") or {}
     if review.get("items"):

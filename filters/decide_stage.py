@@ -257,13 +257,15 @@ def _refine(
     """Kept ids, dropped ids with reasons, each pair's cell, and what each pair group kept."""
     if not cfg.refine.enabled:
         return set(rows), {}, {}, {}
-    # each negative type and level on its own; a level too small to fill one cell per quadrant joins its type
+    # each negative type and level on its own; a type with a level too small to fill one cell per quadrant is
+    # balanced as one group
     sizes = Counter(r.get("group", "") for r in rows.values())
     small = 4 * max(cfg.refine.min_per_cell, 1)
+    pooled = {g.rpartition("/L")[0] for g, n in sizes.items() if n < small and cfg.refine.min_per_cell}
 
     def group(r: dict[str, Any]) -> str:
         g = r.get("group", "")
-        return g if sizes[g] >= small or not cfg.refine.min_per_cell else g.rpartition("/L")[0]
+        return g.rpartition("/L")[0] if g.rpartition("/L")[0] in pooled else g
 
     pairs = [
         RefinePair(str(r["id"]), r["s1"][0] - r["s1"][1], r["s2"][0] - r["s2"][1], group(r)) for r in rows.values()
