@@ -2,6 +2,7 @@
 
     python -m benchmarks.truth_rules                         # the demo world (40 scenes)
     python -m benchmarks.truth_rules --synthetic 2000        # a synthetic GQA-like corpus of 2,000 images
+    python -m benchmarks.truth_rules --scene-graphs val_sceneGraphs.json   # real GQA scene graphs
 
 Runs ingest -> hygiene -> plausibility -> paths -> select -> language (lexicon, offline) in a temp folder and
 prints, as markdown:
@@ -62,11 +63,15 @@ def table(title: str, rows: dict[str, Counter], cols: list[tuple[str, int]]) -> 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--synthetic", type=int, default=0, help="images of a synthetic GQA-like corpus (0: the demo)")
+    ap.add_argument("--scene-graphs", type=Path, help="real GQA scene graphs (a *_sceneGraphs.json) instead")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         base: dict = {"images": {"enabled": False}, "seed": args.seed}
-        if args.synthetic:
+        if args.scene_graphs is not None:
+            base |= {"inputs": {"scene_graphs": str(args.scene_graphs.resolve())}}
+            what = f"scene graphs of {args.scene_graphs.name} ({args.scene_graphs.resolve().parent.name})"
+        elif args.synthetic:
             from benchmarks.synthetic_gqa import write_synthetic_gqa
 
             corpus = Path(tmp) / "synthetic_sceneGraphs.json"
@@ -92,6 +97,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Hygiene: {merged} duplicate annotations merged, {dropped} contradicted spatial edges dropped.\n")
         print(table("Candidate positives (all rules on)", {"kept": on}, cols))
         print(table("Positives each rule removed, per type and level", removed, cols))
+        kept_ids = {r["id"] for r in full.read_all("language", "positives")}
+        after = Counter(
+            (r["tuple_type"], r["level"]) for r in full.read_all("paths", "positives") if r["id"] in kept_ids
+        )
+        print(table("Positives after balancing and the English check, per type and level", {"kept": after}, cols))
         stats = full.summary("language")["stats"]
         refused = Counter({k: v for k, v in stats.items() if k.startswith(("refused:", "options_refused:"))})
         print("### Negatives refused, by rule\n\n| where | rule | count |\n|---|---|---|")

@@ -98,7 +98,9 @@ class PathsConfig(_Strict):
     # crowd_anchors: a path that needs a relation to tell its target apart never rests on a crowd name;
     # name_chains: no name three times in a path, and no related object of the target's name when the
     #   image holds more than two of it ("the window right of a window right of a window");
-    # size_across_categories: same_attr on size only between objects of one name category.
+    # size_across_categories: same_attr on size only between objects of one name category;
+    # repeated_conjuncts: no `and` whose two branches read the same ("right of a banana and right of a banana");
+    # many_targets, printed_targets: what the corpus says about annotations (generators/annotation_rules.py).
     rules: list[str] = Field(default_factory=lambda: list(PATH_RULES))
 
     @field_validator("rules")
@@ -117,7 +119,8 @@ class PathsConfig(_Strict):
         return v
 
 
-PATH_RULES = ("crowd_targets", "crowd_anchors", "name_chains", "size_across_categories")
+PATH_RULES = ("crowd_targets", "crowd_anchors", "name_chains", "size_across_categories", "repeated_conjuncts",
+              "many_targets", "printed_targets")  # fmt: skip
 
 
 class HygieneConfig(_Strict):
@@ -222,6 +225,13 @@ class NegativeMixConfig(_Strict):
         return v
 
 
+class RiskConfig(_Strict):
+    """Each positive's risk, what its graph cannot rule out (generators/annotation_rules.py): the review
+    app shows the riskiest first; `max` drops positives above it (`hardneg split` may change it)."""
+
+    max: float | None = Field(None, ge=0.0, le=1.0)  # None: flag only
+
+
 SplitName = Literal["train", "val", "test"]
 
 
@@ -289,6 +299,7 @@ class RunConfig(_Strict):
     language: LanguageConfig = LanguageConfig()
     refine: RefineConfig = RefineConfig()
     negative_mix: NegativeMixConfig = NegativeMixConfig()
+    risk: RiskConfig = RiskConfig()
     images: ImagesConfig = ImagesConfig()
     filters: FiltersConfig = FiltersConfig()
     exports: ExportsConfig = ExportsConfig()  # the other benchmark shapes (core/export_config.py)

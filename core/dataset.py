@@ -63,6 +63,8 @@ POSITIVE_COLUMNS: list[tuple[str, str, str]] = [
     ("path", JSON, "the referring path (re-executable against the scene graph)"),
     ("template", STR, "template id"),
     ("generator", STR, "generator version"),
+    ("scores", JSON, "scores by name: annotation_risk, and a detector's where one ran"),
+    ("risk_reasons", JSON, "what the graph cannot rule out, each with its weight"),
     ("extra", JSON, "fields this schema does not know yet"),
 ]
 NEGATIVE_COLUMNS: list[tuple[str, str, str]] = [

@@ -27,12 +27,15 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from hardneg.core.annotations import AnnotationStats
+from hardneg.core.hygiene import words_digest
 from hardneg.core.ingest import row_to_graph
 from hardneg.core.records import PathNode, SceneGraph
 from hardneg.core.splits import image_unit
 from hardneg.core.stage import Stage, Unit
+from hardneg.core.words import Words
 
-VERSION = "plausibility@v2"  # v2: also the counts of each half of the corpus (cross-fitting)
+VERSION = "plausibility@v3"  # v2: the counts of each half of the corpus (cross-fitting); v3: annotations
 B = 5.0  # pseudo-counts of the backoff distribution
 LAMBDA = 0.8  # weight of a triple's own relative frequency against the independence estimate
 MIN_SUPPORT = 50  # a name (or a subject/object in a role) seen fewer times than this decides nothing
@@ -152,23 +155,31 @@ def fold_of(image_id: str) -> int:
 
 class PlausibilityStage(Stage):
     """Corpus statistics of the cleaned graphs, for generation, refinement, swaps and the probes: the
-    whole corpus (`counts`) and each half of it (`foldcounts`, rows with a `fold`) for cross-fitting."""
+    whole corpus (`counts`) and each half of it (`foldcounts`, rows with a `fold`) for cross-fitting; and
+    how names are annotated (`annotations`, `core/annotations.py`) for the paths stage."""
 
     name = "plausibility"
     version = VERSION
     reads = ("hygiene",)
     sharded = False
 
+    def extra_fingerprint(self, run: Any) -> Any:
+        return words_digest()  # the annotation statistics read the word tables' surfaces
+
     def run(self, unit: Unit) -> None:
         counts = Counts()
         folds = (Counts(), Counts())
+        annotations = AnnotationStats()
+        words = Words.load()
         for row in unit.read_all("hygiene", "graphs"):
             unit.items_in += 1
             graph = row_to_graph(row)
             counts.add(graph)
             folds[fold_of(graph.image_id)].add(graph)
+            annotations.add(graph, words)
         unit.write("counts", counts.rows())
         unit.write("foldcounts", ({**r, "fold": k} for k, c in enumerate(folds) for r in c.rows()))
+        unit.write("annotations", annotations.rows())
         unit.stats.update(names=len(counts.names), attributes=len(counts.attributes), triples=len(counts.triples))
 
 

@@ -216,6 +216,7 @@ class Positive:
     generator: str
     spatial: bool
     attribute: bool
+    risk_reasons: list[dict[str, Any]] = field(default_factory=list)  # what the graph cannot rule out
 
     @staticmethod
     def make_id(image_id: str, path: PathNode) -> int:
@@ -256,6 +257,7 @@ class Positive:
             "distractors": self.distractors,
             "template": self.template,
             "generator": self.generator,
+            "risk_reasons": self.risk_reasons,
         }
 
 

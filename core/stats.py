@@ -42,6 +42,15 @@ def text_mix(language: dict[str, int], decide_meta: dict[str, Any]) -> dict[str,
     }
 
 
+def positive_risk(decide_stats: dict[str, int], max_risk: float | None) -> dict[str, Any]:
+    """Positives per risk band (generators/annotation_rules.py) and how many `risk.max` dropped."""
+    return {
+        "bands": {b: decide_stats.get(f"risk:{b}", 0) for b in ("none", "low", "medium", "high")},
+        "max": max_risk,
+        "dropped": decide_stats.get("risk_dropped", 0),
+    }
+
+
 def build_stats(
     positives: Counter,
     text_negatives: Counter,
@@ -140,6 +149,13 @@ def write_stats(root: Path, stats: dict[str, Any]) -> None:
                 for g, r in sorted(mix["refine_groups"].items())]  # fmt: skip
         title = "Refinement per negative type and level (a type with a level too small to balance is one group)"
         parts.append(_table(title, ["group", "pairs", "kept", "rate"], rows))
+    risk = stats.get("positive_risk") or {}
+    if risk.get("bands"):
+        rows = [[b, n] for b, n in risk["bands"].items()]
+        title = "Positives by risk: none 0, low < 0.3, medium < 0.5, high (what the graph cannot rule out; " + (
+            f"`risk.max` {risk['max']} dropped {risk['dropped']})" if risk["max"] is not None else "not dropped)"
+        )
+        parts.append(_table(title, ["risk", "positives"], rows))
     review = stats.get("review") or {}
     if review.get("items"):
         rows = [

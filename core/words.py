@@ -79,6 +79,7 @@ class Words(_NounSemantics, _AttributeSemantics, _RelationSemantics):
     _mass: frozenset[str]
     _crowd: dict[str, tuple[str, str]]  # name -> (group, reason)
     _not_object: dict[str, tuple[str, str]]
+    _surfaces: dict[str, str]  # canonical name -> "text" | "pictures": its box holds print or pictures
     _categories: tuple[Category, ...]
     _known_nouns: frozenset[str]
     # attributes

@@ -143,6 +143,19 @@ class _NounSemantics(_NounForms):
     def is_part_name(self, name: str) -> bool:
         return bool(self._whole_closure(self._c(name)))
 
+    def surface_kind(self, name: str) -> str | None:
+        """ "text" for a name whose box holds print (a sign, a banner, a label, a marking), "pictures" for one
+        that shows pictures (a painting, a screen, a flag), else None."""
+        key = ("surface", name)
+        if key not in self._cache:
+            c = self._c(name)
+            kind = self._surfaces.get(c) or next(
+                (self._surfaces[a] for a in self._ancestors(c) if a in self._surfaces), None
+            )
+            hit = self._not_object_hit(name)
+            self._cache[key] = kind or ("text" if hit is not None and hit[0] == "marking" else None)
+        return self._cache[key]
+
     def is_part_of_things(self, name: str) -> bool:
         """A part name every whole of which is a thing, not a place (a crust, a handle, a head; not a sink or
         a window, which rooms have): without something it is part of in view, the name is out of place."""

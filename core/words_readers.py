@@ -70,6 +70,13 @@ def _load_nouns(data: dict[str, Any]) -> dict[str, Any]:
 
     crowd = groups("crowd")
     not_object = groups("not_objects")
+    surfaces: dict[str, str] = {}
+    for kind, names in (data.get("surfaces") or {}).items():
+        if kind not in ("text", "pictures"):
+            raise ValueError(f"surfaces.{kind}: the kinds are 'text' and 'pictures'")
+        for n in _names(names, f"surfaces.{kind}"):
+            surfaces.setdefault(c(n), str(kind))
+            known.add(n)
     mass = frozenset(_names(data.get("mass") or [], "mass"))
     known.update(crowd, mass)
 
@@ -116,6 +123,7 @@ def _load_nouns(data: dict[str, Any]) -> dict[str, Any]:
         "_mass": mass,
         "_crowd": crowd,
         "_not_object": not_object,
+        "_surfaces": surfaces,
         "_categories": tuple(cats),
         "_known_nouns": frozenset(known | {c(k) for k in known}),
     }

@@ -28,7 +28,7 @@ from hardneg.core.publish import begin, publish
 from hardneg.core.runfolder import resolve_inputs
 from hardneg.core.splits import split_of
 from hardneg.core.stage import Run, Stage, Unit
-from hardneg.core.stats import build_stats, text_mix, write_stats
+from hardneg.core.stats import build_stats, positive_risk, text_mix, write_stats
 
 SPLITS = ("train", "val", "test")
 
@@ -63,6 +63,7 @@ class WriteStage(Stage):
                     continue
                 if (pd := positive_decisions.get(r["id"])) is not None and pd.get("scores"):
                     r["scores"] = pd["scores"]  # e.g. the detector's: the review app's queue reads them
+                    r["risk_reasons"] = pd.get("risk_reasons", r.get("risk_reasons", []))
                 split = split_of(r["image_id"], cfg.splits)
                 r["split"] = split
                 writers[split].write(r)
@@ -103,6 +104,7 @@ class WriteStage(Stage):
         decide = summaries["decide"]["meta"]
         mix = text_mix(summaries["language"]["stats"], decide)
         stats = build_stats(table, neg_table, image_table, filters, decide.get("review"), mix)
+        stats["positive_risk"] = positive_risk(summaries["decide"]["stats"], unit.cfg.risk.max)
         write_stats(out, stats)
         manifest = _manifest(unit.run, summaries, table, neg_table, image_table, writers, neg_writers)
         manifest["counts"]["filters"] = stats["filters"]

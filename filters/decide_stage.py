@@ -26,6 +26,7 @@ from hardneg.filters.decide import Rule, decide_image, first_failure, flatten, r
 from hardneg.filters.mix import VERSION as MIX_VERSION
 from hardneg.filters.mix import MixItem, mix
 from hardneg.filters.refine import RefinePair, refine
+from hardneg.generators.annotation_rules import RISK_WEIGHTS, combine, risk_band
 from hardneg.review.apply import apply_labels, load_labels
 from hardneg.review.apply import summary as review_summary
 
@@ -56,7 +57,7 @@ class _Tally:
 
 class DecideStage(Stage):
     name = "decide"
-    version = "decide@v4"  # v4: refinement per type and level; the type mix of text negatives
+    version = "decide@v5"  # v4: refinement per type and level, the type mix of text negatives; v5: positives' risk
     reads = ("language", "images", "filters", "refine")
     config = (
         "seed",
@@ -68,6 +69,7 @@ class DecideStage(Stage):
         "refine.min_per_cell",
         "negative_mix",
         "language.negative_types",
+        "risk",
     )
     sharded = False
     decision = True
@@ -99,20 +101,34 @@ class DecideStage(Stage):
         unit.meta["thresholds"] = {r.name: r.thresholds.model_dump() for r in rules_}
 
     def _positives(self, unit: Unit, stored: dict, active: list[Rule], tally: _Tally) -> list[dict[str, Any]]:
+        """Each positive's filters, and its risk (`generators/annotation_rules.py`): what the graph cannot
+        rule out, plus "no detector looked for an unannotated twin" where none is configured; a positive
+        above `risk.max` is dropped."""
+        cfg = unit.cfg
+        run_reasons = []
+        if "detector" not in cfg.filters.scorers:
+            why = "no detector looked for an unannotated object of the target's name"
+            run_reasons.append({"kind": "no_detector", "why": why, "weight": RISK_WEIGHTS["no_detector"]})
         out = []
         for r in unit.read_all("language", "positives"):
             unit.items_in += 1
             unit.stats["positives"] += 1
-            by_version = stored.get(r["id"], {}).get("scores")
-            if not by_version:
-                continue
+            reasons = [*r.get("risk_reasons", []), *run_reasons]
+            risk = combine(x["weight"] for x in reasons)
+            unit.stats[f"risk:{risk_band(risk)}"] += 1
+            by_version = stored.get(r["id"], {}).get("scores") or {}
             applied, why = first_failure(by_version, active, "positive")
             tally.rules("positive", applied, why is not None)
-            scores = flatten(by_version)
+            scores = {**flatten(by_version), "annotation_risk": risk}
+            if why is None and cfg.risk.max is not None and risk > cfg.risk.max:
+                kinds = ", ".join(sorted({x["kind"] for x in reasons}))
+                why = f"risk: {risk:.2f} above risk.max {cfg.risk.max} ({kinds})"
+                unit.stats["risk_dropped"] += 1
             if why is not None:
                 detail = {"tuple_type": r["tuple_type"], "level": r["level"], "expression": r["expression"], **scores}
-                unit.reject(Reject("filter", why, r["image_id"], r["id"], detail=detail))
-            out.append({"id": r["id"], "keep": why is None, "reason": why, "scores": scores})
+                unit.reject(Reject("risk" if why.startswith("risk: ") else "filter", why, r["image_id"], r["id"],
+                                   detail=detail))  # fmt: skip
+            out.append({"id": r["id"], "keep": why is None, "reason": why, "scores": scores, "risk_reasons": reasons})
         return out
 
     def _text(

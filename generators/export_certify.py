@@ -108,6 +108,16 @@ class Certifier:
                 return f"object {o.id} ('{o.name}') may match: the graph does not contradict the path there"
         return None
 
+    def doubtful(self, path: PathNode, graph: SceneGraph, target: str) -> str | None:
+        """For a positive: why an object other than `target` may carry `path` as well, its description not
+        contradicted by the graph (a plate with no colour annotated may well be the white plate), or None."""
+        memo: dict[tuple[int, str], bool] = {}
+        bare = path.without_ids()
+        for o in self.candidates(bare.name, graph):
+            if o.id != target and not self._excluded(bare, o, graph, memo):
+                return f"{o.name} {o.id} may fit as well: nothing annotated on it rules the expression out"
+        return None
+
     def present(self, path: PathNode, graph: SceneGraph, index: GraphIndex | None = None) -> bool:
         """The executor's "some object matches" (the positive half of a probe)."""
         return bool(execute(path.without_ids(), index or GraphIndex(graph, self.table)))

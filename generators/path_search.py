@@ -269,6 +269,12 @@ def rule_refusal(search: PathSearch, target_name: str, elements: tuple[Element, 
             return "name_chains"
     if "crowd_anchors" in rules and has_d and any(words.is_crowd(n) for n in related):
         return "crowd_anchors"  # every hop is needed when the name has distractors: it would rest on a crowd
+    if "repeated_conjuncts" in rules and len(elements) == 2:
+        (a, b), phrase = elements, search.res.relations.phrase
+        if phrase.get(a.relation, a.relation) == phrase.get(b.relation, b.relation) and (
+            a.child.without_ids() == b.child.without_ids()
+        ):
+            return "repeated_conjuncts"  # "right of a yellow banana and right of a yellow banana"
     return None
 
 

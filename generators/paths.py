@@ -10,14 +10,18 @@ import random
 from collections import Counter
 from dataclasses import dataclass
 
+from hardneg.core.annotations import AnnotationStats
 from hardneg.core.balance import attributes_swappable
 from hardneg.core.config import RunConfig
 from hardneg.core.executor import GraphIndex, execute, matches_exactly
 from hardneg.core.hygiene import words_digest
 from hardneg.core.ingest import row_to_graph
-from hardneg.core.records import PathEdge, PathNode, Positive, Reject, SameEdge, SceneGraph, keyed_seed
+from hardneg.core.plausibility import Counts
+from hardneg.core.records import PathEdge, PathNode, Positive, Reject, SameEdge, SceneGraph, SceneObject, keyed_seed
 from hardneg.core.stage import Run, Stage, Unit
 from hardneg.core.vocab import RelationVocab
+from hardneg.generators.annotation_rules import Evidence, many_refusal, printed_refusal, risk_reasons
+from hardneg.generators.export_certify import Certifier
 from hardneg.generators.path_search import PathSearch, candidate_paths
 from hardneg.generators.targets import GENERATOR, PathResources, box_reason, related_ok, target_reason
 
@@ -76,16 +80,18 @@ def has_attribute(path: PathNode) -> bool:
 
 
 def generate_positives(
-    graph: SceneGraph, cfg: RunConfig, res: PathResources
+    graph: SceneGraph, cfg: RunConfig, res: PathResources, evidence: Evidence | None = None
 ) -> tuple[list[Positive], list[Reject], Counter]:
-    """All positives of one image (before global balancing), the rejected candidates, and counts."""
+    """All positives of one image (before global balancing), the rejected candidates, and counts.
+    `evidence`: what the corpus says about annotations (`generators/annotation_rules.py`); without it the
+    rules that need the corpus decide nothing."""
     stats: Counter = Counter()
     rejects: list[Reject] = []
     search = PathSearch(graph, cfg, res)
     kept: list[Positive] = []
     for tid in sorted(graph.objects):
         obj = graph.objects[tid]
-        why = target_reason(obj, graph, cfg, res)
+        why = target_reason(obj, graph, cfg, res) or _annotation_reason(obj, graph, res, evidence, stats)
         if why is not None:
             stats["targets_filtered"] += 1
             rejects.append(Reject("targets", why, graph.image_id, detail={"object": tid, "name": obj.name}))
@@ -98,6 +104,11 @@ def generate_positives(
                 if not matches_exactly(path, search.index, tid):
                     # The masks and the executor disagree: a bug, never a silent keep.
                     raise AssertionError(f"image {graph.image_id}: mask search kept a non-unique path")
+                if "many_targets" in res.rules and (why := many_refusal(path, evidence)) is not None:
+                    stats["refused:many_targets"] += 1
+                    rejects.append(Reject("paths", why, graph.image_id, Positive.make_id(graph.image_id, path),
+                                          detail={"object": tid, "tuple_type": ptype}))  # fmt: skip
+                    continue
                 kept.append(_Candidate(path, ptype, path_level(path, search.index)))
                 found += 1
                 if found >= cfg.paths.per_target_type:
@@ -120,7 +131,18 @@ def generate_positives(
         stats["dropped_max_per_image"] += len(dropped)
     # Rendering is the costly part of a sample: only the ones kept are rendered.
     stats.update({f"refused:{rule}": n for rule, n in search.refused.items()})
-    return [_positive(graph, c, search, res) for c in kept], rejects, stats
+    certifier = Certifier(res.words, res.table)
+    return [_positive(graph, c, search, res, evidence, certifier) for c in kept], rejects, stats
+
+
+def _annotation_reason(
+    obj: SceneObject, graph: SceneGraph, res: PathResources, evidence: Evidence | None, stats: Counter
+) -> str | None:
+    """The annotation rule (`paths.rules`) that refuses a target, counted like the path rules."""
+    if "printed_targets" in res.rules and (reason := printed_refusal(obj, graph, res.words, evidence)) is not None:
+        stats["refused:printed_targets"] += 1
+        return reason
+    return None
 
 
 @dataclass(slots=True, frozen=True)
@@ -130,11 +152,19 @@ class _Candidate:
     level: int
 
 
-def _positive(graph: SceneGraph, c: _Candidate, search: PathSearch, res: PathResources) -> Positive:
+def _positive(
+    graph: SceneGraph,
+    c: _Candidate,
+    search: PathSearch,
+    res: PathResources,
+    evidence: Evidence | None,
+    certifier: Certifier,
+) -> Positive:
     path, ptype = c.path, c.ptype
     sid = Positive.make_id(graph.image_id, path)
     expression, template = res.renderer.render(path, ptype, sid, search.index)
     target = graph.objects[path.id]  # type: ignore[index]
+    twin = certifier.doubtful(path, graph, target.id)
     return Positive(
         id=sid,
         image_id=graph.image_id,
@@ -150,6 +180,7 @@ def _positive(graph: SceneGraph, c: _Candidate, search: PathSearch, res: PathRes
         generator=GENERATOR,
         spatial=is_spatial(path, res.relations),
         attribute=has_attribute(path),
+        risk_reasons=risk_reasons(path, target, graph, res.words, evidence, twin),
     )
 
 
@@ -181,7 +212,7 @@ class PathsStage(Stage):
 
     name = "paths"
     version = GENERATOR
-    reads = ("hygiene",)
+    reads = ("hygiene", "plausibility")
     config = ("seed", "attribute_table", "targets", "paths")
     data = ("attribute_table", "targets.poor_referents", "paths.relations", "paths.templates", "paths.english")
 
@@ -190,10 +221,18 @@ class PathsStage(Stage):
 
     def run(self, unit: Unit) -> None:
         res = PathResources.load(unit.cfg)
+        evidence = unit.shared(
+            "plausibility",
+            "evidence",
+            lambda: Evidence(
+                AnnotationStats.from_rows(unit.read_all("plausibility", "annotations")),
+                Counts.from_rows(r for r in unit.read_all("plausibility", "counts") if r["kind"] != "triples"),
+            ),
+        )
         rows: list[dict] = []
         for row in unit.read("hygiene", "graphs"):
             unit.items_in += 1
-            positives, rejects, stats = generate_positives(row_to_graph(row), unit.cfg, res)
+            positives, rejects, stats = generate_positives(row_to_graph(row), unit.cfg, res, evidence)
             rows.extend(p.to_vanilla() for p in positives)
             unit.rejects.extend(rejects)
             unit.stats.update(stats)

@@ -12,8 +12,9 @@ from hardneg.core.vocab import English, PoorReferents, RelationVocab
 from hardneg.core.words import Words
 from hardneg.generators.expressions import Renderer, Templates
 
-GENERATOR = "paths@v4"  # v2: the box rule reads every spelling of a direction; v3: refused:* once per hop
-# choice; v4: the per-image cap keeps candidates that allow a swap of attributes first
+GENERATOR = "paths@v5"  # v2: the box rule reads every spelling of a direction; v3: refused:* once per hop
+# choice; v4: the per-image cap keeps candidates that allow a swap of attributes first; v5: the annotation
+# rules and each positive's risk (generators/annotation_rules.py)
 
 
 @dataclass(slots=True, frozen=True)

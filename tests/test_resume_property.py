@@ -49,6 +49,7 @@ def _changes(world: Path) -> dict[str, dict[str, Any]]:
         "refine.enabled": {"refine": {"enabled": False}},
         "refine.bins_2d": {"refine": {"bins_2d": 4}},
         "refine.bins_1d": {"refine": {"bins_1d": 2}},
+        "risk": {"risk": {"max": 0.25}},
     }
 
 

@@ -163,7 +163,7 @@ def test_splits_are_by_image(demo_run: Path):
 def test_manifest_and_attribute_table(demo_run: Path):
     m = orjson.loads((demo_run / "manifest.json").read_bytes())
     assert Path(m["inputs"]["scene_graphs"]).exists() and Path(m["inputs"]["images"]).is_dir()
-    assert m["versions"]["stages"]["paths"] == "paths@v4"
+    assert m["versions"]["stages"]["paths"] == "paths@v5"
     assert m["versions"]["stages"]["images"] == "negatives_image@v1"
     assert m["versions"]["data"]["templates"] == "templates@v1"
     assert sum(m["counts"]["positives"].values()) == len(_positives(demo_run))

@@ -111,3 +111,20 @@ def test_every_stage_summary_and_the_manifest_carry_time_items_and_rejects(run: 
     for name, s in m["stages"].items():
         assert set(s) >= {"seconds", "items_in", "written", "rejects"}, name
     assert m["stages"]["paths"]["items_in"] > 0 and m["stages"]["paths"]["rejects"] > 0
+
+
+def test_split_drops_positives_above_the_risk_threshold_and_counts_them(run: Path, tmp_path: Path):
+    """`risk.max`: positives whose risk (what their graph cannot rule out) is above it go, with their
+    negatives, each to rejects.jsonl with the reason; stats.md counts the positives per risk band."""
+    before = sum(_manifest(run)["counts"]["positives"].values())
+    assert main(["split", str(run), "--config", _yaml(tmp_path, "risk: {max: 0.3}\n")]) == 0
+    after = sum(_manifest(run)["counts"]["positives"].values())
+    rejects = [orjson.loads(x) for x in (run / "rejects.jsonl").read_bytes().splitlines()]
+    dropped = [r for r in rejects if r["stage"] == "risk"]
+    assert dropped and after == before - len(dropped)
+    assert all(r["reason"].startswith("risk: ") and r["detail"]["annotation_risk"] > 0.3 for r in dropped)
+    kept = [
+        p for s in ("train", "val", "test") for p in orjson.loads((run / "splits" / s / "positive.json").read_bytes())
+    ]
+    assert all(p["scores"]["annotation_risk"] <= 0.3 and p["risk_reasons"] for p in kept)
+    assert f"`risk.max` 0.3 dropped {len(dropped)}" in (run / "stats.md").read_text()

@@ -1,0 +1,116 @@
+"""Positives a person can use on real photos: what the graph cannot see, guessed from the corpus
+(`core/annotations.py`, `generators/annotation_rules.py`), on hand-made graphs. Each case is one the audit
+of real GQA photos found; without the rule each was emitted as it was."""
+
+from __future__ import annotations
+
+from hardneg.core.annotations import AnnotationStats, split_pair
+from hardneg.core.config import load_config
+from hardneg.core.plausibility import Counts
+from hardneg.core.words import Words
+from hardneg.generators.annotation_rules import Evidence, combine
+from hardneg.generators.paths import PathResources, generate_positives
+from hardneg.review.priority import priority_key
+from tests.helpers import graph, obj
+
+CFG = load_config(None, {"paths": {"max_per_image": 100}})
+RES = PathResources.load(CFG)
+WORDS = Words.load()
+OFF = {"paths": {"max_per_image": 100, "rules": []}}
+
+
+def evidence(*graphs, times: int = 1) -> Evidence:
+    notes, counts = AnnotationStats(), Counts()
+    for _ in range(times):
+        for g in graphs:
+            notes.add(g, WORDS)
+            counts.add(g)
+    return Evidence(notes, counts)
+
+
+def run(g, ev: Evidence | None = None, cfg=CFG):
+    res = RES if cfg is CFG else PathResources.load(cfg)
+    return generate_positives(g, cfg, res, ev)
+
+
+def test_an_and_whose_two_branches_read_the_same_is_not_emitted():
+    """ "the monkey to the right of a yellow banana and to the right of a yellow banana"."""
+    g = graph(
+        obj("1", "monkey", rels=(("to the right of", "2"), ("to the right of", "3")), box=(300, 10, 60, 60)),
+        obj("2", "banana", ("yellow",), box=(10, 10, 40, 40)),
+        obj("3", "banana", ("yellow",), box=(100, 10, 40, 40)),
+    )
+    positives, _, stats = run(g)
+    for p in positives:
+        branches = [(e.name, e.object.without_ids()) for e in p.path.relations]
+        assert len(branches) < 2 or branches[0] != branches[1], p.expression
+    assert stats["refused:repeated_conjuncts"] > 0
+    off, _, _ = run(g, cfg=load_config(None, OFF))
+    assert any(p.tuple_type == "and" and p.path.relations[0].object.name == p.path.relations[1].object.name
+               for p in off)  # fmt: skip
+
+
+def test_a_target_boxed_inside_a_sign_is_printed_there():
+    """ "the hotel on the right of the paint": the box is the word HOTEL on a sign."""
+    g = graph(
+        obj("1", "sign", box=(100, 50, 300, 120)),
+        obj("2", "hotel", box=(150, 70, 120, 40), rels=(("to the right of", "3"),)),
+        obj("3", "car", ("red",), box=(10, 300, 100, 60)),
+    )
+    positives, rejects, stats = run(g)
+    assert all(p.path.name != "hotel" for p in positives)
+    assert any("inside the sign 1: printed there" in r.reason for r in rejects), [r.reason for r in rejects]
+    assert stats["refused:printed_targets"] == 1
+    # a name the corpus mostly boxes inside signs is refused where no sign is annotated
+    ev = evidence(g, times=5)
+    alone = graph(obj("2", "hotel", box=(150, 70, 120, 40)), obj("3", "car", box=(10, 300, 100, 60)))
+    positives, rejects, _ = run(alone, ev)
+    assert all(p.path.name != "hotel" for p in positives)
+    assert any("usually printed" in r.reason for r in rejects)
+
+
+def test_a_name_that_comes_in_many_needs_a_relation_or_a_rare_attribute():
+    """ "the brown meat": one of about ten brown pieces on the plate, one annotated."""
+    plate = graph(
+        obj("1", "meat", ("brown",), rels=(("on", "2"),), box=(100, 100, 40, 40)),
+        obj("2", "plate", ("white",), box=(50, 50, 300, 250)),
+        obj("3", "fork", box=(400, 50, 30, 200)),
+    )
+    many = graph(obj("1", "meat", ("brown",)), obj("2", "meat", ("brown",)), obj("3", "meat", ("brown",)),
+                 obj("4", "meat", ("burnt",)), image_id="many")  # fmt: skip
+    ev = evidence(plate, many, many, many, many, many)  # meat is several in 5 of 6 images
+    positives, rejects, stats = run(plate, ev)
+    meat = [p for p in positives if p.path.name == "meat"]
+    assert meat and all(p.path.relations for p in meat)  # "the meat on the white plate"
+    assert stats["refused:many_targets"] > 0
+    assert any("'meat' comes in many" in r.reason for r in rejects)
+    # a rare attribute tells one piece apart: "the burnt meat"
+    burnt = graph(obj("1", "meat", ("burnt",), box=(100, 100, 40, 40)), obj("3", "fork", box=(400, 50, 30, 200)))
+    assert ev.discriminating("burnt", "meat") and not ev.discriminating("brown", "meat")
+    assert any(p.path.name == "meat" and not p.path.relations for p in run(burnt, ev)[0])
+
+
+def test_risk_names_what_the_graph_cannot_rule_out():
+    # a cabinet annotated as two halves; a horse inside a painting; a plate with no colour beside the white one
+    g = graph(
+        obj("1", "cabinet", ("wooden",), box=(0, 200, 100, 150)),
+        obj("2", "cabinet", ("white",), box=(100, 200, 100, 150)),
+        obj("3", "painting", box=(250, 10, 200, 150)),
+        obj("4", "horse", ("brown",), box=(280, 40, 100, 80)),
+        obj("5", "plate", ("white",), box=(300, 300, 60, 30)),
+        obj("6", "plate", box=(400, 300, 60, 30)),
+    )
+    assert split_pair(g.objects["1"], g.objects["2"])
+    positives, _, _ = run(g)
+    kinds = {p.path.name: {r["kind"] for r in p.risk_reasons} for p in positives if not p.path.relations}
+    assert "split" in kinds["cabinet"]
+    assert "in_picture" in kinds["horse"]
+    white = [p for p in positives if p.path.name == "plate" and p.path.attributes == ("white",)]
+    assert white and any(r["kind"] == "unannotated_twin" and "plate 6" in r["why"] for r in white[0].risk_reasons)
+    assert combine([0.4, 0.4]) == 0.64
+
+
+def test_the_review_queue_opens_on_the_riskiest_positive():
+    calm = {"id": 1, "level": 2, "scores": {"annotation_risk": 0.1}}
+    risky = {"id": 2, "level": 2, "scores": {"annotation_risk": 0.64}}
+    assert sorted([calm, risky], key=priority_key)[0] is risky
