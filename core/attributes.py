@@ -5,6 +5,7 @@ GQA attributes carry no category, but `same_attr` paths and same-category replac
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,27 @@ class AttributeTable:
 
     def category(self, attribute: str) -> str | None:
         return self._by_attribute.get(attribute)
+
+    def swap_pairs(
+        self,
+        a: Iterable[str],
+        b: Iterable[str],
+        a_held: Collection[str] | None = None,
+        b_held: Collection[str] | None = None,
+    ) -> Iterator[tuple[str, str, str]]:
+        """(x, y, category) for an attribute x of one object and y of another that a swap of attributes can
+        exchange: one category, different, neither already held by the other object (`a_held`, `b_held`:
+        every attribute each object has, when more than `a` and `b`)."""
+        b = tuple(b)
+        a_held = set(a) if a_held is None else a_held
+        b_held = set(b) if b_held is None else b_held
+        for x in a:
+            c = self.category(x)
+            if c is None:
+                continue
+            for y in b:
+                if x != y and self.category(y) == c and x not in b_held and y not in a_held:
+                    yield x, y, c
 
     def to_json(self) -> dict[str, Any]:
         return {"version": self.version, "categories": {c: list(a) for c, a in self.categories.items()}}

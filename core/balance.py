@@ -53,16 +53,11 @@ def swappable(path: dict, table: AttributeTable) -> bool:
 
 
 def attributes_swappable(nodes: list[set[str]], table: AttributeTable) -> bool:
-    """`swappable` for the attribute sets of a path's nodes."""
-    described = [(attrs, {table.category(a) for a in attrs} - {None}) for attrs in nodes if attrs]
-    for i, (a, ca) in enumerate(described):
-        for b, cb in described[i + 1 :]:
-            for cat in ca & cb:
-                if any(table.category(x) == cat and x not in b for x in a) and any(
-                    table.category(y) == cat and y not in a for y in b
-                ):
-                    return True
-    return False
+    """`swappable` for the attribute sets of a path's nodes (`AttributeTable.swap_pairs`)."""
+    described = [attrs for attrs in nodes if attrs]
+    return any(
+        next(table.swap_pairs(a, b), None) is not None for i, a in enumerate(described) for b in described[i + 1 :]
+    )
 
 
 def balance(items: list[BalanceItem], cfg: BalanceConfig, seed: int) -> tuple[set[int], dict[int, str]]:

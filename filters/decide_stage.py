@@ -90,7 +90,7 @@ class DecideStage(Stage):
         tally = _Tally()
         positives = self._positives(unit, stored, active, tally)
         dropped = {p["id"]: p["reason"] for p in positives if not p["keep"]}
-        negatives = self._text(unit, stored, active, tally, dropped)
+        negatives = self._text(unit, stored, active, tally, dropped, len(positives) - len(dropped))
         negatives += self._images(unit, stored, active, tally, dropped)
         self._review(unit, positives, negatives)
         unit.write("positives", positives)
@@ -116,9 +116,11 @@ class DecideStage(Stage):
             reasons = [*r.get("risk_reasons", []), *run_reasons]
             risk = combine(x["weight"] for x in reasons)
             unit.stats[f"risk:{risk_band(risk)}"] += 1
+            why = None
             by_version = stored.get(r["id"], {}).get("scores") or {}
-            applied, why = first_failure(by_version, active, "positive")
-            tally.rules("positive", applied, why is not None)
+            if by_version:  # a positive no filter scored is decided by its risk alone
+                applied, why = first_failure(by_version, active, "positive")
+                tally.rules("positive", applied, why is not None)
             scores = {**flatten(by_version), "annotation_risk": risk}
             if why is None and cfg.risk.max is not None and risk > cfg.risk.max:
                 kinds = ", ".join(sorted({x["kind"] for x in reasons}))
@@ -132,7 +134,7 @@ class DecideStage(Stage):
         return out
 
     def _text(
-        self, unit: Unit, stored: dict, active: list[Rule], tally: _Tally, dropped: dict[int, str]
+        self, unit: Unit, stored: dict, active: list[Rule], tally: _Tally, dropped: dict[int, str], positives: int
     ) -> list[dict[str, Any]]:
         cfg = unit.cfg
         refine_rows = {r["id"]: r for r in unit.read_all("refine", "scores")}
@@ -167,7 +169,7 @@ class DecideStage(Stage):
                 out.append({"id": r["id"], "keep": False, "reason": why})
                 continue
             out.append({"id": r["id"], "keep": True, "scores": scores})
-        self._mix(unit, out, kinds, cells, len(dropped))
+        self._mix(unit, out, kinds, cells, positives)
         return out
 
     def _mix(
@@ -176,17 +178,16 @@ class DecideStage(Stage):
         rows: list[dict[str, Any]],
         kinds: dict[int, tuple[str, int, int]],
         cells: dict[int, tuple[str, tuple[int, ...]]],
-        positives_dropped: int,
+        positives: int,
     ) -> None:
-        """The type mix (filters/mix.py) over the text negatives still kept, in place; what it thins goes to
-        rejects with the reason."""
+        """The type mix (filters/mix.py) over the text negatives still kept, in place, for `positives` kept
+        positives; what it thins goes to rejects with the reason."""
         cfg = unit.cfg
         wanted = set(cfg.language.negative_types)
         shares = {t: s for t, s in cfg.negative_mix.shares.items() if t in wanted}
         kept = [row for row in rows if row["keep"]]
         items = [MixItem(str(row["id"]), kinds[row["id"]][0], str(kinds[row["id"]][1]),
                          cells.get(row["id"], ("zero", ())), kinds[row["id"]][2]) for row in kept]  # fmt: skip
-        positives = unit.stats.get("positives", 0) - positives_dropped
         cap = math.floor(cfg.negative_mix.per_positive * positives + 1e-9)
         least = math.ceil(min(cfg.negative_mix.min_per_positive, cfg.negative_mix.per_positive) * positives - 1e-9)
         result = mix(items, shares, cap, cfg.negative_mix.floor, cfg.seed, least)

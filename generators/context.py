@@ -33,7 +33,7 @@ is what leaves a blind scorer at chance without throwing most negatives away.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from hardneg.core.plausibility import Counts
@@ -170,14 +170,9 @@ class Context:
     def weigh(self, path: PathNode, change: Change, scene: frozenset[str] = frozenset()) -> tuple[float, str | None]:
         """(weight, None) for an attested change of `path` (already altered), or (0.0, why not). A change
         that touches no fact weighs the corpus count of the names it put in. `scene`: see `support`."""
-        weight = 1.0
-        facts = 0
-        for fact, slots in self.touched(path, change):
-            facts += 1
-            s = self.support(fact, slots, scene)
-            if s <= 0:
-                return 0.0, f"{self.describe(fact)} is never seen in the corpus, nor anything of its kind there"
-            weight *= s
+        weight, why, facts = self._product(self.touched(path, change), scene)
+        if why is not None:
+            return 0.0, why
         if facts == 0:
             nodes = path.nodes()
             for i in change.names:
@@ -211,14 +206,24 @@ class Context:
         if not frame:
             n = self.c.names[word]  # a bare name: how common it is
             return (float(n), None) if n > 0 else (0.0, f"'{word}' is never seen in the corpus")
-        weight = 1.0
-        for fact, slots in frame:
-            filled = tuple(word if x is HOLE else x for x in fact)
-            s = self.support(filled, slots)  # type: ignore[arg-type]
+        weight, why, _ = self._product(
+            (tuple(word if x is HOLE else x for x in fact), slots)
+            for fact, slots in frame  # type: ignore[misc]
+        )
+        return (0.0, why) if why is not None else (weight, None)
+
+    def _product(
+        self, facts: Iterable[tuple[Fact, frozenset[str]]], scene: frozenset[str] = frozenset()
+    ) -> tuple[float, str | None, int]:
+        """The product of the facts' supports, why the first unattested one is not, and how many there were."""
+        weight, n = 1.0, 0
+        for fact, slots in facts:
+            n += 1
+            s = self.support(fact, slots, scene)
             if s <= 0:
-                return 0.0, f"{self.describe(filled)} is never seen in the corpus, nor anything of its kind there"  # type: ignore[arg-type]
+                return 0.0, f"{self.describe(fact)} is never seen in the corpus, nor anything of its kind there", n
             weight *= s
-        return weight, None
+        return weight, None, n
 
     def attested(
         self, frame: tuple[tuple[Fact, frozenset[str]], ...], words: list[str]

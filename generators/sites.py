@@ -219,17 +219,8 @@ def enumerate_sites(
         level = 1 if i == 0 else 2
         if nodes[i].name != nodes[k].name:
             out.append(Site("swap_object", level, (i, k)))
-        for a in nodes[i].attributes:
-            for b in nodes[k].attributes:
-                c = vocab.table.category(a)
-                if (
-                    c is not None
-                    and c == vocab.table.category(b)
-                    and a != b
-                    and a not in attrs(k)
-                    and b not in attrs(i)
-                ):
-                    out.append(Site("swap_attribute", level, (i, k), word=a, other=b, category=c))
+        for a, b, c in vocab.table.swap_pairs(nodes[i].attributes, nodes[k].attributes, attrs(i), attrs(k)):
+            out.append(Site("swap_attribute", level, (i, k), word=a, other=b, category=c))
     return out
 
 
