@@ -72,6 +72,7 @@ class Rect:
 
 class InpaintBackend(Protocol):
     version: str
+    copies_donors: bool  # a "replace" pastes its donor crop as it is (its looks are what the picture shows)
 
     def supports(self, region: EditRegion) -> bool:
         """Whether this backend can perform the region's edit (opencv cannot make "a wooden cup")."""

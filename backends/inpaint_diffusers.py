@@ -116,6 +116,8 @@ class DiffusersInpainter:
     """Stable Diffusion inpainting candidates for FineCops-Ref negative images, with a
     PowerPaint v1 prompt mode (see the module docstring for what is and is not PowerPaint here)."""
 
+    copies_donors = False  # paints the prompt; a donor crop is not used
+
     def __init__(
         self,
         model: str,

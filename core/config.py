@@ -259,6 +259,7 @@ class ImagesConfig(_Strict):
     candidates: int = Field(10, ge=1, le=64)  # per negative; the filters keep one
     max_rounds: int = Field(3, ge=1)
     donors_per_name: int = Field(20, ge=1)  # copy-paste donors kept per object name, largest boxes first
+    max_flips_per_image: int = Field(2, ge=0)  # positives of one photo that may get its mirror image
     opencv_dilate_px: int = Field(6, ge=0)
     diffusers: DiffusersConfig = DiffusersConfig()
 

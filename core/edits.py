@@ -1,25 +1,39 @@
 """Scene-graph edits: what a negative image changed, as a change to the graph.
 
 An image negative records its `edit`, so the claim "the original path matches nothing in the edited
-image" can be re-checked with the executor on `apply_edit(graph, edit)`. Forms (the path form's edits, plus
-`remove`, which the copy-paste backend needs when no donor object exists):
+image" can be re-checked on `apply_edit(graph, edit)`. The edited graph describes the *pixels*: what is
+pasted brings its looks and whatever its crop holds. Forms (the path form's edits, plus `remove`, which
+the copy-paste backend needs when no donor object exists):
 
-    {"op": "flip"}                                         mirror boxes; left<->right in relations and attributes
-    {"op": "rename", "object": ID, "name": NEW}
+    {"op": "flip"}                                  mirror boxes; left<->right in relations and attributes
+    {"op": "rename", "object": ID, "name": NEW,     a new object painted in the old one's box
+     "attributes": [...], "adds": [...]}
     {"op": "set_attribute", "object": ID, "from": OLD, "to": NEW}
-    {"op": "swap_names", "objects": [ID1, ID2]}
+    {"op": "swap_names", "objects": [ID1, ID2],     each object's crop pasted into the other's box
+     "attributes": [[...], [...]], "adds": [...]}
     {"op": "swap_attributes", "objects": [ID1, ID2], "from": [A1, A2]}
-    {"op": "remove", "object": ID}                         the object and its edges are gone
+    {"op": "remove", "object": ID}                  the object and its edges are gone
     {"op": "sequence", "edits": [...]}
+
+`attributes`, when present, is the object's whole attribute list after the edit (for a swap, one list per
+object): a pasted crop shows its own colour, material and pattern, so those move with it, while what the
+box decides (size, position) stays (`looks`). `adds` lists objects the pasted crops carry along, each
+`{"id", "name", "attributes", "box"}` with its box in the edited image: a caravan crop may hold a bicycle,
+and a rider's crop holds part of his bike. Edits recorded without them mean names only.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 from hardneg.core.records import Relation, SceneGraph, SceneObject
+
+# Attribute categories a box decides, not the crop painted in it: "the large car" pasted into a small
+# box is small.
+BOX_BOUND = frozenset({"size", "position"})
 
 _LR = re.compile(r"\b(left|right)\b")
 
@@ -59,6 +73,37 @@ def _with(graph: SceneGraph, *objs: SceneObject) -> SceneGraph:
     return replace(graph, objects=objects)
 
 
+def looks(attributes: tuple[str, ...] | list[str], category: Callable[[str], str | None]) -> tuple[str, ...]:
+    """The attributes a pasted crop carries with it: all but those its box decides (size, position)."""
+    return tuple(a for a in attributes if category(a) not in BOX_BOUND)
+
+
+def _attributes(value: Any, old: tuple[str, ...]) -> tuple[str, ...]:
+    if value is None:
+        return old
+    if not isinstance(value, list) or not all(isinstance(a, str) for a in value):
+        raise ValueError(f"edit attributes must be a list of words, got {value!r}")
+    return tuple(dict.fromkeys(value))
+
+
+def _added(graph: SceneGraph, edit: dict[str, Any]) -> SceneGraph:
+    """`graph` with the objects the pasted crops carried along."""
+    adds = edit.get("adds") or []
+    if not isinstance(adds, list):
+        raise ValueError(f"edit adds must be a list, got {adds!r}")
+    objects = dict(graph.objects)
+    for a in adds:
+        try:
+            oid, name, box = str(a["id"]), str(a["name"]), [int(v) for v in a["box"]]
+            attrs = _attributes(a.get("attributes") or [], ())
+        except (KeyError, TypeError, ValueError) as e:
+            raise ValueError(f"edit adds a malformed object {a!r}") from e
+        if oid in objects or len(box) != 4:
+            raise ValueError(f"edit adds object {oid!r}: its id is taken or its box {box} is not xywh")
+        objects[oid] = SceneObject(oid, name, *box, attributes=attrs)
+    return replace(graph, objects=objects)
+
+
 def apply_edit(graph: SceneGraph, edit: dict[str, Any]) -> SceneGraph:
     """The graph of the edited image. Raises ValueError naming a malformed edit."""
     op = edit.get("op") if isinstance(edit, dict) else None
@@ -66,7 +111,8 @@ def apply_edit(graph: SceneGraph, edit: dict[str, Any]) -> SceneGraph:
         return flip_graph(graph)
     if op == "rename":
         o = _obj(graph, edit.get("object"))
-        return _with(graph, replace(o, name=str(edit["name"])))
+        attrs = _attributes(edit.get("attributes"), o.attributes)
+        return _added(_with(graph, replace(o, name=str(edit["name"]), attributes=attrs)), edit)
     if op == "set_attribute":
         o = _obj(graph, edit.get("object"))
         old, new = edit.get("from"), edit.get("to")
@@ -76,7 +122,12 @@ def apply_edit(graph: SceneGraph, edit: dict[str, Any]) -> SceneGraph:
         return _with(graph, replace(o, attributes=attrs))
     if op == "swap_names":
         a, b = (_obj(graph, i) for i in edit.get("objects", [None, None]))
-        return _with(graph, replace(a, name=b.name), replace(b, name=a.name))
+        lists = edit.get("attributes") or [None, None]
+        if not isinstance(lists, list) or len(lists) != 2:
+            raise ValueError(f"swap_names: attributes must be two lists, got {lists!r}")
+        a2 = replace(a, name=b.name, attributes=_attributes(lists[0], a.attributes))
+        b2 = replace(b, name=a.name, attributes=_attributes(lists[1], b.attributes))
+        return _added(_with(graph, a2, b2), edit)
     if op == "swap_attributes":
         a, b = (_obj(graph, i) for i in edit.get("objects", [None, None]))
         x, y = edit.get("from", [None, None])

@@ -12,7 +12,8 @@ pairs* with the same caption and phrases and no boxes:
   `exports.tricd.candidates` images are sampled per positive, the `checked` best ranked are certified in
   rank order, and the first `distractors` that pass are kept;
 - **image edits**: the run's own image negatives of the positive (the candidate the decide stage chose),
-  re-checked by executing the path on the edited graph (`core.edits.apply_edit`).
+  re-checked on the edited graph, which follows the pixels (`image_edits.falsified`: the executor and the
+  certificate).
 
 A positive with no negative pair is left out (its reasons go to rejects). `RUN/tricd/<split>.json` reads
 straight into `evaluation.tricd.evaluate_cpd` and `group_recall_at_1`: each pair is
@@ -45,9 +46,9 @@ from hardneg.generators.export_common import (
     kept_positives,
     sample,
 )
-from hardneg.generators.image_edits import matches_nothing
+from hardneg.generators.image_edits import falsified
 
-VERSION = f"tricd@v1+{CERTIFIER}"
+VERSION = f"tricd@v2+{CERTIFIER}"  # v2: image edits certified on graphs that follow the pixels
 FOLDER = "tricd"
 
 
@@ -132,7 +133,7 @@ class TricdStage(Stage):
                 for rank, img in enumerate(ranked):
                     checks.add(img, _distractor_check(cert, p["id"], path, rank, found))
             for n in edits[p["id"]]:
-                checks.add(p["image_id"], _edit_check(path, n, table, edit_ok))
+                checks.add(p["image_id"], _edit_check(path, n, cert, edit_ok))
         checks.run(hygiene_graphs(unit))
         images = resolve_inputs(unit.root, cfg)[1]
         folder = ExportFolder(unit.root, FOLDER)
@@ -169,12 +170,9 @@ def _distractor_check(
     return check
 
 
-def _edit_check(path: PathNode, n: dict[str, Any], table: AttributeTable, ok: dict[int, bool]) -> Any:
+def _edit_check(path: PathNode, n: dict[str, Any], cert: Certifier, ok: dict[int, bool]) -> Any:
     def check(g: SceneGraph, index: GraphIndex) -> None:
-        try:
-            ok[n["id"]] = matches_nothing(path, g, n["edit"], table)
-        except ValueError:
-            ok[n["id"]] = False
+        ok[n["id"]] = falsified(path, g, n["edit"], cert) is None
 
     return check
 

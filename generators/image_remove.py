@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from PIL import Image
 
-from hardneg.backends.inpaint import EditRegion
-from hardneg.core.records import PathNode, SceneObject
+from hardneg.backends.inpaint import EditRegion, InpaintBackend
+from hardneg.core.records import PathNode, SceneGraph, SceneObject
 from hardneg.generators.image_edits import ImageContext, ImageEdit
 from hardneg.generators.image_types import ImageType
 from hardneg.generators.sites import Site
@@ -29,7 +29,13 @@ class RemoveObject(ImageType):
         return [Site(self.name, 1 if i == 0 else 2, (i,)) for i, o in enumerate(objects) if o is not None]
 
     def edit(
-        self, site: Site, objects: list[SceneObject | None], image: Image.Image, ctx: ImageContext
+        self,
+        site: Site,
+        objects: list[SceneObject | None],
+        image: Image.Image,
+        ctx: ImageContext,
+        graph: SceneGraph | None = None,
+        backend: InpaintBackend | None = None,
     ) -> ImageEdit | None:
         obj = objects[site.nodes[0]]
         assert obj is not None  # sites are only made for editable objects

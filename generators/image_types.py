@@ -50,10 +50,17 @@ class ImageType:
         return [s for s in shared if s.negative_type == self.name]
 
     def edit(
-        self, site: Site, objects: list[SceneObject | None], image: Image.Image, ctx: ImageContext
+        self,
+        site: Site,
+        objects: list[SceneObject | None],
+        image: Image.Image,
+        ctx: ImageContext,
+        graph: SceneGraph | None = None,
+        backend: InpaintBackend | None = None,
     ) -> ImageEdit | None:
-        """The edit of a site that needs no word (None: this kind cannot make it)."""
-        return direct_edit(site, objects, image, ctx)
+        """The edit of a site that needs no word (None: this kind cannot make it). `graph` is the source's,
+        `backend` the one that will paint it (whether it pastes crops decides what a swap shows)."""
+        return direct_edit(site, objects, image, ctx, graph, getattr(backend, "copies_donors", True))
 
     def options(self, site: Site, obj: SceneObject, ctx: ImageContext) -> tuple[str, ...]:
         return replace_options(site, obj, ctx)

@@ -1,12 +1,17 @@
 """Negative images: flip, replace object / attribute, swap object / attribute.
 
 Each negative keeps its positive's expression and path and records the `edit` it applied as a change to
-the scene graph (`core.edits`). Sites come from the same algorithm as text negatives
-(`generators/sites.py`), restricted to objects that may be edited; an edit is kept only when the executor
-says the original path matches nothing in the edited graph (`generators/image_edits.py`). Then the
-inpainting backend makes N candidate images, all kept for the filters (which pick one). Replacement words
-come from the language backend, restricted to words the image backend can render (a colour it can
-paint, an object name with a donor crop in the corpus).
+the scene graph (`core.edits`), one that describes what the pixels show. Sites come from the same
+algorithm as text negatives (`generators/sites.py`), restricted to objects that may be edited; an edit is
+kept only when the original path is certified false on the edited graph (`image_edits.falsified`: the
+executor matches nothing and nothing the graph leaves open could still carry it). Then the inpainting
+backend makes N candidate images, all kept for the filters (which verify the edit in the pixels and pick
+one). Replacement words come from the language backend, restricted to words the image backend can render
+(a colour it can paint, an object name with a donor crop in the corpus that fits the box).
+
+Flips are refused where the picture holds text (a sign, a label, letters: mirrored print gives the flip
+away), and at most `images.max_flips_per_image` positives of one photo get a flip, so one mirrored photo
+is not most of a benchmark.
 """
 
 from __future__ import annotations
@@ -32,12 +37,21 @@ from hardneg.core.splits import split_of
 from hardneg.core.stage import Run, Stage, Unit
 from hardneg.core.vocab import Lexicon
 from hardneg.core.words import Words
-from hardneg.generators.image_edits import Donor, DonorUnreadable, ImageContext, ImageEdit, matches_nothing
+from hardneg.generators.image_edits import (
+    Carried,
+    Donor,
+    DonorUnreadable,
+    ImageContext,
+    ImageEdit,
+    carried_by,
+    falsified,
+    swap_refusal,
+)
 from hardneg.generators.image_types import ImageType, image_type
 from hardneg.generators.paths import PathResources, box_reason, target_reason
 from hardneg.generators.sites import SearchState, Site, SiteSearch, SiteVocab, enumerate_sites, site_order
 
-GENERATOR = "negatives_image@v1"
+GENERATOR = "negatives_image@v2"  # v2: edits describe the pixels and are certified; paste fit; flip rules
 
 
 class ImageSearch(SiteSearch):
@@ -53,6 +67,7 @@ class ImageSearch(SiteSearch):
         self.kinds: dict[str, ImageType] = {n: image_type(n) for n in ctx.types}
         self.rarity = {n: k.rarity for n, k in self.kinds.items()}
         self._done: dict[tuple[int, Site, str], ImageEdit | None] = {}
+        self._flips: Counter = Counter()  # flips chosen per source image
 
     def state(self, positive: dict[str, Any], graph: SceneGraph) -> SearchState | None:
         src = image_file(self.ctx.images_dir, positive["image_id"])
@@ -82,33 +97,62 @@ class ImageSearch(SiteSearch):
     def _choose(self, st: SearchState, edit: ImageEdit) -> None:
         st.extra["chosen"].append(edit)
         st.made += 1
+        if edit.site.negative_type == "flip":
+            self._flips[st.positive["image_id"]] += 1
+
+    def _refuse(self, st: SearchState, site: Site, why: str, **detail: Any) -> bool:
+        self.stats[f"refused:{site.negative_type}"] += 1
+        where = {**site.where(), **detail}
+        self.rejects.append(Reject(self.stage, why, st.positive["image_id"], st.positive["id"], detail=where))
+        return False
+
+    def flip_refusal(self, st: SearchState) -> str | None:
+        """Why this positive's photo gets no (further) flip: print in it, or its quota of flips is taken."""
+        graph = st.extra["graph"]
+        printed = next((o.name for o in graph.objects.values() if self.ctx.words.surface_kind(o.name) == "text"), None)
+        if printed is not None:
+            return f"the picture holds print ({printed!r}): mirrored text gives the flip away"
+        if self._flips[st.positive["image_id"]] >= self.ctx.max_flips_per_image:
+            return f"this photo already has {self.ctx.max_flips_per_image} flip(s) (images.max_flips_per_image)"
+        return None
+
+    def certified(self, st: SearchState, edit: ImageEdit | None) -> bool:
+        """Whether the edited picture certainly makes the positive's path false (a refusal is logged)."""
+        if edit is None:
+            return False
+        why = falsified(st.path, st.extra["graph"], edit.edit, self.ctx.certifier)
+        if why is None:
+            return True
+        self.stats[f"uncertified:{edit.site.negative_type}"] += 1
+        detail = {**edit.site.where(), "edit": edit.edit}
+        self.rejects.append(
+            Reject(self.stage, f"the edit may leave the expression true: {why}", st.positive["image_id"],
+                   st.positive["id"], detail=detail)
+        )  # fmt: skip
+        return False
 
     def needs_word(self, site: Site) -> bool:
         return self.kinds[site.negative_type].needs_word
 
     def direct(self, st: SearchState, site: Site) -> bool:
-        if site.negative_type.startswith("swap_") and (
-            why := self.vocab.swap_refusal(site, st.path, st.extra["objects"])
-        ):
-            self.stats[f"refused:{site.negative_type}"] += 1
-            detail = site.where()
-            self.rejects.append(Reject(self.stage, why, st.positive["image_id"], st.positive["id"], detail=detail))
-            return False
-        edit = self.kinds[site.negative_type].edit(site, st.extra["objects"], st.extra["image"], self.ctx)
-        if (
-            edit is not None
-            and all(self.inpaint.supports(r) for r in edit.regions)
-            and matches_nothing(st.path, st.extra["graph"], edit.edit, self.ctx.table)
-        ):
+        objects = st.extra["objects"]
+        if site.negative_type.startswith("swap_") and (why := self.vocab.swap_refusal(site, st.path, objects)):
+            return self._refuse(st, site, why)
+        if site.negative_type == "swap_object" and (why := swap_refusal(*(objects[i] for i in site.nodes))):
+            return self._refuse(st, site, why)
+        if site.negative_type == "flip" and (why := self.flip_refusal(st)):
+            return self._refuse(st, site, why)
+        edit = self.kinds[site.negative_type].edit(
+            site, objects, st.extra["image"], self.ctx, st.extra["graph"], self.inpaint
+        )
+        if edit is not None and all(self.inpaint.supports(r) for r in edit.regions) and self.certified(st, edit):
             self._choose(st, edit)
             return True
         return False
 
     def request(self, st: SearchState, site: Site) -> ReplaceRequest | None:
         if (why := self.vocab.crowd_refusal(site, st.path)) is not None:
-            self.stats[f"refused:{site.negative_type}"] += 1
-            detail = site.where()
-            self.rejects.append(Reject(self.stage, why, st.positive["image_id"], st.positive["id"], detail=detail))
+            self._refuse(st, site, why)
             return None
         obj = st.extra["objects"][site.nodes[0]]
         graph = st.extra["graph"]
@@ -145,8 +189,7 @@ class ImageSearch(SiteSearch):
                     self.rejects.append(
                         Reject(self.stage, str(e), st.positive["image_id"], st.positive["id"], detail=detail)
                     )
-            ok = done is not None and matches_nothing(st.path, st.extra["graph"], done.edit, self.ctx.table)
-            self._done[key] = done if ok else None
+            self._done[key] = done if self.certified(st, done) else None
         return self._done[key]
 
     def check(self, st: SearchState, site: Site, values: tuple[str, ...]) -> str | None:
@@ -243,6 +286,11 @@ def _write(
     ).to_vanilla()
 
 
+def _donor(x: dict[str, Any]) -> Donor:
+    held = tuple(Carried(c["name"], tuple(c["attributes"]), tuple(c["rel"])) for c in x.get("carried", ()))
+    return Donor(x["image_id"], x["object_id"], tuple(x["box"]), tuple(x.get("attributes", ())), held)  # type: ignore[arg-type]
+
+
 def save_like_source(image: Image.Image, path: Path, source: tuple[Any, int]) -> None:
     """JPEG with the source's quantisation tables and subsampling, so scores compare like with like;
     a source that is not a JPEG gets quality 95."""
@@ -276,18 +324,19 @@ class ImagesStage(Stage):
             return
         cfg = run.cfg
         words = Words.load()
-        best: dict[str, list[tuple[int, str, str, list[int]]]] = {}
+        best: dict[str, list[tuple[int, str, str, dict[str, Any]]]] = {}
         for row in run.read_all("hygiene", "graphs"):
             g = row_to_graph(row)
             for o in g.objects.values():
                 if words.name_category(o.name) is None or box_reason(o, g, cfg, as_target=True) is not None:
                     continue
-                best.setdefault(o.name, []).append((-o.area, g.image_id, o.id, list(o.box)))
+                held = [{"name": c.name, "attributes": list(c.attributes), "rel": [round(v, 4) for v in c.rel]}
+                        for c in carried_by(g, o.box, o.id)]  # fmt: skip
+                entry = {"image_id": g.image_id, "object_id": o.id, "box": list(o.box),
+                         "attributes": list(o.attributes), "carried": held}  # fmt: skip
+                best.setdefault(o.name, []).append((-o.area, g.image_id, o.id, entry))
         n = cfg.images.donors_per_name
-        donors = {
-            name: [{"image_id": i, "object_id": oid, "box": box} for _, i, oid, box in sorted(v)[:n]]
-            for name, v in sorted(best.items())
-        }
+        donors = {name: [e for *_, e in sorted(v, key=lambda t: t[:3])[:n]] for name, v in sorted(best.items())}
         write_json(donors_file, donors, indent=False)
 
     def run(self, unit: Unit) -> None:
@@ -305,8 +354,7 @@ class ImagesStage(Stage):
             res = PathResources.load(cfg)
             lexicon = Lexicon.load(cfg.resolve(cfg.language.lexicon))
             donors = {
-                n: [Donor(x["image_id"], x["object_id"], tuple(x["box"])) for x in v]
-                for n, v in orjson.loads((unit.dir / "donors.json").read_bytes()).items()
+                n: [_donor(x) for x in v] for n, v in orjson.loads((unit.dir / "donors.json").read_bytes()).items()
             }
             ctx = ImageContext(
                 table=res.table,
@@ -321,6 +369,7 @@ class ImagesStage(Stage):
                 max_rounds=cfg.images.max_rounds,
                 types=tuple(cfg.images.types),
                 editable=lambda obj, graph: target_reason(obj, graph, cfg, res) is None,
+                max_flips_per_image=cfg.images.max_flips_per_image,
             )
             rows, rejects, stats = make_image_negatives(
                 positives, graphs, ctx, make_language_backend(cfg, unit.run.work, lexicon), make_inpaint_backend(cfg)
