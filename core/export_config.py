@@ -7,9 +7,9 @@ Defined here, beside `core/config.py` (which names it once), so the export keys 
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 Filler = Literal["black", "gray", "noise", "scene"]
 FILLERS: tuple[str, ...] = ("black", "gray", "noise", "scene")
@@ -58,10 +58,29 @@ class ProbeBExport(_Strict):
 
 
 class ImageCodeExport(_Strict):
-    """ImageCoDe retrieval sets (the ImageCoDe paper): the original and `edits` edited images."""
+    """ImageCoDe retrieval sets (the ImageCoDe paper): the original and between `min_edits` and `edits`
+    edited images, one per distinct edit, at most `max_sets_per_image` sets per source image."""
 
     enabled: bool = True
-    edits: int = Field(9, ge=1, le=63)  # the paper: 9 (10 images a set); a set needs this many passing edits
+    edits: int = Field(9, ge=1, le=63)  # the paper: 9 (10 images a set); the most distinct edits a set holds
+    min_edits: int = Field(5, ge=1)  # the fewest; a positive with fewer distinct edits gets no set
+    max_sets_per_image: int = Field(1, ge=1)  # so that the sets spread over the corpus's images
+
+    @model_validator(mode="before")
+    @classmethod
+    def _min_follows_edits(cls, data: Any) -> Any:
+        """A config that asks for fewer `edits` than the default minimum and names no minimum asks for
+        sets of exactly that many edits: `edits: 3` alone is a valid config, not a clash with the default."""
+        if isinstance(data, dict) and "min_edits" not in data and isinstance(data.get("edits"), int):
+            default = cls.model_fields["min_edits"].default
+            return {**data, "min_edits": min(default, data["edits"])}
+        return data
+
+    @model_validator(mode="after")
+    def _min_at_most_edits(self) -> ImageCodeExport:
+        if self.min_edits > self.edits:
+            raise ValueError(f"min_edits ({self.min_edits}) must be at most edits ({self.edits})")
+        return self
 
 
 class ExportsConfig(_Strict):

@@ -32,8 +32,9 @@ SHAPES: dict[str, tuple[str, str]] = {  # folder -> (title, what it is)
     ),
     "imagecode": (
         "ImageCoDe retrieval sets",
-        "the original image and minimally different edits (the image stage's candidates that pass every filter "
-        "and make the expression false), shuffled, with the expression as the description; `evaluation.imagecode`",
+        "the original image and minimally different edits (one image per distinct edit that passes every filter "
+        "and makes the expression false; `min_edits` to `edits` a set, at most `max_sets_per_image` sets a source "
+        "image), shuffled, with the expression as the description; `evaluation.imagecode`",
     ),
 }
 BEGIN = "<!-- hardneg:exports -->"
