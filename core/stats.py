@@ -92,6 +92,32 @@ def build_stats(
     }
 
 
+def gist(reason: str) -> str:
+    """A rejection reason without its numbers, so like reasons count together: the filter's own words after
+    "no candidate passed", up to the second colon ("edits: smear")."""
+    text = reason.rsplit("; ", 1)[-1] if "; " in reason else reason
+    head = ":".join(text.split(":")[:2]).strip()
+    return " ".join("".join(c for c in head if not c.isdigit() and c not in "%()").split())
+
+
+def image_edit_table(edits: dict[str, Counter], images_stats: dict[str, int]) -> dict[str, dict[str, Any]]:
+    """Per negative image type: refused before painting (the certificate, the paste-fit and flip rules),
+    made, verified in the pixels (kept by every filter), rejected, and the commonest reasons."""
+    out = {}
+    for t in sorted(set(edits) | {k.split(":")[1] for k in images_stats if k.startswith(("refused:", "uncertified:"))}):
+        c = edits.get(t, Counter())
+        why = Counter({k[4:]: n for k, n in c.items() if k.startswith("why:")})
+        out[t] = {
+            "refused": images_stats.get(f"refused:{t}", 0),
+            "uncertified": images_stats.get(f"uncertified:{t}", 0),
+            "made": c["made"],
+            "verified": c["verified"],
+            "rejected": c["made"] - c["verified"],
+            "reasons": dict(why.most_common(3)),
+        }
+    return out
+
+
 def _table(title: str, header: list[str], rows: list[list[Any]]) -> str:
     lines = [f"### {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(x) for x in r) + " |" for r in rows]
@@ -149,6 +175,20 @@ def write_stats(root: Path, stats: dict[str, Any]) -> None:
                 for g, r in sorted(mix["refine_groups"].items())]  # fmt: skip
         title = "Refinement per negative type and level (a type with a level too small to balance is one group)"
         parts.append(_table(title, ["group", "pairs", "kept", "rate"], rows))
+    edits = stats.get("image_edits") or {}
+    if edits:
+        rows = [
+            [t, r["refused"], r["uncertified"], r["made"], r["verified"], r["rejected"],
+             "; ".join(f"{w} ({n})" for w, n in r["reasons"].items()) or "-"]
+            for t, r in edits.items()
+        ]  # fmt: skip
+        title = (
+            "Negative images per edit type: refused before painting (a rule, or an edit that may leave the "
+            "expression true), made, verified in the pixels by every filter, rejected (an offline edit that "
+            "looks fake is rejected here: configure the diffusers backend for more)"
+        )
+        header = ["type", "refused", "may stay true", "made", "verified", "rejected", "commonest reasons"]
+        parts.append(_table(title, header, rows))
     risk = stats.get("positive_risk") or {}
     if risk.get("bands"):
         rows = [[b, n] for b, n in risk["bands"].items()]

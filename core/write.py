@@ -12,7 +12,7 @@ a write that fails half-way leaves the previous outputs whole.
 from __future__ import annotations
 
 import shutil
-from collections import Counter
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,8 @@ from hardneg.core.publish import begin, publish
 from hardneg.core.runfolder import resolve_inputs
 from hardneg.core.splits import split_of
 from hardneg.core.stage import Run, Stage, Unit
-from hardneg.core.stats import build_stats, positive_risk, text_mix, write_stats
+from hardneg.core.stats import build_stats, image_edit_table, positive_risk, text_mix, write_stats
+from hardneg.core.stats import gist as _gist
 
 SPLITS = ("train", "val", "test")
 
@@ -80,10 +81,15 @@ class WriteStage(Stage):
                 neg_writers[split].write(r)
                 cocos[split].add(r)
                 neg_table[(split, r["negative_type"], r["negative_level"])] += 1
+        edits: dict[str, Counter] = defaultdict(Counter)  # per negative image type: made, verified, why not
         for r in unit.read_all("images", "image-negatives"):
             d = decisions.get(r["id"])
+            edits[r["negative_type"]]["made"] += 1
+            if d is not None and not d["keep"]:
+                edits[r["negative_type"]]["why:" + _gist(d.get("reason") or "")] += 1
             if d is None or not d["keep"] or r["positive_id"] in dropped_positives:
                 continue
+            edits[r["negative_type"]]["verified"] += 1
             r["file_name"] = r["candidates"][d["candidate"]]
             r["scores"] = d.get("scores", {})
             split = split_of(r["source_image_id"], cfg.splits)  # its positive's split
@@ -105,6 +111,7 @@ class WriteStage(Stage):
         mix = text_mix(summaries["language"]["stats"], decide)
         stats = build_stats(table, neg_table, image_table, filters, decide.get("review"), mix)
         stats["positive_risk"] = positive_risk(summaries["decide"]["stats"], unit.cfg.risk.max)
+        stats["image_edits"] = image_edit_table(edits, summaries["images"]["stats"])
         write_stats(out, stats)
         manifest = _manifest(unit.run, summaries, table, neg_table, image_table, writers, neg_writers)
         manifest["counts"]["filters"] = stats["filters"]

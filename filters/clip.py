@@ -8,8 +8,14 @@ prefers the positive:
 - text negative: ``sim(image, positive text) - sim(image, negative text) > 0``;
 - image negative: ``sim(original image, positive text) - sim(negative image, positive text) > 0``.
 
-`CLIPScorer` embeds and compares; `ClipFilter` turns that into the two margins and keeps a sample
-when its margin passes `min_margin`.
+On an image candidate it also checks that the edit shows what it claims, on the edited box alone: for
+each region, the changed phrase must now describe the candidate's crop better than the original phrase
+(``sim(crop, "a photo of a brown bowl") - sim(crop, "a photo of a white bowl") > min_crop_margin``; a
+rename compares the two names, a swap each box's two names or attributes). A recolour that left the
+bowl white, or a replacement that kept the car, fails here even when the whole image moved.
+
+`CLIPScorer` embeds and compares; `ClipFilter` turns that into the margins and keeps a sample when
+they pass.
 """
 
 from __future__ import annotations
@@ -140,6 +146,42 @@ class ClipOptions(Settings):
 
 class MinMargin(Settings):
     min_margin: float = 0.0  # FineCops-Ref: CLIP must prefer the positive by more than this
+    min_crop_margin: float | None = 0.0  # the changed phrase must beat the original on the edited crop; None: off
+
+
+def crop_phrases(record: dict[str, Any], boxes: Sequence[tuple[int, int, int, int]]) -> list[tuple[Any, str, str]]:
+    """(box, original phrase, changed phrase) per edited region of an image negative; none for a flip or a
+    removal (nothing is painted that a phrase names). Names come from the positive's path."""
+    names = {n["id"]: n["name"] for n in _nodes(record.get("path") or {}) if n.get("id")}
+    e = record.get("edit") or {}
+    op = e.get("op")
+    photo = "a photo of {}".format
+    if op == "set_attribute" and boxes:
+        name = names.get(e.get("object"), "object")
+        return [(boxes[0], photo(f"{e['from']} {name}"), photo(f"{e['to']} {name}"))]
+    if op == "swap_attributes" and len(boxes) == 2:
+        (a, b), (x, y) = e["objects"], e["from"]
+        na, nb = names.get(a, "object"), names.get(b, "object")
+        return [(boxes[0], photo(f"{x} {na}"), photo(f"{y} {na}")), (boxes[1], photo(f"{y} {nb}"), photo(f"{x} {nb}"))]
+    if op == "rename" and boxes:
+        return [(boxes[0], photo(names.get(e.get("object"), "object")), photo(e["name"]))]
+    if op == "swap_names" and len(boxes) == 2:
+        na, nb = (names.get(i, "object") for i in e["objects"])
+        return [(boxes[0], photo(na), photo(nb)), (boxes[1], photo(nb), photo(na))]
+    return []
+
+
+def _nodes(path: dict[str, Any]) -> list[dict[str, Any]]:
+    out = [path]
+    for edge in (*path.get("relations", ()), *path.get("same", ())):
+        out += _nodes(edge.get("object") or {})
+    return out
+
+
+def _crop(image: Image.Image, box: tuple[int, int, int, int]) -> Image.Image:
+    x, y, w, h = (int(v) for v in box)
+    x0, y0 = max(0, x), max(0, y)
+    return image.crop((x0, y0, max(x0 + 1, min(image.width, x + w)), max(y0 + 1, min(image.height, y + h))))
 
 
 class ClipFilter(Filter):
@@ -148,7 +190,7 @@ class ClipFilter(Filter):
     sim(source, positive text) - sim(candidate, positive text)."""
 
     name = "clip"
-    version = "clip@v1"
+    version = "clip@v2"  # v2: the crop margin of image candidates
     targets = frozenset({"text_negative", "image_candidate"})
     Options = ClipOptions
     Thresholds = MinMargin
@@ -175,6 +217,12 @@ class ClipFilter(Filter):
             margins = scorer.image_margins([(it.image, it.candidate, it.text) for _, it in cands])  # type: ignore[misc]
             for (k, _), m in zip(cands, margins, strict=True):
                 out[k] = {"clip_margin": m}
+            crops = [(k, crop_phrases(it.record, it.boxes), it) for k, it in cands]
+            pairs = [(_crop(it.candidate, box), t) for _, ph, it in crops for box, old, new in ph for t in (new, old)]  # type: ignore[arg-type]
+            sims = iter(scorer.similarity(pairs)) if pairs else iter(())
+            for k, ph, _ in crops:
+                if ph:
+                    out[k]["clip_crop_margin"] = min(next(sims) - next(sims) for _ in ph)
         return out
 
     @classmethod
@@ -183,4 +231,10 @@ class ClipFilter(Filter):
         limit = thresholds.min_margin  # type: ignore[attr-defined]
         if m is not None and m <= limit:
             return False, f"CLIP margin {m:.4f} <= {limit}"
+        c, crop_limit = scores.get("clip_crop_margin"), thresholds.min_crop_margin  # type: ignore[attr-defined]
+        if c is not None and crop_limit is not None and c <= crop_limit:
+            return (
+                False,
+                f"CLIP crop: the changed phrase does not beat the original on the edited box ({c:.4f} <= {crop_limit})",
+            )
         return True, None

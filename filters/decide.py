@@ -7,6 +7,7 @@ similar to the source). The decide stage (`filters/decide_stage.py`) applies the
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 from hardneg.core.config import RunConfig
@@ -81,7 +82,10 @@ def decide_image(candidates: list[dict[str, Scores]], rules_: list[Rule]) -> Dec
         value = _by_version(stored, ranker).get(ranker.cls.rank) if ranker else None  # type: ignore[arg-type]
         passing.append((float("-inf") if value is None else value, k))
     if not passing:
-        return Decision(False, f"filter: no candidate passed ({len(candidates)} tried)", None, tuple(losers))
+        # the commonest failure names what to fix ("edits: ..." says the offline edit looked fake)
+        common = Counter(why.removeprefix("filter: ") for _, why in losers).most_common(1)
+        why = f"filter: no candidate passed ({len(candidates)} tried)" + (f"; {common[0][0]}" if common else "")
+        return Decision(False, why, None, tuple(losers))
     best = max(passing, key=lambda p: (p[0], -p[1]))[1]
     for value, k in passing:
         if k != best:

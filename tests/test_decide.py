@@ -25,7 +25,7 @@ def cand(similarity=None, realism=None, clip_margin=None) -> dict:
     if realism is not None:
         out["seam@v1"] = {"realism": realism}
     if clip_margin is not None:
-        out["clip@v1"] = {"clip_margin": clip_margin}
+        out["clip@v2"] = {"clip_margin": clip_margin}
     return out
 
 
@@ -38,7 +38,7 @@ def test_text_margin(margin, keep):
 
 def test_scores_of_another_version_are_not_read():
     stale = {"clip@v0": {"clip_margin": -1.0}}
-    assert decide_text(stale, [CLIP]).keep  # nothing of clip@v1: the filter did not score this sample
+    assert decide_text(stale, [CLIP]).keep  # nothing of clip@v2: the filter did not score this sample
 
 
 def test_image_picks_the_most_similar_passing_candidate():

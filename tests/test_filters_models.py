@@ -68,7 +68,7 @@ def test_every_kept_negative_carries_its_model_scores(model_run: Path):
     assert any(r["stage"] == "filter" and "CLIP margin" in r["reason"] for r in rejects)
     m = orjson.loads((model_run / "manifest.json").read_bytes())
     assert m["config"]["filters"]["scorers"]["clip"]["model"].endswith("clip")
-    assert m["models"]["filters"]["clip"] == f"clip@v1 {m['config']['filters']['scorers']['clip']['model']}"
+    assert m["models"]["filters"]["clip"] == f"clip@v2 {m['config']['filters']['scorers']['clip']['model']}"
     assert m["models"]["filters"]["dinov2"].startswith("dinov2@v1 dinov2:")
 
 
@@ -78,9 +78,9 @@ def test_stored_scores_are_labelled_by_scorer_version(model_run: Path):
     text = [r for r in rows if r["target"] == "text_negative"]
     image = [r for r in rows if r["target"] == "image_negative"]
     assert text and image
-    assert all(set(r["scores"]) == {"clip@v1"} for r in text)
+    assert all(set(r["scores"]) == {"clip@v2"} for r in text)
     cands = [c for r in image for c in r["candidates"]]
-    assert all({"clip@v1", "dinov2@v1"} <= set(c) <= {"clip@v1", "dinov2@v1", "seam@v1"} for c in cands)
+    assert all({"clip@v2", "dinov2@v1"} <= set(c) <= {"clip@v2", "dinov2@v1", "seam@v1", "edits@v1"} for c in cands)
     assert any("seam@v1" in c for c in cands)  # flips have none: no pixel was generated
 
 

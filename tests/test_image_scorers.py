@@ -109,6 +109,36 @@ def test_clip_encodes_a_shared_image_once(clip_dir, images):
     assert len(sims) == 5
 
 
+def test_clip_crop_margin_compares_the_changed_phrase_with_the_original_on_the_edited_box(clip_dir, images):
+    from hardneg.filters.base import Item
+    from hardneg.filters.clip import ClipFilter, MinMargin, crop_phrases
+
+    path = {"name": "bowl", "id": "a", "attributes": ["white"], "relations": [
+        {"name": "next to", "object": {"name": "cup", "id": "b", "attributes": [], "relations": [], "same": []}}],
+        "same": []}  # fmt: skip
+    recolour = {"path": path, "edit": {"op": "set_attribute", "object": "a", "from": "white", "to": "brown"}}
+    box = (10, 20, 60, 50)
+    assert crop_phrases(recolour, [box]) == [(box, "a photo of white bowl", "a photo of brown bowl")]
+    swap = {"path": path, "edit": {"op": "swap_names", "objects": ["a", "b"]}}
+    assert [p[1:] for p in crop_phrases(swap, [box, box])] == [("a photo of bowl", "a photo of cup"),
+                                                               ("a photo of cup", "a photo of bowl")]  # fmt: skip
+    assert crop_phrases({"path": path, "edit": {"op": "flip"}}, []) == []
+    assert crop_phrases({"path": path, "edit": {"op": "remove", "object": "a"}}, [box]) == []
+
+    f = ClipFilter(ClipFilter.Options(model=str(clip_dir)))
+    item = Item(1, "image_candidate", recolour, "the white bowl", images[0], candidate=images[1], boxes=(box,))
+    (scores,) = f.score([item])
+    x, y, w, h = box
+    crop = images[1].crop((x, y, x + w, y + h))
+    new, old = CLIPScorer(model=str(clip_dir)).similarity(
+        [(crop, "a photo of brown bowl"), (crop, "a photo of white bowl")]
+    )
+    assert scores["clip_crop_margin"] == pytest.approx(new - old, abs=1e-5)
+    keep, why = ClipFilter.keep({"clip_margin": 1.0, "clip_crop_margin": -0.01}, MinMargin())
+    assert not keep and "CLIP crop" in why
+    assert ClipFilter.keep({"clip_margin": 1.0, "clip_crop_margin": -0.01}, MinMargin(min_crop_margin=None))[0]
+
+
 def test_clip_margins_sign_convention(clip_dir, images):
     scorer = CLIPScorer(model=str(clip_dir))
     img, other = images[0], images[1]
