@@ -78,6 +78,11 @@ class InpaintBackend(Protocol):
         """Whether this backend can perform the region's edit (opencv cannot make "a wooden cup")."""
         ...
 
+    def refusal(self, image: Image.Image, region: EditRegion, seed: int = 0) -> str | None:
+        """Why this backend would not render `region` of `image` convincingly, known before painting (a
+        copy-paste donor that would leave most of the old object to be smeared), or None."""
+        ...
+
     def run(self, jobs: Sequence[InpaintJob]) -> list[list[Image.Image]]:
         """`job.n` RGB candidates per job, each the source's size, unchanged outside the dilated boxes."""
         ...

@@ -186,6 +186,10 @@ class DiffusersInpainter:
     def supports(self, region: EditRegion) -> bool:
         return region.op in ("recolor", "replace", "remove")
 
+    def refusal(self, image: Image.Image, region: EditRegion, seed: int = 0) -> str | None:
+        """Nothing is known before painting: the filters judge the result."""
+        return None
+
     # -- model -----------------------------------------------------------------------------------------
 
     def _load(self) -> Any:

@@ -28,6 +28,7 @@ import numpy as np
 from PIL import Image
 
 from hardneg.backends.inpaint import EditRegion, InpaintJob, Rect
+from hardneg.core.colors import COLORS
 
 try:
     import cv2
@@ -38,45 +39,17 @@ logger = logging.getLogger(__name__)
 
 RGB = tuple[int, int, int]
 
-# GQA colour names -> a typical object RGB. Names that are not one colour ("dark", "light", "bright",
-# "colorful", "transparent", "clear") are left out on purpose: `supports` says no to them.
-COLORS: dict[str, RGB] = {
-    "white": (240, 240, 236),
-    "black": (25, 25, 28),
-    "blue": (40, 80, 210),
-    "green": (45, 150, 60),
-    "red": (200, 35, 35),
-    "brown": (125, 80, 45),
-    "yellow": (240, 210, 40),
-    "gray": (128, 128, 128),
-    "grey": (128, 128, 128),
-    "orange": (240, 135, 30),
-    "pink": (240, 140, 180),
-    "purple": (130, 55, 170),
-    "silver": (192, 192, 198),
-    "tan": (210, 180, 140),
-    "gold": (212, 175, 55),
-    "beige": (225, 210, 175),
-    "cream colored": (245, 235, 200),
-    "cream": (245, 235, 200),
-    "maroon": (128, 20, 35),
-    "khaki": (190, 180, 120),
-    "navy": (25, 35, 110),
-    "teal": (0, 128, 128),
-    "turquoise": (64, 200, 200),
-    "dark blue": (20, 40, 130),
-    "light blue": (150, 195, 235),
-    "dark brown": (80, 50, 25),
-    "light brown": (180, 130, 80),
-    "dark green": (20, 90, 35),
-    "blond": (230, 200, 130),
-}
+# The colour table (GQA colour name -> a typical object RGB) lives in core/colors.py, shared with the
+# edit checks that verify a recolour; re-exported here under its old name.
 
 ACHROMATIC_CHROMA = 8.0  # LAB chroma below which a colour (or an object) counts as having no hue
 HUE_TOLERANCE_DEG = 35.0  # pixels this far from the object's dominant hue are other parts (a flower's stem)
 NEUTRAL_L_TOLERANCE = 25.0  # LAB L; for a neutral object, pixels this far from its lightness are other parts
 GRABCUT_MAX_SIDE = 128  # px; larger windows are segmented at reduced size (GrabCut is the costly step)
 MIN_GRABCUT_FILL = 0.05  # a GrabCut mask covering less of the box than this failed: use the whole box
+# A replacement's donor must hide at least this share of the old object's pixels: the rest is Telea fill,
+# which over a large area is a smear a person sees at once (a window frame in a streaked plate's place).
+MIN_DONOR_COVER = 0.75
 
 
 def _clip_box(box: tuple[int, int, int, int], width: int, height: int) -> Rect:
@@ -206,6 +179,7 @@ class OpenCVInpainter:
     of a donor object, Telea removal. Deterministic, CPU-only, no weights."""
 
     version = "opencv-inpaint@v1"
+    copies_donors = True  # a "replace" pastes its donor crop: the crop's looks are what the picture shows
 
     def __init__(self, dilate_px: int = 6, grabcut_iters: int = 5) -> None:
         """
@@ -226,6 +200,44 @@ class OpenCVInpainter:
         if region.op == "replace":
             return region.donor is not None  # copy-paste only: opencv cannot draw "a wooden cup"
         return region.op == "remove"
+
+    def refusal(self, image: Image.Image, region: EditRegion, seed: int = 0) -> str | None:
+        """Why this region would not look like a photograph, known before painting, or None:
+        - no object outline in the box (GrabCut finds none): a recolour would paint the whole box, a
+          replacement would smear all of it;
+        - a donor whose own outline is not found: it would be pasted as a rectangle;
+        - a donor that, fitted into the box as candidate 0 places it, hides less than `MIN_DONOR_COVER` of
+          the old object: the rest would be inpainted, a smear."""
+        if region.op == "remove" or not self.supports(region):
+            return None
+        src = np.asarray(image.convert("RGB"))
+        height, width = src.shape[:2]
+        box = _clip_box(region.box, width, height)
+        margin = max(self.dilate_px + 10, round(0.2 * max(box.w, box.h)))
+        win = box.grow(margin, width, height)
+        rect = Rect(box.x0 - win.x0, box.y0 - win.y0, box.x1 - win.x0, box.y1 - win.y0)
+        fg = _grabcut(src[win.slices()], rect, self.grabcut_iters, seed)
+        what = "recoloured" if region.op == "recolor" else "smeared"
+        if fg is None:
+            return f"no object outline found in its box: the whole box would be {what}"
+        if region.op == "recolor":
+            return None
+        d_rgb, d_mask = self._donor_cut(region.donor, seed)  # type: ignore[arg-type]
+        if d_mask is None:
+            return "the donor's outline is not found in its crop: it would be pasted as a rectangle"
+        dh, dw = d_rgb.shape[:2]
+        s = min(rect.w / dw, rect.h / dh)
+        nw, nh = max(1, min(rect.w, round(dw * s))), max(1, min(rect.h, round(dh * s)))
+        x, y = rect.x0 + (rect.w - nw) // 2, rect.y1 - nh  # where candidate 0 puts it: bottom-centred
+        placed = np.zeros(fg.shape, bool)
+        placed[y : y + nh, x : x + nw] = (
+            cv2.resize(d_mask.astype(np.uint8), (nw, nh), interpolation=cv2.INTER_NEAREST) > 0
+        )
+        cover = float((fg & placed).sum()) / max(int(fg.sum()), 1)
+        if cover < MIN_DONOR_COVER:
+            need = f"{MIN_DONOR_COVER:.0%}"
+            return f"the donor hides {cover:.0%} of the object it replaces (needs {need}): the rest would be smeared"
+        return None
 
     def run(self, jobs: Sequence[InpaintJob]) -> list[list[Image.Image]]:
         out = []
@@ -373,14 +385,16 @@ class OpenCVInpainter:
         a replicated border as the background sample; a failed cut keeps the whole crop."""
         if donor is None:
             raise ValueError(f"job {key}: replace region {i} has no donor")
+        if donor.width < 1 or donor.height < 1:
+            raise ValueError(f"job {key}: empty donor crop in region {i}")
+        rgb, mask = self._donor_cut(donor, _candidate_seed(seed, key, -100 - i))
+        return rgb, mask if mask is not None else np.ones(rgb.shape[:2], bool)
+
+    def _donor_cut(self, donor: Image.Image, seed: int) -> tuple[np.ndarray, np.ndarray | None]:
+        """The donor crop and GrabCut's object mask in it (None when it finds none)."""
         rgb = np.asarray(donor.convert("RGB"))
         h, w = rgb.shape[:2]
-        if h < 1 or w < 1:
-            raise ValueError(f"job {key}: empty donor crop in region {i}")
         pad = max(4, round(0.1 * max(h, w)))
         padded = cv2.copyMakeBorder(rgb, pad, pad, pad, pad, cv2.BORDER_REPLICATE)
-        fg = _grabcut(
-            padded, Rect(pad, pad, pad + w, pad + h), self.grabcut_iters, _candidate_seed(seed, key, -100 - i)
-        )
-        mask = fg[pad : pad + h, pad : pad + w] if fg is not None else np.ones((h, w), bool)
-        return rgb, mask
+        fg = _grabcut(padded, Rect(pad, pad, pad + w, pad + h), self.grabcut_iters, seed)
+        return rgb, fg[pad : pad + h, pad : pad + w] if fg is not None else None

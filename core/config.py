@@ -269,7 +269,8 @@ class FiltersConfig(_Strict):
     (models, options): changing it re-scores. `thresholds` decides from the stored scores: `hardneg split`
     may change it without loading a model. Each filter's keys are checked by `filters/registry.py`."""
 
-    scorers: dict[str, dict[str, Any]] = Field(default_factory=lambda: {"ssim": {}, "seam": {}})
+    # ssim ranks a negative's candidates, seam scores realism, edits verifies each edit in the pixels
+    scorers: dict[str, dict[str, Any]] = Field(default_factory=lambda: {"ssim": {}, "seam": {}, "edits": {}})
     thresholds: dict[str, dict[str, Any]] = Field(default_factory=dict)  # name -> its thresholds
     batch_size: int = Field(16, ge=1)
 

@@ -93,11 +93,12 @@ def build_stats(
 
 
 def gist(reason: str) -> str:
-    """A rejection reason without its numbers, so like reasons count together: the filter's own words after
-    "no candidate passed", up to the second colon ("edits: smear")."""
-    text = reason.rsplit("; ", 1)[-1] if "; " in reason else reason
-    head = ":".join(text.split(":")[:2]).strip()
-    return " ".join("".join(c for c in head if not c.isdigit() and c not in "%()").split())
+    """What a rejection reason names, without its numbers, so like reasons count together: for a negative
+    no candidate of which passed, the first check its candidates failed ("smear", "pasted rectangle")."""
+    parts = reason.split("; ")
+    text = parts[1] if parts[0].startswith("filter: no candidate passed") and len(parts) > 1 else parts[0]
+    head = text.removeprefix("filter: ").split(":")[0]
+    return " ".join("".join(c for c in head if not c.isdigit() and c not in "%().<=").split())
 
 
 def image_edit_table(edits: dict[str, Counter], images_stats: dict[str, int]) -> dict[str, dict[str, Any]]:

@@ -22,6 +22,7 @@ REGISTRY: dict[str, str] = {
     "seam": "hardneg.filters.seam:SeamFilter",
     "dire": "hardneg.filters.dire:DireFilter",
     "sharpness": "hardneg.filters.sharpness:SharpnessFilter",
+    "edits": "hardneg.filters.edit_check:EditCheckFilter",
     "detector": "hardneg.filters.detector:DetectorFilter",
     "ngram": "hardneg.filters.text_scorers:NGramFilter",
     "grammar": "hardneg.filters.text_scorers:GrammarFilter",

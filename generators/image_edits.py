@@ -297,28 +297,57 @@ class DonorUnreadable(Exception):
     """A donor crop could not be read: the word is not renderable by copy-paste (never a silent removal)."""
 
 
+class PasteRefused(Exception):
+    """The backend refused every donor tried for a word (`InpaintBackend.refusal`): it is not rendered."""
+
+
+DONOR_TRIES = 3  # donors of a word tried, in a keyed order, before the word is given up
+
+
+def backend_refusal(backend: InpaintBackend, image: Image.Image | None, region: EditRegion) -> str | None:
+    """The backend's reason not to paint `region` (None without an image or a backend that judges nothing)."""
+    judge = getattr(backend, "refusal", None)
+    return None if image is None or judge is None else judge(image, region)
+
+
 def replace_edit(
-    site: Site, obj: SceneObject, graph: SceneGraph, ctx: ImageContext, backend: InpaintBackend, word: str
+    site: Site,
+    obj: SceneObject,
+    graph: SceneGraph,
+    ctx: ImageContext,
+    backend: InpaintBackend,
+    word: str,
+    image: Image.Image | None = None,
 ) -> ImageEdit | None:
     """The edit of a replace site for `word`; None when the backend cannot render it. Raises
-    `DonorUnreadable` when the donor image it needs cannot be read."""
+    `DonorUnreadable` when the donor image it needs cannot be read, `PasteRefused` when the backend judges
+    (on the source `image`) that no donor tried would look like a photograph."""
     if site.negative_type == "replace_attribute":
         region = attribute_region(obj.box, word, site.category, obj.name, site.word)  # type: ignore[arg-type]
         if not backend.supports(region):
             return None
+        if why := backend_refusal(backend, image, region):
+            raise PasteRefused(f"recolour of {obj.name} to {word}: {why}")
         return ImageEdit(site, {"op": "set_attribute", "object": obj.id, "from": site.word, "to": word}, (region,))
     # replace_object: a donor of the new name from another image; with none (copy-paste backends) removal
     own = tuple(a for a in obj.attributes if a not in looks(obj.attributes, ctx.category))  # what the box decides
     keep_attrs = tuple(a for a in obj.attributes if ctx.table.category(a) == "color")[:1]
     donors = fitting_donors(word, obj, graph, ctx)
-    donor, pick = None, None
-    if donors:
-        pick = donors[random.Random(keyed_seed(ctx.seed, "donor", graph.image_id, obj.id, word)).randrange(len(donors))]
+    random.Random(keyed_seed(ctx.seed, "donor", graph.image_id, obj.id, word)).shuffle(donors)
+    donor, pick, refused = None, None, []
+    for d in donors[:DONOR_TRIES]:
         try:
-            with Image.open(image_file(ctx.images_dir, pick.image_id)) as im:
-                donor = crop(im.convert("RGB"), pick.box)
+            with Image.open(image_file(ctx.images_dir, d.image_id)) as im:
+                cut = crop(im.convert("RGB"), d.box)
         except (OSError, SyntaxError, ValueError) as e:
-            raise DonorUnreadable(f"donor image {pick.image_id}.jpg for {word!r} unreadable: {e}") from e
+            raise DonorUnreadable(f"donor image {d.image_id}.jpg for {word!r} unreadable: {e}") from e
+        why = backend_refusal(backend, image, EditRegion(obj.box, "replace", prompt(keep_attrs, word), donor=cut))
+        if why is None:
+            donor, pick = cut, d
+            break
+        refused.append(why)
+    if refused and donor is None:
+        raise PasteRefused(f"{obj.name} -> {word}: every donor tried was refused ({refused[0]})")
     region = EditRegion(obj.box, "replace", prompt(keep_attrs, word), donor=donor)
     if backend.supports(region):
         edit: dict[str, Any] = {"op": "rename", "object": obj.id, "name": word}

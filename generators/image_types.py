@@ -71,9 +71,18 @@ class ImageType:
         return renderable(site, obj, graph, ctx, backend, word)
 
     def edit_with(
-        self, site: Site, obj: SceneObject, graph: SceneGraph, ctx: ImageContext, backend: InpaintBackend, word: str
+        self,
+        site: Site,
+        obj: SceneObject,
+        graph: SceneGraph,
+        ctx: ImageContext,
+        backend: InpaintBackend,
+        word: str,
+        image: Image.Image | None = None,
     ) -> ImageEdit | None:
-        return replace_edit(site, obj, graph, ctx, backend, word)
+        """The edit for a word the language backend chose; `image` is the source (the backend may judge a
+        region on it before painting, `image_edits.PasteRefused`)."""
+        return replace_edit(site, obj, graph, ctx, backend, word, image)
 
 
 class Flip(ImageType):

@@ -43,6 +43,8 @@ from hardneg.generators.image_edits import (
     DonorUnreadable,
     ImageContext,
     ImageEdit,
+    PasteRefused,
+    backend_refusal,
     carried_by,
     falsified,
     swap_refusal,
@@ -145,7 +147,12 @@ class ImageSearch(SiteSearch):
         edit = self.kinds[site.negative_type].edit(
             site, objects, st.extra["image"], self.ctx, st.extra["graph"], self.inpaint
         )
-        if edit is not None and all(self.inpaint.supports(r) for r in edit.regions) and self.certified(st, edit):
+        if edit is None or not all(self.inpaint.supports(r) for r in edit.regions):
+            return False
+        for r in edit.regions:
+            if why := backend_refusal(self.inpaint, st.extra["image"], r):
+                return self._refuse(st, site, f"{r.op} of {r.box}: {why}")
+        if self.certified(st, edit):
             self._choose(st, edit)
             return True
         return False
@@ -182,9 +189,9 @@ class ImageSearch(SiteSearch):
             done = None
             if word in kind.options(site, obj, self.ctx):
                 try:
-                    done = kind.edit_with(site, obj, st.extra["graph"], self.ctx, self.inpaint, word)
-                except DonorUnreadable as e:
-                    self.stats["donor_unreadable"] += 1
+                    done = kind.edit_with(site, obj, st.extra["graph"], self.ctx, self.inpaint, word, st.extra["image"])
+                except (DonorUnreadable, PasteRefused) as e:
+                    self.stats["donor_unreadable" if isinstance(e, DonorUnreadable) else "paste_refused"] += 1
                     detail = {**site.where(), "word": word}
                     self.rejects.append(
                         Reject(self.stage, str(e), st.positive["image_id"], st.positive["id"], detail=detail)

@@ -7,6 +7,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from PIL import Image, ImageDraw
 
@@ -183,3 +184,26 @@ def test_edits_that_describe_the_pixels_apply_and_malformed_ones_are_named():
     ):
         with pytest.raises(ValueError):
             apply_edit(g, bad)
+
+
+def test_two_like_objects_apart_are_swapped_and_the_swap_is_certified(tmp_path: Path):
+    # The rules leave the swap that copy-paste can show: two objects of one size and shape, apart.
+    g = graph(
+        obj("a", "ball", ("red",), (("to the left of", "b"),), box=(60, 150, 90, 90)),
+        obj("b", "clock", ("blue",), box=(320, 150, 90, 90)),
+        image_id="img1",
+    )
+    im = Image.new("RGB", (W, H), (200, 205, 195))
+    d = ImageDraw.Draw(im)
+    d.ellipse((62, 152, 148, 238), fill=(210, 30, 30))
+    d.ellipse((322, 152, 408, 238), fill=(30, 40, 210))
+    (tmp_path / "images").mkdir()
+    im.save(tmp_path / "images" / "img1.jpg", quality=95)
+    path = node("ball", "red", rel=[("to the left of", node("clock", "blue", oid="b"))], oid="a")
+    rows, rejects, _ = _make(tmp_path, [_positive(1, g, path, "the red ball to the left of the blue clock")],
+                             {"img1": g}, ("swap_object",))  # fmt: skip
+    assert [r["negative_type"] for r in rows] == ["swap_object"], [r.reason for r in rejects]
+    edit = rows[0]["edit"]
+    assert edit["attributes"] == [["blue"], ["red"]]  # each crop's colour went with it
+    out = np.asarray(Image.open(tmp_path / "run" / rows[0]["candidates"][0]).convert("RGB"), dtype=int)
+    assert out[195, 105, 2] > 150 and out[195, 365, 0] > 150  # blue where the red ball was, and red there
