@@ -40,6 +40,7 @@ from hardneg.core.io import read_jsonl
 from hardneg.core.records import PathNode, SceneGraph, SceneObject
 from hardneg.core.runfolder import prepare_run
 from hardneg.core.stage import Run
+from hardneg.core.stats import gist
 from hardneg.core.words import Words
 from hardneg.flows.pipeline import STAGES
 from hardneg.generators.export_certify import Certifier
@@ -134,7 +135,7 @@ def audit(root: Path, attribute_table: Path | None = None) -> dict[str, Any]:
         made[t] += 1
         d = decisions.get(r["id"], {})
         if not d.get("keep"):
-            why[t][(d.get("reason") or "no decision").split(":")[0] + ": " + _short(d.get("reason"))] += 1
+            why[t][gist(d.get("reason") or "no decision")] += 1
             continue
         kept[t] += 1
         res = still_true(r["path"], r["edit"], r["source_image_id"])
@@ -154,31 +155,25 @@ def audit(root: Path, attribute_table: Path | None = None) -> dict[str, Any]:
             distractors[t] += 1
             res = still_true(s["path"] if p is None else p["path"], e["edit"], s["image_id"])
             true_distractors[t] += bool(res)
+    stage = orjson.loads((root / "work" / "images" / "_stage.json").read_bytes()).get("stats", {})
+    refused = Counter({t: stage.get(f"refused:{t}", 0) + stage.get(f"uncertified:{t}", 0) for t in TYPES})
     return {"made": made, "kept": kept, "why": why, "true": true_kept, "unknown": unknown, "examples": examples,
-            "sets": len(sets), "distractors": distractors, "true_distractors": true_distractors}  # fmt: skip
-
-
-def _short(reason: str | None) -> str:
-    """A reason without its numbers, so like reasons count together."""
-    if not reason:
-        return ""
-    text = reason.split(":", 1)[-1].strip()
-    return "".join(c for c in text if not c.isdigit() and c not in ".%").replace("  ", " ")[:90]
+            "sets": len(sets), "distractors": distractors, "true_distractors": true_distractors,
+            "refused": refused}  # fmt: skip
 
 
 def report(m: dict[str, Any], what: str, seconds: float) -> str:
     lines = [f"## Image negatives of {what} ({seconds:.0f} s)", "",
-             "| type | made | verified (kept) | rejected | still true of the picture (kept) |",
-             "|---|---|---|---|---|"]  # fmt: skip
+             "| type | refused before painting | made | verified (kept) | rejected | still true (kept) |",
+             "|---|---|---|---|---|---|"]  # fmt: skip
     for t in TYPES:
-        if m["made"][t]:
+        if m["made"][t] or m["refused"][t]:
             extra = f" ({m['unknown'][t]} not derivable)" if m["unknown"][t] else ""
-            lines.append(
-                f"| {t} | {m['made'][t]} | {m['kept'][t]} | {m['made'][t] - m['kept'][t]} | {m['true'][t]}{extra} |"
-            )
+            lines.append(f"| {t} | {m['refused'][t]} | {m['made'][t]} | {m['kept'][t]} | "
+                         f"{m['made'][t] - m['kept'][t]} | {m['true'][t]}{extra} |")  # fmt: skip
     total = sum(m["made"].values())
-    lines.append(f"| all | {total} | {sum(m['kept'].values())} | {total - sum(m['kept'].values())} | "
-                 f"{sum(m['true'].values())} |")  # fmt: skip
+    lines.append(f"| all | {sum(m['refused'].values())} | {total} | {sum(m['kept'].values())} | "
+                 f"{total - sum(m['kept'].values())} | {sum(m['true'].values())} |")  # fmt: skip
     lines += ["", "### Why the filters rejected", ""]
     for t in TYPES:
         for reason, n in m["why"][t].most_common(6):

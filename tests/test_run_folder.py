@@ -164,7 +164,7 @@ def test_manifest_and_attribute_table(demo_run: Path):
     m = orjson.loads((demo_run / "manifest.json").read_bytes())
     assert Path(m["inputs"]["scene_graphs"]).exists() and Path(m["inputs"]["images"]).is_dir()
     assert m["versions"]["stages"]["paths"] == "paths@v5"
-    assert m["versions"]["stages"]["images"] == "negatives_image@v1"
+    assert m["versions"]["stages"]["images"] == "negatives_image@v2"
     assert m["versions"]["data"]["templates"] == "templates@v1"
     assert sum(m["counts"]["positives"].values()) == len(_positives(demo_run))
     assert m["counts"]["positives_kept"] + m["counts"]["balance_dropped"] == m["counts"]["positives_candidates"]
