@@ -88,6 +88,7 @@ class Edit:
     candidate: Image.Image
     scores: dict[str, float] = field(default_factory=dict)
     reason: str | None = None
+    refused: str | None = None  # the backend's refusal before painting (`OpenCVInpainter.refusal`)
 
 
 def load(folder: Path) -> tuple[dict[str, Any], dict[str, Image.Image]]:
@@ -154,6 +155,9 @@ def make_edits(graphs: dict[str, Any], images: dict[str, Image.Image]) -> Iterat
     def run(key: str, image: Image.Image, regions: tuple[EditRegion, ...]) -> Image.Image:
         return backend.run([InpaintJob(key, image, regions, 1, 0)])[0][0]
 
+    def refusal(image: Image.Image, *regions: EditRegion) -> str | None:
+        return next((why for r in regions if (why := backend.refusal(image, r))), None)
+
     for image_id, graph in graphs.items():
         image = images[image_id]
         objs = things(graph)
@@ -173,6 +177,7 @@ def make_edits(graphs: dict[str, Any], images: dict[str, Image.Image]) -> Iterat
                     (box,),
                     image,
                     run(f"{oid}:{target}", image, (region,)),
+                    refused=refusal(image, region),
                 )
             if colour:
                 wrong = next(c for c in ("green", "red", "blue") if c != colour)
@@ -189,6 +194,7 @@ def make_edits(graphs: dict[str, Any], images: dict[str, Image.Image]) -> Iterat
                     (box,),
                     image,
                     run(f"{oid}:wrong", image, (region,)),
+                    refused=refusal(image, region),
                 )
             n += 1
             removed = run(f"{oid}:remove", image, (EditRegion(box, "remove", "background"),))
@@ -212,6 +218,7 @@ def make_edits(graphs: dict[str, Any], images: dict[str, Image.Image]) -> Iterat
                 (box,),
                 image,
                 run(f"{oid}:replace", image, (region,)),
+                refused=refusal(image, region),
             )
             n += 1
             yield Edit(
@@ -244,6 +251,7 @@ def make_edits(graphs: dict[str, Any], images: dict[str, Image.Image]) -> Iterat
                 (ba, bb),
                 image,
                 run(f"{ia}:swap", image, regions),
+                refused=refusal(image, *regions),
             )
 
 
@@ -257,6 +265,8 @@ def score(edits: list[Edit]) -> None:
     for e, s in zip(edits, f.score(items), strict=True):
         e.scores = s
         e.reason = EditCheckFilter.keep(s, thresholds)[1]
+        if e.refused:  # the pipeline never paints it: the backend refuses it first
+            e.reason = f"refused before painting: {e.refused}" + (f"; {e.reason}" if e.reason else "")
 
 
 def side_by_side(e: Edit, height: int = 300) -> Image.Image:

@@ -93,9 +93,10 @@ eye; docs/image_checks.md has the table). Convincing recolours: hit >= 0.81, lef
 boxy <= 0.21, clipped <= 0.01, noise 0.6-1.2. Artifacts: partial recolours hit 0.28-0.51 / left >= 0.49;
 box-shaped recolours boxy 0.76-0.99; overexposed windows clipped 0.77-0.86; napkin glitter noise 4.4.
 Telea blobs in grass, foliage, gravel and crowds: smear 0.44-0.93; streaks on a tablecloth: fill
-0.33-0.74; raw rectangle pastes: paste_edge 0.17-0.65; the one clean removal (a glass on a tablecloth)
-scored 0 on all. 18 of 106 pass: 16 good, 2 artifacts (replacements whose donor covers only part of the
-Telea fill); 1 good recolour rejected (a napkin filling its box: boxy 0.84).
+0.33-0.74; raw rectangle pastes: paste_edge 0.17-0.65. 18 of 106 pass the filter: 15 good; 3 artifacts,
+2 replacements whose donor hides only part of the removed object (the backend now refuses those before
+painting) and a glass removed without its stem, which its box leaves out (0 on every score: no check
+here sees a remainder outside the box); 1 good recolour rejected (a napkin filling its box: boxy 0.84).
 """
 
 from __future__ import annotations
