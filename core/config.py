@@ -52,6 +52,10 @@ class _Strict(BaseModel):
 class InputsConfig(_Strict):
     scene_graphs: Path | None = None  # a GQA *_sceneGraphs.json or a folder of them; None = the demo world
     images: Path | None = None  # folder of <image_id>.jpg; None = do not check images
+    # Before anything starts, the first `images_checked` images the graphs name are looked for in `images`:
+    # fewer than `min_images_present` of them there is a wrong folder, refused at once (not an empty run).
+    images_checked: int = Field(200, ge=1)
+    min_images_present: float = Field(0.5, ge=0.0, le=1.0)
 
 
 class DemoConfig(_Strict):

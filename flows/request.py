@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from hardneg.core.config import DEFAULT_CONFIG, RunConfig, load_config
-from hardneg.core.gqa_stream import graph_files
+from hardneg.core.gqa_stream import graph_files, iter_raw_graphs
+from hardneg.core.ids import id_problem
 from hardneg.core.runfolder import CONFIG_FILE
 from hardneg.core.runlock import LOCK_FILE
 
@@ -85,6 +86,33 @@ def check_inputs(cfg: RunConfig) -> None:
         if not images.is_dir():
             what = "is not a folder" if images.exists() else "not found"
             raise ValueError(f"images folder {what}: {images} (give the folder of <image_id>.jpg)")
+        check_images_present(sg, images, cfg.inputs.images_checked, cfg.inputs.min_images_present)
+
+
+def check_images_present(scene_graphs: Path, images: Path, checked: int, share: float) -> None:
+    """The images folder holds the graphs' images: of the first `checked` image ids the graphs name (read
+    by streaming, so the check costs milliseconds on GQA's train file), at least `share` must have their
+    `<id>.jpg` there. A wrong folder is then one line before anything starts, not a run that rejects every
+    image at the end. Ids that could not name a file are skipped: ingest rejects those with reasons."""
+    ids: list[str] = []
+    try:
+        for image_id, _ in iter_raw_graphs(scene_graphs):
+            if id_problem(image_id) is None:
+                ids.append(image_id)
+            if len(ids) >= checked:
+                break
+    except ValueError:
+        pass  # a broken file: ingest reports it with its byte offset; the ids read so far still count
+    if not ids:
+        return
+    present = [i for i in ids if (images / f"{i}.jpg").is_file()]
+    if len(present) < share * len(ids):
+        have = set(present)
+        missing = next(i for i in ids if i not in have)
+        raise ValueError(
+            f"images folder {images} holds {len(present)} of the first {len(ids)} images the scene graphs name "
+            f"(e.g. no {missing}.jpg); give the folder of <image_id>.jpg (inputs.min_images_present: {share:g})"
+        )
 
 
 def check_output(root: Path) -> None:

@@ -5,6 +5,7 @@ cron string gave a raw pydantic error."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -78,6 +79,29 @@ def test_every_run_error_is_one_line_and_leaves_nothing_behind(tmp_path, graphs_
         assert message in err, (extra, err)
         assert _error(capsys, argv) == err  # the Prefect path checks the same, before Prefect starts
         assert not out.exists(), extra
+
+
+def test_an_images_folder_without_the_graphs_images_is_refused_before_anything_starts(tmp_path: Path, capsys):
+    # a folder holding none (or too few) of the images the graphs name used to run to the end: "images
+    # kept 0, rejected 40", exit 0, an empty dataset
+    graphs = {f"{1000 + k}": {"width": 10, "height": 10, "objects": {}} for k in range(10)}
+    sg = tmp_path / "val_sceneGraphs.json"
+    sg.write_text(json.dumps(graphs))
+    images = tmp_path / "images"
+    images.mkdir()
+    (images / "other.jpg").write_bytes(b"x")
+    out = tmp_path / "out"
+    argv = ["run", "--scene-graphs", str(sg), "--images", str(images), "--output", str(out), "--no-prefect"]
+    err = _error(capsys, argv)
+    assert "holds 0 of the first 10 images the scene graphs name (e.g. no 1000.jpg)" in err and not out.exists()
+    for k in range(4):  # 4 of 10: below the default half
+        (images / f"{1000 + k}.jpg").write_bytes(b"x")
+    assert "holds 4 of the first 10" in _error(capsys, argv)
+    (images / "1004.jpg").write_bytes(b"x")  # half: the check passes (the run then reads every image)
+    from hardneg.flows.request import check_images_present
+
+    check_images_present(sg, images, 200, 0.5)
+    check_images_present(sg, tmp_path / "images", 3, 1.0)  # the first three are there
 
 
 def test_a_wrong_scene_graph_path_fails_in_seconds_without_prefect(tmp_path: Path):
