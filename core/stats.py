@@ -6,6 +6,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from hardneg.core.io import atomic_write_bytes, write_json
 
 SPLITS = ("train", "val", "test")
@@ -89,7 +91,48 @@ def build_stats(
             k: {**v, "rate": round(v["passed"] / v["seen"], 4) if v.get("seen") else None} for k, v in filters.items()
         },
         "text_negative_mix": mix or {},
+        "review": review or {},
     }
+
+
+def reason_key(reason: str, width: int = 70) -> str:
+    """A reject reason as a key like reasons share: its first clause, numbers and ids left out."""
+    parts = reason.split("; ")
+    first = parts[0].removeprefix("filter: ")
+    if first.startswith("no candidate passed") and len(parts) > 1:  # what the candidates failed on
+        first = "no candidate passed: " + parts[1].split(":")[0]
+    words = [w for w in first.replace("(", " ").replace(")", " ").split() if not any(c.isdigit() for c in w)]
+    text = " ".join(words).rstrip(" ,:;.")
+    return text if len(text) <= width else text[: width - 3].rstrip() + "..."
+
+
+def run_header(manifest: dict[str, Any], cfg: Any) -> dict[str, Any]:
+    """What made the run, for the top of stats.md: inputs by name (never an absolute path), seed, config
+    fingerprint, the code's version, and how many images came in."""
+    sg = manifest["inputs"]["scene_graphs"]
+    demo = cfg.inputs.scene_graphs is None
+    ingest = manifest["counts"]["ingest"]
+    return {
+        "inputs": f"the demo world ({cfg.demo.n_scenes} scenes, seed {cfg.demo.seed})" if demo else Path(sg).name,
+        "images": None if demo or manifest["inputs"]["images"] is None else Path(manifest["inputs"]["images"]).name,
+        "images_kept": ingest.get("images_kept"),
+        "seed": manifest["seed"],
+        "config": cfg.name or manifest["config_fingerprint"],
+        "hardneg": manifest["hardneg_version"],
+    }
+
+
+def rejects_summary(path: Path, top: int = 3) -> dict[str, dict[str, Any]]:
+    """Per stage: how many samples went to rejects.jsonl, and its commonest reasons (numbers left out)."""
+    count: Counter = Counter()
+    reasons: dict[str, Counter] = {}
+    if path.exists():
+        with path.open("rb") as f:
+            for line in f:
+                r = orjson.loads(line)
+                count[r["stage"]] += 1
+                reasons.setdefault(r["stage"], Counter())[reason_key(r.get("reason") or "")] += 1
+    return {s: {"count": n, "reasons": dict(reasons[s].most_common(top))} for s, n in count.most_common()}
 
 
 def gist(reason: str) -> str:
@@ -128,6 +171,13 @@ def _table(title: str, header: list[str], rows: list[list[Any]]) -> str:
 def write_stats(root: Path, stats: dict[str, Any]) -> None:
     write_json(root / "stats.json", stats)
     parts = ["# Run statistics\n"]
+    if head := stats.get("run"):
+        images = f", images `{head['images']}`" if head.get("images") else ""
+        kept = f" ({head['images_kept']} images kept)" if head.get("images_kept") is not None else ""
+        parts.append(
+            f"Inputs: {head['inputs']}{images}{kept}. Seed {head['seed']}, config `{head['config']}`, "
+            f"hardneg {head['hardneg']}. Rejects, with every reason: `rejects.jsonl`.\n"
+        )
     mix = stats.get("text_negative_mix") or {}
     if mix.get("warnings"):
         parts.append("**Warnings**\n\n" + "\n".join(f"- **{w}**" for w in mix["warnings"]) + "\n")
@@ -197,6 +247,13 @@ def write_stats(root: Path, stats: dict[str, Any]) -> None:
             f"`risk.max` {risk['max']} dropped {risk['dropped']})" if risk["max"] is not None else "not dropped)"
         )
         parts.append(_table(title, ["risk", "positives"], rows))
+    rejects = stats.get("rejects") or {}
+    if rejects:
+        rows = [
+            [stage, r["count"], "; ".join(f"{w} ({n})" for w, n in r["reasons"].items())]
+            for stage, r in rejects.items()
+        ]
+        parts.append(_table("Rejects per stage and their commonest reasons", ["stage", "rejects", "reasons"], rows))
     review = stats.get("review") or {}
     if review.get("items"):
         rows = [

@@ -28,7 +28,15 @@ from hardneg.core.publish import begin, publish
 from hardneg.core.runfolder import resolve_inputs
 from hardneg.core.splits import split_of
 from hardneg.core.stage import Run, Stage, Unit
-from hardneg.core.stats import build_stats, image_edit_table, positive_risk, text_mix, write_stats
+from hardneg.core.stats import (
+    build_stats,
+    image_edit_table,
+    positive_risk,
+    rejects_summary,
+    run_header,
+    text_mix,
+    write_stats,
+)
 from hardneg.core.stats import gist as _gist
 
 SPLITS = ("train", "val", "test")
@@ -112,8 +120,10 @@ class WriteStage(Stage):
         stats = build_stats(table, neg_table, image_table, filters, decide.get("review"), mix)
         stats["positive_risk"] = positive_risk(summaries["decide"]["stats"], unit.cfg.risk.max)
         stats["image_edits"] = image_edit_table(edits, summaries["images"]["stats"])
-        write_stats(out, stats)
         manifest = _manifest(unit.run, summaries, table, neg_table, image_table, writers, neg_writers)
+        stats["run"] = run_header(manifest, unit.cfg)
+        stats["rejects"] = rejects_summary(out / "rejects.jsonl")
+        write_stats(out, stats)
         manifest["counts"]["filters"] = stats["filters"]
         manifest["thresholds"] = summaries["decide"]["meta"].get("thresholds", {})
         manifest["review"] = summaries["decide"]["meta"].get("review", {})

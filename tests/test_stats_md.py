@@ -1,0 +1,46 @@
+"""stats.md: a header that says what made the run, the human review's counts, and a rejects summary."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import orjson
+
+from hardneg.core.stats import build_stats, reason_key, rejects_summary, write_stats
+
+
+def test_the_review_counts_reach_stats_md(tmp_path: Path):
+    # build_stats took the review summary and dropped it: the table never appeared
+    review = {
+        "items": 4,
+        "dropping": 1,
+        "by_annotator": {"ann": {"correct": 3, "wrong": 1}, "bob": {"correct": 2}},
+        "agreement": [{"a": "ann", "b": "bob", "kappa": 0.5, "items": 2}],
+    }
+    write_stats(tmp_path, build_stats(Counter(), Counter(), Counter(), {}, review))
+    md = (tmp_path / "stats.md").read_text()
+    assert "Human review: 4 items, 1 dropped" in md and "| ann | correct 3, wrong 1 |" in md
+    assert orjson.loads((tmp_path / "stats.json").read_bytes())["review"]["items"] == 4
+
+
+def test_a_header_and_the_rejects_per_stage_with_their_commonest_reasons(tmp_path: Path):
+    rejects = tmp_path / "rejects.jsonl"
+    rows = [{"stage": "paths", "reason": f"max_per_image: image {k} has 9 paths"} for k in range(3)]
+    rows += [{"stage": "filter", "reason": "filter: no candidate passed (4 tried); smear: 38% of the area"}]
+    rejects.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    summary = rejects_summary(rejects)
+    assert summary == {
+        "paths": {"count": 3, "reasons": {"max_per_image: image has paths": 3}},
+        "filter": {"count": 1, "reasons": {"no candidate passed: smear": 1}},
+    }
+    stats = build_stats(Counter(), Counter(), Counter(), {})
+    stats["run"] = {"inputs": "val_sceneGraphs.json", "images": "images", "images_kept": 98, "seed": 3,
+                    "config": "gqa", "hardneg": "0.1.0"}  # fmt: skip
+    stats["rejects"] = summary
+    write_stats(tmp_path, stats)
+    md = (tmp_path / "stats.md").read_text()
+    assert md.splitlines()[2].startswith("Inputs: val_sceneGraphs.json, images `images` (98 images kept). Seed 3")
+    assert "| paths | 3 | max_per_image: image has paths (3) |" in md
+    assert "/" not in md.splitlines()[2].split("`")[1]  # names, never absolute paths
+    assert reason_key("x" * 100).endswith("...") and len(reason_key("x" * 100)) == 70
