@@ -42,7 +42,12 @@ def _splits(rows: dict[str, int]) -> list[str]:
     return sorted(rows, key=lambda s: (SPLIT_ORDER.index(s) if s in SPLIT_ORDER else 9, s))
 
 
-def card_header(dataset: dict[str, Any], run_name: str) -> dict[str, Any]:
+def is_demo(manifest: dict[str, Any]) -> bool:
+    """Whether the run read the demo world (drawn by hardneg), not GQA."""
+    return ((manifest.get("config") or {}).get("inputs") or {}).get("scene_graphs") is None
+
+
+def card_header(dataset: dict[str, Any], run_name: str, demo: bool = False) -> dict[str, Any]:
     rows, has_images = dataset["rows"], dataset["has_images"]
     configs, infos = [], []
     for config in CONFIGS:
@@ -74,10 +79,11 @@ def card_header(dataset: dict[str, Any], run_name: str) -> dict[str, Any]:
     size = next((c for n, c in bounds if total < n), "n>10M")
     return {
         "pretty_name": f"hardneg {run_name}",
-        "license": LICENSE,
+        "license": "other" if demo else LICENSE,  # the demo world is drawn by hardneg: hardneg's own terms
         "language": ["en"],
         "task_categories": ["zero-shot-object-detection"],
-        "tags": ["referring-expression-comprehension", "hard-negatives", "finecops-ref", "gqa", "visual-genome"],
+        "tags": ["referring-expression-comprehension", "hard-negatives", "finecops-ref"]
+        + ([] if demo else ["gqa", "visual-genome"]),
         "size_categories": [size],
         "configs": configs,
         "dataset_info": infos,
@@ -85,7 +91,7 @@ def card_header(dataset: dict[str, Any], run_name: str) -> dict[str, Any]:
 
 
 def write_card(root: Path, dataset: dict[str, Any], manifest: dict[str, Any]) -> Path:
-    header = yaml.safe_dump(card_header(dataset, root.name), sort_keys=False, width=1000)
+    header = yaml.safe_dump(card_header(dataset, root.name, is_demo(manifest)), sort_keys=False, width=1000)
     stats_md = (root / "stats.md").read_text() if (root / "stats.md").exists() else ""
     body = _body(root, dataset, manifest, stats_md)
     out = root / "README.md"
@@ -120,6 +126,21 @@ def _body(root: Path, dataset: dict[str, Any], manifest: dict[str, Any], stats_m
         for config in CONFIGS
     }
     stage_versions = ", ".join(f"{k} `{v}`" for k, v in versions.get("stages", {}).items())
+    demo = is_demo(manifest)
+    if demo:
+        made_from = "Scene graphs and images: the demo world, drawn by hardneg (no GQA data)."
+        licence = (
+            "The demo world's scenes and images are drawn by hardneg itself and carry hardneg's own terms; "
+            "this run holds no GQA data."
+        )
+    else:
+        sg, im = inputs.get("scene_graphs"), inputs.get("images")
+        made_from = f"Scene graphs: `{Path(sg).name if sg else None}`; images: `{Path(im).name if im else None}`."
+        licence = (
+            "The scene graphs come from GQA and the images from Visual Genome, both under the Creative Commons\n"
+            "Attribution 4.0 license (CC BY 4.0); this derived data is shared under the same license. Cite GQA\n"
+            "(Hudson and Manning, 2019), Visual Genome (Krishna et al., 2017) and FineCops-Ref (Liu et al., 2024)."
+        )
     return f"""# hardneg: {root.name}
 
 Hard-negative referring expressions built from GQA scene graphs by hardneg with the
@@ -128,14 +149,14 @@ with text negatives (an altered path that matches nothing in the image) and imag
 image in which the positive's path matches nothing).
 
 ```python
-import datasets
-positives = datasets.load_dataset("{root}")                 # the default config: positives
-negatives = datasets.load_dataset("{root}", "negatives")    # text and image negatives
+import datasets  # from the folder that holds this run
+positives = datasets.load_dataset("{root.name}")               # the default config: positives
+negatives = datasets.load_dataset("{root.name}", "negatives")  # text and image negatives
 ```
 
 ## How it was made
 
-- Scene graphs: `{inputs.get("scene_graphs")}`; images: `{inputs.get("images")}`.
+- {made_from}
 - hardneg {manifest.get("hardneg_version")}, seed {manifest.get("seed")}, config fingerprint
   `{manifest.get("config_fingerprint")}` (the whole config is in `manifest.json`).
 - Stages: {stage_versions}.
@@ -151,9 +172,7 @@ negatives = datasets.load_dataset("{root}", "negatives")    # text and image neg
 
 ## License
 
-The scene graphs come from GQA and the images from Visual Genome, both under the Creative Commons
-Attribution 4.0 license (CC BY 4.0); this derived data is shared under the same license. Cite GQA
-(Hudson and Manning, 2019), Visual Genome (Krishna et al., 2017) and FineCops-Ref (Liu et al., 2024).
+{licence}
 
 ## Fields
 

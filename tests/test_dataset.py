@@ -93,7 +93,9 @@ def test_the_card_declares_configs_splits_features_and_the_source_license():
     run = small_run()
     text = (run / "README.md").read_text()
     header = yaml.safe_load(text.split("---\n")[1])
-    assert header["license"] == "cc-by-4.0" and "CC BY 4.0" in text and "Visual Genome" in text
+    # the demo world is drawn by hardneg: neither Visual Genome's images nor its licence (the card said so)
+    assert header["license"] == "other" and "CC BY" not in text and "Visual Genome" not in text
+    assert "drawn by hardneg" in text and str(run) not in text and "/tmp" not in text  # no absolute paths
     configs = {c["config_name"]: c for c in header["configs"]}
     assert configs["positives"]["default"] is True and "default" not in configs["negatives"]
     manifest = orjson.loads((run / "manifest.json").read_bytes())
@@ -102,6 +104,18 @@ def test_the_card_declares_configs_splits_features_and_the_source_license():
     assert {s["name"]: s["num_examples"] for s in info["negatives"]["splits"]} == manifest["counts"]["negatives"]
     assert {"name": "image", "dtype": "image"} in info["negatives"]["features"]
     assert "Positives per split and level" in text  # the stats tables
+
+
+def test_a_card_of_gqa_data_carries_gqas_licence_and_names_its_inputs_without_their_folders(tmp_path: Path):
+    root = tmp_path / "gqa-val"
+    root.mkdir()
+    summary = {"rows": {"positives": {"val": 2}, "negatives": {"val": 1}}, "has_images": True, "images": {},
+               "bytes": {"positives": {"val": 10}, "negatives": {"val": 10}}}  # fmt: skip
+    manifest = {"config": {"inputs": {"scene_graphs": "/data/gqa/val_sceneGraphs.json"}},
+                "inputs": {"scene_graphs": "/data/gqa/val_sceneGraphs.json", "images": "/data/gqa/images"}}  # fmt: skip
+    text = write_card(root, summary, manifest).read_text()
+    assert yaml.safe_load(text.split("---\n")[1])["license"] == "cc-by-4.0" and "CC BY 4.0" in text
+    assert "`val_sceneGraphs.json`" in text and "/data/gqa" not in text and str(tmp_path) not in text
 
 
 def _fake_run(tmp_path: Path, with_images: bool) -> tuple[Path, Path | None]:
