@@ -27,6 +27,13 @@ Group-Recall@1 (appendix): for each phrase of a positive pair that has boxes, po
 phrase on the positive pair and on every negative pair naming it as `positive_id`; success when the top-scored
 one is on the positive pair with IoU >= 0.5 with any of the phrase's boxes. Tied top scores earn the expected
 success of a uniformly random pick among them.
+
+TRICD's own layout (the official annotations file, and the export's `TRICD_grounding_<split>.json`) reads
+in through `official_pairs` and `official_predictions`: each image record is a pair (its integer `id`), a
+negative's positive is the positive record of its group (`original_id` "N_k") with the same caption, and a
+negative's phrases take its positive's phrase ids, matched by character span as the official code matches
+them, so Group-Recall@1 pools them. The official Group-Recall@1 pairs a positive with one negative ("N_1"
+for "N_0"); here every negative of the group counts.
 """
 
 from __future__ import annotations
@@ -274,3 +281,71 @@ def group_recall_at_1(
 
     everything = [c for v in credits.values() for c in v]
     return {**cell(everything), "by_subset": {s: cell(credits[s]) for s in sorted(k for k in credits if k is not None)}}
+
+
+# -- TRICD's own layout --------------------------------------------------------------------------------
+
+
+def _official_subset(img: Mapping[str, Any]) -> str | None:
+    """The export's own subset when it has one, else the official code's phrase type."""
+    if img.get("subset") is not None:
+        return str(img["subset"])
+    if img.get("source") == "coco_test2017":
+        return "coco_obj" if img.get("coco_type") == "object" else "coco_rel"
+    return img.get("source")
+
+
+def _official_links(gt: Mapping[str, Any]) -> dict[int, tuple[int, dict[int, int]]]:
+    """Per negative image id: its positive's image id and {its phrase id: the positive's phrase id}."""
+    positives: dict[tuple[Any, str, str], Mapping[str, Any]] = {}
+    for img in gt["images"]:
+        if img["positive"]:
+            positives[(img.get("source"), str(img["original_id"]).split("_")[0], img["caption"])] = img
+    out: dict[int, tuple[int, dict[int, int]]] = {}
+    for img in gt["images"]:
+        if img["positive"]:
+            continue
+        pos = positives.get((img.get("source"), str(img["original_id"]).split("_")[0], img["caption"]))
+        if pos is None:
+            raise ValueError(f"image {img['id']}: no positive image of its group has its caption")
+        by_span = {str(spans): int(pid) for pid, spans in pos["phrases"].items()}
+        try:
+            out[int(img["id"])] = (int(pos["id"]), {int(k): by_span[str(v)] for k, v in img["phrases"].items()})
+        except KeyError:
+            raise ValueError(f"image {img['id']}: a phrase's spans are not among its positive's") from None
+    return out
+
+
+def official_pairs(gt: Mapping[str, Any]) -> list[CPDPair]:
+    """The pairs of a file in TRICD's own layout (`{"images", "annotations", "categories"}`)."""
+    boxes: dict[int, list[Box4]] = defaultdict(list)
+    for a in gt["annotations"]:
+        boxes[int(a["phrase_id"])].append(check_box(a["bbox"], f"annotation {a.get('id')!r}"))
+    links = _official_links(gt)
+    out = []
+    for img in gt["images"]:
+        iid = int(img["id"])
+        if iid in links:
+            positive, pids = links[iid]
+            phrases: dict[Hashable, Sequence[Box4]] = {pids[int(k)]: [] for k in img["phrases"]}
+        else:
+            positive, phrases = None, {int(k): boxes[int(k)] for k in img["phrases"]}
+        out.append(CPDPair(iid, phrases, _official_subset(img), positive))
+    return out
+
+
+def official_predictions(gt: Mapping[str, Any], results: Mapping[str, Any]) -> list[CPDPrediction]:
+    """Predictions in the official results layout, `{image id: {"scores", "boxes" (x0, y0, x1, y1),
+    "phrase_ids"}}`, as `CPDPrediction`s on `official_pairs(gt)` (xywh boxes, a negative's phrase ids
+    mapped to its positive's)."""
+    links = _official_links(gt)
+    out = []
+    for key, datum in results.items():
+        iid = int(key)
+        mapped = links[iid][1] if iid in links else None
+        if not len(datum["scores"]) == len(datum["boxes"]) == len(datum["phrase_ids"]):
+            raise ValueError(f"results for image {key!r}: scores, boxes and phrase_ids differ in length")
+        for score, (x0, y0, x1, y1), pid in zip(datum["scores"], datum["boxes"], datum["phrase_ids"], strict=True):
+            phrase = int(pid) if mapped is None else mapped.get(int(pid), int(pid))
+            out.append(CPDPrediction(iid, phrase, (x0, y0, x1 - x0, y1 - y0), score))
+    return out

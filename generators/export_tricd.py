@@ -1,24 +1,27 @@
 """The TRICD export: contextual phrase detection pairs (the TRICD paper).
 
 For each decided positive (an expression on image I0) the export writes a *positive pair* (I0, the
-expression) whose phrases, the spaCy noun chunks of the expression (`generators/export_phrases.py`), carry
-the boxes of every object they name in context on I0 (`export_certify.context_objects`), and *negative
-pairs* with the same caption and phrases and no boxes:
+expression) whose phrases, the spaCy noun chunks of the expression (`generators/export_phrases.py`, with
+their character spans), carry the boxes of every object they name in context on I0
+(`export_certify.context_objects`), and *negative pairs* with the same caption and phrases and no boxes:
 
-- **distractors**: corpus images of I0's split that share core traits with I0 (the target's name first,
-  then the Jaccard index of the two images' names, then the location: `CorpusIndex.similarity`), in which
+- **distractors**: the corpus images of I0's split most confusable with it, as TRICD's pairs are: the
+  target's name, then the scene by the graph (the expression's other names, its relations stored for an
+  object of the same name, the names the two images share, the location: `export_tricd_rank`), in which
   the expression's path certainly matches nothing (`Certifier.nothing`: the executor finds nothing, and the
-  graph contradicts every object that could match; the absence of a crowd name proves nothing). Up to
+  graph contradicts every object that could match; the absence of a crowd name proves nothing). About
   `exports.tricd.candidates` images are sampled per positive, the `checked` best ranked are certified in
   rank order, and the first `distractors` that pass are kept;
 - **image edits**: the run's own image negatives of the positive (the candidate the decide stage chose),
   re-checked on the edited graph, which follows the pixels (`image_edits.falsified`: the executor and the
   certificate).
 
-A positive with no negative pair is left out (its reasons go to rejects). `RUN/tricd/<split>.json` reads
-straight into `evaluation.tricd.evaluate_cpd` and `group_recall_at_1`: each pair is
+A positive with no negative pair is left out (its reasons go to rejects). The primary output,
+`RUN/tricd/TRICD_grounding_<split>.json`, is in TRICD's own layout, which its official evaluation code
+reads unchanged (`export_tricd_official`). Beside it, `RUN/tricd/<split>.json` keeps one record per pair,
 `{"id", "phrases": {phrase id: [xywh, ...]}, "subset", "positive_id"}` plus what a reader needs (`image`
-relative to the run folder, `caption`, `phrase_text`, the certificate). `subset` is the path type.
+relative to the run folder, `caption`, `phrase_text`, `phrase_span`, the certificate), for the report and
+for `evaluation.tricd`, which reads either. `subset` is the path type.
 A decision stage: no model (the phrases were parsed before), so `hardneg split` reruns it.
 """
 
@@ -30,6 +33,7 @@ from typing import Any
 from hardneg.core.attributes import AttributeTable
 from hardneg.core.executor import GraphIndex
 from hardneg.core.hygiene import words_digest
+from hardneg.core.io import write_json
 from hardneg.core.records import PathNode, Reject, SceneGraph, content_id
 from hardneg.core.runfolder import image_file, resolve_inputs
 from hardneg.core.stage import Run, Stage, Unit
@@ -44,26 +48,15 @@ from hardneg.generators.export_common import (
     hygiene_graphs,
     kept_image_negatives,
     kept_positives,
-    sample,
 )
+from hardneg.generators.export_tricd_official import file_name, official
+from hardneg.generators.export_tricd_rank import RelationIndex, rank_distractors
 from hardneg.generators.image_edits import falsified
 
-VERSION = f"tricd@v2+{CERTIFIER}"  # v2: image edits certified on graphs that follow the pixels
+# v2: image edits certified on graphs that follow the pixels; v3: TRICD's own layout, confusable distractors
+VERSION = f"tricd@v3+{CERTIFIER}"
 FOLDER = "tricd"
-
-
-def rank_distractors(index: CorpusIndex, p: dict[str, Any], name: str, k: int, checked: int, seed: int) -> list[str]:
-    """Candidate distractor images of the positive's split, best first: the target's name, then the shared
-    names and location; at most `k` sampled per positive, `checked` returned."""
-    i0 = p["image_id"]
-    split = index.images[i0].split
-    pool = set(sample(index.by_name.get((split, name), []), k, seed, "tricd", p["id"]))
-    if len(pool) < k:
-        others = {i for n in index.images[i0].names if n != name for i in index.by_name.get((split, n), [])}
-        pool |= set(sample(others - pool, k - len(pool), seed, "tricd-other", p["id"]))
-    pool.discard(i0)
-    score = {i: (name in index.images[i].names) + index.similarity(i0, i) for i in pool}
-    return sorted(pool, key=lambda i: (-score[i], i))[:checked]
+Size = tuple[int, int]
 
 
 class TricdStage(Stage):
@@ -96,6 +89,7 @@ class TricdStage(Stage):
         if opts.enabled:
             records = self._pairs(unit)
         for split, rows in by_split(records).items():
+            write_json(folder.dir / file_name(split), official(rows, FOLDER))
             folder.write_table(split, rows)
         counts = _counts(records)
         folder.write_summary({"shape": "tricd", "version": VERSION, "enabled": opts.enabled, "counts": counts})
@@ -113,9 +107,11 @@ class TricdStage(Stage):
         if opts.image_negatives:
             for n in kept_image_negatives(unit, {p["id"] for p in positives}):
                 edits[n["positive_id"]].append(n)
-        index = CorpusIndex(unit.read_all("hygiene", "graphs"), cfg.splits)
+        relations = RelationIndex(cfg.splits)
+        index = CorpusIndex(relations.watch(unit.read_all("hygiene", "graphs")), cfg.splits)
         checks = GraphChecks(table)
         boxes: dict[int, list[list[list[int]]]] = {}
+        sizes: dict[str, Size] = {}  # graph image id -> (width, height); an edit keeps its source's size
         found: dict[int, dict[int, tuple[str, str | None]]] = defaultdict(dict)
         edit_ok: dict[int, bool] = {}
         todo = []
@@ -127,11 +123,11 @@ class TricdStage(Stage):
                 continue
             path = PathNode.from_json(p["path"])
             todo.append((p, path, ph))
-            checks.add(p["image_id"], _boxes_check(p, path, boxes))
+            checks.add(p["image_id"], _boxes_check(p, path, boxes, sizes))
             if opts.distractors:
-                ranked = rank_distractors(index, p, path.name, opts.candidates, opts.checked, cfg.seed)
+                ranked = rank_distractors(index, relations, p, path, opts.candidates, opts.checked, cfg.seed)
                 for rank, img in enumerate(ranked):
-                    checks.add(img, _distractor_check(cert, p["id"], path, rank, found))
+                    checks.add(img, _distractor_check(cert, p["id"], path, rank, found, sizes))
             for n in edits[p["id"]]:
                 checks.add(p["image_id"], _edit_check(path, n, cert, edit_ok))
         checks.run(hygiene_graphs(unit))
@@ -149,12 +145,15 @@ class TricdStage(Stage):
                 reason = "no distractor image is certified and no image negative re-checks"
                 unit.reject(Reject("tricd", reason, p["image_id"], p["id"], detail=detail))
                 continue
-            out += _records(p, ph, boxes[p["id"]], distractors, negs, folder, images)
+            out += _records(p, ph, boxes[p["id"]], distractors, negs, folder, images, sizes)
         return out
 
 
-def _boxes_check(p: dict[str, Any], path: PathNode, boxes: dict[int, list[list[list[int]]]]) -> Any:
+def _boxes_check(
+    p: dict[str, Any], path: PathNode, boxes: dict[int, list[list[list[int]]]], sizes: dict[str, Size]
+) -> Any:
     def check(g: SceneGraph, index: GraphIndex) -> None:
+        sizes[g.image_id] = (g.width, g.height)
         ctx = context_objects(path, index, path.id or "")
         boxes[p["id"]] = [[list(g.objects[o].box) for o in sorted(objs)] for objs in ctx]
 
@@ -162,9 +161,15 @@ def _boxes_check(p: dict[str, Any], path: PathNode, boxes: dict[int, list[list[l
 
 
 def _distractor_check(
-    cert: Certifier, pid: int, path: PathNode, rank: int, found: dict[int, dict[int, tuple[str, str | None]]]
+    cert: Certifier,
+    pid: int,
+    path: PathNode,
+    rank: int,
+    found: dict[int, dict[int, tuple[str, str | None]]],
+    sizes: dict[str, Size],
 ) -> Any:
     def check(g: SceneGraph, index: GraphIndex) -> None:
+        sizes[g.image_id] = (g.width, g.height)
         found[pid][rank] = (g.image_id, cert.nothing(path, g, index))
 
     return check
@@ -185,11 +190,13 @@ def _records(
     negs: list[dict[str, Any]],
     folder: ExportFolder,
     images: Any,
+    sizes: dict[str, Size],
 ) -> list[dict[str, Any]]:
     ids = [f"p{k}" for k in range(len(phrases))]
     common = {
         "caption": p["expression"],
         "phrase_text": {i: ph["text"] for i, ph in zip(ids, phrases, strict=True)},
+        "phrase_span": {i: [ph["start"], ph["end"]] for i, ph in zip(ids, phrases, strict=True)},
         "phrase_node": {i: ph["node"] for i, ph in zip(ids, phrases, strict=True)},
         "subset": p["tuple_type"],
         "split": p["split"],
@@ -208,6 +215,8 @@ def _records(
             "id": pos_id,
             "image": image(pos_id, src),
             "image_id": p["image_id"],
+            "width": sizes[p["image_id"]][0],
+            "height": sizes[p["image_id"]][1],
             "phrases": {i: node_boxes[ph["node"]] for i, ph in zip(ids, phrases, strict=True)},
             "positive_id": None,
             "negative": None,
@@ -221,14 +230,15 @@ def _records(
         src = image_file(images, img) if images is not None else None
         cert = {"kind": "distractor", "image_id": img}
         out.append(
-            {"id": nid, "image": image(nid, src), "image_id": img, "phrases": empty, "positive_id": pos_id,
-             "negative": "distractor", "certificate": cert, **common}
+            {"id": nid, "image": image(nid, src), "image_id": img, "width": sizes[img][0], "height": sizes[img][1],
+             "phrases": empty, "positive_id": pos_id, "negative": "distractor", "certificate": cert, **common}
         )  # fmt: skip
     for n in negs:
         nid = content_id("tricd-edit", str(n["id"]))
         cert = {"kind": "image_edit", "image_id": n["source_image_id"], "edit": n["edit"], "negative_id": n["id"]}
         out.append(
-            {"id": nid, "image": image(nid, folder.root / n["chosen"]), "image_id": n["image_id"], "phrases": empty,
+            {"id": nid, "image": image(nid, folder.root / n["chosen"]), "image_id": n["image_id"],
+             "width": sizes[n["source_image_id"]][0], "height": sizes[n["source_image_id"]][1], "phrases": empty,
              "positive_id": pos_id, "negative": "image_edit", "certificate": cert, **common}
         )  # fmt: skip
     return out

@@ -1,22 +1,30 @@
 """The TRICD export: its pairs read straight into `evaluation.tricd` (an oracle scores 100, an image-blind
-model scores chance on Group-Recall@1), and every certificate holds when re-executed."""
+model scores chance on Group-Recall@1), its files in TRICD's own layout read as the official code reads
+them, its distractors are the most confusable images, and every certificate holds when re-executed."""
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
+from pathlib import Path
+from typing import Any
 
+import orjson
 import pytest
 
 from hardneg.core.attributes import AttributeTable
+from hardneg.core.config import SplitsConfig
 from hardneg.core.edits import apply_edit
 from hardneg.core.executor import GraphIndex, execute
 from hardneg.core.records import PathEdge, PathNode, Relation, SceneGraph, SceneObject
 from hardneg.core.runfolder import stored_config
 from hardneg.core.splits import split_of
 from hardneg.core.words import Words
-from hardneg.evaluation.tricd import evaluate_cpd, group_recall_at_1
+from hardneg.evaluation.tricd import evaluate_cpd, group_recall_at_1, official_pairs, official_predictions
 from hardneg.flows.pipeline import resplittable_keys
 from hardneg.generators.export_certify import Certifier, context_objects
+from hardneg.generators.export_common import CorpusIndex
+from hardneg.generators.export_tricd_rank import RelationIndex, rank_distractors
 from tests.export_run import export_run, graphs, records
 
 TABLE = AttributeTable.load(None)
@@ -25,6 +33,13 @@ TABLE = AttributeTable.load(None)
 @pytest.fixture(scope="module")
 def pairs() -> list[dict]:
     return records(export_run(), "tricd")
+
+
+@pytest.fixture(scope="module")
+def official() -> dict[str, dict]:
+    """Each split's file in TRICD's own layout, by split."""
+    root = export_run() / "tricd"
+    return {s: orjson.loads((root / f"TRICD_grounding_{s}.json").read_bytes()) for s in ("train", "val", "test")}
 
 
 def _groups(pairs: list[dict]) -> dict[int, list[dict]]:
@@ -108,6 +123,124 @@ def test_distractors_share_core_traits(pairs):
         assert names0 & names1
         same_name += p["path"]["name"] in names1
     assert same_name > len(dis) / 2
+
+
+# -- TRICD's own layout, read as its official evaluation code reads it ---------------------------------
+
+IMAGE_KEYS = {"id": int, "file_name": str, "caption": str, "source": str, "positive": bool, "original_id": str}
+ANNOTATION_KEYS = {"id": int, "image_id": int, "phrase_id": int, "category_id": int, "bbox": list}
+
+
+def _read_official(data: dict[str, Any], folder: Path) -> dict[int, dict[str, Any]]:
+    """A reader written from the official layout's description: COCO-style `images`, `annotations` and
+    `categories`; every image's phrases {integer id as a string: [[start, end], ...]} slicing its caption,
+    phrase ids unique in the file; a positive "N_0" with its negative "N_1" (same caption and spans); the
+    annotations' phrase ids among their positive image's phrases. Returns the images by id."""
+    assert {"images", "annotations", "categories"} <= data.keys()
+    images: dict[int, dict[str, Any]] = {}
+    phrase_owner: dict[int, int] = {}
+    for img in data["images"]:
+        for key, kind in IMAGE_KEYS.items():
+            assert isinstance(img[key], kind), (key, img)
+        assert img["id"] not in images and (folder / img["file_name"]).is_file()
+        assert isinstance(img["width"], int) and isinstance(img["height"], int) and img["width"] > 0 < img["height"]
+        assert img["source"] in ("coco_test2017", "winoground")  # the official per-subset table knows no other
+        assert img["source"] != "coco_test2017" or img["coco_type"] in ("object", "relation")
+        assert re.fullmatch(r"\d+_\d+", img["original_id"])
+        images[img["id"]] = img
+        assert img["phrases"]
+        for pid, spans in img["phrases"].items():
+            assert int(pid) not in phrase_owner  # unique in the file
+            phrase_owner[int(pid)] = img["id"]
+            for start, end in spans:
+                assert img["caption"][start:end] == img["phrase_text"][pid]
+    by_key = {(i["source"], i["original_id"], i["positive"]): i for i in images.values()}
+    assert len(by_key) == len(images)  # the official group recall keys images by these
+    for img in images.values():
+        if img["positive"]:
+            group, k = img["original_id"].split("_")
+            neg = by_key[(img["source"], f"{group}_{1 - int(k)}", False)]  # what the official code looks up
+            assert neg["caption"] == img["caption"]
+            assert sorted(neg["phrases"].values()) == sorted(img["phrases"].values())
+    category_ids = {c["id"] for c in data["categories"]}
+    boxed, ann_ids = set(), set()
+    for a in data["annotations"]:
+        for key, kind in ANNOTATION_KEYS.items():
+            assert isinstance(a[key], kind), (key, a)
+        assert a["id"] >= 1 and a["id"] not in ann_ids and a["category_id"] in category_ids and a["iscrowd"] == 0
+        ann_ids.add(a["id"])
+        assert images[a["image_id"]]["positive"] and str(a["phrase_id"]) in images[a["image_id"]]["phrases"]
+        w, h = a["bbox"][2:]
+        assert len(a["bbox"]) == 4 and w >= 0 and h >= 0 and a["area"] == w * h
+        boxed.add(a["phrase_id"])
+    positive_phrases = {int(p) for i in images.values() if i["positive"] for p in i["phrases"]}
+    assert positive_phrases == boxed  # the official recall needs a box for every positive phrase
+    return images
+
+
+def test_official_layout_reads_like_tricd(official, pairs):
+    root = export_run()
+    for split, data in official.items():
+        images = _read_official(data, root / "tricd")
+        ours = [p for p in pairs if p["split"] == split]
+        assert sorted(i["pair_id"] for i in images.values()) == sorted(p["id"] for p in ours)
+        assert all(i["split"] == split for i in images.values())
+    assert sum(len(d["images"]) for d in official.values()) == len(pairs)
+
+
+def test_official_layout_scores_an_oracle_100(official):
+    gt = official["test"]
+    results: dict[str, dict[str, list]] = {
+        str(i["id"]): {"scores": [], "boxes": [], "phrase_ids": []} for i in gt["images"]
+    }
+    for a in gt["annotations"]:
+        x, y, w, h = a["bbox"]
+        r = results[str(a["image_id"])]
+        r["scores"].append(1.0)
+        r["boxes"].append([x, y, x + w, y + h])  # the official results hold x0, y0, x1, y1
+        r["phrase_ids"].append(a["phrase_id"])
+    pairs = official_pairs(gt)
+    preds = official_predictions(gt, results)
+    assert evaluate_cpd(pairs, preds)["ap"] == pytest.approx(1.0)
+    assert group_recall_at_1(pairs, preds)["value"] == pytest.approx(1.0)
+
+
+# -- confusable distractors --------------------------------------------------------------------------
+
+
+def _row(image_id: str, *objects: tuple[str, list[tuple[str, int]]]) -> dict[str, Any]:
+    """A cleaned graph row: objects (name, [(relation, index of the partner)])."""
+    objs = {
+        str(k): {
+            "name": n,
+            "x": 0,
+            "y": 0,
+            "w": 1,
+            "h": 1,
+            "relations": [{"name": r, "object": str(o)} for r, o in rel],
+        }
+        for k, (n, rel) in enumerate(objects)
+    }
+    return {"image_id": image_id, "graph": {"width": 10, "height": 10, "objects": objs}}
+
+
+def test_distractors_rank_by_name_then_scene():
+    """The target's name first, then the expression's partners and relations: "a man holding a bag" is the
+    most confusable image for "the man holding an umbrella", an image without a man the least."""
+    splits = SplitsConfig(train=1.0, val=0.0, test=0.0)
+    rows = [
+        _row("i0", ("man", [("holding", 1)]), ("umbrella", []), ("street", [])),
+        _row("same_relation", ("man", [("holding", 1)]), ("bag", []), ("street", [])),
+        _row("partner_only", ("man", []), ("umbrella", []), ("car", []), ("tree", [])),
+        _row("name_only", ("man", []), ("car", []), ("tree", [])),
+        _row("no_man", ("umbrella", []), ("street", []), ("dog", [("holding", 0)])),
+        _row("unrelated", ("sky", []), ("cloud", [])),
+    ]
+    relations = RelationIndex(splits)
+    index = CorpusIndex(relations.watch(rows), splits)
+    path = PathNode("man", relations=(PathEdge("holding", PathNode("umbrella")),))
+    ranked = rank_distractors(index, relations, {"image_id": "i0", "id": 1}, path, 10, 10, 0)
+    assert ranked == ["same_relation", "partner_only", "name_only", "no_man"]  # "unrelated" shares no name
 
 
 def test_tricd_is_a_decision_stage_split_can_retune():
