@@ -17,10 +17,18 @@ images with many edits, a source image gives at most `max_sets_per_image` sets: 
 broken by a keyed seed, so reruns choose the same positives; the rest are counted
 (`positives_over_image_cap`) and rejected with the reason.
 
-The images are shuffled by a keyed seed and linked as `imagecode/images/<set id>_<k>.jpg`, so neither the
-order nor a file name tells the original from an edit. One record per set: `images` (run-relative
-paths), `target` (the original's index), `description`, and the edits with their certificates. It reads
-straight into `evaluation.imagecode.imagecode_accuracy` (with a model's `scores`). A decision stage.
+The export is in ImageCoDe's own layout, so its official scripts read it unchanged: the images, shuffled by
+a keyed seed, sit at `imagecode/image-sets/<set>/img<k>.jpg`, and each split's descriptions in the file the
+scripts name (`train_data.json`, `valid_data.json`, `test_data.json`, plus `test_data_unlabeled.json`), as
+`{set: {"k": description}}` with `k` the original's index. The set's name, `hardneg-open-images_<id>`, is
+the same form for every set and says nothing of the order; `open-images` is how the official scripts tell
+a set of static pictures (no frame order) from video frames. Sets of every size are written: the scripts
+that score a description (zero-shot CLIP, `evaluate_clip.py`, the dataset class one set a batch) sort and
+count a set's files themselves; only the context-module models assume 10 images, which `min_edits: 9`
+gives. Our own record per set stays in `<split>.json` (and parquet), a file the scripts never open:
+`set`, `images` (run-relative paths), `target`, `description`, and the edits with their certificates. It
+reads straight into `evaluation.imagecode.imagecode_accuracy` (with a model's `scores`), as does the
+official layout through `evaluation.imagecode.read_official`. A decision stage.
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ from hardneg.core.attributes import AttributeTable
 from hardneg.core.edits import apply_edit
 from hardneg.core.executor import GraphIndex
 from hardneg.core.export_config import ImageCodeExport
+from hardneg.core.io import write_json
 from hardneg.core.records import PathNode, Reject, SceneGraph, content_id, keyed_seed
 from hardneg.core.runfolder import image_file, resolve_inputs
 from hardneg.core.stage import Stage, Unit
@@ -49,7 +58,14 @@ from hardneg.generators.export_common import (
     kept_positives,
 )
 
-VERSION = "imagecode@v2"  # v2: one image per distinct edit, `min_edits`, `max_sets_per_image`; certified edits
+# v2: one image per distinct edit, `min_edits`, `max_sets_per_image`; certified edits. v3: ImageCoDe's layout
+VERSION = "imagecode@v3"
+# ImageCoDe's own layout, as its scripts read it (`evaluation.imagecode` reads the same names; a test keeps
+# the two equal: the metrics module imports nothing of the pipeline)
+OFFICIAL_FILES = {"train": "train_data.json", "val": "valid_data.json", "test": "test_data.json"}
+UNLABELED_FILE = "test_data_unlabeled.json"  # the test split without targets, as ImageCoDe hands it out
+IMAGE_SETS = "image-sets"
+STATIC_MARK = "open-images"  # the official scripts' only sign of a static picture set (else: video frames)
 FOLDER = "imagecode"
 SPLITS = ("train", "val", "test")
 
@@ -119,10 +135,16 @@ class ImageCodeStage(Stage):
         folder = ExportFolder(unit.root, FOLDER)
         folder.reset()
         records = self._sets(unit, folder) if opts.enabled else []
-        for split, rows in by_split(records).items():
+        splits = by_split(records)
+        for split, rows in splits.items():
             folder.write_table(split, rows)
+            write_json(folder.dir / OFFICIAL_FILES[split], descriptions(rows))
+        write_json(folder.dir / UNLABELED_FILE, {n: list(d.values()) for n, d in descriptions(splits["test"]).items()})
         counts = _counts(records)
-        folder.write_summary({"shape": "imagecode", "version": VERSION, "enabled": opts.enabled, "counts": counts})
+        official = {**OFFICIAL_FILES, "test (unlabeled)": UNLABELED_FILE, "images": f"{IMAGE_SETS}/<set>/img<k>.jpg"}
+        folder.write_summary(
+            {"shape": "imagecode", "version": VERSION, "enabled": opts.enabled, "official": official, "counts": counts}
+        )
         unit.meta["counts"] = counts
         unit.write("sets", records)
 
@@ -153,6 +175,18 @@ class ImageCodeStage(Stage):
             unit.stats[stat] += 1
             unit.reject(Reject("imagecode", why, p["image_id"], p["id"]))
         return [_record(p, pool, folder, image_file(images, p["image_id"]), cfg.seed) for p, pool in chosen]
+
+
+def set_name(set_id: int) -> str:
+    """The set's folder name: one form for every set, so it tells nothing of the order; `open-images` marks
+    it as static pictures for the official scripts (positional embeddings off, counted under images)."""
+    return f"hardneg-{STATIC_MARK}_{set_id:013x}"
+
+
+def descriptions(rows: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
+    """A split's official descriptions file, `{set: {"k": description}}`: one description a set, keyed by
+    the original's index as a string, as ImageCoDe's `*_data.json` files are."""
+    return {r["set"]: {str(r["target"]): r["description"]} for r in rows}
 
 
 def _counts(records: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
@@ -191,10 +225,11 @@ def _falsifies(
 
 def _record(p: dict[str, Any], pool: list[Pair], folder: ExportFolder, src: Any, seed: int) -> dict:
     set_id = content_id("imagecode", str(p["id"]))
+    name = set_name(set_id)
     sources: list[Any] = [src] + [folder.root / cand for _, cand in pool]
     order = list(range(len(sources)))
     random.Random(keyed_seed(seed, "imagecode", p["id"])).shuffle(order)  # order[k]: which image sits at k
-    paths = [folder.place(sources[i], f"images/{set_id:x}_{k}.jpg") for k, i in enumerate(order)]
+    paths = [folder.place(sources[i], f"{IMAGE_SETS}/{name}/img{k}.jpg") for k, i in enumerate(order)]
     edits = [
         {"index": order.index(i + 1), "negative_id": n["id"], "negative_type": n["negative_type"],
          "edit": n["edit"], "candidate": cand, "source_image_id": n["source_image_id"]}
@@ -202,6 +237,7 @@ def _record(p: dict[str, Any], pool: list[Pair], folder: ExportFolder, src: Any,
     ]  # fmt: skip
     return {
         "id": set_id,
+        "set": name,
         "images": paths,
         "target": order.index(0),
         "description": p["expression"],

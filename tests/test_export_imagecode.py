@@ -1,11 +1,15 @@
-"""The ImageCoDe export: its sets read straight into `evaluation.imagecode` (an oracle scores 100, a blind
-model exactly chance), every edit re-checks as false, a set holds one image per distinct edit, a source
-image gives at most `max_sets_per_image` sets, and `hardneg split` re-makes the sets."""
+"""The ImageCoDe export: it is in ImageCoDe's own layout as its official scripts read it, its sets read
+straight into `evaluation.imagecode` (an oracle scores 100, a blind model exactly chance), every edit
+re-checks as false, a set holds one image per distinct edit, a source image gives at most
+`max_sets_per_image` sets, and `hardneg split` re-makes the sets."""
 
 from __future__ import annotations
 
+import random
+import re
 import shutil
 from collections import Counter
+from pathlib import Path
 
 import orjson
 import pytest
@@ -19,7 +23,7 @@ from hardneg.core.io import read_jsonl
 from hardneg.core.records import PathNode
 from hardneg.core.runfolder import resolve_inputs, stored_config
 from hardneg.core.splits import split_of
-from hardneg.evaluation.imagecode import imagecode_accuracy
+from hardneg.evaluation.imagecode import imagecode_accuracy, prediction_accuracy, read_official
 from hardneg.flows.pipeline import resplit
 from hardneg.generators.export_imagecode import choose, gather
 from tests.export_run import EXPORT_RUN, export_run, graphs, records
@@ -44,6 +48,58 @@ def test_oracle_scores_100_and_blind_scores_chance(sets):
     assert blind["accuracy"] == pytest.approx(chance) == pytest.approx(blind["chance"])
     first = imagecode_accuracy([{**s, "scores": [1.0] + [0.0] * (len(s["images"]) - 1)} for s in sets])["all"]
     assert first["accuracy"] < 1.0  # the original is not always first: the order is shuffled
+
+
+# -- ImageCoDe's own layout, as its official scripts read it (written from its data description) ---------
+
+OFFICIAL = {"train": "train_data.json", "val": "valid_data.json", "test": "test_data.json"}
+
+
+def official_files(set_dir: Path) -> list[Path]:
+    """What the official loaders do: glob the set's `*.jpg` and sort by the number after `img`; a
+    description's key is a position in that list."""
+    return sorted(set_dir.glob("*.jpg"), key=lambda x: int(str(x).split("/")[-1].split(".")[0][3:]))
+
+
+def test_the_export_reads_as_the_official_scripts_read_imagecode(sets):
+    root = export_run()
+    folder = root / "imagecode"
+    images = resolve_inputs(root, stored_config(root))[1]
+    ours = {s["set"]: s for s in sets}
+    described: dict[str, str] = {}
+    for split, file in OFFICIAL.items():
+        data = orjson.loads((folder / file).read_bytes())  # {set: {"k": description}}
+        assert isinstance(data, dict)
+        for name, texts in data.items():
+            assert re.fullmatch(r"hardneg-open-images_[0-9a-f]{13}", name)  # one form: it tells no order
+            files = official_files(folder / "image-sets" / name)
+            assert [f.name for f in files] == [f"img{k}.jpg" for k in range(len(files))]  # file k is position k
+            assert isinstance(texts, dict) and len(texts) == 1
+            (k, text), s = next(iter(texts.items())), ours[name]
+            assert isinstance(k, str) and k.isdigit() and 0 <= int(k) < len(files) and isinstance(text, str)
+            assert files[int(k)].read_bytes() == (images / f"{s['image_id']}.jpg").read_bytes()  # the original
+            assert (text, s["split"], len(files)) == (s["description"], split, len(s["images"]))
+            assert [f.relative_to(root).as_posix() for f in files] == s["images"]
+            described[name] = split
+    assert described.keys() == ours.keys() == {d.name for d in (folder / "image-sets").iterdir()}
+    test = orjson.loads((folder / "test_data.json").read_bytes())
+    unlabeled = orjson.loads((folder / "test_data_unlabeled.json").read_bytes())  # {set: [description]}
+    assert unlabeled == {name: list(texts.values()) for name, texts in test.items()}
+    summary = orjson.loads((folder / "summary.json").read_bytes())
+    assert summary["version"] == "imagecode@v3" and summary["official"]["val"] == "valid_data.json"
+
+
+def test_leaderboard_predictions_on_the_official_layout_score_as_known(sets):
+    rows = [r for split in OFFICIAL for r in read_official(export_run() / "imagecode", split)]
+    assert len(rows) == len(sets) and all(r["is_video"] is False for r in rows)
+    right = {r["set"]: [r["target"]] for r in rows}
+    assert prediction_accuracy(right, rows)["static"]["accuracy"] == 1.0
+    wrong = {r["set"]: [(r["target"] + 1) % len(r["images"])] for r in rows}
+    assert prediction_accuracy(wrong, rows)["all"]["accuracy"] == 0.0
+    rng = random.Random(0)
+    picks = [prediction_accuracy({r["set"]: [rng.randrange(len(r["images"]))] for r in rows}, rows) for _ in range(400)]
+    chance = picks[0]["all"]["chance"]
+    assert sum(p["all"]["accuracy"] for p in picks) / len(picks) == pytest.approx(chance, abs=0.05)
 
 
 def test_every_set_holds_the_original_and_edits_that_make_the_expression_false(sets):
@@ -152,3 +208,11 @@ def test_min_edits_is_checked_against_edits():
     assert ImageCodeExport(edits=3).min_edits == 3  # a small set size alone needs no minimum of its own
     with pytest.raises(ValidationError, match="min_edits"):
         ImageCodeExport(edits=3, min_edits=5)
+
+
+def test_the_export_and_the_metrics_name_the_official_layout_alike():
+    from hardneg.evaluation import imagecode as metrics
+    from hardneg.generators import export_imagecode as export
+
+    for name in ("OFFICIAL_FILES", "UNLABELED_FILE", "IMAGE_SETS", "STATIC_MARK"):
+        assert getattr(export, name) == getattr(metrics, name), name
