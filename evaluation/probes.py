@@ -11,7 +11,9 @@ Models" (the probing paper, Schiappa et al.):
 - **Text, image and group scores** for Probe-C's 2 images x 2 prompts groups (equations 9, 13, 17, Winoground's).
 
 Inputs: `ProbeSample(id, kind, score_correct, score_swapped)`, `kind` naming the probe and subset (e.g.
-"probe_r/predicate", "probe_c/composition"); one sample per (image, correct prompt, swapped prompt), so an image
+"probe_r/predicate", "probe_r/swapped_subject", "probe_c/composition"), as the export's comparison tables
+(`probes/probe_r/<split>.json`) list them; the paper's own scripts read the export's layout in the paper's
+format directly (README, "Probes"); one sample per (image, correct prompt, swapped prompt), so an image
 probed with several swaps gives several samples. Dict form: the same keys. `ProbeGroup(id, kind, scores)` with
 `scores[i][j] = f(prompt_i, image_j)`, prompt i being the one that matches image i.
 """

@@ -46,7 +46,7 @@ from hardneg.generators.export_certify import Certifier
 from hardneg.generators.export_common import noun_phrase
 from hardneg.generators.targets import PathResources, target_reason
 
-VERSION = f"probe_b@v1+{CERTIFIER}"
+VERSION = f"probe_b@v2+{CERTIFIER}"  # v2: the filler scene's names in the row
 GENERATED = "probes/generated"  # this stage's images, under the run folder
 GRID = 32  # cells per side of the occupancy grid the empty-scene search uses
 MIN_SCENE = 0.25  # an empty region must cover this much of its image to be a filler scene
@@ -252,6 +252,7 @@ class GroupMaker:
             "background_fraction": round(background, 4),
             "patch_box": list(patch),
             "scene_image_id": scene["image_id"] if scene is not None and "scene" in fill else None,
+            "scene_names": scene["names"] if scene is not None and "scene" in fill else [],
         }
 
     def _alone(self, t: SceneObject, objects: list[SceneObject]) -> bool:

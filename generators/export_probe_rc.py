@@ -4,14 +4,22 @@
 crowd or background name: "ground under a chair" asks nothing), on the positive's image I0:
 - `probe_r/predicate`: the prompt "a cup on a table" against the predicate swapped for one *never seen
   with that subject and object in the corpus* (the plausibility stage's triple counts) that the relation
-  tables say contradicts the true one ("a cup under a table");
+  tables say contradicts the true one ("a cup under a table"); among those, the most implausible first (the
+  paper's "highly unlikely" predicate): one never seen with the subject at all, then one that only says
+  where things are seen from (left/right, front/behind, near), then the lowest smoothed triple probability;
 - `probe_r/subject`: against the subject swapped for a corpus name never seen in that triple, which
   contradicts the subject's name ("a dog on a table": no dog in I0, or none the graph lets be on it);
 - `probe_r/subject_only`: on images of I0's split that show the subject and certainly no object of the
-  object's kind, the subject-only prompt "a cup" against the triple's prompt (the paper's X_O1 vs P_O1).
+  object's kind, the subject-only prompt "a cup" against the triple's prompt (the paper's X_O1 vs P_O1);
+- `probe_r/swapped_subject`: on images of the split that show the swapped subject and certainly no object
+  of the subject's kind, "a dog" against "a cup" (the paper's X_O3 vs P_O1). The subject swap kept is the
+  first certified one whose name has such images; both image sets hold up to `subject_only_images` (the
+  paper: 10), and `relation_sets` gives them per triple for the paper's own record.
 **Probe-C**, per attribute of a grounded object of a positive ("a small dog" on I0), 2 images x 2 prompts:
 - `probe_c/composition`: the attribute swapped for its antonym (`Words.antonym`, which must contradict it),
-  with a second image of the split that shows "a large dog";
+  else for another attribute of its category that contradicts it ("a red car" / "a blue car"), with a
+  second image of the split that shows it; so that colours, materials and patterns are probed, not only
+  sizes (most antonyms are sizes), and the stage caps any one category's share (`balance_categories`);
 - `probe_c/object`: the object swapped for a name that contradicts it and carries the same attribute in a
   second image ("a small cat").
 
@@ -28,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hardneg.core.executor import GraphIndex
-from hardneg.core.plausibility import Counts
+from hardneg.core.plausibility import Counts, Plausibility
 from hardneg.core.records import PathNode, SceneGraph, keyed_seed
 from hardneg.core.words import Words
 from hardneg.generators.export_certify import Certifier, path_of
@@ -36,6 +44,8 @@ from hardneg.generators.export_common import CorpusIndex, GraphChecks, noun_phra
 
 SUBJECT_TRIES = 12  # swapped subjects certified per triple (the first that passes is kept)
 OBJECT_TRIES = 5  # swapped objects tried per Probe-C attribute
+ATTRIBUTE_TRIES = 4  # swapped attributes tried per Probe-C attribute when there is no antonym
+POOL = 3  # images sampled per image wanted (subject-only, swapped-subject): some fail their certificate
 
 
 @dataclass(slots=True)
@@ -47,6 +57,21 @@ class Probe:
     ok: dict[int, bool] = field(default_factory=dict)  # option index -> certified (all its checks passed)
     pending: dict[int, int] = field(default_factory=dict)  # option index -> checks not yet run
 
+    def won(self) -> list[dict[str, Any]]:
+        """The certified options, in the order they were registered."""
+        return [o for k, o in enumerate(self.options) if self.ok[k] and self.pending[k] == 0]
+
+
+@dataclass(slots=True)
+class RelationProbes:
+    """The Probe-R probes of one triple on one image: what the paper's record brings together."""
+
+    fields: dict[str, Any]
+    predicate: Probe
+    subject: Probe
+    subject_only: Probe | None
+    swapped: dict[str, Probe]  # swapped subject name -> images that show it and no subject
+
 
 class ProbeSearch:
     """Registers the certificate checks of Probe-R and Probe-C options, then picks the winners."""
@@ -56,8 +81,13 @@ class ProbeSearch:
         self.words, self.cert, self.counts, self.index, self.checks = words, cert, counts, index, checks
         self.seed, self.candidates, self.subject_only = seed, candidates, subject_only
         self.probes: list[Probe] = []
+        self.relation_probes: list[RelationProbes] = []
+        self.plausibility = Plausibility(counts)
         self.relations = sorted(counts.relations)
         self.names = sorted(n for n in counts.names if self._swappable(n))
+        self.attributes_of: dict[str, set[str]] = defaultdict(set)  # name -> attributes the corpus shows on it
+        for a, n in counts.attribute_name:
+            self.attributes_of[n].add(a)
 
     def _swappable(self, name: str) -> bool:
         return self.cert.absence_refusal(name) is None and self.words.name_category(name) is not None
@@ -88,6 +118,12 @@ class ProbeSearch:
 
     # -- Probe-R ------------------------------------------------------------------------------------
 
+    def implausibility(self, s: str, r2: str, o: str) -> tuple[bool, bool, float]:
+        """Sort key of a swapped predicate, most implausible first: never seen with the subject, not a mere
+        viewpoint relation (any two things can be left of each other), the lowest smoothed probability."""
+        seen = self.counts.subject_relation[(s, r2)] > 0
+        return seen, self.words.is_positional(r2), self.plausibility.triple_logp(s, r2, o)
+
     def relation(self, p: dict[str, Any], s: str, r: str, o: str) -> None:
         if self.words.is_crowd(s):  # "ground under a chair": the subject must be an object
             return
@@ -96,32 +132,52 @@ class ProbeSearch:
         correct = relation_prompt(self.words, s, r, o)
         true_path = path_of(s, relation=r, obj=o)
         pred = Probe({**base, "kind": "probe_r/predicate", "image_id": i0, "correct": correct})
-        for r2 in self._order(self.relations, "probe_r/predicate", p["id"], s, r, o):
-            if c.triples[(s, r2, o)] == 0 and self.words.relations_contradict(r, r2, o)[0]:
-                false = path_of(s, relation=r2, obj=o)
-                option = {"swapped": relation_prompt(self.words, s, r2, o), "swap": {"relation": [r, r2]},
-                          "certificate": {"true": true_path.to_json(), "false": false.to_json()}}  # fmt: skip
-                self._option(pred, option, [(i0, self._true(true_path)), (i0, self._false(false))])
+        swaps = [
+            r2
+            for r2 in self._order(self.relations, "probe_r/predicate", p["id"], s, r, o)
+            if c.triples[(s, r2, o)] == 0 and self.words.relations_contradict(r, r2, o)[0]
+        ]
+        for r2 in sorted(swaps, key=lambda x: self.implausibility(s, x, o)):  # stable: keyed order breaks ties
+            false = path_of(s, relation=r2, obj=o)
+            option = {"swapped": relation_prompt(self.words, s, r2, o), "swap": {"relation": [r, r2]},
+                      "plausibility": {"subject_relation": c.subject_relation[(s, r2)],
+                                       "relation_object": c.relation_object[(r2, o)],
+                                       "logp": round(self.plausibility.triple_logp(s, r2, o), 4)},
+                      "certificate": {"true": true_path.to_json(), "false": false.to_json()}}  # fmt: skip
+            self._option(pred, option, [(i0, self._true(true_path)), (i0, self._false(false))])
         subj = Probe({**base, "kind": "probe_r/subject", "image_id": i0, "correct": correct})
+        swapped: dict[str, Probe] = {}
         tries = [n for n in self._order(self.names, "probe_r/subject", p["id"], s, r, o) if c.triples[(n, r, o)] == 0]
         for s2 in [n for n in tries if self.words.names_contradict(s, n)[0]][:SUBJECT_TRIES]:
             false = path_of(s2, relation=r, obj=o)
             option = {"swapped": relation_prompt(self.words, s2, r, o), "swap": {"subject": [s, s2]},
                       "certificate": {"true": true_path.to_json(), "false": false.to_json()}}  # fmt: skip
             self._option(subj, option, [(i0, self._true(true_path)), (i0, self._false(false))])
-        self.probes += [pred, subj]
-        if not self.subject_only or self.cert.absence_refusal(o) is not None:
-            return
-        images = [i for i in self.index.by_name.get((split, s), []) if i != i0]
-        only = Probe({**base, "kind": "probe_r/subject_only", "correct": noun_phrase(self.words, s),
-                      "swapped": correct}, [])  # fmt: skip
-        for img in self._order(sample(images, self.candidates, self.seed, "subject_only", p["id"]), s, r, o):
-            if any(self.cert.could_be(n, o) for n in self.index.images[img].names):
+            if self.subject_only and self.cert.absence_refusal(s) is None:  # else "no cup here" proves nothing
+                swapped[s2] = self._images(base, "probe_r/swapped_subject", p["id"], i0, s2, path_of(s))
+        only = None
+        if self.subject_only and self.cert.absence_refusal(o) is None:
+            only = self._images(base, "probe_r/subject_only", p["id"], i0, s, true_path, o)
+            only.fields.update(correct=noun_phrase(self.words, s), swapped=correct)
+        self.relation_probes.append(RelationProbes({**base, "image_id": i0, "correct": correct}, pred, subj, only,
+                                                   swapped))  # fmt: skip
+
+    def _images(self, base: dict[str, Any], kind: str, pid: int, i0: str, name: str, false: PathNode,
+                banned: str | None = None) -> Probe:  # fmt: skip
+        """Images of the split that show `name` where `false` certainly matches nothing (and, with `banned`,
+        no object could be a `banned`), each an option: "a cup" against the triple, "a dog" against "a cup"."""
+        fields = {**base, "kind": kind}
+        if kind == "probe_r/swapped_subject":
+            fields.update(correct=noun_phrase(self.words, name), swapped=noun_phrase(self.words, false.name))
+        probe = Probe(fields)
+        pool = [i for i in self.index.by_name.get((base["split"], name), []) if i != i0]
+        k = max(self.candidates, POOL * self.subject_only)
+        for img in self._order(sample(pool, k, self.seed, kind, pid, name), *base["triple"], name):
+            if banned is not None and any(self.cert.could_be(n, banned) for n in self.index.images[img].names):
                 continue
-            option = {"image_id": img, "certificate": {"true": path_of(s).to_json(), "false": true_path.to_json()}}
-            self._option(only, option, [(img, self._true(path_of(s))), (img, self._false(true_path))])
-        only.fields["take"] = self.subject_only
-        self.probes.append(only)
+            option = {"image_id": img, "certificate": {"true": path_of(name).to_json(), "false": false.to_json()}}
+            self._option(probe, option, [(img, self._true(path_of(name))), (img, self._false(false))])
+        return probe
 
     # -- Probe-C ------------------------------------------------------------------------------------
 
@@ -129,13 +185,13 @@ class ProbeSearch:
         i0, split, w = p["image_id"], p["split"], self.words
         base = {"split": split, "positive_id": p["id"], "image_ids": [i0]}
         p1 = path_of(n, (a,))
-        anti = w.antonym(a)
-        if anti is not None and w.attributes_contradict(a, anti)[0]:
-            comp = Probe({**base, "kind": "probe_c/composition"})
-            p2 = path_of(n, (anti,))
-            for img in sample(self.index.by_pair.get((split, n, anti), []), self.candidates, self.seed, "pc", p["id"]):
+        comp = Probe({**base, "kind": "probe_c/composition", "category": w.attribute_category(a)})
+        for b in self._attribute_swaps(p["id"], n, a):
+            p2 = path_of(n, (b,))
+            for img in sample(self.index.by_pair.get((split, n, b), []), self.candidates, self.seed, "pc", p["id"], b):
                 if img != i0:
-                    self._group(comp, i0, img, p1, p2, {"attribute": [a, anti]}, n, a, n, anti)
+                    self._group(comp, i0, img, p1, p2, {"attribute": [a, b]}, n, a, n, b)
+        if comp.options:
             self.probes.append(comp)
         obj = Probe({**base, "kind": "probe_c/object"})
         names = [
@@ -153,6 +209,20 @@ class ProbeSearch:
                     self._group(obj, i0, img, p1, p2, {"object": [n, m]}, n, a, m, a)
         self.probes.append(obj)
 
+    def _attribute_swaps(self, pid: int, n: str, a: str) -> list[str]:
+        """The attributes to put in place of `a` on `n`, in order: its antonym, then others of its category
+        that contradict it and that the corpus shows on `n` ("a blue car" for "a red car")."""
+        w, cat = self.words, self.words.attribute_category(a)
+        anti = w.antonym(a)
+        out = [anti] if anti is not None and w.attributes_contradict(a, anti)[0] else []
+        others = [
+            b
+            for b in self._order(sorted(self.attributes_of.get(n, ())), "pc-attribute", pid, n, a)
+            if b not in (a, anti) and cat is not None and w.attribute_category(b) == cat
+            and w.attributes_contradict(a, b)[0]
+        ]  # fmt: skip
+        return out + others[:ATTRIBUTE_TRIES]
+
     def _group(
         self, probe: Probe, i0: str, img: str, p1: PathNode, p2: PathNode, swap: dict[str, Any], *words: str
     ) -> None:
@@ -169,13 +239,77 @@ class ProbeSearch:
     # -- results ------------------------------------------------------------------------------------
 
     def results(self) -> tuple[list[dict[str, Any]], dict[str, int]]:
-        """The certified probes (the first certified option of each; `take` options for subject-only)."""
-        out, missed = [], defaultdict(int)
+        """The certified probes, one row per comparison (the first certified option of each; up to
+        `subject_only_images` images for the image sets), and the count of probes left uncertified."""
+        out: list[dict[str, Any]] = []
+        missed: dict[str, int] = defaultdict(int)
         for probe in self.probes:
-            won = [o for k, o in enumerate(probe.options) if probe.ok[k] and probe.pending[k] == 0]
-            take = probe.fields.pop("take", 1)
+            won = probe.won()
             if not won:
                 missed[probe.fields["kind"]] += 1
-            for option in won[:take]:
-                out.append({**probe.fields, **option})
+            out += [{**probe.fields, **o} for o in won[:1]]
+        for rp in self.relation_probes:
+            chosen = self._chosen(rp)
+            for kind, probe, options in chosen:
+                if not options:
+                    missed[kind] += 1
+                out += [{**probe.fields, **o} for o in options]
         return out, dict(missed)
+
+    def _chosen(self, rp: RelationProbes) -> list[tuple[str, Probe, list[dict[str, Any]]]]:
+        """One triple's winners: the predicate swap, the subject swap (the first certified one with images
+        of the swapped subject, else the first certified), and the subject-only and swapped-subject images."""
+        take = self.subject_only
+        subjects = rp.subject.won()
+        with_images = [o for o in subjects if rp.swapped.get(o["swap"]["subject"][1]) and
+                       rp.swapped[o["swap"]["subject"][1]].won()]  # fmt: skip
+        subject = (with_images or subjects)[:1]
+        out = [("probe_r/predicate", rp.predicate, rp.predicate.won()[:1]), ("probe_r/subject", rp.subject, subject)]
+        if rp.subject_only is not None:
+            out.append(("probe_r/subject_only", rp.subject_only, rp.subject_only.won()[:take]))
+        if take and subject:
+            images = rp.swapped[subject[0]["swap"]["subject"][1]]
+            out.append(("probe_r/swapped_subject", images, images.won()[:take]))
+        return out
+
+    def relation_sets(self) -> list[dict[str, Any]]:
+        """Per triple with every part certified (both swaps, subject-only and swapped-subject images), what
+        the paper's Probe-R record holds: the anchor image, the three prompts, the two image sets."""
+        sets = []
+        for rp in self.relation_probes:
+            parts = {kind: options for kind, _, options in self._chosen(rp)}
+            if len(parts) < 4 or not all(parts.values()):
+                continue
+            sets.append({
+                **rp.fields,
+                "predicate": parts["probe_r/predicate"][0],
+                "subject": parts["probe_r/subject"][0],
+                "subject_only_ids": [o["image_id"] for o in parts["probe_r/subject_only"]],
+                "swapped_subject_ids": [o["image_id"] for o in parts["probe_r/swapped_subject"]],
+            })  # fmt: skip
+        return sets
+
+
+def balance_categories(rows: list[dict[str, Any]], share: float) -> list[dict[str, Any]]:
+    """Probe-C composition rows with no attribute category above `share` of them, per split (the rows past
+    a category's cap dropped in their given order): sizes have the most antonyms, and a probe of sizes
+    alone says nothing about colours or materials. A split with one category keeps it whole."""
+    out: list[dict[str, Any]] = []
+    for split in sorted({r["split"] for r in rows}):
+        mine = [r for r in rows if r["split"] == split]
+        sizes: dict[Any, int] = defaultdict(int)
+        for r in mine:
+            sizes[r.get("category")] += 1
+        while len(sizes) > 1:
+            big = max(sizes, key=lambda k: (sizes[k], str(k)))
+            rest = sum(sizes.values()) - sizes[big]
+            cap = max(1, int(share / (1.0 - share) * rest))
+            if sizes[big] <= cap:
+                break
+            sizes[big] = cap
+        kept: dict[Any, int] = defaultdict(int)
+        for r in mine:
+            if kept[r.get("category")] < sizes[r.get("category")]:
+                kept[r.get("category")] += 1
+                out.append(r)
+    return out

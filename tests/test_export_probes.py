@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import itertools
+import os
 
 import numpy as np
+import orjson
 import pytest
 from PIL import Image
 
@@ -55,7 +57,8 @@ def _b_samples(groups: list[dict], f) -> list[dict]:
 
 
 def test_oracle_scores_100_and_blind_scores_chance(probe_r, probe_c, probe_b):
-    assert {r["kind"] for r in probe_r} == {"probe_r/predicate", "probe_r/subject", "probe_r/subject_only"}
+    kinds = {"probe_r/predicate", "probe_r/subject", "probe_r/subject_only", "probe_r/swapped_subject"}
+    assert {r["kind"] for r in probe_r} == kinds
     assert {r["kind"] for r in probe_c} == {"probe_c/composition", "probe_c/object"}
     assert probe_b
 
@@ -109,6 +112,9 @@ def test_probe_r_certificates(probe_r):
         elif r["kind"] == "probe_r/subject":
             s2 = r["swap"]["subject"][1]
             assert counts.triples[(s2, rel, o)] == 0 and words.names_contradict(s, s2)[0]
+        elif r["kind"] == "probe_r/swapped_subject":  # the swapped subject is there, nothing that could be ours
+            assert any(x.name == true.name for x in image.objects.values()) and false.name == s
+            assert not any(cert.could_be(x.name, s) for x in image.objects.values())
         else:  # subject-only: the subject is there, nothing that could be the object is
             assert any(x.name == s for x in image.objects.values())
             assert not any(cert.could_be(x.name, o) for x in image.objects.values())
@@ -126,7 +132,9 @@ def test_probe_c_certificates(probe_c):
         assert {split_of(i, splits) for i in r["image_ids"]} == {r["split"]} and x1.image_id != x2.image_id
         if r["kind"] == "probe_c/composition":
             a, anti = r["swap"]["attribute"]
-            assert words.antonym(a) == anti and words.attributes_contradict(a, anti)[0]
+            assert words.attributes_contradict(a, anti)[0]  # its antonym, or another of its category
+            assert words.antonym(a) == anti or words.attribute_category(a) == words.attribute_category(anti)
+            assert r["category"] == words.attribute_category(a)
         else:
             n, m = r["swap"]["object"]
             assert words.names_contradict(n, m)[0] and not words.is_crowd(m)
@@ -166,3 +174,162 @@ def test_prompts_read_as_english_a_mass_noun_takes_the():
     assert relation_prompt(words, "apple", "on", "table") == "an apple on a table"
     assert noun_phrase(words, "bananas") == "bananas"
     assert noun_phrase(words, "dog", ("small",)) == "a small dog"
+
+
+# -- the paper's own layout, read as its evaluation scripts read it ------------------------------------------
+
+OFFICIAL_R_KEYS = {
+    "positive_image_ids": list,
+    "negative_image_ids": list,
+    "positive_prompt": str,
+    "negative_prompt": str,
+    "negative_object": str,
+    "positive_object": str,
+    "negative_predicate_prompt": str,
+}
+OFFICIAL_C_KEYS = ("img1_id", "img1_prompt", "img1_composition", "img1_object", "img2_id", "img2_prompt",
+                   "img2_composition", "img2_object")  # fmt: skip
+
+
+def _photo(prompt: str) -> bool:
+    """The paper's prompt form: "A photo of a small dog." """
+    return prompt.startswith("A photo of ") and prompt.endswith(".") and len(prompt) > len("A photo of .")
+
+
+def _coco(root, image_id) -> object:
+    """Where the Probe-C and Probe-B scripts look for an image: COCO val2014's naming, the id zero-padded."""
+    return root / f"COCO_val2014_{str(image_id).zfill(12)}.jpg"
+
+
+def read_official_r(annot_dir, image_root) -> list[tuple]:
+    """The relation script's reading: `<annot>/data/visual_genome/relation_eval_subject.json`, an object keyed
+    by image id; per key the anchor `<root>/<key>.jpg`, the two image lists, the prompts and the two
+    subject-only prompts it builds as "A photo of " + object + "." (each image set is stacked, 10 per set)."""
+    annotations = orjson.loads((annot_dir / "data" / "visual_genome" / "relation_eval_subject.json").read_bytes())
+    assert isinstance(annotations, dict)
+    out = []
+    for key, a in annotations.items():
+        for k, t in OFFICIAL_R_KEYS.items():
+            assert isinstance(a[k], t), (key, k)
+        images = [image_root / f"{i}.jpg" for i in (key, *a["positive_image_ids"], *a["negative_image_ids"])]
+        assert all(p.is_file() for p in images), key
+        assert len(a["positive_image_ids"]) == len(a["negative_image_ids"]) == 10  # reshaped to (1, 10, dims)
+        prompts = [a[k] for k in ("positive_prompt", "negative_prompt", "negative_predicate_prompt")]
+        prompts += [f"A photo of {a['positive_object']}.", f"A photo of {a['negative_object']}."]
+        assert all(_photo(p) for p in prompts) and len(set(prompts)) == 5, a
+        out.append((key, a, prompts))
+    return out
+
+
+def test_probe_r_in_the_papers_layout():
+    root = export_run()
+    probes = root / "probes"
+    counts = Counts.from_rows(read_jsonl(root / "work" / "plausibility" / "counts-all.jsonl"))
+    total = 0
+    for split in ("train", "val", "test"):
+        for key, a, _ in read_official_r(probes / "probe_r" / split, probes / "probe_r" / "images"):
+            ours = a["hardneg"]
+            s, _, o = ours["triple"]
+            assert ours["split"] == split and key.split(".rel")[0] == ours["image_id"]
+            r2 = ours["predicate_swap"][1]
+            assert counts.triples[(s, r2, o)] == 0  # the swapped predicate is never seen with the pair
+            assert ours["predicate_plausibility"]["subject_relation"] == counts.subject_relation[(s, r2)]
+            assert ours["subject_swap"][0] == s and a["negative_object"].endswith(ours["subject_swap"][1])
+            assert 1 <= ours["distinct"]["positive_image_ids"] <= 10 and ours["distinct"]["negative_image_ids"] >= 1
+            assert set(a["positive_image_ids"]) == set(ours["subject_only_image_ids"])  # repeated in turn
+            total += 1
+    summary = orjson.loads((probes / "summary.json").read_bytes())
+    assert total == sum(v["records"] for v in summary["official"]["probe_r"].values())
+
+
+def test_probe_r_records_repeat_small_image_sets_and_key_each_triple():
+    from hardneg.generators.export_probe_official import probe_r_records
+
+    words, placed = Words.load(), []
+    pred = {"swapped": "a cup under a table", "swap": {"relation": ["on", "under"]}, "certificate": {},
+            "plausibility": {"subject_relation": 0, "relation_object": 3, "logp": -9.0}}  # fmt: skip
+    sub = {"swapped": "a dog on a table", "swap": {"subject": ["cup", "dog"]}, "certificate": {}}
+    base = {"split": "test", "positive_id": 1, "image_id": "7", "correct": "a cup on a table", "predicate": pred,
+            "subject": sub, "subject_only_ids": ["8", "9"], "swapped_subject_ids": ["10"]}  # fmt: skip
+    sets = [{**base, "triple": ["cup", "on", "table"]}, {**base, "triple": ["cup", "near", "table"]}]
+    out = probe_r_records([*sets, sets[0]], words, lambda i, stem: placed.append((i, stem)))["test"]
+    assert list(out) == ["7", "7.rel2"]  # one key per triple, a repeated triple once
+    a = out["7"]
+    assert a["positive_image_ids"] == ["8", "9"] * 5 and a["negative_image_ids"] == ["10"] * 10
+    assert a["positive_prompt"] == "A photo of a cup on a table." and a["positive_object"] == "a cup"
+    assert a["negative_predicate_prompt"] == "A photo of a cup under a table."
+    assert ("7", "7.rel2") in placed and ("10", "10") in placed
+
+
+def test_probe_c_in_the_papers_layout(probe_c):
+    probes = export_run() / "probes"
+    words, n = Words.load(), 0
+    for split in ("train", "val", "test"):
+        for name, kind in (("data_compositional_switch.json", "composition"), ("data_object_switch.json", "object")):
+            rows = orjson.loads((probes / "probe_c" / split / name).read_bytes())  # the script's json.load
+            assert isinstance(rows, list)
+            for a in rows:
+                assert all(isinstance(a[k], str) for k in OFFICIAL_C_KEYS), a
+                for k in (1, 2):
+                    assert _coco(probes / "probe_c" / "images", a[f"img{k}_id"]).is_file()
+                    assert _photo(a[f"img{k}_prompt"])
+                    assert a[f"img{k}_prompt"].endswith(f"{a[f'img{k}_composition']} {a[f'img{k}_object']}.")
+                assert a["img1_id"] != a["img2_id"] and a["img1_prompt"] != a["img2_prompt"]
+                if kind == "composition":  # the attribute swapped, the object kept
+                    assert a["img1_object"] == a["img2_object"]
+                    assert words.attributes_contradict(a["img1_composition"], a["img2_composition"])[0]
+                else:
+                    assert a["img1_composition"] == a["img2_composition"] and a["img1_object"] != a["img2_object"]
+                assert a["hardneg"]["kind"] == f"probe_c/{kind}" and a["hardneg"]["split"] == split
+                n += 1
+    assert n == len(probe_c) > 0
+
+
+def test_probe_c_composition_spreads_over_attribute_categories(probe_c):
+    from collections import Counter
+
+    comp = [r for r in probe_c if r["kind"] == "probe_c/composition"]
+    cats = Counter(r["category"] for r in comp)
+    assert len(cats) >= 2, cats  # not sizes alone
+    share = stored_config(export_run()).exports.probes.max_category_share
+    for split in ("train", "val", "test"):
+        c = Counter(r["category"] for r in comp if r["split"] == split)
+        if len(c) > 1:
+            assert max(c.values()) <= share * sum(c.values()) + 1, (split, c)
+
+
+def test_probe_b_in_the_papers_layout(probe_b):
+    import pandas as pd
+
+    probes = export_run() / "probes"
+    cfg = stored_config(export_run())
+    for split in sorted({g["split"] for g in probe_b}):
+        base = probes / "probe_b" / split
+        classes = pd.read_csv(base / "context" / "prompt_classes.csv")  # the script's read
+        names = np.array(classes["class"].values)
+        assert list(classes.columns) == ["class", "prompt"] and len(names) == len(set(names)) >= 5
+        assert all(_photo(p) for p in classes["prompt"].values)
+        rows = orjson.loads((base / "context" / "background_context_dataset.json").read_bytes())
+        assert rows
+        for fill in cfg.exports.probe_b.fillers:
+            patched = set(os.listdir(base / "val2014_random_patch_dataset" / fill))
+            for a in (a for a in rows if a["image"] in patched):  # the script keeps the patched ones
+                assert a["image"] == _coco(base, a["image_id"]).name
+                for folder in ("val2014", f"val2014_random_patch_dataset/{fill}",
+                               f"val2014_background_removed_dataset/segmentation_mask/{fill}"):  # fmt: skip
+                    assert _coco(base / folder, a["image_id"]).is_file()
+                labels = [np.where(names == c)[0] for c in a["annotations"]]
+                assert labels and all(len(x) == 1 for x in labels)  # every label a class, at least one
+
+
+def test_probe_b_class_list_names_distinct_things():
+    from hardneg.generators.export_probe_official import class_list
+
+    words = Words.load()
+    counts = Counts()
+    for name, n in {"dog": 9, "dogs": 8, "animal": 7, "sky": 30, "nan": 6, "car": 5, "wheel": 5, "rare": 1}.items():
+        counts.names[name] = n
+    classes = class_list(counts, words, Certifier(words, TABLE), 2)
+    assert classes[0] == "dog" and "dogs" not in classes and "animal" not in classes  # forms and kinds of one
+    assert "sky" not in classes and "nan" not in classes and "rare" not in classes
+    assert "car" in classes and "wheel" not in classes  # a part of a class
