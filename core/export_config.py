@@ -24,8 +24,10 @@ class TricdExport(_Strict):
 
     enabled: bool = True
     distractors: int = Field(1, ge=0, le=10)  # corpus images per positive in which the expression is false
-    candidates: int = Field(200, ge=1)  # images sharing a name sampled per positive before ranking
-    checked: int = Field(20, ge=1)  # the best-ranked of them checked by the certificate, in rank order
+    # about this many images sampled per positive (the target's name, the expression's relations, the scene's
+    # rarest names) before they are ranked by how confusable they are with the positive image
+    candidates: int = Field(200, ge=1)
+    checked: int = Field(20, ge=1)  # the most confusable of them checked by the certificate, in rank order
     image_negatives: bool = True  # the run's chosen edited images are negative pairs too
 
 
@@ -33,8 +35,12 @@ class ProbesExport(_Strict):
     """Probe-R and Probe-C (the probing paper), from the decided positives."""
 
     enabled: bool = True
-    subject_only_images: int = Field(3, ge=0, le=10)  # Probe-R subject-only images per triple (the paper: 10)
-    candidates: int = Field(10, ge=1)  # corpus images certified per search (second image, subject-only image)
+    # Probe-R subject-only and swapped-subject images per triple (the paper: 10; its script averages
+    # exactly 10, so its layout repeats a smaller set in turn); 0 leaves both sets, and the paper's file, out
+    subject_only_images: int = Field(10, ge=0, le=10)
+    candidates: int = Field(10, ge=1)  # corpus images certified per search (second image; image sets: 3 x theirs)
+    max_category_share: float = Field(0.4, gt=0.0, le=1.0)  # Probe-C composition: no attribute category above it
+    class_min_count: int = Field(5, ge=1)  # Probe-B's class list: corpus names seen at least this often
 
 
 class ProbeBExport(_Strict):

@@ -20,21 +20,25 @@ SHAPES: dict[str, tuple[str, str]] = {  # folder -> (title, what it is)
     "tricd": (
         "TRICD contextual phrase detection pairs",
         "a positive pair (image, expression) with its noun phrases' boxes, and negative pairs with the same "
-        "caption and no boxes: corpus distractor images and the run's edited images in which the expression "
-        "certainly matches nothing; `evaluation.tricd`",
+        "caption and no boxes: the most confusable corpus images (the same names, a similar scene by the graph) "
+        "and the run's edited images in which the expression certainly matches nothing, in TRICD's own layout "
+        "(`TRICD_grounding_<split>.json`) for its official evaluation code; `evaluation.tricd`",
     ),
     "probes": (
         "Probes (Probe-R, Probe-C, Probe-B)",
-        "Probe-R: a relation prompt against the predicate or subject swapped for one never seen in the corpus, "
-        "and subject-only images; Probe-C: 2 images x 2 prompts with the attribute swapped for its antonym or "
-        "the object swapped; Probe-B: the background replaced by a filler, keeping every object (BMR) or the "
-        "target (BR); `evaluation.probes`",
+        "Probe-R: a relation prompt against the most implausible contradicting predicate or a subject never "
+        "seen in the corpus, with subject-only and swapped-subject images; Probe-C: 2 images x 2 prompts with "
+        "the attribute swapped for its antonym or another of its category, or the object swapped; Probe-B: "
+        "the background replaced by a filler, keeping every object (BMR) or the target (BR), scored over a "
+        "class list of the corpus's names; in the paper's own layout and as `evaluation.probes` tables",
     ),
     "imagecode": (
         "ImageCoDe retrieval sets",
         "the original image and minimally different edits (one image per distinct edit that passes every filter "
         "and makes the expression false; `min_edits` to `edits` a set, at most `max_sets_per_image` sets a source "
-        "image), shuffled, with the expression as the description; `evaluation.imagecode`",
+        "image), shuffled, with the expression as the description, in ImageCoDe's own layout (`image-sets/<set>/"
+        "img<k>.jpg`, `train_data.json`, `valid_data.json`, `test_data.json`) for its official scripts; "
+        "`evaluation.imagecode`",
     ),
 }
 BEGIN = "<!-- hardneg:exports -->"

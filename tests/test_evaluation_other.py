@@ -15,9 +15,17 @@ from hardneg.evaluation.groundcam import (
     local_maxima,
     normalize_map,
 )
-from hardneg.evaluation.imagecode import ImageSet, imagecode_accuracy
+from hardneg.evaluation.imagecode import ImageSet, imagecode_accuracy, prediction_accuracy, read_official
 from hardneg.evaluation.probes import ProbeGroup, ProbeSample, group_scores, probe_accuracy
-from hardneg.evaluation.tricd import CPDPair, CPDPrediction, average_precision, evaluate_cpd, group_recall_at_1
+from hardneg.evaluation.tricd import (
+    CPDPair,
+    CPDPrediction,
+    average_precision,
+    evaluate_cpd,
+    group_recall_at_1,
+    official_pairs,
+    official_predictions,
+)
 
 # ------------------------------------------------------------------------------------------------ TRICD
 
@@ -139,6 +147,52 @@ def test_group_recall_at_1():
     # A tie between a hit and the distractor earns half.
     assert group_recall_at_1(hand_pairs(), hand_predictions(negative_cat_score=0.9))["value"] == 0.75
     assert group_recall_at_1(hand_pairs(), [])["value"] == 0.0
+
+
+def hand_official() -> dict:
+    """`hand_pairs` in TRICD's own layout: "a cat on a table", true of image 1 ("7_0") and not of image 2
+    ("7_1"), whose phrases have ids of their own and the same spans."""
+    caption = "a cat on a table"
+    spans = {"cat": [[0, 5]], "table": [[9, 16]]}
+    image = {"caption": caption, "source": "coco_test2017", "coco_type": "relation", "subset": "s1"}
+    images = [
+        {**image, "id": 1, "positive": True, "original_id": "7_0", "phrases": {"1": spans["cat"], "2": spans["table"]}},
+        {
+            **image,
+            "id": 2,
+            "positive": False,
+            "original_id": "7_1",
+            "phrases": {"4": spans["table"], "3": spans["cat"]},
+        },
+    ]
+    boxes = [(1, CAT), (2, TABLE1), (2, TABLE2)]
+    annotations = [{"id": i + 1, "image_id": 1, "phrase_id": pid, "bbox": b} for i, (pid, b) in enumerate(boxes)]
+    return {"images": images, "annotations": annotations, "categories": [{"id": 1, "name": "object"}]}
+
+
+def test_official_layout_reads_as_the_same_pairs():
+    gt = hand_official()
+    pairs = official_pairs(gt)
+    assert [(p.id, p.subset, p.positive_id) for p in pairs] == [(1, "s1", None), (2, "s1", 1)]
+    assert pairs[0].phrases == {1: [tuple(CAT)], 2: [tuple(TABLE1), tuple(TABLE2)]}
+    assert pairs[1].phrases == {1: [], 2: []}
+    ids = {"A": 1, "B": 2}, {"cat": 1, "table": 2}, {"cat": 3, "table": 4}
+    results: dict = {
+        "1": {"scores": [], "boxes": [], "phrase_ids": []},
+        "2": {"scores": [], "boxes": [], "phrase_ids": []},
+    }
+    for d in hand_predictions():
+        x, y, w, h = d.box
+        r = results[str(ids[0][d.pair_id])]
+        r["scores"].append(d.score)
+        r["boxes"].append([x, y, x + w, y + h])  # the official results hold x0, y0, x1, y1
+        r["phrase_ids"].append((ids[1] if d.pair_id == "A" else ids[2])[d.phrase_id])
+    preds = official_predictions(gt, results)
+    assert evaluate_cpd(pairs, preds)["ap"] == pytest.approx(evaluate_cpd(hand_pairs(), hand_predictions())["ap"])
+    assert group_recall_at_1(pairs, preds)["value"] == 1.0
+    gt["images"][1]["phrases"]["3"] = [[1, 5]]
+    with pytest.raises(ValueError, match="spans are not among"):
+        official_pairs(gt)
 
 
 # ------------------------------------------------------------------------------------------- Q-GroundCAM
@@ -297,3 +351,28 @@ def test_imagecode_without_flags_and_bad_input():
         imagecode_accuracy([ImageSet("x", (1.0,), 0)])
     with pytest.raises(ValueError, match="finite"):
         imagecode_accuracy([ImageSet("x", (1.0, math.nan), 0)])
+
+
+def test_imagecode_reads_the_official_layout_and_scores_leaderboard_predictions(tmp_path):
+    # ImageCoDe's layout: image-sets/<set>/img<k>.jpg, {set: {"k": description}}; k is a position in the
+    # files sorted by number (img10 after img9), and "open-images" in the name marks static pictures
+    for name, n in (("open-images-1_ab", 3), ("MSR-VTT-video1_0", 11)):
+        (tmp_path / "image-sets" / name).mkdir(parents=True)
+        for k in range(n):
+            (tmp_path / "image-sets" / name / f"img{k}.jpg").write_bytes(b"")
+    data = '{"open-images-1_ab": {"2": "a"}, "MSR-VTT-video1_0": {"10": "b", "3": "c"}}'
+    (tmp_path / "valid_data.json").write_text(data)
+    rows = read_official(tmp_path, "val")
+    assert [(r["set"], r["target"], r["is_video"], len(r["images"])) for r in rows] == [
+        ("open-images-1_ab", 2, False, 3), ("MSR-VTT-video1_0", 10, True, 11), ("MSR-VTT-video1_0", 3, True, 11)
+    ]  # fmt: skip
+    assert rows[1]["images"][10].endswith("img10.jpg") and rows[1]["images"][2].endswith("img2.jpg")
+    r = prediction_accuracy({"open-images-1_ab": [2], "MSR-VTT-video1_0": [10, 0]}, rows)
+    assert r["all"]["accuracy"] == pytest.approx(2 / 3) and r["static"]["accuracy"] == 1.0
+    assert r["video"] == {"accuracy": 0.5, "chance": pytest.approx(1 / 11), "count": 2}
+    with pytest.raises(ValueError, match="no prediction"):
+        prediction_accuracy({"open-images-1_ab": [2]}, rows)
+    with pytest.raises(ValueError, match="2 description"):
+        prediction_accuracy({"open-images-1_ab": [2], "MSR-VTT-video1_0": [10]}, rows)
+    with pytest.raises(ValueError, match=r"index in 0\.\.2"):
+        prediction_accuracy({"open-images-1_ab": [3], "MSR-VTT-video1_0": [1, 1]}, rows)
