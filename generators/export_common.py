@@ -189,21 +189,54 @@ class ExportFolder:
                 shutil.copyfile(src, dst)
         return dst.relative_to(self.root).as_posix()
 
-    def write_table(self, rel: str, rows: list[dict[str, Any]]) -> None:
-        """`<rel>.json` (a JSON array, one record a line) and `<rel>.parquet` (nested fields as JSON text)."""
-        path = self.dir / f"{rel}.json"
-        body = b",\n".join(dumps(r) for r in rows)
-        atomic_write_bytes(path, b"[\n" + body + b"\n]\n" if rows else b"[]\n")
-        import pandas as pd  # loads only where an export is written
+    def write_tables(self, splits: dict[str, list[dict[str, Any]]], prefix: str = "") -> None:
+        """Per split `<prefix><split>.json` (a JSON array, one record a line) and `<prefix><split>.parquet`
+        (nested fields as JSON text). The parquet files share one schema and one column order, and a split
+        with no rows is written with the others' columns: every split of an export loads alike."""
+        import pyarrow.parquet as pq  # loads only where an export is written
 
-        flat = [{k: _cell(v) for k, v in r.items()} for r in rows]
-        out = self.dir / f"{rel}.parquet"
-        tmp = temp_path(out)
-        pd.DataFrame(flat).to_parquet(tmp, index=False)
-        os.replace(tmp, out)
+        flat = {s: [{k: _cell(v) for k, v in r.items()} for r in rows] for s, rows in splits.items()}
+        columns = list(dict.fromkeys(k for rows in flat.values() for r in rows for k in r))
+        schema = _schema(columns, [r for rows in flat.values() for r in rows])
+        for split, rows in splits.items():
+            path = self.dir / f"{prefix}{split}.json"
+            body = b",\n".join(dumps(r) for r in rows)
+            atomic_write_bytes(path, b"[\n" + body + b"\n]\n" if rows else b"[]\n")
+            out = self.dir / f"{prefix}{split}.parquet"
+            tmp = temp_path(out)
+            if rows:
+                pq.write_table(_table([{c: r.get(c) for c in columns} for r in flat[split]], schema), tmp)
+            else:  # the schema and no row group: a row group of 0 rows is what readers choke on
+                pq.ParquetWriter(tmp, schema).close()
+            os.replace(tmp, out)
 
     def write_summary(self, summary: dict[str, Any]) -> None:
         write_json(self.dir / "summary.json", summary)
+
+
+def _schema(columns: list[str], rows: list[dict[str, Any]]) -> Any:
+    """One arrow schema for every split's rows: each column's type inferred from all of them; a column
+    whose values do not share a type (a number in one record, a word in another) is stored as JSON text."""
+    import pyarrow as pa
+
+    fields = []
+    for c in columns:
+        values = [r.get(c) for r in rows]
+        try:
+            fields.append(pa.field(c, pa.array(values).type))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
+            fields.append(pa.field(c, pa.string()))
+    return pa.schema(fields)
+
+
+def _table(rows: list[dict[str, Any]], schema: Any) -> Any:
+    import pyarrow as pa
+
+    def fit(v: Any, t: Any) -> Any:
+        return v if v is None or not pa.types.is_string(t) or isinstance(v, str) else dumps(v).decode()
+
+    cols = {f.name: [fit(r.get(f.name), f.type) for r in rows] for f in schema}
+    return pa.Table.from_pydict(cols, schema=schema)
 
 
 def _cell(v: Any) -> Any:

@@ -136,8 +136,8 @@ class ImageCodeStage(Stage):
         folder.reset()
         records = self._sets(unit, folder) if opts.enabled else []
         splits = by_split(records)
+        folder.write_tables(splits)
         for split, rows in splits.items():
-            folder.write_table(split, rows)
             write_json(folder.dir / OFFICIAL_FILES[split], descriptions(rows))
         write_json(folder.dir / UNLABELED_FILE, {n: list(d.values()) for n, d in descriptions(splits["test"]).items()})
         counts = _counts(records)

@@ -121,8 +121,7 @@ class ProbesStage(Stage):
         tables["probe_b"] = groups
         counts: dict[str, dict[str, int]] = {}
         for name, rows in tables.items():
-            for split, part in by_split(rows).items():
-                folder.write_table(f"{name}/{split}", part)
+            folder.write_tables(by_split(rows), f"{name}/")
             c = Counter((r["kind"] if name != "probe_b" else "probe_b/groups", r["split"]) for r in rows)
             for kind in sorted({k for k, _ in c}):
                 counts[kind] = {s: c.get((kind, s), 0) for s in SPLITS}

@@ -88,9 +88,10 @@ class TricdStage(Stage):
         records: list[dict[str, Any]] = []
         if opts.enabled:
             records = self._pairs(unit)
-        for split, rows in by_split(records).items():
+        splits = by_split(records)
+        for split, rows in splits.items():
             write_json(folder.dir / file_name(split), official(rows, FOLDER))
-            folder.write_table(split, rows)
+        folder.write_tables(splits)
         counts = _counts(records)
         folder.write_summary({"shape": "tricd", "version": VERSION, "enabled": opts.enabled, "counts": counts})
         unit.meta["counts"] = counts

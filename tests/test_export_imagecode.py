@@ -216,3 +216,22 @@ def test_the_export_and_the_metrics_name_the_official_layout_alike():
 
     for name in ("OFFICIAL_FILES", "UNLABELED_FILE", "IMAGE_SETS", "STATIC_MARK"):
         assert getattr(export, name) == getattr(metrics, name), name
+
+
+def test_every_split_of_an_export_table_has_one_schema_even_when_empty(tmp_path):
+    # empty splits were 0-row, 0-column parquet files and the column order followed each split's records
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    from hardneg.generators.export_common import ExportFolder
+
+    folder = ExportFolder(tmp_path, "shape")
+    folder.reset()
+    folder.write_tables(
+        {"train": [{"id": 1, "b": "x", "n": {"k": 1}}], "val": [{"n": {"k": 2}, "id": 2, "c": 0.5}], "test": []}
+    )
+    frames = {s: pd.read_parquet(folder.dir / f"{s}.parquet") for s in ("train", "val", "test")}
+    assert {s: list(f.columns) for s, f in frames.items()} == {s: ["id", "b", "n", "c"] for s in frames}
+    assert len(frames["test"]) == 0 and pq.ParquetFile(folder.dir / "test.parquet").metadata.num_row_groups == 0
+    assert frames["val"]["n"][0] == '{"k":2}' and frames["train"]["c"].isna().all()
+    assert (folder.dir / "test.json").read_text() == "[]\n"
