@@ -54,8 +54,13 @@ def stage_line(stage: str, summary: dict[str, Any], seconds: float | None = None
     """`paths     2.1s  in 40  out 938 (positives 938)  rejects 623`: wall time when given (the summary's
     `seconds` add up the units' times, which overlap when units run in parallel)."""
     written = summary.get("written", {})
-    out = sum(written.values())
-    kinds = ", ".join(f"{k} {v}" for k, v in written.items()) if len(written) > 1 else ""
+    # a stage that decides (or writes the final files) reports what it kept: "out" is then the samples
+    # that go on, as the run's summary counts them, not the decisions written about every one
+    kept = {k.split(":", 1)[1]: v for k, v in sorted(summary.get("stats", {}).items()) if k.startswith("kept:")}
+    out = sum(kept.values()) if kept else sum(written.values())
+    shown = kept or written
+    kinds = ", ".join(f"{k} {v}" for k, v in shown.items()) if len(shown) > 1 else ""
+    kinds = f"kept: {kinds}" if kept and kinds else kinds
     took = "done before" if skipped else f"{summary.get('seconds', 0.0) if seconds is None else seconds:.1f}s"
     line = f"{stage:<12} {took:>11}  in {summary.get('items_in', 0)}  out {out}"
     return line + (f" ({kinds})" if kinds else "") + f"  rejects {summary.get('rejects', 0)}"

@@ -132,6 +132,8 @@ class WriteStage(Stage):
         publish(root)
         unit.stats.update({f"positives:{s}": writers[s].count for s in SPLITS})
         unit.stats.update({f"negatives:{s}": neg_writers[s].count for s in SPLITS})
+        unit.stats["kept:positives"] = sum(writers[s].count for s in SPLITS)
+        unit.stats["kept:negatives"] = sum(neg_writers[s].count for s in SPLITS)
         dataset = write_dataset(root, images)  # the Hugging Face form: data/*/*/metadata.parquet, README.md
         write_card(root, dataset, manifest)
         unit.meta["dataset"] = {"rows": dataset["rows"], "images": dataset["images"]}

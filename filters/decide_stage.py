@@ -95,6 +95,9 @@ class DecideStage(Stage):
         self._review(unit, positives, negatives)
         unit.write("positives", positives)
         unit.write("negatives", negatives)
+        # what the terminal's line reports: the samples kept, not the decisions written about them
+        unit.stats["kept:positives"] = sum(1 for d in positives if d.get("keep"))
+        unit.stats["kept:negatives"] = sum(1 for d in negatives if d.get("keep"))
         unit.meta["passes"] = tally.table()
         unit.meta["not_run"] = sorted(r.name for r in rules_ if r.name not in ran)
         unit.meta["not_configured"] = [n for n in SAMPLE_FILTERS if n not in cfg.filters.scorers]

@@ -156,7 +156,10 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--seed", type=int, default=None)
     run.add_argument("--no-prefect", action="store_true", help="run the same stages without Prefect")
     run.add_argument("-v", "--verbose", action="store_true")
-    split = sub.add_parser("split", help="re-apply thresholds and split proportions to a run's stored scores")
+    split = sub.add_parser(
+        "split",
+        help="re-decide a finished run from its stored scores with new thresholds (never new samples or splits)",
+    )
     split.add_argument("run", help="a run folder made by `hardneg run`")
     split.add_argument("--config", default=None, help="YAML with filters / refine thresholds to apply")
     split.add_argument("--force", action="store_true", help="apply even a rule that would drop everything")

@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from rich.console import Console
 
@@ -63,6 +64,16 @@ def test_a_line_per_stage_in_order_with_time_items_and_rejects(cli_run):
     paths = next(line for line in lines if line.startswith("paths"))
     assert paths.split()[1].endswith("s") and " in 4 " in paths and " out " in paths and " rejects " in paths
     assert "\x1b[" not in err  # not a terminal: no bars, no colour codes
+
+
+def test_decide_and_write_report_what_they_kept_as_the_summary_counts_it(cli_run):
+    # decide said "out 848 (positives 0)" and write "out 0" beside a summary of 459 negatives
+    out, err, std = cli_run
+    lines = {line.split()[0]: line for line in err.splitlines() if line.strip()}
+    m = orjson.loads((out / "manifest.json").read_bytes())["counts"]
+    kept = f"kept: negatives {sum(m['negatives'].values())}, positives {sum(m['positives'].values())}"
+    assert kept in lines["decide"] and kept in lines["write"], (lines["decide"], lines["write"])
+    assert f"negatives {sum(m['negatives'].values())}" in std
 
 
 def test_the_closing_summary_names_where_to_look(cli_run):
