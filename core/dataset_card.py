@@ -74,6 +74,10 @@ def card_header(dataset: dict[str, Any], run_name: str, demo: bool = False) -> d
                 ],
             }
         )
+    if not configs:  # no rows at all: still declare the data, so a loader says it is empty instead of
+        # finding the COCO json files beside it and loading those as if they were the dataset
+        files = [{"split": s, "path": f"{DATA}/positives/{s}/metadata.parquet"} for s in SPLIT_ORDER]
+        configs.append({"config_name": "positives", "default": True, "data_files": files})
     total = sum(n for r in rows.values() for n in r.values())
     bounds = ((1e3, "n<1K"), (1e4, "1K<n<10K"), (1e5, "10K<n<100K"), (1e6, "100K<n<1M"), (1e7, "1M<n<10M"))
     size = next((c for n, c in bounds if total < n), "n>10M")

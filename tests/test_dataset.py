@@ -167,3 +167,13 @@ def test_rewriting_replaces_the_dataset_and_leaves_no_staging_folder(tmp_path: P
     summary = write_dataset(root, images)
     assert "test" not in summary["rows"]["negatives"] and not (root / "data" / "negatives" / "test").exists()
     assert sorted(p.name for p in root.iterdir()) == ["data", "splits"]
+
+
+def test_a_run_without_rows_still_declares_its_data_so_no_loader_reads_the_coco_files_instead():
+    from hardneg.core.dataset_card import card_header
+
+    empty = {"rows": {"positives": {}, "negatives": {}}, "has_images": False, "bytes": {}}
+    configs = card_header(empty, "empty")["configs"]
+    assert configs and configs[0]["config_name"] == "positives"  # it was `configs: []`
+    assert {f["path"] for f in configs[0]["data_files"]} == {f"data/positives/{s}/metadata.parquet" for s in
+                                                              ("train", "val", "test")}  # fmt: skip
