@@ -260,6 +260,13 @@ def write_stats(root: Path, stats: dict[str, Any]) -> None:
             [who, ", ".join(f"{k} {v}" for k, v in labels.items())] for who, labels in review["by_annotator"].items()
         ]
         rows += [[f"{a['a']} vs {a['b']}", f"kappa {a['kappa']} on {a['items']} items"] for a in review["agreement"]]
-        title = f"Human review: {review['items']} items, {review['dropping']} dropped"
+        tied = review.get("tied", 0)  # no majority: kept, and first in the review app for an adjudicator
+        if tied:
+            more = " …" if tied > len(review.get("tied_items", [])) else ""
+            rows.append(["tied (kept, to adjudicate)", ", ".join(map(str, review.get("tied_items", []))) + more])
+        title = f"Human review: {review['items']} items, {review['dropping']} dropped, {tied} tied"
+        if review.get("adjudicated"):
+            title += f", {review['adjudicated']} by an adjudicator"
+        title += " (a majority of annotators decides; docs/review.md)"
         parts.append(_table(title, ["annotator", "labels"], rows))
     atomic_write_bytes(root / "stats.md", "\n".join(parts).encode())

@@ -3,8 +3,9 @@
 Per positive: each configured filter that scores positives (the detector: an unannotated twin, a label
 error). Per text negative: SugarCREPE's balancing (`filters/refine.py`), then each filter's `keep`. Per
 image negative: the candidates every filter keeps, the best of them by the ranking filter. Then the human
-filter's labels (`review/`): Ambiguous or Wrong positives go with their negatives, Still-true or Unreadable
-negatives go. A negative of a dropped positive goes too.
+filter's labels (`review/apply.py`): each annotator's latest label is a vote to keep or to drop, a majority
+decides, an adjudicator's label is the final word, and a tie keeps the sample and queues it. A dropped
+positive takes its negatives with it.
 
 Output rows (`scores` flattened by score name: `{"similarity": 0.93, "realism": 0.04}`):
 `positives`: `{"id", "keep", "reason", "scores"}` for each scored or dropped positive;

@@ -1,8 +1,12 @@
 """Apply human-filter decisions to a run's records: pure functions, no web.
 
-- A positive labelled Ambiguous or Wrong expression is dropped together with all its negatives.
-- A negative labelled Still true or Unreadable is dropped.
-- When annotators disagree, the most severe label wins (`labels.SEVERITY`): one veto drops a sample.
+The rule (docs/review.md): each annotator's latest label is one vote, to keep (Correct, Negative) or to
+drop (Ambiguous, Wrong expression, Still true, Unreadable).
+- More than half the votes decide: the item keeps or drops, recorded under the commonest label on that side.
+- An adjudicator's label (`hardneg review --adjudicator NAME`, kept in the store) is the final word: once
+  an adjudicator has labelled an item, only adjudicators' votes count.
+- A tie keeps the item, counted as tied, and the review app puts it first for an adjudicator.
+- A dropped positive drops all its negatives.
 
 Dropped samples come back as reject rows (`stage: "review"`), so `hardneg split` writes them to
 `rejects.jsonl` beside every other reject.
@@ -13,6 +17,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,31 +28,64 @@ from hardneg.review.store import FILENAME, ReviewStore
 
 log = logging.getLogger(__name__)
 
+TIED = "tied"  # the decision of an item without a majority: kept, and queued for an adjudicator
+TIED_LISTED = 20  # tied item ids the summary names (stats.md shows them; the app lists them all)
+
 
 @dataclass(frozen=True, slots=True)
 class Label:
-    """The decision in force for one item: the most severe label given, who gave it, and every vote."""
+    """The decision in force for one item: its label (or TIED), who carried it, by which rule, every vote."""
 
     item_id: int
     label: str
     annotators: tuple[str, ...]
     votes: dict[str, str] = field(default_factory=dict)
+    rule: str = "majority"  # "majority", "adjudicator" or "tie"
 
     @property
     def drops(self) -> bool:
         return self.label in DROPPING
 
     @property
+    def tied(self) -> bool:
+        return self.rule == "tie"
+
+    @property
     def by(self) -> str:
-        return ", ".join(self.annotators)
+        names = ", ".join(self.annotators)
+        return f"{names} as adjudicator" if self.rule == "adjudicator" else names
 
 
-def decide(item_id: int, votes: dict[str, str]) -> Label:
-    """The disagreement rule: the most severe label wins; ties name every annotator who gave it."""
+def _majority(votes: dict[str, str]) -> tuple[str, tuple[str, ...]] | None:
+    """The side (keep or drop) more than half the votes are on: its commonest label (the more severe of
+    two equally common) and its voters; None when the sides are equal."""
+    drop = {who: lab for who, lab in votes.items() if lab in DROPPING}
+    keep = {who: lab for who, lab in votes.items() if lab not in DROPPING}
+    if len(drop) == len(keep):
+        return None
+    side = drop if len(drop) > len(keep) else keep
+    counts = Counter(side.values())
+    label = max(counts, key=lambda lab: (counts[lab], SEVERITY.get(lab, -1), lab))
+    return label, tuple(sorted(side))
+
+
+def decide(item_id: int, votes: dict[str, str], adjudicators: Collection[str] = ()) -> Label:
+    """The rule: adjudicators' votes alone when any adjudicator voted, else everyone's; a majority decides,
+    and no majority is a tie (kept, never silently dropped)."""
     if not votes:
         raise ValueError(f"item {item_id} has no votes")
-    worst = max(votes.values(), key=lambda lab: (SEVERITY.get(lab, -1), lab))
-    return Label(item_id, worst, tuple(sorted(w for w, lab in votes.items() if lab == worst)), dict(votes))
+    final = {who: lab for who, lab in votes.items() if who in adjudicators}
+    counted = final or votes
+    won = _majority(counted)
+    if won is None:
+        return Label(item_id, TIED, tuple(sorted(counted)), dict(votes), "tie")
+    return Label(item_id, won[0], won[1], dict(votes), "adjudicator" if final else "majority")
+
+
+def decide_all(store: ReviewStore) -> dict[int, Label]:
+    """Every labelled item's decision, from the votes and the adjudicators the store holds."""
+    adjudicators = store.adjudicators()
+    return {item: decide(item, v, adjudicators) for item, v in store.current().items()}
 
 
 def load_labels(run_dir: str | Path) -> dict[int, Label]:
@@ -55,10 +93,9 @@ def load_labels(run_dir: str | Path) -> dict[int, Label]:
     if not (Path(run_dir) / FILENAME).is_file():
         return {}
     try:
-        votes = ReviewStore(run_dir, create=False).current()
+        return decide_all(ReviewStore(run_dir, create=False))
     except sqlite3.DatabaseError as e:  # a corrupt or foreign file: say which, do not guess
         raise ValueError(f"{Path(run_dir) / FILENAME}: not a readable review store ({e})") from None
-    return {item: decide(item, v) for item, v in votes.items()}
 
 
 def _drop(record: dict[str, Any], reason: str, label: Label) -> dict[str, Any]:
@@ -67,8 +104,14 @@ def _drop(record: dict[str, Any], reason: str, label: Label) -> dict[str, Any]:
         "reason": reason,
         "sample_id": record.get("id"),
         "image_id": record.get("image_id"),
-        "detail": {"label": label.label, "by": list(label.annotators), "votes": label.votes},
+        "detail": {"label": label.label, "by": list(label.annotators), "rule": label.rule, "votes": label.votes},
     }
+
+
+def _in_force(labels: dict[int, Label], record: dict[str, Any]) -> Label | None:
+    """The record's decision, None when it has none that acts (unlabelled, or tied: a tie keeps it)."""
+    lab = labels.get(record["id"]) if isinstance(record.get("id"), int) else None
+    return None if lab is None or lab.tied else lab
 
 
 def apply_labels(
@@ -83,7 +126,7 @@ def apply_labels(
     dropped_positive: dict[int, Label] = {}
     kept_pos = []
     for p in positives:
-        lab = labels.get(p["id"]) if isinstance(p.get("id"), int) else None
+        lab = _in_force(labels, p)
         if lab is not None and lab.label not in POSITIVE_LABELS:
             log.warning("label %r on positive %s ignored: not a positive's label", lab.label, p.get("id"))
         elif lab is not None and lab.drops:
@@ -98,7 +141,7 @@ def apply_labels(
         if parent is not None:
             dropped.append(_drop(n, f"review: its positive is {parent.label} (by {parent.by})", parent))
             continue
-        lab = labels.get(n["id"]) if isinstance(n.get("id"), int) else None
+        lab = _in_force(labels, n)
         if lab is not None and lab.label not in NEGATIVE_LABELS:
             log.warning("label %r on negative %s ignored: not a negative's label", lab.label, n.get("id"))
         elif lab is not None and lab.drops:
@@ -109,17 +152,22 @@ def apply_labels(
 
 
 def summary(labels: dict[int, Label]) -> dict[str, Any]:
-    """Counts for stats and the manifest: `items` reviewed, `by_label` (the decisions in force),
-    `dropping` (items whose decision drops them; their negatives are not counted), `by_annotator` (each
-    annotator's own labels) and `agreement` (Cohen's kappa per pair of annotators on common items)."""
+    """Counts for stats and the manifest: `items` reviewed, `by_label` (the decisions in force, TIED
+    included), `dropping` (items whose decision drops them; their negatives are not counted), `tied` and
+    `tied_items` (the first TIED_LISTED ids, waiting for an adjudicator), `adjudicated`, `by_annotator`
+    (each annotator's own labels) and `agreement` (Cohen's kappa per pair of annotators on common items)."""
     by_annotator: dict[str, Counter[str]] = {}
     for lab in labels.values():
         for who, v in lab.votes.items():
             by_annotator.setdefault(who, Counter())[v] += 1
+    tied = sorted(i for i, lab in labels.items() if lab.tied)
     return {
         "items": len(labels),
         "by_label": dict(sorted(Counter(lab.label for lab in labels.values()).items())),
         "dropping": sum(lab.drops for lab in labels.values()),
+        "tied": len(tied),
+        "tied_items": tied[:TIED_LISTED],
+        "adjudicated": sum(lab.rule == "adjudicator" for lab in labels.values()),
         "by_annotator": {who: dict(sorted(c.items())) for who, c in sorted(by_annotator.items())},
         "agreement": pairwise({i: lab.votes for i, lab in labels.items()}),
     }

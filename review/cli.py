@@ -23,6 +23,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
     rev.add_argument("--port", type=int, default=0, help="port (default: a free one)")
     rev.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1, this machine only)")
     rev.add_argument("--no-browser", action="store_true", help="do not open a browser")
+    rev.add_argument(
+        "--adjudicator",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="an annotator name whose label is the final word (repeatable; kept in RUN/review.sqlite)",
+    )
     rev.add_argument("-v", "--verbose", action="store_true")
 
 
@@ -48,12 +55,15 @@ def cmd_review(args: argparse.Namespace) -> int:
 
     if not 0 <= args.port <= 65535:
         raise ValueError(f"--port must be 0-65535, got {args.port}")
-    server = ReviewServer(_run_dir(args.run), host=args.host, port=args.port)
+    server = ReviewServer(_run_dir(args.run), host=args.host, port=args.port, adjudicators=tuple(args.adjudicator))
     if args.host not in ("127.0.0.1", "localhost", "::1"):
-        log.warning("review app listening on %s: anyone who can reach this address can label", args.host)
-    print(f"review: {server.url}  (Ctrl+C stops)", flush=True)
+        log.warning("review app listening on %s: anyone who can reach it can read, and label with the URL", args.host)
+    # the URL carries this start's token: only a page opened from it can label
+    print(f"review: {server.page_url}  (Ctrl+C stops)", flush=True)
+    if args.adjudicator:
+        print(f"adjudicators (their label is the final word): {', '.join(sorted(set(args.adjudicator)))}", flush=True)
     if not args.no_browser:
-        threading.Timer(0.5, webbrowser.open, args=(server.url,)).start()
+        threading.Timer(0.5, webbrowser.open, args=(server.page_url,)).start()
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl+C is how the app is stopped
         server.serve_forever()
     return 0

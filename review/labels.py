@@ -18,8 +18,9 @@ NEGATIVE_LABELS: dict[str, tuple[str, str]] = {
 }
 ALL_LABELS = {**POSITIVE_LABELS, **NEGATIVE_LABELS}
 
-# When annotators disagree the most severe label wins: one veto drops a sample, because a wrong sample
-# kept costs a benchmark more than a good one dropped.
+# Every label is a vote to keep or to drop; Unreadable is a vote to drop like Still true (a negative nobody
+# can judge is no test). A majority of annotators decides (`apply.decide`); SEVERITY only names the drop:
+# when the drop voters split evenly between two reasons, the more severe one is recorded.
 SEVERITY = {"correct": 0, "ambiguous": 1, "wrong": 2, "negative": 0, "unreadable": 1, "still_true": 2}
 DROPPING = frozenset({"ambiguous", "wrong", "still_true", "unreadable"})
 

@@ -296,7 +296,8 @@ class _Report:
         # to them find what labels given since would drop.
         applied = Counter({reason: n for (stage, reason), n in self.scan.counts.items() if stage == "review"})
         _, _, pending = apply_labels(self.run.positives, self.run.negatives, labels)
-        line = f"{s['items']} items reviewed; the last split dropped {applied.total()} samples for them"
+        line = f"{s['items']} items reviewed ({s['tied']} tied: kept until an adjudicator decides); the last "
+        line += f"split dropped {applied.total()} samples for them"
         if pending:
             line += f", and {len(pending)} more go with labels given since (<code>hardneg split RUN</code> applies"
             line += " them)"

@@ -5,12 +5,18 @@ the record, never from the request. Every client error is a 4xx JSON `{"error": 
 500 with a generic message (logged), never a traceback. Bound to a loopback address, the app also
 refuses requests whose Host header is not that address (DNS rebinding), and POSTs must be JSON (so a
 web page cannot submit a form to it).
+
+Writes need the server's token (random per start, in the URL `hardneg review` prints; the page sends it
+as `X-Review-Token`): without it a POST is refused with 403, so another local process or page cannot
+label. Reads stay open. Each item view carries the (item, annotator) version; a label posted on an old
+version is refused with 409, so a stale tab never overwrites what another tab saved.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import secrets
 import socket
 import threading
 from importlib import resources
@@ -25,11 +31,11 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from hardneg.review.agreement import pairwise
-from hardneg.review.apply import decide, summary
+from hardneg.review.apply import Label, decide_all, summary
 from hardneg.review.items import Item, ReviewData
 from hardneg.review.labels import ALL_LABELS, GUIDELINES, labels_for
 from hardneg.review.rundata import RunData
-from hardneg.review.store import ReviewStore
+from hardneg.review.store import ReviewStore, StaleVersion
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +44,8 @@ MAX_BODY = 16 * 1024  # bytes; a decision is a few dozen
 MAX_ID = 2**63 - 1  # SQLite's INTEGER
 _ID = re.compile(r"[0-9]{1,19}")
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+TOKEN_HEADER = "x-review-token"
+STALE = "someone labelled this since you opened it; reload (another tab of yours, or an undo there)"
 
 
 class ClientError(Exception):
@@ -78,11 +86,26 @@ def _json(status: int, body: dict[str, Any]) -> JSONResponse:
     return JSONResponse(body, status_code=status)
 
 
-def create_app(run_dir: str | Path, *, allowed_hosts: set[str] | None = None) -> FastAPI:
-    """The app for one run folder. `allowed_hosts`: accepted Host headers (None = any)."""
+def parse_version(raw: Any) -> int:
+    if not isinstance(raw, int) or isinstance(raw, bool) or not 0 <= raw <= MAX_ID:
+        raise ClientError(400, "send the item's version as shown (the `version` of GET /api/items/ID)")
+    return raw
+
+
+def create_app(
+    run_dir: str | Path, *, token: str, allowed_hosts: set[str] | None = None, adjudicators: tuple[str, ...] = ()
+) -> FastAPI:
+    """The app for one run folder. `token`: what every write must send; `allowed_hosts`: accepted Host
+    headers (None = any); `adjudicators`: names recorded in the store as adjudicators (kept for good)."""
+    try:
+        names = [parse_annotator(n) for n in adjudicators]
+    except ClientError as e:
+        raise ValueError(f"--adjudicator: {e.message}") from None
     run = RunData(run_dir)
     data = ReviewData(run)
     store = ReviewStore(run.root)
+    if names:
+        store.add_adjudicators(names)
     app = FastAPI(title="hardneg review", docs_url=None, redoc_url=None, openapi_url=None)
 
     @app.exception_handler(ClientError)
@@ -123,7 +146,14 @@ def create_app(run_dir: str | Path, *, allowed_hosts: set[str] | None = None) ->
             raise ClientError(404, f"no item {_short(raw_id)} in this run")
         return it
 
+    def decisions() -> dict[int, Label]:
+        return decide_all(store)
+
     async def body(request: Request) -> dict[str, Any]:
+        """A write's JSON body, once the token is right (checked first: a stranger learns nothing more)."""
+        given = request.headers.get(TOKEN_HEADER, "").encode("utf-8", "replace")
+        if not secrets.compare_digest(given, token.encode()):
+            raise ClientError(403, "writes need this server's token: open the URL `hardneg review` printed")
         if request.headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
             raise ClientError(415, "send the body as application/json")
         try:
@@ -173,6 +203,7 @@ def create_app(run_dir: str | Path, *, allowed_hosts: set[str] | None = None) ->
             "guidelines": GUIDELINES,
             "items": len(data.items),
             "default_items": sum(it.default for it in data.items),
+            "adjudicators": sorted(store.adjudicators()),
         }
 
     def _opt_int(v: str | None, what: str) -> int | None:
@@ -218,6 +249,8 @@ def create_app(run_dir: str | Path, *, allowed_hosts: set[str] | None = None) ->
             raise ClientError(400, "offset and limit must be non-negative integers (limit at most 9999)")
         off, lim = int(offset), min(int(limit), 1000)
         mine = store.current(who)
+        tied = {i for i, lab in decisions().items() if lab.tied}
+        chosen = sorted(chosen, key=lambda it: it.id not in tied)  # ties first, for an adjudicator; stable
         todo = [it for it in chosen if it.id not in mine]
         listed = todo if pending != "0" else chosen
         return {
@@ -225,14 +258,20 @@ def create_app(run_dir: str | Path, *, allowed_hosts: set[str] | None = None) ->
             "total": len(chosen),
             "done": len(chosen) - len(todo),
             "pending": len(todo),
+            "tied": sum(it.id in tied for it in chosen),
             "offset": off,
         }
 
     @app.get("/api/items/{item_id}")
     def get_item(item_id: str, annotator: str | None = None) -> dict[str, Any]:
+        """The item, the caller's label and the version a label on this view must name."""
         it = item(item_id)
-        mine = store.label_of(it.id, parse_annotator(annotator)) if annotator else None
-        return data.view(it, mine)
+        who = parse_annotator(annotator) if annotator else None
+        view = data.view(it, store.label_of(it.id, who) if who else None)
+        lab = decisions().get(it.id)
+        view["version"] = store.version(it.id, who) if who else None
+        view["tied"] = lab is not None and lab.tied
+        return view
 
     def _image(path: Path | None, it: Item) -> Response:
         if path is None:
@@ -260,8 +299,13 @@ def create_app(run_dir: str | Path, *, allowed_hosts: set[str] | None = None) ->
             kind = "a positive" if it.kind == "positive" else "a negative"
             hint = "not a label for this item" if isinstance(label, str) and label in ALL_LABELS else "unknown label"
             raise ClientError(400, f"{hint} {_short(label)}: {kind} takes {', '.join(allowed)}")
-        d = await run_in_threadpool(store.record, it.id, who, label)
-        return {"seq": d.seq, "item_id": str(d.item_id), "annotator": d.annotator, "label": d.label, "at": d.at}
+        version = parse_version(b.get("version"))
+        try:
+            d = await run_in_threadpool(store.record, it.id, who, label, version)
+        except StaleVersion:
+            raise ClientError(409, STALE) from None
+        out = {"seq": d.seq, "item_id": str(d.item_id), "annotator": d.annotator, "label": d.label, "at": d.at}
+        return {**out, "version": version + 1}
 
     @app.post("/api/undo")
     async def post_undo(request: Request) -> dict[str, Any]:
@@ -278,10 +322,10 @@ def create_app(run_dir: str | Path, *, allowed_hosts: set[str] | None = None) ->
 
     @app.get("/api/agreement")
     def agreement() -> dict[str, Any]:
-        votes = store.current()
-        labels = {i: decide(i, v) for i, v in votes.items()}
+        labels = decisions()
         s = summary(labels)
-        return {"pairs": pairwise(votes), "by_annotator": s["by_annotator"], "by_label": s["by_label"]}
+        pairs = pairwise({i: lab.votes for i, lab in labels.items()})
+        return {"pairs": pairs, "by_annotator": s["by_annotator"], "by_label": s["by_label"], "tied": s["tied"]}
 
     return app
 
@@ -289,7 +333,7 @@ def create_app(run_dir: str | Path, *, allowed_hosts: set[str] | None = None) ->
 class ReviewServer:
     """uvicorn on a socket bound here, so a free port is known before the first request."""
 
-    def __init__(self, run_dir: str | Path, host: str = "127.0.0.1", port: int = 0):
+    def __init__(self, run_dir: str | Path, host: str = "127.0.0.1", port: int = 0, adjudicators: tuple[str, ...] = ()):
         import uvicorn
 
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -304,10 +348,16 @@ class ReviewServer:
         self.port = self.sock.getsockname()[1]
         shown = f"[{host}]" if ":" in host else host
         self.url = f"http://{shown}:{self.port}/"
+        self.token = secrets.token_urlsafe(18)  # per start: a URL from an earlier start cannot write
+        self.page_url = f"{self.url}?token={self.token}"  # what a person opens (the page reads the token)
         hosts = None
         if host in _LOOPBACK or host.startswith("127."):
             hosts = {f"{h}:{self.port}" for h in (shown, "localhost", "127.0.0.1", "[::1]")}
-        app = create_app(run_dir, allowed_hosts=hosts)
+        try:
+            app = create_app(run_dir, token=self.token, allowed_hosts=hosts, adjudicators=adjudicators)
+        except BaseException:
+            self.sock.close()
+            raise
         config = uvicorn.Config(app, log_level="warning", access_log=False, server_header=False)
         self.server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None

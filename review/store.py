@@ -5,12 +5,19 @@ two browser tabs (or two processes) never interleave half a decision. `events` k
 a label event, or an undo event that names the event it cancels. `current` holds, per (item,
 annotator), the latest label not undone; it is derived from `events` inside the same transaction.
 Items are keyed by the sample's content id, which a rerun of the pipeline keeps.
+
+A label may name the version it was given on (`record(..., version=)`): the number of events of that
+(item, annotator) when the page showed the item. A stale version (another tab labelled or undid since) is
+refused with `StaleVersion`, checked inside the write transaction, so the stale tab never overwrites.
+The adjudicators (`hardneg review --adjudicator NAME`) are kept in `meta`, so every reader of the store
+(the decide stage, `hardneg split`, the report) applies the same rule.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -53,6 +60,14 @@ class Decision:
     at: str
 
 
+class StaleVersion(Exception):
+    """A label given on an old view of the item: someone (another tab) labelled it since."""
+
+    def __init__(self, expected: int, current: int):
+        super().__init__(f"version {expected} is stale; the item is at version {current}")
+        self.current = current
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
@@ -91,12 +106,16 @@ class ReviewStore:
                 raise
             con.execute("COMMIT")
 
-    def record(self, item_id: int, annotator: str, label: str) -> Decision:
-        """Store one click; the latest label of (item, annotator) replaces the previous one."""
+    def record(self, item_id: int, annotator: str, label: str, version: int | None = None) -> Decision:
+        """Store one click; the latest label of (item, annotator) replaces the previous one. With `version`,
+        refuse (StaleVersion) unless the pair is still at that version: the check and the write are one
+        transaction, so two tabs cannot both pass it."""
         if label not in ALL_LABELS:
             raise ValueError(f"unknown label {label!r}")
         at = _now()
         with self._transaction() as con:
+            if version is not None and (now := self._version(con, item_id, annotator)) != version:
+                raise StaleVersion(version, now)
             cur = con.execute(
                 "INSERT INTO events (item_id, annotator, label, at) VALUES (?, ?, ?, ?)",
                 (item_id, annotator, label, at),
@@ -152,6 +171,33 @@ class ReviewStore:
             for item_id, who, label in con.execute(sql, args):
                 out.setdefault(int(item_id), {})[who] = label
         return out
+
+    @staticmethod
+    def _version(con: sqlite3.Connection, item_id: int, annotator: str) -> int:
+        row = con.execute("SELECT COUNT(*) FROM events WHERE item_id = ? AND annotator = ?", (item_id, annotator))
+        return int(row.fetchone()[0])
+
+    def version(self, item_id: int, annotator: str) -> int:
+        """The (item, annotator) pair's version: how many labels and undos it has had; any write moves it."""
+        with self._connect() as con:
+            return self._version(con, item_id, annotator)
+
+    def adjudicators(self) -> frozenset[str]:
+        """The annotator names whose labels are the final word (empty in a store that never had one)."""
+        with self._connect() as con:
+            row = con.execute("SELECT value FROM meta WHERE key = 'adjudicators'").fetchone()
+        return frozenset(json.loads(row[0])) if row else frozenset()
+
+    def add_adjudicators(self, names: Iterable[str]) -> frozenset[str]:
+        """Record more adjudicators (kept for good: a later server without the flag decides alike)."""
+        with self._transaction() as con:
+            row = con.execute("SELECT value FROM meta WHERE key = 'adjudicators'").fetchone()
+            merged = sorted(set(json.loads(row[0]) if row else []) | set(names))
+            con.execute(
+                "INSERT INTO meta VALUES ('adjudicators', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (json.dumps(merged),),
+            )
+        return frozenset(merged)
 
     def label_of(self, item_id: int, annotator: str) -> str | None:
         with self._connect() as con:

@@ -155,13 +155,16 @@ def test_apply_drops_bad_positives_with_their_negatives_and_false_negatives():
     assert len(pos) == 3 and len(neg) == 5  # inputs untouched
 
 
-def test_disagreement_most_severe_label_wins():
+def test_disagreement_the_side_with_a_majority_names_its_commonest_label():
     lab = decide(7, {"alice": "correct", "bob": "wrong", "carol": "ambiguous", "dan": "wrong"})
-    assert (lab.label, lab.annotators) == ("wrong", ("bob", "dan"))
-    assert lab.drops and lab.by == "bob, dan"
-    assert decide(8, {"a": "negative", "b": "unreadable"}).label == "unreadable"
-    assert decide(9, {"a": "still_true", "b": "unreadable"}).label == "still_true"
+    assert (lab.label, lab.annotators, lab.rule) == ("wrong", ("bob", "carol", "dan"), "majority")
+    assert lab.drops and lab.by == "bob, carol, dan"
+    assert decide(8, {"a": "negative", "b": "unreadable"}).tied  # one against one: no majority
+    assert decide(9, {"a": "still_true", "b": "unreadable"}).label == "still_true"  # drop reasons split: the worse
     assert not decide(10, {"a": "correct", "b": "correct"}).drops
+    assert decide(11, {"a": "wrong"}).drops  # one annotator is a majority of one
+    two = decide(12, {"a": "wrong", "b": "correct", "x": "correct", "y": "wrong"}, adjudicators={"x", "y"})
+    assert two.tied and two.annotators == ("x", "y")  # adjudicators who disagree tie among themselves
 
 
 def test_a_label_of_the_other_kind_is_ignored():
@@ -180,10 +183,10 @@ def test_load_labels_and_summary(tmp_path: Path):
         s.record(i, "bob", b)
     s.record(10, "alice", "negative")
     labels = load_labels(tmp_path)
-    assert {i: lab.label for i, lab in labels.items()} == {0: "correct", 1: "wrong", 2: "ambiguous", 10: "negative"}
+    assert {i: lab.label for i, lab in labels.items()} == {0: "correct", 1: "tied", 2: "ambiguous", 10: "negative"}
     out = summary(labels)
-    assert out["items"] == 4 and out["dropping"] == 2
-    assert out["by_label"] == {"ambiguous": 1, "correct": 1, "negative": 1, "wrong": 1}
+    assert out["items"] == 4 and out["dropping"] == 1 and out["tied"] == 1 and out["tied_items"] == [1]
+    assert out["by_label"] == {"ambiguous": 1, "correct": 1, "negative": 1, "tied": 1}
     assert out["by_annotator"]["alice"] == {"ambiguous": 1, "correct": 1, "negative": 1, "wrong": 1}
     assert out["by_annotator"]["bob"] == {"ambiguous": 1, "correct": 2}
     (pair,) = out["agreement"]
@@ -367,6 +370,17 @@ def app(run_copy: Path):
     server.stop()
 
 
+def _writer(server: ReviewServer) -> httpx.Client:
+    """A client that sends the server's token, as the page opened from the printed URL does."""
+    return httpx.Client(base_url=server.url, headers={"X-Review-Token": server.token})
+
+
+def _label(c: httpx.Client, item_id: str, label: str, who: str) -> httpx.Response:
+    """Post a label on the item's current version (a fresh view, as a page that just opened it)."""
+    version = c.get(f"/api/items/{item_id}", params={"annotator": who}).json()["version"]
+    return c.post("/api/decisions", json={"item_id": item_id, "label": label, "annotator": who, "version": version})
+
+
 def _item_ids(client: httpx.Client, who: str = "alice", **params: str) -> list[str]:
     r = client.get("/api/queue", params={"annotator": who, "limit": "1000", **params})
     assert r.status_code == 200, r.text
@@ -375,7 +389,7 @@ def _item_ids(client: httpx.Client, who: str = "alice", **params: str) -> list[s
 
 def test_app_label_undo_and_progress(app):
     server, run_dir = app
-    with httpx.Client(base_url=server.url) as c:
+    with _writer(server) as c:
         assert c.get("/").status_code == 200 and "hardneg review" in c.get("/").text
         assert c.get("/static/app.js").headers["content-type"].startswith("text/javascript")
         q = c.get("/api/queue", params={"annotator": "alice"}).json()
@@ -384,8 +398,8 @@ def test_app_label_undo_and_progress(app):
         item = c.get(f"/api/items/{first}", params={"annotator": "alice"}).json()
         assert item["mine"] is None and item["boxes"][0]["color"] == "#ff2020"
         label = item["labels"][1]["label"]
-        r = c.post("/api/decisions", json={"item_id": first, "label": label, "annotator": "alice"})
-        assert r.status_code == 200 and r.json()["label"] == label
+        r = c.post("/api/decisions", json={"item_id": first, "label": label, "annotator": "alice", "version": 0})
+        assert r.status_code == 200 and r.json()["label"] == label and r.json()["version"] == 1
         q2 = c.get("/api/queue", params={"annotator": "alice"}).json()
         assert (q2["done"], q2["pending"]) == (1, q["pending"] - 1) and first not in q2["ids"]
         assert c.get(f"/api/items/{first}", params={"annotator": "alice"}).json()["mine"] == label
@@ -473,6 +487,7 @@ HOSTILE = [
     ("POST", "/api/undo", b'{"annotator": ""}', {"Content-Type": "application/json"}, 400),
     ("POST", "/api/undo", b'{"annotator": "a\\u0000b"}', {"Content-Type": "application/json"}, 400),
     ("POST", "/api/undo", b'{"annotator": "a", "item_id": "../x"}', {"Content-Type": "application/json"}, 404),
+    ("POST", "/api/decisions", b'{"item_id": 1, "label": "correct", "annotator": "a", "version": "1"}', JSON, 404),
     ("DELETE", "/api/decisions", None, {}, 405),
     ("GET", "/api/decisions", None, {}, 405),
     ("POST", "/api/meta", b"{}", {"Content-Type": "application/json"}, 405),
@@ -501,6 +516,8 @@ def _raw(url: str, method: str, path: str, body: bytes | None, headers: dict) ->
 def test_app_answers_hostile_requests_with_4xx_json(app):
     server, _ = app
     for method, path, body, headers, status in HOSTILE:
+        if method == "POST":  # with the token: what comes after it is checked too (without it: 403, below)
+            headers = {**headers, "X-Review-Token": server.token}
         got, data = _raw(server.url, method, path, body, headers)
         assert got == status, (method, path, got, data[:200])
         msg = json.loads(data)
@@ -512,7 +529,7 @@ def test_app_refuses_wrong_labels_with_a_message(app):
     server, run_dir = app
     run = RunData(run_dir)
     pos, neg = run.positives[0], run.negatives[0]
-    with httpx.Client(base_url=server.url) as c:
+    with _writer(server) as c:
         for item, label, hint in [
             (pos, "still_true", "not a label for this item"),
             (neg, "correct", "not a label for this item"),
@@ -524,6 +541,10 @@ def test_app_refuses_wrong_labels_with_a_message(app):
             assert r.status_code == 400 and hint in r.json()["error"]
         r = c.post("/api/decisions", json={"item_id": pos["id"], "label": "correct", "annotator": 5})
         assert r.status_code == 400
+        for version in (None, "0", -1, True, 1.5):
+            body = {"item_id": pos["id"], "label": "correct", "annotator": "a", "version": version}
+            r = c.post("/api/decisions", json=body)
+            assert r.status_code == 400 and "version" in r.json()["error"]
     assert ReviewStore(run_dir).history() == []
 
 
@@ -532,23 +553,22 @@ def test_app_agreement_and_two_tabs_at_once(app):
     with httpx.Client(base_url=server.url) as c:
         ids = _item_ids(c)[:20]
         items = {i: c.get(f"/api/items/{i}").json() for i in ids}
-    statuses: Counter[int] = Counter()
+    statuses: dict[str, Counter[int]] = {"alice": Counter(), "bob": Counter()}
 
     def tab(who: str, pick: int) -> None:
-        with httpx.Client(base_url=server.url) as c:
+        with _writer(server) as c:
             for n, i in enumerate(ids):
-                labels = items[i]["labels"]
-                r = c.post(
-                    "/api/decisions", json={"item_id": i, "label": labels[(n * pick) % 3]["label"], "annotator": who}
-                )
-                statuses[r.status_code] += 1
+                r = _label(c, i, items[i]["labels"][(n * pick) % 3]["label"], who)
+                statuses[who][r.status_code] += 1
 
     threads = [threading.Thread(target=tab, args=(w, k)) for w, k in (("alice", 1), ("bob", 2), ("alice", 1))]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert statuses == Counter({200: 60})
+    assert statuses["bob"] == Counter({200: 20})
+    # alice's two tabs: the first to post on a version wins, the other is refused (never overwrites)
+    assert set(statuses["alice"]) <= {200, 409} and statuses["alice"].total() == 40 and statuses["alice"][200] >= 20
     with httpx.Client(base_url=server.url) as c:
         a = c.get("/api/agreement").json()
     (pair,) = a["pairs"]
@@ -590,8 +610,11 @@ def test_cli_review_prints_a_loopback_url_and_serves(run_copy: Path):
     try:
         line = proc.stdout.readline()  # type: ignore[union-attr]
         assert line.startswith("review: http://127.0.0.1:"), line + proc.stderr.read()  # type: ignore[union-attr]
-        url = line.split()[1]
+        url, token = line.split()[1].split("?token=")  # a token per start, for the page's writes
         assert httpx.get(url + "api/meta", timeout=10).json()["items"] > 0
+        body = {"annotator": "a"}
+        assert httpx.post(url + "api/undo", json=body, timeout=10).status_code == 403
+        assert httpx.post(url + "api/undo", json=body, headers={"X-Review-Token": token}, timeout=10).status_code == 200
     finally:
         proc.terminate()
         proc.wait(timeout=10)
@@ -620,3 +643,109 @@ def test_app_never_serves_a_path_named_in_a_record(run_copy: Path):
                 assert r.status_code == 404 and "has no image" in r.json()["error"]
     finally:
         server.stop()
+
+
+# ---- the decision rule: majority, adjudicator, ties -------------------------------------------------
+
+
+def test_a_majority_decides_one_dissent_does_not_drop():
+    pos, neg = _records()
+    votes = {"alice": "correct", "bob": "correct", "carol": "correct", "dan": "wrong"}
+    lab = decide(1, votes)
+    assert (lab.label, lab.annotators, lab.drops) == ("correct", ("alice", "bob", "carol"), False)
+    kept_p, kept_n, dropped = apply_labels(pos, neg, {1: lab})
+    assert [p["id"] for p in kept_p] == [1, 2, 3] and len(kept_n) == 5 and dropped == []
+
+
+def test_an_adjudicators_label_is_the_final_word(tmp_path: Path):
+    votes = {"alice": "correct", "bob": "correct", "carol": "wrong"}
+    lab = decide(1, votes, adjudicators=frozenset({"carol"}))
+    assert (lab.label, lab.annotators, lab.drops) == ("wrong", ("carol",), True)
+    assert lab.by == "carol as adjudicator"
+    s = ReviewStore(tmp_path)  # the adjudicators are kept in the store, so `hardneg split` decides alike
+    for who, label in votes.items():
+        s.record(1, who, label)
+    assert load_labels(tmp_path)[1].label == "correct"
+    s.add_adjudicators(["carol"])
+    assert load_labels(tmp_path)[1].label == "wrong"
+    _, _, dropped = apply_labels(*_records(), load_labels(tmp_path))
+    assert {d["sample_id"] for d in dropped} == {1, 11, 12}  # with its negatives
+    assert summary(load_labels(tmp_path))["adjudicated"] == 1
+
+
+def test_a_tie_is_queued_kept_and_counted(tmp_path: Path):
+    pos, neg = _records()
+    s = ReviewStore(tmp_path)
+    s.record(1, "alice", "correct")
+    s.record(1, "bob", "wrong")
+    s.record(31, "alice", "negative")
+    s.record(31, "bob", "unreadable")  # a vote to drop like any other: one against one is a tie
+    labels = load_labels(tmp_path)
+    assert all(lab.tied and not lab.drops for lab in labels.values())
+    kept_p, kept_n, dropped = apply_labels(pos, neg, labels)
+    assert len(kept_p) == 3 and len(kept_n) == 5 and dropped == []  # kept, not silently dropped
+    out = summary(labels)
+    assert (out["items"], out["tied"], out["dropping"], out["tied_items"]) == (2, 2, 0, [1, 31])
+    assert decide(5, {"a": "unreadable", "b": "unreadable", "c": "negative"}).drops  # unreadable by majority
+
+
+def test_app_refuses_a_write_without_the_token(app):
+    server, run_dir = app
+    with httpx.Client(base_url=server.url) as c:
+        first = _item_ids(c)[0]
+        version = c.get(f"/api/items/{first}", params={"annotator": "mallory"}).json()["version"]
+        body = {"item_id": first, "label": "correct", "annotator": "mallory", "version": version}
+        for headers in ({}, {"X-Review-Token": "guess"}):
+            r = c.post("/api/decisions", json=body, headers=headers)
+            assert r.status_code == 403 and "token" in r.json()["error"]
+        assert c.post("/api/undo", json={"annotator": "mallory"}).status_code == 403
+        assert c.get("/api/meta").status_code == 200  # reads stay open
+    assert ReviewStore(run_dir).history() == []
+    assert server.page_url == f"{server.url}?token={server.token}"
+
+
+def test_app_refuses_a_stale_tab_with_409(app):
+    server, run_dir = app
+    with httpx.Client(base_url=server.url, headers={"X-Review-Token": server.token}) as c:
+        first = _item_ids(c)[0]
+        view = c.get(f"/api/items/{first}", params={"annotator": "alice"}).json()  # two tabs open the item
+        labels = [lab["label"] for lab in view["labels"]]
+        one = {"item_id": first, "annotator": "alice", "version": view["version"]}
+        assert c.post("/api/decisions", json={**one, "label": labels[0]}).status_code == 200
+        r = c.post("/api/decisions", json={**one, "label": labels[2]})  # the other tab, still on the old version
+        assert r.status_code == 409 and "someone labelled this since you opened it; reload" in r.json()["error"]
+        fresh = c.get(f"/api/items/{first}", params={"annotator": "alice"}).json()
+        assert fresh["mine"] == labels[0] and fresh["version"] != view["version"]
+        again = {**one, "label": labels[2], "version": fresh["version"]}  # reloaded: now it saves
+        assert c.post("/api/decisions", json=again).status_code == 200
+    assert ReviewStore(run_dir).current() == {int(first): {"alice": labels[2]}}
+
+
+def test_app_shows_tied_items_first(app):
+    server, run_dir = app
+    with httpx.Client(base_url=server.url) as c:
+        ids = _item_ids(c, "carol")
+    store = ReviewStore(run_dir)
+    last = int(ids[-1])
+    kind = RunData(run_dir).by_id[last]
+    keep, drop = ("correct", "wrong") if "positive_id" not in kind else ("negative", "still_true")
+    store.record(last, "alice", keep)
+    store.record(last, "bob", drop)
+    with httpx.Client(base_url=server.url) as c:
+        q = c.get("/api/queue", params={"annotator": "carol", "limit": "1000"}).json()
+        assert q["ids"][0] == str(last) and q["tied"] == 1
+        assert c.get(f"/api/items/{last}", params={"annotator": "carol"}).json()["tied"] is True
+
+
+def test_stats_md_counts_labels_per_annotator_and_shows_tied_items(tmp_path: Path):
+    from hardneg.core.stats import build_stats, write_stats
+
+    s = ReviewStore(tmp_path)
+    for item, votes in {1: ("correct", "wrong"), 2: ("correct", "correct"), 3: ("wrong", "wrong")}.items():
+        s.record(item, "alice", votes[0])
+        s.record(item, "bob", votes[1])
+    write_stats(tmp_path, build_stats(Counter(), Counter(), Counter(), {}, summary(load_labels(tmp_path))))
+    md = (tmp_path / "stats.md").read_text()
+    assert "Human review: 3 items, 1 dropped, 1 tied" in md
+    assert "| alice | correct 2, wrong 1 |" in md and "| bob | correct 1, wrong 2 |" in md
+    assert "| tied (kept, to adjudicate) | 1 |" in md

@@ -104,7 +104,7 @@ def test_review_by_keyboard_kept_across_reload_and_restart(browser, demo_run: Pa
     server = ReviewServer(run_dir)
     server.start()
     try:
-        page, errors = _open_app(browser, server.url, "alice")
+        page, errors = _open_app(browser, server.page_url, "alice")
         expected: dict[int, str] = {}
         for n, key in enumerate(["2", "1", "3", None, "2", "1"]):
             item = httpx.get(f"{server.url}api/items/{_current(page)}").json()
@@ -144,7 +144,7 @@ def test_review_by_keyboard_kept_across_reload_and_restart(browser, demo_run: Pa
     again = ReviewServer(run_dir)  # a restart, on another port: a new origin asks the name again
     again.start()
     try:
-        page, errors = _open_app(browser, again.url, "alice")
+        page, errors = _open_app(browser, again.page_url, "alice")
         _settled(page)
         assert page.text_content("#progress").startswith(f"{len(expected)} of ")
         assert errors == []
@@ -179,3 +179,40 @@ def test_report_opens_from_disk_and_every_image_loads(browser, demo_run: Path, t
     page.evaluate("document.getElementById('gallery').scrollIntoView()")
     save_screenshot(page.screenshot(), "report.png", tmp_path)
     page.close()
+
+
+def test_a_stale_tab_is_refused_with_a_message_and_a_page_without_the_token_cannot_write(
+    browser, demo_run: Path, tmp_path: Path
+):
+    run_dir = copy_run(demo_run, tmp_path / "run")
+    server = ReviewServer(run_dir)
+    server.start()
+    try:
+        fresh, errors = _open_app(browser, server.page_url, "alice")
+        stale, stale_errors = _open_app(browser, server.page_url, "alice")  # a second tab on the same item
+        _settled(fresh)
+        _settled(stale)
+        first = _current(fresh)
+        assert _current(stale) == first
+        _press_and_wait(fresh, "1")
+        assert fresh.text_content("#status").startswith("saved")
+        stale.keyboard.press("3")  # its view of the item is older than the label just saved
+        stale.wait_for_function("document.getElementById('status').textContent.startsWith('not saved')")
+        assert "someone labelled this since you opened it; reload" in stale.text_content("#status")
+        assert _current(stale) == first  # it stays on the item, for a reload
+        saved = ReviewStore(run_dir).current("alice")
+        assert len(saved) == 1 and saved[int(first)]["alice"] in ("correct", "negative")
+        assert errors == [] and stale_errors == []
+        fresh.close()
+        stale.close()
+
+        bare, _ = _open_app(browser, server.url, "mallory")  # no ?token= (a new origin context): read only
+        _settled(bare)
+        assert "read only" in bare.text_content("#status")
+        bare.keyboard.press("1")
+        bare.wait_for_function("document.getElementById('status').textContent.startsWith('not saved')")
+        assert "token" in bare.text_content("#status")
+        bare.close()
+        assert set(ReviewStore(run_dir).current()) == {int(first)}
+    finally:
+        server.stop()

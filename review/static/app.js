@@ -6,8 +6,17 @@ const FILTERS = ["scope", "kind", "type", "negative_type", "level", "split"];
 const LETTERS = { positive: ["c", "a", "w"], negative: ["n", "t", "u"] };
 const KIND_TEXT = { positive: "Positive", text_negative: "Text negative", image_negative: "Image negative" };
 
+// Writes need this server start's token, from the URL `hardneg review` printed (?token=...); kept per
+// origin (host and port) so a reload or an #item= link in this browser still writes.
+function readToken() {
+  const fromUrl = new URLSearchParams(location.search).get("token");
+  if (fromUrl) localStorage.setItem("hardneg.token", fromUrl);
+  return fromUrl || localStorage.getItem("hardneg.token") || "";
+}
+
 const S = {
   who: localStorage.getItem("hardneg.annotator") || "",
+  token: readToken(),
   meta: null,
   queue: [],      // ids, in review order, from the server
   cur: null,      // id shown
@@ -29,12 +38,18 @@ function status(text, isError) {
 
 async function api(path, body) {
   const opts = body === undefined ? {} : {
-    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
+    method: "POST",
+    headers: { "Content-Type": "application/json", "X-Review-Token": S.token },
+    body: JSON.stringify(body),
   };
   const res = await fetch(path, opts);
   let data = null;
   try { data = await res.json(); } catch (e) { data = null; }
-  if (!res.ok) throw new Error((data && data.error) || `${res.status} ${res.statusText}`);
+  if (!res.ok) {
+    const err = new Error((data && data.error) || `${res.status} ${res.statusText}`);
+    err.status = res.status;  // 409: a stale view of the item; 403: no or a wrong token
+    throw err;
+  }
   return data;
 }
 
@@ -65,6 +80,7 @@ function fillSelect(id, values, fmt) {
 async function loadMeta() {
   S.meta = await api("api/meta");
   $("run").textContent = S.meta.run;
+  if (!S.token) status("read only: open the URL `hardneg review` printed (with ?token=) to label", true);
   $("guidelines").textContent = S.meta.guidelines;
   const f = S.meta.facets;
   fillSelect("f-kind", f.kind, (k) => KIND_TEXT[k] || k);
@@ -84,7 +100,8 @@ async function loadQueue() {
   const seq = ++S.queueSeq;
   const q = await api(queueUrl());
   if (seq !== S.queueSeq) return null;  // a newer request has been sent since
-  $("progress").textContent = `${q.done} of ${q.total} done \u00b7 ${q.pending} to go`;
+  const tied = q.tied ? ` \u00b7 ${q.tied} tied (shown first, for an adjudicator)` : "";
+  $("progress").textContent = `${q.done} of ${q.total} done \u00b7 ${q.pending} to go${tied}`;
   let ids = q.ids.filter((id) => !S.skipped.has(id));
   if (ids.length === 0 && q.ids.length > 0) { S.skipped.clear(); ids = q.ids; }
   S.queue = ids;
@@ -131,6 +148,7 @@ function render() {
   const badges = $("badges");
   badges.textContent = "";
   badges.appendChild(badge(KIND_TEXT[it.kind] || it.kind, it.kind));
+  if (it.tied) badges.appendChild(badge("tied: needs an adjudicator", "tied"));
   badges.appendChild(badge(it.tuple_type));
   badges.appendChild(badge(`path L${it.level}`));
   if (it.negative_type) badges.appendChild(badge(`${it.negative_type} L${it.negative_level}`));
@@ -240,7 +258,7 @@ async function label(value) {
   S.busy = true;
   const id = S.cur;
   try {
-    await api("api/decisions", { item_id: id, label: value, annotator: S.who });
+    await api("api/decisions", { item_id: id, label: value, annotator: S.who, version: S.item.version });
     const text = (S.item.labels.find((l) => l.label === value) || {}).text || value;
     status(`saved: ${text}`);
     S.history.push(id);
@@ -253,7 +271,7 @@ async function label(value) {
     await show(next);
     if (S.labelled % 5 === 0 && $("agreement-panel").open) loadAgreement();
   } catch (e) {
-    status(`not saved: ${e.message}`, true);
+    status(`not saved: ${e.message}`, true);  // a 409 says: someone labelled this since; reload
   } finally {
     S.busy = false;
   }
@@ -337,7 +355,7 @@ function askName() {
       if (!v) return;
       S.who = v.slice(0, 64);
       localStorage.setItem("hardneg.annotator", S.who);
-      $("who-name").textContent = S.who;
+      showWho();
       d.close();
       resolve();
     };
@@ -358,11 +376,17 @@ async function onFilterChange() {
   }
 }
 
+function showWho() {
+  const adjudicates = S.meta && S.meta.adjudicators.includes(S.who);
+  $("who-name").textContent = adjudicates ? `${S.who} (adjudicator)` : S.who;
+}
+
 async function start() {
   if (!S.who) await askName();
   $("who-name").textContent = S.who;
   try {
     await loadMeta();
+    showWho();
     await loadQueue();
     const m = /#item=(\d+)/.exec(location.hash);
     try {
