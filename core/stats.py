@@ -60,9 +60,11 @@ def build_stats(
     filters: dict[str, dict[str, Any]],
     review: dict[str, Any] | None = None,
     mix: dict[str, Any] | None = None,
+    audit: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Counters keyed by (split, type, level); `filters` maps a filter to {"passed", "seen"}, or to
-    {"not_run": True} for a configured filter that could not run (it never reads as 100% passed)."""
+    {"not_run": True} for a configured filter that could not run (it never reads as 100% passed);
+    `audit`: the audit's estimates (`hardneg review --audit N`), {} when none was drawn."""
     pos_split_level = {
         s: {f"L{lv}": sum(n for (sp, _, l2), n in positives.items() if sp == s and l2 == lv) for lv in LEVELS}
         for s in SPLITS
@@ -92,6 +94,7 @@ def build_stats(
         },
         "text_negative_mix": mix or {},
         "review": review or {},
+        "audit": audit or {},
     }
 
 
@@ -166,6 +169,33 @@ def _table(title: str, header: list[str], rows: list[list[Any]]) -> str:
     lines = [f"### {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(x) for x in r) + " |" for r in rows]
     return "\n".join(lines) + "\n"
+
+
+def _estimate_row(name: str, what: str, c: dict[str, Any]) -> list[Any]:
+    """One audit row; a row nothing is labelled in says so, never a made-up 0%."""
+    if c["share"] is None:
+        return [name, what, c["population"], c["drawn"], 0, "nothing labelled yet", "-"]
+    est = f"{c['share']:.1%}" + (f" (of {c['coverage']:.0%} of it)" if c.get("coverage", 1) < 1 else "")
+    return [name, what, c["population"], c["drawn"], c["labelled"], est, f"{c['low']:.1%} to {c['high']:.1%}"]
+
+
+def _audit_table(audit: dict[str, Any]) -> str:
+    """The audit's estimates: overall (strata weighted by size), per negative type, per stratum."""
+    what = {"positive": "unusable"}
+    rows = [_estimate_row(f"**{k}**", "", c) for k, c in audit["overall"].items()]
+    rows += [_estimate_row(t, "still true", c) for t, c in audit["by_negative_type"].items()]
+    rows += [_estimate_row(k, what.get(k.split("/")[0], "still true"), c) for k, c in audit["strata"].items()]
+    header = ["stratum", "error", "in dataset", "drawn", "n labelled", "estimate", "95% interval"]
+    note = (
+        f"A random sample of the final dataset (`hardneg review RUN --audit {audit['asked']}`, seed "
+        f"{audit['seed']}, drawn {audit['drawn_at']}), stratified by kind, type and level and labelled "
+        f"without scores: {audit['labelled']} of {audit['drawn']} items labelled"
+        + (f", {audit['tied']} tied (not counted)" if audit.get("tied") else "")
+        + ". Unusable: Ambiguous or Wrong expression; still true: Still true. Wilson intervals; the overall "
+        "rows weight the strata by their sizes (an estimate over part of the dataset says of how much). The "
+        "audit's labels vote like any other: `hardneg split` drops what they find wrong (docs/review.md).\n"
+    )
+    return _table("Audit: estimated error rates (n labelled, 95% interval)", header, rows) + "\n" + note
 
 
 def write_stats(root: Path, stats: dict[str, Any]) -> None:
@@ -269,4 +299,6 @@ def write_stats(root: Path, stats: dict[str, Any]) -> None:
             title += f", {review['adjudicated']} by an adjudicator"
         title += " (a majority of annotators decides; docs/review.md)"
         parts.append(_table(title, ["annotator", "labels"], rows))
+    if stats.get("audit"):
+        parts.append(_audit_table(stats["audit"]))
     atomic_write_bytes(root / "stats.md", "\n".join(parts).encode())

@@ -117,7 +117,7 @@ class WriteStage(Stage):
         filters = _filter_rates(summaries)
         decide = summaries["decide"]["meta"]
         mix = text_mix(summaries["language"]["stats"], decide)
-        stats = build_stats(table, neg_table, image_table, filters, decide.get("review"), mix)
+        stats = build_stats(table, neg_table, image_table, filters, decide.get("review"), mix, decide.get("audit"))
         stats["positive_risk"] = positive_risk(summaries["decide"]["stats"], unit.cfg.risk.max)
         stats["image_edits"] = image_edit_table(edits, summaries["images"]["stats"])
         manifest = _manifest(unit.run, summaries, table, neg_table, image_table, writers, neg_writers)

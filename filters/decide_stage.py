@@ -30,6 +30,7 @@ from hardneg.filters.refine import RefinePair, refine
 from hardneg.generators.annotation_rules import RISK_WEIGHTS, combine, risk_band
 from hardneg.review.apply import apply_labels, load_labels
 from hardneg.review.apply import summary as review_summary
+from hardneg.review.audit import audit_key, audit_summary
 
 # Filters that decide samples and ship with hardneg; one left out of `filters.scorers` is shown as "not
 # configured" in stats.md and the run summary, never silently absent (the demo runs without CLIP or a detector).
@@ -79,8 +80,11 @@ class DecideStage(Stage):
         rules(cfg)
 
     def extra_fingerprint(self, run: Any) -> Any:
-        """The human filter's labels in force (`hardneg review`): a new label re-decides."""
-        return sorted((i, lab.label, lab.annotators) for i, lab in load_labels(run.root).items())
+        """The human filter's labels in force (`hardneg review`): a new label re-decides; so does a new
+        audit draw (`hardneg review --audit N`), whose estimates this stage carries to stats.md."""
+        labels = sorted((i, lab.label, lab.annotators) for i, lab in load_labels(run.root).items())
+        drawn = audit_key(run.root)
+        return labels if drawn is None else (labels, drawn)
 
     def run(self, unit: Unit) -> None:
         cfg = unit.cfg
@@ -246,6 +250,7 @@ class DecideStage(Stage):
         """The human filter, applied in place: dropped samples get keep False and the reason."""
         labels = load_labels(unit.root)
         unit.meta["review"] = review_summary(labels)
+        unit.meta["audit"] = audit_summary(unit.root, labels)  # {} without an audit (review/audit.py)
         if not labels:
             return
         decided = {p["id"]: p for p in positives}

@@ -30,6 +30,14 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
         metavar="NAME",
         help="an annotator name whose label is the final word (repeatable; kept in RUN/review.sqlite)",
     )
+    rev.add_argument(
+        "--audit",
+        type=int,
+        metavar="N",
+        help="draw (or extend) a random sample of N items of the final dataset, stratified by kind, type and "
+        "level, kept in RUN/review.sqlite, and serve only those, without scores (docs/review.md)",
+    )
+    rev.add_argument("--seed", type=int, default=0, help="seed of the audit's draw (default 0; keep it to extend)")
     rev.add_argument("-v", "--verbose", action="store_true")
 
 
@@ -50,12 +58,32 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _draw(run_dir: Path, n: int, seed: int) -> None:
+    """Draw the audit and say what the draw did: a first draw, an extension, or nothing new."""
+    from hardneg.review.audit import draw_audit
+
+    done = draw_audit(run_dir, n, seed)
+    total = len(done.sample.items)
+    if done.added == total:
+        what = f"drew {total} items"
+    elif done.added:
+        what = f"added {done.added} items (the audit had {total - done.added})"
+    else:
+        what = f"nothing new drawn: the audit already holds {total} items (a larger N extends it)"
+    strata = len(set(done.sample.items.values()))
+    print(f"audit (seed {seed}): {what}; {total} items in {strata} strata, shown without scores", flush=True)
+
+
 def cmd_review(args: argparse.Namespace) -> int:
     from hardneg.review.server import ReviewServer
 
     if not 0 <= args.port <= 65535:
         raise ValueError(f"--port must be 0-65535, got {args.port}")
-    server = ReviewServer(_run_dir(args.run), host=args.host, port=args.port, adjudicators=tuple(args.adjudicator))
+    run_dir = _run_dir(args.run)
+    if args.audit is not None:
+        _draw(run_dir, args.audit, args.seed)
+    audit = args.audit is not None
+    server = ReviewServer(run_dir, host=args.host, port=args.port, adjudicators=tuple(args.adjudicator), audit=audit)
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         log.warning("review app listening on %s: anyone who can reach it can read, and label with the URL", args.host)
     # the URL carries this start's token: only a page opened from it can label

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -15,6 +16,8 @@ from hardneg.review.priority import in_default_queue, priority_key, risk
 from hardneg.review.rundata import ImageGraph, RunData
 
 log = logging.getLogger(__name__)
+
+BLIND_KEYS = ("scores", "risk", "risk_reasons", "reason")  # what an audit's item view leaves out
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,10 +41,18 @@ def _int(v: Any) -> int:
 class ReviewData:
     """Items in review order, with the graphs their boxes need (read once, at start)."""
 
-    def __init__(self, run: RunData):
+    def __init__(self, run: RunData, audit: Sequence[int] | None = None):
+        """`audit`: serve only these ids, in this order (the audit's random order, never the scores'), all
+        in the default queue, and blind: item views carry no score, risk or reason."""
         t0 = time.perf_counter()
         self.run = run
-        records = sorted((*run.positives, *run.negatives), key=priority_key)
+        self.blind = audit is not None
+        if audit is None:
+            records = sorted((*run.positives, *run.negatives), key=priority_key)
+        else:
+            rank = {i: k for k, i in enumerate(audit)}
+            records = sorted((r for r in (*run.positives, *run.negatives) if r.get("id") in rank),
+                             key=lambda r: rank[r["id"]])  # fmt: skip
         self.items: list[Item] = [
             Item(
                 id=r["id"],
@@ -50,7 +61,7 @@ class ReviewData:
                 tuple_type=str(r.get("tuple_type", r.get("ori_type", ""))),
                 negative_type=str(r.get("negative_type", "")),
                 level=_int(r.get("level")),
-                default=in_default_queue(r),
+                default=self.blind or in_default_queue(r),
                 record=r,
             )
             for r in records
@@ -129,6 +140,9 @@ class ReviewData:
             "labels": [{"label": k, "text": t, "key": key} for k, (t, key) in labels.items()],
             "mine": mine,
         }
+        if self.blind:  # the audit: a label that saw the scores would measure the scores, not the sample
+            for key in BLIND_KEYS:
+                out.pop(key, None)
         return out
 
     def select(

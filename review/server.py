@@ -9,7 +9,8 @@ web page cannot submit a form to it).
 Writes need the server's token (random per start, in the URL `hardneg review` prints; the page sends it
 as `X-Review-Token`): without it a POST is refused with 403, so another local process or page cannot
 label. Reads stay open. Each item view carries the (item, annotator) version; a label posted on an old
-version is refused with 409, so a stale tab never overwrites what another tab saved.
+version is refused with 409, so a stale tab never overwrites what another tab saved. With `--audit N`
+the app serves only the audit's random sample, blind: no item view carries a score, risk or reason.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from hardneg.review.agreement import pairwise
 from hardneg.review.apply import Label, decide_all, summary
+from hardneg.review.audit import audit_order
 from hardneg.review.items import Item, ReviewData
 from hardneg.review.labels import ALL_LABELS, GUIDELINES, labels_for
 from hardneg.review.rundata import RunData
@@ -93,17 +95,26 @@ def parse_version(raw: Any) -> int:
 
 
 def create_app(
-    run_dir: str | Path, *, token: str, allowed_hosts: set[str] | None = None, adjudicators: tuple[str, ...] = ()
+    run_dir: str | Path,
+    *,
+    token: str,
+    allowed_hosts: set[str] | None = None,
+    adjudicators: tuple[str, ...] = (),
+    audit: bool = False,
 ) -> FastAPI:
     """The app for one run folder. `token`: what every write must send; `allowed_hosts`: accepted Host
-    headers (None = any); `adjudicators`: names recorded in the store as adjudicators (kept for good)."""
+    headers (None = any); `adjudicators`: names recorded in the store as adjudicators (kept for good);
+    `audit`: serve only the audit's sample (`review/audit.py`), in random order, without scores."""
     try:
         names = [parse_annotator(n) for n in adjudicators]
     except ClientError as e:
         raise ValueError(f"--adjudicator: {e.message}") from None
     run = RunData(run_dir)
-    data = ReviewData(run)
     store = ReviewStore(run.root)
+    sample = store.audit() if audit else None
+    if audit and sample is None:
+        raise ValueError(f"{run.root} has no audit yet: draw one with `hardneg review RUN --audit N`")
+    data = ReviewData(run, audit_order(sample) if sample is not None else None)
     if names:
         store.add_adjudicators(names)
     app = FastAPI(title="hardneg review", docs_url=None, redoc_url=None, openapi_url=None)
@@ -204,6 +215,7 @@ def create_app(
             "items": len(data.items),
             "default_items": sum(it.default for it in data.items),
             "adjudicators": sorted(store.adjudicators()),
+            "audit": None if sample is None else {"seed": sample.seed, "items": len(data.items)},
         }
 
     def _opt_int(v: str | None, what: str) -> int | None:
@@ -333,7 +345,14 @@ def create_app(
 class ReviewServer:
     """uvicorn on a socket bound here, so a free port is known before the first request."""
 
-    def __init__(self, run_dir: str | Path, host: str = "127.0.0.1", port: int = 0, adjudicators: tuple[str, ...] = ()):
+    def __init__(
+        self,
+        run_dir: str | Path,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        adjudicators: tuple[str, ...] = (),
+        audit: bool = False,
+    ):
         import uvicorn
 
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -354,7 +373,7 @@ class ReviewServer:
         if host in _LOOPBACK or host.startswith("127."):
             hosts = {f"{h}:{self.port}" for h in (shown, "localhost", "127.0.0.1", "[::1]")}
         try:
-            app = create_app(run_dir, token=self.token, allowed_hosts=hosts, adjudicators=adjudicators)
+            app = create_app(run_dir, token=self.token, allowed_hosts=hosts, adjudicators=adjudicators, audit=audit)
         except BaseException:
             self.sock.close()
             raise

@@ -10,7 +10,8 @@ A label may name the version it was given on (`record(..., version=)`): the numb
 (item, annotator) when the page showed the item. A stale version (another tab labelled or undid since) is
 refused with `StaleVersion`, checked inside the write transaction, so the stale tab never overwrites.
 The adjudicators (`hardneg review --adjudicator NAME`) are kept in `meta`, so every reader of the store
-(the decide stage, `hardneg split`, the report) applies the same rule.
+(the decide stage, `hardneg split`, the report) applies the same rule. The audit's random sample
+(`hardneg review --audit N`, `review/audit.py`) is kept here too: its items in `audit`, its draw in `meta`.
 """
 
 from __future__ import annotations
@@ -48,6 +49,11 @@ CREATE TABLE IF NOT EXISTS current (
     PRIMARY KEY (item_id, annotator)
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS audit (              -- the audit's sample (review/audit.py); its draw in meta
+    item_id INTEGER PRIMARY KEY,
+    stratum TEXT NOT NULL,
+    at TEXT NOT NULL
+);
 """
 
 
@@ -57,6 +63,18 @@ class Decision:
     item_id: int
     annotator: str
     label: str
+    at: str
+
+
+@dataclass(frozen=True, slots=True)
+class AuditSample:
+    """The audit as stored: its seed, the largest N asked, each audited id's stratum, and the strata's
+    sizes in the final dataset it was drawn from (the estimates' weights)."""
+
+    seed: int
+    asked: int
+    items: dict[int, str]
+    population: dict[str, int]
     at: str
 
 
@@ -198,6 +216,36 @@ class ReviewStore:
                 (json.dumps(merged),),
             )
         return frozenset(merged)
+
+    def audit(self) -> AuditSample | None:
+        """The audit's sample, None when none was drawn (a store made before audits has no table yet)."""
+        with self._connect() as con:
+            row = con.execute("SELECT value FROM meta WHERE key = 'audit'").fetchone()
+            if row is None:
+                return None
+            items = {int(i): str(k) for i, k in con.execute("SELECT item_id, stratum FROM audit")}
+        m = json.loads(row[0])
+        return AuditSample(int(m["seed"]), int(m["asked"]), items, dict(m["population"]), str(m["at"]))
+
+    def add_audit(self, items: dict[int, str], *, seed: int, asked: int, population: dict[str, int], at: str) -> int:
+        """Add drawn items (one already stored keeps its row and labels) and record the draw; how many
+        were new. One transaction, so a second draw at the same time waits, then adds nothing twice."""
+        with self._transaction() as con:
+            row = con.execute("SELECT value FROM meta WHERE key = 'audit'").fetchone()
+            old = json.loads(row[0]) if row else {}
+            if old and int(old["seed"]) != seed:
+                raise ValueError(f"the audit was drawn with seed {old['seed']}, not {seed}")
+            before = con.execute("SELECT COUNT(*) FROM audit").fetchone()[0]
+            con.executemany("INSERT OR IGNORE INTO audit VALUES (?, ?, ?)", [(i, k, at) for i, k in items.items()])
+            after = con.execute("SELECT COUNT(*) FROM audit").fetchone()[0]
+            m = {"seed": seed, "asked": max(asked, int(old.get("asked", 0))), "population": population, "at": at}
+            if old and after == before and m["asked"] == old["asked"]:
+                return 0  # the same draw again: nothing changes, not even its time
+            con.execute(
+                "INSERT INTO meta VALUES ('audit', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (json.dumps(m, sort_keys=True),),
+            )
+        return int(after - before)
 
     def label_of(self, item_id: int, annotator: str) -> str | None:
         with self._connect() as con:

@@ -80,6 +80,11 @@ function fillSelect(id, values, fmt) {
 async function loadMeta() {
   S.meta = await api("api/meta");
   $("run").textContent = S.meta.run;
+  if (S.meta.audit) {  // the audit: a random sample, blind to scores; its queue is the whole sample
+    $("run").textContent += ` \u00b7 audit: ${S.meta.audit.items} items drawn at random (no scores shown)`;
+    $("f-scope").closest("label").hidden = true;
+    document.body.classList.add("audit");
+  }
   if (!S.token) status("read only: open the URL `hardneg review` printed (with ?token=) to label", true);
   $("guidelines").textContent = S.meta.guidelines;
   const f = S.meta.facets;
