@@ -1,4 +1,5 @@
-"""The report's assets folder: thumbnails and plots under a byte budget, named deterministically."""
+"""The report's assets folder, RUN/report/assets/: thumbnails and plots under a byte budget, named
+deterministically. URLs are relative to RUN/report/, where the section pages are."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from hardneg.review.draw import thumbnail
 
 log = logging.getLogger(__name__)
 
-FOLDER = "report_assets"
+FOLDER = "assets"  # inside RUN/report/
 MAX_BYTES = 25_000_000  # the whole folder; the issue asks for a report that stays small on GQA
 
 
@@ -23,10 +24,10 @@ def esc(v: object) -> str:
 
 
 class Assets:
-    """Writes files into RUN/report_assets/, refusing new ones once `max_bytes` is spent."""
+    """Writes files into RUN/report/assets/, refusing new ones once `max_bytes` is spent."""
 
     def __init__(self, run_root: Path, max_bytes: int = MAX_BYTES):
-        self.dir = run_root / FOLDER
+        self.dir = run_root / "report" / FOLDER
         if self.dir.exists():
             shutil.rmtree(self.dir)  # ours alone: rebuilt from scratch each time
         self.dir.mkdir(parents=True)

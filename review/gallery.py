@@ -11,13 +11,14 @@ import random
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from difflib import SequenceMatcher
 from functools import lru_cache
 from typing import Any
 
-import orjson
-
 from hardneg.review.assets import Assets, esc, img_tag
 from hardneg.review.boxes import Box, box_source, edit_boxes, path_boxes, wanted_objects
+from hardneg.review.report_site import Item
+from hardneg.review.report_text import clean_reason, fmt_value, named_objects, scores_html
 from hardneg.review.rundata import ImageGraph, RunData
 
 REJECT_SAMPLES = 3  # shown per (stage, reason) group
@@ -40,7 +41,9 @@ _NUMBER = re.compile(r"(?<![A-Za-z_\d])[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?(?![A-Za-
 
 @lru_cache(maxsize=1 << 16)  # reasons repeat: a GQA run has millions of rejects and few distinct reasons
 def reason_group(reason: str) -> str:
-    """A reject reason with its particulars blanked, so that reasons group: numbers, quotes, parentheses."""
+    """A reject reason with its particulars blanked, so that reasons group: numbers, quotes, parentheses.
+
+    A grouping key only: pages show a group by one of its reasons in full (`report_text.clean_reason`)."""
     s = _QUOTED.sub("'…'", reason)
     s = _PAREN.sub("(…)", s)
     s = _NUMBER.sub("#", s)
@@ -103,7 +106,8 @@ def scan_rejects(run: RunData, want_losers: set[int], score_names: set[str], see
 
 
 class Pictures:
-    """Samples the gallery and image negatives, loads the graphs they need in one pass, renders cards."""
+    """Samples positives, text and image negatives per group, loads the graphs they need in one pass, and
+    renders their cards as `Item`s for the section pages."""
 
     def __init__(self, run: RunData, assets: Assets, per_group: int, seed: int):
         self.run, self.assets, self.per_group, self.seed = run, assets, per_group, seed
@@ -112,13 +116,15 @@ class Pictures:
             groups[(str(p.get("tuple_type", "?")), _int(p.get("level")))].append(p)
         self.gallery = {g: (len(rs), sample(rs, per_group, seed, f"pos:{g}")) for g, rs in sorted(groups.items())}
         ig: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
+        tg: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
         for n in run.negatives:
-            if n.get("negative_cate") == "image":
-                ig[(str(n.get("negative_type", "?")), _int(n.get("negative_level")))].append(n)
+            key = (str(n.get("negative_type", "?")), _int(n.get("negative_level")))
+            (ig if n.get("negative_cate") == "image" else tg)[key].append(n)
         k = max(1, per_group // 2)
         self.image_negatives = {g: (len(rs), sample(rs, k, seed, f"img:{g}")) for g, rs in sorted(ig.items())}
-        self.gallery_ids = {p["id"] for _, rs in self.gallery.values() for p in rs}
+        self.text_negatives = {g: (len(rs), sample(rs, per_group, seed, f"txt:{g}")) for g, rs in sorted(tg.items())}
         self.graphs: dict[str, ImageGraph] = {}
+        self.positive_pages: dict[str, str] = {}  # "s<id>" -> the positives page file, set once paginated
 
     def sampled_image_negative_ids(self) -> set[int]:
         return {n["id"] for _, rs in self.image_negatives.values() for n in rs}
@@ -126,35 +132,42 @@ class Pictures:
     def load_graphs(self, scan: RejectScan) -> None:
         pairs = [box_source(p, None) for _, rs in self.gallery.values() for p in rs]
         pairs += [box_source(n, None) for _, rs in self.image_negatives.values() for n in rs]
+        pairs += [
+            box_source(n, self.record(n.get("positive_id"))) for _, rs in self.text_negatives.values() for n in rs
+        ]
+        for rows in scan.samples.values():  # a reject's sample, when the splits hold it, is drawn with its path
+            pairs += [box_source(rec, None) for r in rows if (rec := self.record(r.get("sample_id")))]
         wanted = wanted_objects(pairs)
         for rows in scan.samples.values():
             for r in rows:
                 d = r.get("detail") if isinstance(r.get("detail"), dict) else {}
-                if isinstance(r.get("image_id"), str) and isinstance(d.get("object"), str):
+                named = [d["object"]] if isinstance(d.get("object"), str) else []
+                if isinstance(r.get("image_id"), str) and (named := named + named_objects(r.get("reason"))):
                     ids = wanted.setdefault(r["image_id"], set())
                     if ids is not None:
-                        ids.add(d["object"])
+                        ids.update(named)
         self.graphs = self.run.graphs(wanted)
 
-    def _boxes(self, rec: dict[str, Any], image_id: str | None) -> list[Box]:
+    def record(self, sample_id: Any) -> dict[str, Any] | None:
+        """The kept record with this id, if the splits hold it (an id of any other type finds none)."""
+        return self.run.by_id.get(sample_id) if isinstance(sample_id, int) else None
+
+    def boxes(self, rec: dict[str, Any], image_id: str | None) -> list[Box]:
         return path_boxes(rec, self.graphs.get(image_id) if image_id else None)
 
-    # ---- gallery ------------------------------------------------------------------------------
+    # ---- positives --------------------------------------------------------------------------------
 
-    def gallery_html(self) -> str:
-        if not self.gallery:
-            return "<p class='na'>No positives in this run: gallery not available.</p>"
-        parts = []
+    def positive_items(self) -> list[Item]:
+        """The sampled positives as cards under a heading per (path type, level)."""
+        items = []
         for (ttype, level), (total, rows) in self.gallery.items():
-            parts.append(
-                f"<h3 id='g-{esc(ttype)}-L{level}'>{esc(ttype)} L{level} <small>{len(rows)} of {total}</small></h3>"
-            )
-            parts.append("<div class='cards'>" + "".join(self._positive_card(p) for p in rows) + "</div>")
-        return "\n".join(parts)
+            head = f"<h3 id='g-{esc(ttype)}-L{level}'>{esc(ttype)} L{level} <small>{len(rows)} of {total}</small></h3>"
+            items += [Item(self._positive_card(p), head, f"s{p['id']}") for p in rows]
+        return items
 
     def _positive_card(self, p: dict[str, Any]) -> str:
         image_id, rec = box_source(p, None)
-        url = self.assets.thumb(f"p_{p['id']}", self.run.source_image(image_id), self._boxes(rec, image_id), 320)
+        url = self.assets.thumb(f"p_{p['id']}", self.run.source_image(image_id), self.boxes(rec, image_id), 320)
         rewrites = [r for r in p.get("rewrites") or [] if isinstance(r, str)]
         lines = [f"<p class='expr'>{esc(p.get('expression', ''))}</p>"]
         if p.get("template_expression") and p.get("template_expression") != p.get("expression"):
@@ -166,15 +179,13 @@ class Pictures:
         negs = self.run.negatives_of.get(p["id"], [])
         text = [n for n in negs if n.get("negative_cate") != "image"]
         if text:
-            lines.append("<p class='small'>text negatives:</p><ul class='negs'>")
+            lines.append("<p class='small'>text negatives (changed words marked):</p><ul class='negs'>")
             for n in text[:6]:
                 tag = f"{n.get('negative_type', '?')} L{n.get('negative_level', '?')}"
-                lines.append(
-                    f"<li><span class='tag'>{esc(tag)}</span> {esc(n.get('expression', ''))}"
-                    f"{_scores_html(n.get('scores'))}</li>"
-                )
+                words = marked(n.get("expression", ""), p.get("expression", ""))
+                lines.append(f"<li><span class='tag'>{esc(tag)}</span> {words}{scores_html(n.get('scores'))}</li>")
             if len(text) > 6:
-                lines.append(f"<li>… {len(text) - 6} more</li>")
+                lines.append(f"<li>{len(text) - 6} more on the text negatives pages</li>")
             lines.append("</ul>")
         n_img = len(negs) - len(text)
         meta = f"{esc(p.get('split', ''))} · id {esc(p['id'])} · image {esc(p.get('image_id', ''))}"
@@ -185,22 +196,44 @@ class Pictures:
             f"<div class='body'>{''.join(lines)}<p class='meta'>{meta}</p></div></div>"
         )
 
+    # ---- text negatives ---------------------------------------------------------------------------
+
+    def text_negative_items(self) -> list[Item]:
+        """Sampled text negatives beside their positive, per (negative type, level)."""
+        items = []
+        for (ntype, level), (total, rows) in self.text_negatives.items():
+            head = f"<h3 id='t-{esc(ntype)}-L{level}'>{esc(ntype)} L{level} <small>{len(rows)} of {total}</small></h3>"
+            items += [Item(self._text_negative_card(n), head, f"s{n['id']}") for n in rows]
+        return items
+
+    def _text_negative_card(self, n: dict[str, Any]) -> str:
+        pos = self.record(n.get("positive_id"))
+        image_id, rec = box_source(n, pos)
+        name = f"p_{pos['id']}" if pos is not None else f"t_{n['id']}"
+        url = self.assets.thumb(name, self.run.source_image(image_id), self.boxes(rec, image_id), 320)
+        positive = pos.get("expression", "") if pos is not None else ""
+        return (
+            f"<div class='card' id='s{esc(n['id'])}'>{img_tag(url, 'positive image', 'thumb')}<div class='body'>"
+            f"<p class='small'>positive: {esc(positive) or '(not in the splits)'}</p>"
+            f"<p class='expr'>{marked(n.get('expression', ''), positive)}</p>{scores_html(n.get('scores'))}"
+            f"<p class='meta'>{esc(n.get('split', ''))} · id {esc(n['id'])} · positive "
+            f"{self.positive_link(n.get('positive_id'))}</p></div></div>"
+        )
+
     # ---- image negatives -----------------------------------------------------------------------
 
-    def image_negatives_html(self, scan: RejectScan) -> str:
-        if not self.image_negatives:
-            return "<p class='na'>No image negatives in this run: section not available.</p>"
-        parts = []
+    def image_negative_items(self, scan: RejectScan) -> list[Item]:
+        items = []
         for (ntype, level), (total, rows) in self.image_negatives.items():
-            parts.append(
-                f"<h3 id='i-{esc(ntype)}-L{level}'>{esc(ntype)} L{level} <small>{len(rows)} of {total}</small></h3>"
-            )
-            parts += [self._image_negative_card(n, scan.losers.get(n["id"], [])) for n in rows]
-        return "\n".join(parts)
+            head = f"<h3 id='i-{esc(ntype)}-L{level}'>{esc(ntype)} L{level} <small>{len(rows)} of {total}</small></h3>"
+            items += [
+                Item(self._image_negative_card(n, scan.losers.get(n["id"], [])), head, f"s{n['id']}") for n in rows
+            ]
+        return items
 
     def _image_negative_card(self, n: dict[str, Any], losers: list[dict[str, Any]]) -> str:
         image_id, rec = box_source(n, None)
-        src = self.assets.thumb(f"i_{n['id']}_src", self.run.source_image(image_id), self._boxes(rec, image_id), 300)
+        src = self.assets.thumb(f"i_{n['id']}_src", self.run.source_image(image_id), self.boxes(rec, image_id), 300)
         chosen = self.assets.thumb(f"i_{n['id']}_chosen", self.run.run_file(n.get("file_name")), edit_boxes(n), 300)
         why = {(r.get("detail") or {}).get("file_name"): r for r in losers if isinstance(r.get("detail"), dict)}
         others = []
@@ -209,82 +242,38 @@ class Pictures:
                 continue
             url = self.assets.thumb(f"i_{n['id']}_c{i}", self.run.run_file(c), edit_boxes(n), 150)
             r = why.get(c)
-            caption = esc(r.get("reason", "")) if r else "no reject recorded"
+            caption = esc(clean_reason(str(r.get("stage", "")), r.get("reason"))) if r else "no reject recorded"
             d = r.get("detail") if r and isinstance(r.get("detail"), dict) else {}
             others.append(
                 f"<figure class='cand'>{img_tag(url, f'candidate {i}', 'small')}"
-                f"<figcaption>{caption}{_scores_html(d, skip={'negative_type', 'file_name'})}</figcaption></figure>"
+                f"<figcaption>{caption}{scores_html(d, skip={'negative_type', 'file_name'})}</figcaption></figure>"
             )
-        edit = orjson.dumps(n.get("edit")).decode() if n.get("edit") is not None else "?"
+        edit = fmt_value(n.get("edit")) if n.get("edit") is not None else "?"
         return (
             f"<div class='imgneg' id='s{esc(n['id'])}'>"
             f"<figure>{img_tag(src, 'source', 'thumb')}<figcaption>source {esc(image_id)}</figcaption></figure>"
             f"<figure>{img_tag(chosen, 'chosen candidate', 'thumb')}<figcaption>chosen: {esc(n.get('file_name', '?'))}"
-            f"{_scores_html(n.get('scores'))}</figcaption></figure>"
+            f"{scores_html(n.get('scores'))}</figcaption></figure>"
             f"<div class='body'><p class='expr'>{esc(n.get('expression', ''))}</p>"
-            f"<p class='small'>edit: <code>{esc(edit)}</code></p>"
-            f"<p class='meta'>id {esc(n['id'])} · positive {self._positive_link(n.get('positive_id'))}</p>"
+            f"<p class='small'>edit: {esc(edit)}</p>"
+            f"<p class='meta'>id {esc(n['id'])} · positive {self.positive_link(n.get('positive_id'))}</p>"
             f"<div class='cands'>{''.join(others) or '<p class=small>no other candidates</p>'}</div></div></div>"
         )
 
-    def _positive_link(self, pid: object) -> str:
-        """A link to the positive's gallery card when it was sampled, else its id."""
-        if isinstance(pid, int) and pid in self.gallery_ids:
-            return f"<a href='#s{esc(pid)}'>{esc(pid)}</a>"
-        return esc(pid)
-
-    # ---- rejects ---------------------------------------------------------------------------------
-
-    def reject_samples_html(self, scan: RejectScan) -> str:
-        if not scan.counts:
-            return "<p class='na'>No rejects recorded: section not available.</p>"
-        parts = []
-        for gi, (key, count) in enumerate(scan.counts.most_common(REJECT_GROUPS_SHOWN)):
-            stage, reason = key
-            shown = f"<small>{len(scan.samples[key])} of {count}</small>"
-            parts.append(f"<h3>{esc(stage)}: {esc(reason)} {shown}</h3><div class='cards'>")
-            for j, r in enumerate(scan.samples[key]):
-                parts.append(self._reject_card(r, f"r_{gi}_{j}"))
-            parts.append("</div>")
-        rest = len(scan.counts) - REJECT_GROUPS_SHOWN
-        if rest > 0:
-            parts.append(f"<p class='small'>{rest} smaller groups are counted in the table above only.</p>")
-        return "\n".join(parts)
-
-    def _reject_card(self, r: dict[str, Any], name: str) -> str:
-        d = r.get("detail") if isinstance(r.get("detail"), dict) else {}
-        path = self.run.run_file(d.get("file_name")) if d.get("file_name") else None
-        boxes: list[Box] = []
-        image_id = r.get("image_id") if isinstance(r.get("image_id"), str) else None
-        if path is None and image_id is not None:
-            path = self.run.source_image(image_id)
-            obj = self.graphs.get(image_id)
-            o = obj.objects.get(d.get("object")) if obj is not None and isinstance(d.get("object"), str) else None
-            if o is not None:
-                boxes = [Box(o.x, o.y, o.w, o.h, color="#ff2020", role="target", label=o.name)]
-        url = self.assets.thumb(name, path, boxes, 200) if path is not None else None
-        pic = img_tag(url, "reject", "small") if path is not None else "<div class='noimg small'>no image</div>"
-        detail = orjson.dumps(d).decode()
-        if len(detail) > 300:
-            detail = detail[:297] + "..."
-        return (
-            f"<div class='card small'>{pic}<div class='body'><p class='small'>{esc(r.get('reason', ''))}</p>"
-            f"<p class='meta'>image {esc(r.get('image_id', '-'))} · sample {esc(r.get('sample_id', '-'))}</p>"
-            f"<code class='detail'>{esc(detail)}</code></div></div>"
-        )
+    def positive_link(self, pid: object) -> str:
+        """A link to the positive's card on its page when it was sampled, else its id."""
+        page = self.positive_pages.get(f"s{pid}") if isinstance(pid, int) else None
+        return f"<a href='{esc(page)}#s{esc(pid)}'>{esc(pid)}</a>" if page else esc(pid)
 
 
-def _scores_html(scores: Any, skip: set[str] | None = None) -> str:
-    if not isinstance(scores, dict) or not scores:
-        return ""
-    parts = []
-    for k, v in scores.items():
-        if skip and k in skip:
-            continue
-        if isinstance(v, float):
-            parts.append(f"{esc(k)} {v:.3f}")
-        elif isinstance(v, list) and all(isinstance(x, int | float) for x in v):
-            parts.append(f"{esc(k)} " + "/".join(f"{x:.2f}" for x in v))
-        elif isinstance(v, int | str):
-            parts.append(f"{esc(k)} {esc(v)}")
-    return f" <span class='scores'>{' · '.join(parts)}</span>" if parts else ""
+def marked(text: Any, against: Any) -> str:
+    """`text` escaped, with the words that differ from `against` in <mark>: where a negative changed."""
+    a, b = str(against or "").split(), str(text or "").split()
+    if not a:
+        return esc(" ".join(b))
+    out = []
+    for op, _, _, j1, j2 in SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        seg = esc(" ".join(b[j1:j2]))
+        if seg:
+            out.append(seg if op == "equal" else f"<mark>{seg}</mark>")
+    return " ".join(out)

@@ -7,7 +7,7 @@ from hardneg.core.stage import Stage, Unit
 
 class ReportStage(Stage):
     name = "report"
-    version = "report@v2"  # v2: sections and stats.md counts for the other benchmark shapes
+    version = "report@v3"  # v3: a small site (an overview and paginated section pages), readable rejects
     reads_all = True
     reports = True  # the report shows what the last run of every stage wrote
     sharded = False

@@ -247,9 +247,16 @@ def test_default_queue_is_what_the_paper_sent_to_humans():
 
 
 def _img_srcs(html: str) -> list[str]:
-    import re
-
     return re.findall(r'<img src="([^"]+)"', html)
+
+
+def site_pages(root: Path) -> list[Path]:
+    """The report's pages: the overview, then every section page."""
+    return [root / "report.html", *sorted((root / "report").glob("*.html"))]
+
+
+def site_html(root: Path) -> str:
+    return "\n".join(p.read_text() for p in site_pages(root))
 
 
 def test_report_on_the_demo_run(run_copy: Path):
@@ -259,22 +266,27 @@ def test_report_on_the_demo_run(run_copy: Path):
         s.record(p["id"], "alice", "correct" if i % 3 else "wrong")
         s.record(p["id"], "bob", "correct" if i % 2 else "ambiguous")
     out = build_report(run_copy)
-    html = out.read_text()
-    for anchor in ("counts", "filters", "scores", "review", "gallery", "image-negatives", "rejects", "reject-samples"):
+    assert out == run_copy / "report.html"
+    for section in ("positives", "text-negatives", "image-negatives", "rejects", "filters", "exports", "review"):
+        assert (run_copy / "report" / f"{section}.html").is_file(), section
+    html = site_html(run_copy)
+    for anchor in ("counts", "edits", "filters", "scores", "tricd", "probes", "imagecode"):
         assert f"id='{anchor}'" in html
     assert "This section failed" not in html
-    srcs = _img_srcs(html)
+    srcs = []
+    for page in site_pages(run_copy):
+        for src in _img_srcs(page.read_text()):
+            assert not src.startswith(("/", "http")) and (page.parent / src).is_file(), (page, src)
+            srcs.append(src)
     assert len(srcs) > 30
-    for src in srcs:
-        assert not src.startswith(("/", "http")) and (run_copy / src).is_file(), src
     for ttype, level in {(p["tuple_type"], p["level"]) for p in run.positives}:
         assert f"id='g-{ttype}-L{level}'" in html
     assert "chosen: images/" in html and "best of" in html  # image negatives with their losing candidates
     assert any("plot_score_image_negative_realism" in s for s in srcs)
     assert "image_negative similarity: no threshold recorded" in html
-    assert "kappa" in html and "Not applied yet" in html and "review: wrong (…)" in html
+    assert "kappa" in html and "Not applied yet" in html and "wrong (by alice" in html
     assert "the last split dropped 0 samples for them, and " in html
-    assert sum(f.stat().st_size for f in (run_copy / "report_assets").iterdir()) < 30_000_000
+    assert sum(f.stat().st_size for f in (run_copy / "report" / "assets").iterdir()) < 30_000_000
 
 
 def test_the_report_counts_what_the_review_dropped_after_the_split_applied_it(demo_run: Path, tmp_path: Path):
@@ -290,7 +302,8 @@ def test_the_report_counts_what_the_review_dropped_after_the_split_applied_it(de
     ReviewStore(root).record(wrong, "alice", "wrong")
     resplit(root, {})
     assert wrong not in {p["id"] for p in RunData(root).positives}
-    html = build_report(root).read_text()
+    build_report(root)
+    html = site_html(root)
     assert f"the last split dropped {lost} samples for them." in html, re.findall(r"items reviewed[^<]*", html)
     assert "Dropped by the review" in html and "Not applied yet" not in html
 
@@ -301,7 +314,8 @@ def test_report_of_a_partial_or_older_run_still_renders(run_copy: Path):
     shutil.rmtree(run_copy / "inputs")
     shutil.rmtree(run_copy / "images")
     (run_copy / "splits" / "val" / "negative.json").unlink()
-    html = build_report(run_copy).read_text()
+    build_report(run_copy)
+    html = site_html(run_copy)
     assert "This section failed" not in html
     assert "not available" in html
     assert "rejects.jsonl not available" in html and "source images not available" in html
@@ -331,7 +345,8 @@ def test_report_reads_newer_fields_and_draws_new_thresholds(run_copy: Path):
     )
     with (run_copy / "rejects.jsonl").open("ab") as f:
         f.write(b'{"stage": "filter", "sample_id": [1], "reason": 5, "detail": "x"}\nnot json\n[1]\n')
-    html = build_report(run_copy).read_text()
+    build_report(run_copy)
+    html = site_html(run_copy)
     assert "This section failed" not in html
     assert "plot_score_positive_detector_twin" in html
     assert "positive detector_twin: threshold filters.thresholds.detector.max_twin = 0.4 (below passes) drawn" in html
@@ -346,10 +361,10 @@ def test_report_stays_small_on_a_big_run(run_copy: Path):
     big = [{**r, "id": (r["id"] + k * 10**15) % 2**52} for k in range(50) for r in rows]
     path.write_bytes(orjson.dumps(big))
     html = build_report(run_copy, per_group=3, max_bytes=150_000).read_text()
-    cards = html.count("class='card' id='s")
+    cards = sum(p.read_text().count("class='card' id='s") for p in (run_copy / "report").glob("positives*.html"))
     groups = len({(p["tuple_type"], p["level"]) for p in RunData(run_copy).positives})
     assert cards <= 3 * groups
-    assert sum(f.stat().st_size for f in (run_copy / "report_assets").iterdir()) <= 150_000
+    assert sum(f.stat().st_size for f in (run_copy / "report" / "assets").iterdir()) <= 150_000
     assert "budget" in html
 
 
@@ -588,7 +603,7 @@ def test_cli_report_and_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str
     one = {"id": 1, "image_id": "1", "tuple_type": "0_hop", "level": 2, "expression": "the cup", "bbox": [1, 2, 3, 4]}
     (run_copy / "splits" / "test" / "positive.json").write_bytes(orjson.dumps([one]))
     assert main(["report", str(run_copy), "--per-group", "2"]) == 0
-    assert "the cup" in (run_copy / "report.html").read_text()
+    assert "the cup" in (run_copy / "report" / "positives.html").read_text()
     assert "report.html" in capsys.readouterr().out
     assert main(["report", str(run_copy / "nope")]) == 2
     assert "hardneg: error: run folder not found" in capsys.readouterr().err
