@@ -4,40 +4,51 @@
 
 `hardneg-generate` takes what a person would type: a config (a file, or a bundled name: demo, gqa, openai),
 the run folder, a seed and nested overrides; its runs are named after the run folder and the config. It
-checks everything first (`flows/request.py`), holds the run folder's lock (a second run into the same
-folder refuses), runs the `hardneg-stages` subflow with the task runner the config asks for, and ends
-with two artifacts: the stats tables (markdown) and a link to `report.html`.
+checks everything first (`flows/request.py`), holds the run folder's lock, runs the `hardneg-stages`
+subflow with the task runner the config asks for, and ends with two artifacts a browser opens: `stats.md`
+(markdown, naming where `report.html` is as a path to copy: browsers refuse `file://` links from a web
+page) and the counts per split (a table). A run into a folder another process is writing ends Completed,
+named Skipped, with who holds the lock as its message: nothing failed, so no traceback and no failure
+alert (`refused`).
 
 `hardneg-stages` runs one Prefect task per stage, named after it, once per pending unit (a shard, or the
 whole corpus); a finished stage is skipped before any task is submitted. Resuming is file-based
 (`core/stage.py`), so Prefect's result caching is off. Tasks take and return small JSON: the run folder,
-the stage, the unit. Each stage's line (time, items in and out, rejects) goes to Prefect's run logger, so
-it reaches the server, and to the terminal when `hardneg run` started the flow.
+the stage, the unit. Each stage's line (time, items in and out, rejects) goes to the run logger of the
+top-level `hardneg-generate` run, the one a user opens in the UI (and a deployment's run), with the
+run's counts at the end; and to the terminal when `hardneg run` started the flow.
 """
 
 from __future__ import annotations
 
+import logging
 import re
+import time
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
+from prefect.states import Completed, State
 
 from hardneg.core.config import RunConfig, load_config
 from hardneg.core.config_files import diff_tree
 from hardneg.core.progress import Progress, Tee, stage_line
 from hardneg.core.runfolder import prepare_run, stored_config
-from hardneg.core.runlock import RunLock
+from hardneg.core.runlock import RunBusy, RunLock
 from hardneg.core.stage import Run
 from hardneg.core.write import read_manifest
 from hardneg.flows import runners
 from hardneg.flows.pipeline import STAGES, plan
+from hardneg.flows.progress import closing_summary, split_counts
 from hardneg.flows.request import config_label, config_param, resolve_run
 
 # The terminal of the `hardneg run` that started this flow in its own process (None in a deployment).
 TERMINAL: ContextVar[Progress | None] = ContextVar("hardneg_terminal", default=None)
+# The run logger of the `hardneg-generate` run that started the stages subflow (None when run on its own).
+TOP_LOG: ContextVar[logging.LoggerAdapter | None] = ContextVar("hardneg_top_log", default=None)
+SKIPPED = "Skipped"  # the name of a Completed state: the run folder was locked by another run
 
 
 def terminal() -> Progress | None:
@@ -45,6 +56,12 @@ def terminal() -> Progress | None:
     runner ships the running flow to its workers by value (with the globals its function names), and a
     ContextVar cannot be pickled."""
     return TERMINAL.get()
+
+
+def top_log() -> logging.LoggerAdapter:
+    """The logger of the top-level flow run: a subflow's own logs sit one click deeper in the UI than the
+    run a user (or a deployment's schedule) started, so the stage lines go where they look first."""
+    return TOP_LOG.get() or get_run_logger()
 
 
 # One unit of one stage, in whatever worker Prefect put it (`runners.run_unit`: the config is read from the run).
@@ -55,10 +72,10 @@ TASKS = {
 
 
 class RunLog(Progress):
-    """Stage lines through Prefect's run logger: they reach the server with the flow run."""
+    """Stage lines through a Prefect run logger: they reach the server with that flow run."""
 
-    def __init__(self) -> None:
-        self.log = get_run_logger()
+    def __init__(self, log: logging.LoggerAdapter) -> None:
+        self.log = log
 
     def stage_start(self, stage: str, units: int, pending: int) -> None:
         self.log.info("%s: %d of %d units to do", stage, pending, units)
@@ -75,7 +92,7 @@ def stages(run_dir: str) -> dict[str, Any]:
     """Every stage in order over the run folder's stored config; a stage's pending units run as parallel
     tasks."""
     root = Path(run_dir)
-    progress = Tee(RunLog(), terminal())
+    progress = Tee(RunLog(top_log()), terminal())
     run = Run(root, stored_config(root), STAGES, progress)
     for name in run.order:
         if run.is_complete(name):
@@ -107,8 +124,8 @@ def generate(
     output: str | None = None,
     seed: int | None = None,
     overrides: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """Build a hard-negative benchmark.
+) -> dict[str, Any] | State:
+    """Build a hard-negative benchmark (Completed as Skipped when another run is writing the folder).
 
     Args:
         config: a config file, or a bundled config's name (demo, gqa, openai); default demo
@@ -116,18 +133,38 @@ def generate(
         seed: replaces the config's seed
         overrides: nested config keys applied on top, e.g. {"inputs": {"scene_graphs": "/data/gqa"}}
     """
+    t0 = time.perf_counter()
     cfg, root = resolve_run(config, output, seed, overrides)
     plan(cfg, root)  # every check before anything is written
-    with RunLock(root, f"Prefect flow run {run_name_or_default()}"):
-        prepare_run(cfg, root)
-        stages.with_options(task_runner=task_runner(cfg))(str(root))
+    log = get_run_logger()
+    try:
+        with RunLock(root, f"Prefect flow run {run_name_or_default()}"):
+            prepare_run(cfg, root)
+            token = TOP_LOG.set(log)
+            try:
+                stages.with_options(task_runner=task_runner(cfg))(str(root))
+            finally:
+                TOP_LOG.reset(token)
+    except RunBusy as busy:
+        return refused(busy)
     manifest = read_manifest(root)
+    log.info(closing_summary(root, manifest, time.perf_counter() - t0))
     _artifacts(root, manifest)
     c = manifest["counts"]
     return {"run_folder": str(root), "positives": c["positives"], "negatives": c["negatives"]}
 
 
+def refused(busy: RunBusy) -> State:
+    """The end of a run into a folder another process is writing: Completed, named Skipped, never Failed.
+    The other run is doing the work, so nothing went wrong here: no traceback, no failure alert. Not
+    Cancelled: Prefect 3.8's engine raises on a flow that returns a Cancelled state, and a deployment's
+    run then logs "Engine execution exited with unexpected exception" with a traceback."""
+    get_run_logger().warning("skipped: %s", busy)
+    return Completed(name=SKIPPED, message=f"skipped: {busy}")
+
+
 def run_name_or_default() -> str:
+    """The flow run's name, for the lock file's "who holds it"."""
     from prefect.runtime import flow_run
 
     return flow_run.name or "hardneg-generate"
@@ -139,18 +176,23 @@ def task_runner(cfg: RunConfig) -> Any:
 
 
 def _artifacts(root: Path, manifest: dict[str, Any]) -> None:
-    """The stats tables and a link to the report, on the flow run (keyed per run folder: the UI keeps
-    each folder's history)."""
-    from prefect.artifacts import create_link_artifact, create_markdown_artifact
+    """`stats.md` as markdown and the counts per split as a table, on the flow run (keyed per run folder:
+    the UI keeps each folder's history). `report.html` is named as a path to copy, never a `file://` link:
+    a browser refuses to follow one from the Prefect UI."""
+    from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
     key = re.sub(r"[^a-z0-9-]+", "-", root.name.lower()).strip("-")[:40] or "run"
     stats = (root / "stats.md").read_text()
-    create_markdown_artifact(
-        markdown=f"Run folder: `{root}`\n\n{stats}", key=f"hardneg-stats-{key}", description=f"stats of {root}"
+    where = (
+        f"Run folder: `{root}`\n\nReport: open `{root / 'report.html'}` in a browser on the machine that "
+        "holds the run folder (copy the path into the address bar).\n\n"
     )
-    report = root / "report.html"
-    create_link_artifact(
-        link=report.as_uri(), link_text="report.html", key=f"hardneg-report-{key}", description=f"report of {root}"
+    create_markdown_artifact(markdown=where + stats, key=f"hardneg-stats-{key}", description=f"stats of {root}")
+    rows: dict[str, dict[str, Any]] = {}
+    for (kind, split), n in split_counts(manifest).items():
+        rows.setdefault(split, {"split": split})[kind] = n
+    create_table_artifact(
+        table=list(rows.values()), key=f"hardneg-counts-{key}", description=f"samples per split in {root}"
     )
 
 
@@ -161,12 +203,18 @@ def run_flow(
     overrides: dict[str, Any] | None = None,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """Run the flow in this process (`hardneg run`), telling `progress` as it goes; returns the manifest."""
+    """Run the flow in this process (`hardneg run`), telling `progress` as it goes; returns the manifest.
+    A run refused by the lock raises RunBusy (one line from the CLI), as `run_local` does."""
     token = TERMINAL.set(progress)
     try:
-        generate(config=config_param(config), output=str(output), seed=seed, overrides=overrides or None)
+        state = generate(
+            config=config_param(config), output=str(output), seed=seed, overrides=overrides or None, return_state=True
+        )
     finally:
         TERMINAL.reset(token)
+    if state.name == SKIPPED:
+        raise RunBusy(str(state.message).removeprefix("skipped: "))
+    state.result()  # a failed run raises its error here
     return read_manifest(output)
 
 

@@ -82,7 +82,9 @@ def closing_summary(root: Path, manifest: dict[str, Any], seconds: float) -> str
     return "\n".join(lines)
 
 
-def _counts(manifest: dict[str, Any]) -> dict[tuple[str, str], int]:
+def split_counts(manifest: dict[str, Any]) -> dict[tuple[str, str], int]:
+    """Samples per (kind, split): positives, text negatives, image negatives; the table `hardneg split`
+    prints and the flow's counts artifact."""
     c = manifest["counts"]
     image: dict[str, int] = {}
     for key, n in c.get("image_negatives_by_split_type_level", {}).items():
@@ -99,7 +101,7 @@ def split_table(before: dict[str, Any], after: dict[str, Any]) -> str:
     """Counts per kind and split before and after a `hardneg split`, as a text table."""
     import pandas as pd
 
-    b, a = _counts(before), _counts(after)
+    b, a = split_counts(before), split_counts(after)
     rows = [{"kind": k, "split": s, "before": b.get((k, s), 0), "after": a.get((k, s), 0)} for k, s in a | b]
     df = pd.DataFrame(rows).set_index(["kind", "split"])
     df["change"] = [f"{d:+d}" if d else "" for d in df["after"] - df["before"]]

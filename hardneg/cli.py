@@ -47,6 +47,14 @@ def prefect_env_defaults() -> None:
     Path(os.environ["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)  # Prefect makes only the last level
 
 
+def prefect_starting() -> str:
+    """The line `hardneg run` prints before Prefect starts: importing Prefect and starting its local server
+    take 15-30 s in which Prefect itself says nothing, and a blank terminal looks hung."""
+    if os.environ.get("PREFECT_API_URL"):
+        return f"starting Prefect (server at {os.environ['PREFECT_API_URL']})..."
+    return "starting Prefect (a local server takes ~20 s; --no-prefect runs without it)..."
+
+
 def _overrides(args: argparse.Namespace) -> dict:
     o: dict = {}
     if args.scene_graphs is not None:
@@ -73,6 +81,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             manifest = run_local(cfg, run_dir, terminal)
         else:
             prefect_env_defaults()
+            terminal.console.print(prefect_starting(), markup=False, highlight=False)
             from hardneg.flows.generate import run_flow
 
             manifest = run_flow(args.config, run_dir, args.seed, overrides, terminal)

@@ -45,6 +45,22 @@ def test_flow_writes_the_same_run_folder_as_the_plain_stages(prefect_harness, tm
     assert (tmp_path / "flow" / "stats.md").exists()
 
 
+@pytest.mark.slow
+def test_a_run_into_a_locked_folder_is_skipped_not_failed(prefect_harness, tmp_path: Path):
+    from prefect import get_client
+    from prefect.client.schemas.sorting import FlowRunSort
+
+    from hardneg.core.runlock import RunBusy, RunLock
+    from hardneg.flows.generate import run_flow
+
+    with RunLock(tmp_path / "run", "the test"), pytest.raises(RunBusy, match="is being written by the test"):
+        run_flow(None, tmp_path / "run", overrides={"demo": {"n_scenes": 2}})
+    with get_client(sync_client=True) as client:
+        [last] = client.read_flow_runs(sort=FlowRunSort.START_TIME_DESC, limit=1)
+    assert last.state is not None and last.state.is_completed() and last.state.name == "Skipped", last.state
+    assert "skipped: " in str(last.state.message) and "is being written by the test" in str(last.state.message)
+
+
 def _gqa_with_problems(tmp_path: Path) -> tuple[Path, Path]:
     """A GQA-format folder: the demo graphs and images, plus malformed graphs and broken images."""
     world = build_demo_world(tmp_path / "world", n_scenes=8, seed=3)
