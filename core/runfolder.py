@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+from datetime import UTC, datetime
 from pathlib import Path
 
 from hardneg.core.attributes import AttributeTable
@@ -22,6 +23,7 @@ from hardneg.core.publish import recover
 log = logging.getLogger("hardneg")
 
 CONFIG_FILE = Path("work") / "config.json"
+CREATED_FILE = Path("work") / "created"  # the UTC date the run folder was first prepared (stats.md says it)
 
 
 def demo_dir(root: Path) -> Path:
@@ -35,6 +37,8 @@ def prepare_run(cfg: RunConfig, root: Path) -> None:
     recover(root)
     clean_temp_files(root, recursive=False)  # the stages clean their own folders when they open
     atomic_write_bytes(root / CONFIG_FILE, cfg.model_dump_json(indent=2).encode())
+    if not (root / CREATED_FILE).exists():  # the day the run began; a resumed run keeps it
+        atomic_write_bytes(root / CREATED_FILE, datetime.now(UTC).date().isoformat().encode())
     write_json(root / "attribute_categories.json", AttributeTable.load(cfg.resolve(cfg.attribute_table)).to_json())
     if cfg.inputs.scene_graphs is None:
         d = demo_dir(root)
@@ -46,6 +50,12 @@ def prepare_run(cfg: RunConfig, root: Path) -> None:
                 shutil.rmtree(d)
             build_demo_world(d, n_scenes=cfg.demo.n_scenes, seed=cfg.demo.seed)
             atomic_write_bytes(stamp, fp.encode())
+
+
+def created_on(root: Path) -> str | None:
+    """The UTC date (YYYY-MM-DD) the run folder was first prepared, or None for an older folder."""
+    f = root / CREATED_FILE
+    return f.read_text().strip() if f.exists() else None
 
 
 def stored_config(root: Path) -> RunConfig:

@@ -206,7 +206,9 @@ def write_stats(root: Path, stats: dict[str, Any]) -> None:
         kept = f" ({head['images_kept']} images kept)" if head.get("images_kept") is not None else ""
         parts.append(
             f"Inputs: {head['inputs']}{images}{kept}. Seed {head['seed']}, config `{head['config']}`, "
-            f"hardneg {head['hardneg']}. Rejects, with every reason: `rejects.jsonl`.\n"
+            f"hardneg {head['hardneg']}"
+            + (f", begun {head['date']}" if head.get("date") else "")
+            + ". Rejects, with every reason: `rejects.jsonl`.\n"
         )
     mix = stats.get("text_negative_mix") or {}
     if mix.get("warnings"):

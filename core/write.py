@@ -25,7 +25,7 @@ from hardneg.core.dataset_card import write_card
 from hardneg.core.demo_world import GENERATOR_VERSION as DEMO_WORLD_VERSION
 from hardneg.core.io import JsonArrayWriter, temp_path, write_json
 from hardneg.core.publish import begin, publish
-from hardneg.core.runfolder import resolve_inputs
+from hardneg.core.runfolder import created_on, resolve_inputs
 from hardneg.core.splits import split_of
 from hardneg.core.stage import Run, Stage, Unit
 from hardneg.core.stats import (
@@ -121,7 +121,7 @@ class WriteStage(Stage):
         stats["positive_risk"] = positive_risk(summaries["decide"]["stats"], unit.cfg.risk.max)
         stats["image_edits"] = image_edit_table(edits, summaries["images"]["stats"])
         manifest = _manifest(unit.run, summaries, table, neg_table, image_table, writers, neg_writers)
-        stats["run"] = run_header(manifest, unit.cfg)
+        stats["run"] = {**run_header(manifest, unit.cfg), "date": created_on(root)}
         stats["rejects"] = rejects_summary(out / "rejects.jsonl")
         write_stats(out, stats)
         manifest["counts"]["filters"] = stats["filters"]

@@ -36,11 +36,12 @@ def test_a_header_and_the_rejects_per_stage_with_their_commonest_reasons(tmp_pat
     }
     stats = build_stats(Counter(), Counter(), Counter(), {})
     stats["run"] = {"inputs": "val_sceneGraphs.json", "images": "images", "images_kept": 98, "seed": 3,
-                    "config": "gqa", "hardneg": "0.1.0"}  # fmt: skip
+                    "config": "gqa", "hardneg": "0.1.0", "date": "2026-11-25"}  # fmt: skip
     stats["rejects"] = summary
     write_stats(tmp_path, stats)
     md = (tmp_path / "stats.md").read_text()
     assert md.splitlines()[2].startswith("Inputs: val_sceneGraphs.json, images `images` (98 images kept). Seed 3")
+    assert "hardneg 0.1.0, begun 2026-11-25." in md.splitlines()[2]
     assert "| paths | 3 | max_per_image: image has paths (3) |" in md
     assert "/" not in md.splitlines()[2].split("`")[1]  # names, never absolute paths
     assert reason_key("x" * 100).endswith("...") and len(reason_key("x" * 100)) == 70
