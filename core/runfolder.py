@@ -18,7 +18,7 @@ from hardneg.core.config import RunConfig
 from hardneg.core.demo_world import build_demo_world
 from hardneg.core.ids import id_problem
 from hardneg.core.io import atomic_write_bytes, clean_temp_files, digest, write_json
-from hardneg.core.publish import recover
+from hardneg.core.publish import recover, rollback
 
 log = logging.getLogger("hardneg")
 
@@ -34,6 +34,8 @@ def prepare_run(cfg: RunConfig, root: Path) -> None:
     """Create the run folder, store the config and the attribute table, build the demo world if used;
     first finish or undo what an interrupted run left (a half-done output swap, temp files)."""
     (root / "work").mkdir(parents=True, exist_ok=True)
+    if stages := rollback(root):  # an interrupted run's outputs: back to the last finished run's
+        log.info("an interrupted run's outputs were put back as they were; %s will be redone", ", ".join(stages))
     recover(root)
     clean_temp_files(root, recursive=False)  # the stages clean their own folders when they open
     atomic_write_bytes(root / CONFIG_FILE, cfg.model_dump_json(indent=2).encode())

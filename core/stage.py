@@ -1,5 +1,4 @@
-"""The Stage contract and the one runner every stage goes through (datatrove's `PipelineStep.run`,
-img2dataset's shard worker).
+"""The Stage contract and the one runner every stage goes through (datatrove's `PipelineStep.run`).
 
 A stage declares what it is and what its output depends on, and implements one method over one unit of
 work: a shard of the corpus (`sharded = True`) or the whole corpus (the unit `"all"`):
@@ -24,8 +23,8 @@ The runner owns everything else, once for all stages:
   unless its output came out the same;
 - **skip-if-done**: a unit is done when its marker `_done/<unit>.json` exists (written last, atomically);
 - **declared reads**: `Unit.read` refuses an undeclared stage, so a fingerprint never misses an input;
-- **rejects, stats and timings** per unit, and the stage summary `_stage.json` (the units, summed stats,
-  rows written, rejects, seconds) written when every unit is done; **progress** hooks (`core/progress.py`).
+- **rejects, stats, timings** per unit, the summary `_stage.json` when every unit is done; **progress** hooks;
+- **publishing**: a stage that writes the run's outputs (`publishes`) opens the run's transaction.
 The first stage partitions the corpus: its unit's `meta["shards"]` lists every sharded stage's shards.
 """
 
@@ -54,6 +53,7 @@ from hardneg.core.io import (
     write_jsonl,
 )
 from hardneg.core.progress import Progress
+from hardneg.core.publish import open_transaction
 from hardneg.core.records import Reject
 from hardneg.core.shared import shared
 
@@ -78,6 +78,7 @@ class Stage:
     decision: ClassVar[bool] = False  # model-free and cheap: `hardneg split` may rerun it with new keys
     gpu: ClassVar[bool] = False  # runs models on a GPU when one is configured (one worker per GPU)
     reports: ClassVar[bool] = False  # reports on the stages it reads: redone whenever one of them reran
+    publishes: ClassVar[tuple[str, ...]] = ()  # the run folder's outputs it writes (`core/publish.py`)
 
     def extra_fingerprint(self, run: Run) -> Any:
         """Anything else the output depends on (the ingest stage: the input files' identity)."""
@@ -189,6 +190,7 @@ class Run:
                 raise ValueError(f"stage {s.name} reads {unknown[0]!r}, which is not an earlier stage")
             self.reads[s.name] = tuple(self.order[:i]) if s.reads_all else s.reads
         self._config_fps: dict[str, str] = {}
+        self.published = tuple(dict.fromkeys(n for s in stages for n in s.publishes))
 
     # -- folders and fingerprints ------------------------------------------------------------------
 
@@ -259,7 +261,7 @@ class Run:
 
     def problems(self, name: str) -> list[str]:
         """Why a stage's stored work cannot be trusted under the current config (empty: it can): not
-        finished, made under another config, a unit or a file missing or of another size."""
+        finished, made under another config, a unit or a file missing or not the bytes it was written with."""
         d = self.stage_dir(name)
         if not (d / SUMMARY).exists():
             return [f"stage {name} has not finished"]
@@ -278,7 +280,7 @@ class Run:
                 f = d / rel
                 if not f.exists():
                     out.append(f"stage {name}: {rel} is missing")
-                elif f.stat().st_size != info["size"]:
+                elif f.stat().st_size != info["size"] or file_digest(f) != info["sha1"]:
                     out.append(f"stage {name}: {rel} changed since it was written")
         return out
 
@@ -301,6 +303,8 @@ class Run:
         fp = self.fingerprint(name)
         if fp is None:
             raise RuntimeError(f"stage {name}: the stages it reads ({', '.join(self.reads[name])}) are not finished")
+        if self.stages[name].publishes:  # the old outputs stay whole until the run commits
+            open_transaction(self.root, self.published, name)
         if d.exists() and self.stored_fingerprint(name) != fp:
             log.info("stage %s: inputs changed, redoing it", name)
             shutil.rmtree(d)

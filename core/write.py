@@ -50,6 +50,7 @@ class WriteStage(Stage):
     config = ("splits",)
     sharded = False
     decision = True
+    publishes = ("splits", "rejects.jsonl", "stats.json", "stats.md", "manifest.json", "data", "README.md")
 
     def run(self, unit: Unit) -> None:
         cfg = unit.cfg

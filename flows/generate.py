@@ -35,6 +35,7 @@ from prefect.states import Completed, State
 from hardneg.core.config import RunConfig, load_config
 from hardneg.core.config_files import diff_tree
 from hardneg.core.progress import Progress, Tee, stage_line
+from hardneg.core.publish import publishing
 from hardneg.core.runfolder import prepare_run, stored_config
 from hardneg.core.runlock import RunBusy, RunLock
 from hardneg.core.stage import Run
@@ -94,15 +95,16 @@ def stages(run_dir: str) -> dict[str, Any]:
     root = Path(run_dir)
     progress = Tee(RunLog(top_log()), terminal())
     run = Run(root, stored_config(root), STAGES, progress)
-    for name in run.order:
-        if run.is_complete(name):
-            progress.stage_skipped(name, run.summary(name))
-            continue
-        with runners.gpu_stage(run.cfg, name):  # on Dask, a GPU stage's tasks each hold one GPU
-            futures = [TASKS[name].submit(run_dir, name, u) for u in run.open(name)]
-        for f in futures:
-            progress.unit_done(name, f.result())
-        run.close(name)
+    with publishing(root):  # the outputs stand when every stage finished; a failure puts the old ones back
+        for name in run.order:
+            if run.is_complete(name):
+                progress.stage_skipped(name, run.summary(name))
+                continue
+            with runners.gpu_stage(run.cfg, name):  # on Dask, a GPU stage's tasks each hold one GPU
+                futures = [TASKS[name].submit(run_dir, name, u) for u in run.open(name)]
+            for f in futures:
+                progress.unit_done(name, f.result())
+            run.close(name)
     return {"run_folder": run_dir}
 
 

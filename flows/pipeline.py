@@ -21,6 +21,7 @@ from hardneg.core.hygiene import HygieneStage
 from hardneg.core.ingest import IngestStage
 from hardneg.core.plausibility import PlausibilityStage
 from hardneg.core.progress import Progress
+from hardneg.core.publish import publishing, rollback
 from hardneg.core.runfolder import prepare_run, stored_config
 from hardneg.core.runlock import RunLock
 from hardneg.core.stage import Run, Stage
@@ -81,8 +82,9 @@ def run_local(
     run.progress = progress or run.progress
     with RunLock(root), unit_pool(cfg, root, workers) as pool:
         prepare_run(cfg, root)
-        for name in run.order:
-            run.run_stage(name, pool)
+        with publishing(root):
+            for name in run.order:
+                run.run_stage(name, pool)
     return read_manifest(root)
 
 
@@ -118,16 +120,18 @@ def resplit(
 def _resplit(root: Path, cfg: RunConfig, force: bool, progress: Progress | None) -> dict[str, Any]:
     run = plan(cfg, root)
     run.progress = progress or run.progress
+    rollback(root)  # an interrupted run's or split's outputs: back to the last finished one's
     problems = [p for name in run.order if not run.stages[name].decision for p in run.problems(name)]
     if problems:
         raise ValueError(
             f"{root} cannot be re-split: " + "; ".join(problems[:5]) + "; rerun `hardneg run` to complete it"
         )
     decision = [name for name in run.order if run.stages[name].decision]
-    with keep_if_refused(run, decision[0]) as before:
-        run.run_stage(decision[0])
-        if not force:
-            refuse_emptying(run, decision[0], before)
-    for name in decision[1:]:
-        run.run_stage(name)
+    with publishing(root):
+        with keep_if_refused(run, decision[0]) as before:
+            run.run_stage(decision[0])
+            if not force:
+                refuse_emptying(run, decision[0], before)
+        for name in decision[1:]:
+            run.run_stage(name)
     return read_manifest(root)

@@ -129,6 +129,7 @@ class ImageCodeStage(Stage):
     data = ("attribute_table",)
     sharded = False
     decision = True
+    publishes = (FOLDER,)
 
     def run(self, unit: Unit) -> None:
         opts = unit.cfg.exports.imagecode

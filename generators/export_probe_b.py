@@ -114,6 +114,7 @@ class ProbeBStage(Stage):
     reads = ("hygiene", "plausibility")
     config = ("seed", "splits", "targets", "paths.rules", "exports.probe_b")
     data = ("attribute_table", "targets.poor_referents")
+    publishes = ("probes",)  # its images go to probes/generated
 
     def extra_fingerprint(self, run: Run) -> Any:
         return words_digest()

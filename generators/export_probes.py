@@ -104,6 +104,7 @@ class ProbesStage(Stage):
     data = ("attribute_table",)
     sharded = False
     decision = True
+    publishes = (FOLDER,)
 
     def extra_fingerprint(self, run: Run) -> Any:
         return words_digest()

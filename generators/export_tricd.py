@@ -77,6 +77,7 @@ class TricdStage(Stage):
     data = ("attribute_table",)
     sharded = False
     decision = True
+    publishes = (FOLDER,)
 
     def extra_fingerprint(self, run: Run) -> Any:
         return words_digest()

@@ -12,6 +12,7 @@ class ReportStage(Stage):
     reports = True  # the report shows what the last run of every stage wrote
     sharded = False
     decision = True
+    publishes = ("report.html", "report", "stats.md", "stats.json", "README.md")  # the exports' counts too
 
     def run(self, unit: Unit) -> None:
         from hardneg.core.export_stats import publish

@@ -24,14 +24,15 @@ TINY = {
     "images": {"candidates": 1},
     "language": {"negatives_per_positive": 1},
 }
+PUBLISHED = tuple(dict.fromkeys(n for s in STAGES for n in s.publishes))  # every output of a run
 RESPLIT = {"refine": {"enabled": False}}  # keeps more text negatives: every split's negative.json changes
 
 
 def outputs(root: Path, elsewhere: bool = False) -> dict[str, bytes]:
-    """Every file the swap publishes, by relative path; `elsewhere`: comparable with another run folder
-    (the manifest's counts and thresholds only, not its folder name, input paths or timings)."""
+    """Every file a run publishes, by relative path; `elsewhere`: the write stage's, comparable with another
+    run folder (the manifest's counts and thresholds only, not its folder name, input paths or timings)."""
     out = {}
-    for name in OUTPUTS:
+    for name in OUTPUTS if elsewhere else PUBLISHED:
         p = root / name
         files = sorted(p.rglob("*")) if p.is_dir() else [p]
         out.update({str(f.relative_to(root)): f.read_bytes() for f in files if f.is_file()})
@@ -82,30 +83,49 @@ def test_a_split_that_fails_half_way_leaves_the_old_outputs_whole(tiny_run, resp
     assert not (root / STAGING).exists() and not (root / BACKUP).exists()
 
 
-def test_a_crash_in_the_middle_of_the_swap_is_finished_on_the_next_start(
-    tiny_run, resplit_outputs, tmp_path, monkeypatch
-):
-    root = _copy(tiny_run, tmp_path)
+def _interrupt_the_swap(root: Path, monkeypatch) -> None:
+    """Stop a split in the middle of the write stage's swap: the new splits in, the old rejects.jsonl
+    aside, the new one not yet in."""
     real_replace = publish.os.replace
 
-    def crash_midway(src, dst):  # the new splits are in, the old rejects.jsonl aside, the new one not yet in
+    def crash_midway(src, dst):
         if Path(src) == root / STAGING / "rejects.jsonl":
             raise KeyboardInterrupt
         real_replace(src, dst)
 
     monkeypatch.setattr(publish.os, "replace", crash_midway)
+
+
+def test_an_interrupted_split_puts_the_old_outputs_back(tiny_run, resplit_outputs, tmp_path, monkeypatch):
+    root = _copy(tiny_run, tmp_path)
+    before = outputs(root)
+    _interrupt_the_swap(root, monkeypatch)
+    with pytest.raises(KeyboardInterrupt):
+        resplit(root, RESPLIT)
+    monkeypatch.undo()
+    assert outputs(root) == before
+    assert not any((root / n).exists() for n in (STAGING, BACKUP, publish.TXN))
+    resplit(root, RESPLIT)  # the split the interrupt cut short, run again, ends where a clean one does
+    assert outputs(root, elsewhere=True) == resplit_outputs
+
+
+def test_a_crash_in_the_middle_of_the_swap_is_undone_on_the_next_start(
+    tiny_run, resplit_outputs, tmp_path, monkeypatch
+):
+    """A crash runs no handler (kill -9, power loss): the next start finds the transaction open."""
+    root = _copy(tiny_run, tmp_path)
+    before = outputs(root)
+    _interrupt_the_swap(root, monkeypatch)
+    monkeypatch.setattr(publish, "rollback", lambda root: [])  # the dying process rolls nothing back
     with pytest.raises(KeyboardInterrupt):
         resplit(root, RESPLIT)
     monkeypatch.undo()
     assert not (root / "rejects.jsonl").exists()  # the half-done state this test is about
-    prepare_run(stored_config(root), root)  # what every run does first: finish the swap
-    assert not (root / STAGING).exists() and not (root / BACKUP).exists()
-    got = outputs(root, elsewhere=True)
-    # the write stage's files are whole and new; the stats lack the export sections the later stages add
-    assert {k: v for k, v in got.items() if not k.startswith("stats.")} == {
-        k: v for k, v in resplit_outputs.items() if not k.startswith("stats.")
-    }
-    resplit(root, RESPLIT)  # the split the crash cut short, run again, ends where a clean one does
+    prepare_run(stored_config(root), root)  # what every run does first
+    assert outputs(root) == before
+    assert not any((root / n).exists() for n in (STAGING, BACKUP, publish.TXN))
+    assert not (root / "work" / "write").exists()  # the stage the crash cut short is redone
+    resplit(root, RESPLIT)
     assert outputs(root, elsewhere=True) == resplit_outputs
 
 
