@@ -5,6 +5,11 @@ messages, attempt number, sampling settings, JSON mode), never the API key or th
 a rerun with nothing changed is served entirely from disk and an interrupted stage resumes where it stopped.
 The value is the raw response text and the time it was stored. Safe to share between threads (one
 connection behind a lock) and between processes (WAL journal).
+
+The text comes from an untrusted server, so the cache keeps it verbatim or not at all: `put` skips an
+answer over `MAX_CACHED_CHARS` (a valid answer is a few hundred characters), so a cut answer is never
+replayed as if whole; the backend also skips answers that `backends.untrusted.clean` would change
+(control characters, secrets).
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+MAX_CACHED_CHARS = 4_000
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -53,12 +60,16 @@ class ResponseCache:
             row = self._conn.execute("SELECT raw FROM responses WHERE key = ?", (key,)).fetchone()
         return None if row is None else row[0]
 
-    def put(self, key: str, raw: str) -> None:
+    def put(self, key: str, raw: str) -> bool:
+        """Store `raw` under `key`; False (nothing stored) when it is longer than `MAX_CACHED_CHARS`."""
+        if len(raw) > MAX_CACHED_CHARS:
+            return False
         with self._lock:
             self._conn.execute(
                 "INSERT OR REPLACE INTO responses (key, raw, created) VALUES (?, ?, ?)", (key, raw, time.time())
             )
             self._conn.commit()  # commit per answer so a crash mid-stage loses nothing already paid for
+        return True
 
     def __len__(self) -> int:
         with self._lock:

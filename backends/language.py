@@ -47,6 +47,8 @@ class Answer:
     """One request's outcome: `values` when valid, else `error` (the reason) and the last `raw` answer.
 
     For a rewrite, values are (original, rewrite 1, rewrite 2); for a replace, candidate words, best first.
+    A backend that talks to a server hands back `raw` and `error` already bounded, cleaned and redacted
+    (`backends.untrusted.clean`), so generators may store them in rejects as they are.
     """
 
     key: str

@@ -6,12 +6,15 @@ in-context examples; replace negatives: a misleading word of the same category) 
 - structured output (JSON mode with a schema) and validation of every answer, format rules first, then the
   caller's semantic validator; invalid answers are asked again up to `max_attempts`, each attempt with its
   own seed and temperature so a deterministic server can answer differently;
-- transport retries with seeded exponential backoff and jitter on 429, 5xx, timeouts and connection errors,
-  honouring `Retry-After`; `BackendUnavailable` when the server stays down;
+- transport retries with seeded exponential backoff and jitter on 429, 5xx, timeouts, connection errors and
+  server faults (a 2xx body that is no chat completion: HTML, truncated JSON), honouring `Retry-After`;
+  `BackendUnavailable` naming the server, the model and an excerpt of what it sent when it stays down;
 - bounded concurrency (a thread pool), results in request order;
 - an SQLite response cache (`backends.cache`) so a rerun with nothing changed sends no request.
 The API key is read from the environment at client creation and kept only inside the client: it is never
-part of a cache key, a log line, the version, or an exception message.
+part of a cache key, a log line, the version, or an exception message. What the server sends is untrusted
+(`backends.untrusted`): answers and reasons are cut, cleaned and redacted before they leave this class,
+only answers that need no cleaning are cached, and an answer that echoes the key is invalid.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from hardneg.backends.cache import ResponseCache, cache_key
+from hardneg.backends.cache import MAX_CACHED_CHARS, ResponseCache, cache_key
 from hardneg.backends.language import Answer, BackendUnavailable, ReplaceRequest, RewriteRequest, Validator
 from hardneg.backends.openai_prompts import (
     REWRITE_SCHEMA,
@@ -45,6 +48,14 @@ from hardneg.backends.openai_prompts import (
     rewrite_fields,
 )
 from hardneg.backends.openai_settings import JsonMode, OpenAISettings
+from hardneg.backends.untrusted import (
+    EXCERPT_CHARS,
+    MAX_STORED_CHARS,
+    NotAChatCompletion,
+    chat_content,
+    clean,
+    contains_secret,
+)
 
 if TYPE_CHECKING:
     import openai
@@ -70,9 +81,11 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+_NO_KEY = "not-needed"  # sent when no key is set: a local server ignores it
+
 
 class _Transient(Exception):
-    """A failure worth retrying (429, 5xx, timeout, connection error)."""
+    """A failure worth retrying (429, 5xx, timeout, connection error, a 2xx body that is no chat completion)."""
 
     def __init__(self, what: str, retry_after: float | None = None) -> None:
         super().__init__(what)
@@ -231,13 +244,32 @@ class OpenAIBackend:
                 return Answer(request.key, None, error=str(e), raw=None, attempts=attempt, cached=False)
             all_cached &= cached
             values, reason = check(request, raw)
+            if values is not None and contains_secret(raw, self._secrets()):
+                values, reason = None, "echoes a credential"
             if values is not None and validate is not None and (why := validate(request, values)) is not None:
                 values, reason = None, f"semantic: {why}"
             if values is not None:
-                return Answer(request.key, values, raw=raw, attempts=attempt, cached=all_cached)
+                return Answer(request.key, values, raw=self._clean(raw), attempts=attempt, cached=all_cached)
+            reason = self._clean(reason or "")  # reasons quote the answer
             self._counters.add("invalid_answers")
             log.debug("%s attempt %d rejected: %s", request.key, attempt, reason)
-        return Answer(request.key, None, error=reason, raw=raw, attempts=self.settings.max_attempts, cached=all_cached)
+        return Answer(
+            request.key,
+            None,
+            error=reason,
+            raw=None if raw is None else self._clean(raw),
+            attempts=self.settings.max_attempts,
+            cached=all_cached,
+        )
+
+    def _secrets(self) -> tuple[str, ...]:
+        """The key the client sends: redacted from all this backend stores or raises."""
+        key = self._client.api_key if self._client is not None else None
+        return (key,) if key and key != _NO_KEY else ()
+
+    def _clean(self, text: str, limit: int = MAX_STORED_CHARS) -> str:
+        """Untrusted server text fit to store or raise (`backends.untrusted.clean`)."""
+        return clean(text, self._secrets(), limit)
 
     def _request_args(self, messages: list[dict[str, str]], schema: dict[str, Any], attempt: int) -> dict[str, Any]:
         s = self.settings
@@ -287,7 +319,8 @@ class OpenAIBackend:
             self._counters.add("cache_hits")
             return hit, True
         raw = self._call_with_retries(args, key, attempt, stop)
-        if self._cache is not None:
+        # Verbatim or not at all: an answer that cleaning would cut or change is asked again next time.
+        if self._cache is not None and self._clean(raw, MAX_CACHED_CHARS) == raw:
             self._cache.put(ckey, raw)
         return raw, False
 
@@ -335,13 +368,16 @@ class OpenAIBackend:
             return self._client
 
     def _call(self, args: dict[str, Any]) -> str:
-        """One HTTP request. Transient failures raise `_Transient`, other 4xx `_Rejected`."""
+        """One HTTP request. Transient failures (server faults included) raise `_Transient`, other 4xx
+        `_Rejected`."""
         import openai
 
         client = self._get_client()
         self._counters.add("calls")
         try:
-            completion = client.chat.completions.create(**args)
+            # The raw response: the body is parsed here (`chat_content`), so that whatever the server
+            # sends is a value or a server fault, never an exception from deep in the client.
+            response = client.chat.completions.with_raw_response.create(**args)
         except openai.APITimeoutError:
             raise _Transient(f"timeout after {self.settings.timeout_s} s") from None
         except openai.APIConnectionError as e:
@@ -357,11 +393,11 @@ class OpenAIBackend:
                     f"OpenAI-compatible server at {self._shown_url} refused the request: HTTP {status} "
                     f"(check the key in ${self.settings.api_key_env}, the model {self.settings.model!r} and the URL)"
                 ) from None
-            raise _Rejected(f"http {status}: {_short(e.message)}") from None
-        # No choices or no content is an answer like any other: it fails validation as invalid JSON.
-        content = completion.choices[0].message.content if completion.choices else None
-        return content if content is not None else ""
-
-
-def _short(text: str, limit: int = 300) -> str:
-    return text if len(text) <= limit else text[:limit] + "..."
+            raise _Rejected(f"http {status}: {self._clean(e.message, EXCERPT_CHARS)}") from None
+        body = response.text
+        try:
+            return chat_content(body)
+        except NotAChatCompletion as e:
+            ctype = self._clean(response.headers.get("content-type") or "no content type", 80)
+            sent = self._clean(body, EXCERPT_CHARS)
+            raise _Transient(f"answered HTTP {response.status_code} ({ctype}) with {e}: {sent!r}") from None

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from hardneg.backends.language import ReplaceRequest, RewriteRequest
+from hardneg.backends.untrusted import has_unsafe_chars
 
 Task = Literal["rewrite", "replace"]
 _MAX_REPLACEMENT_WORDS = 4  # "to the left of" is the longest same-category phrase we expect
@@ -199,6 +200,8 @@ def _string_list(raw: str, key: str) -> tuple[list[str] | None, str | None]:
     for i, item in enumerate(items):
         if not isinstance(item, str):
             return None, f"'{key}'[{i}] is not a string"
+        if has_unsafe_chars(item):  # terminal escapes, lone surrogates: text no dataset file should hold
+            return None, f"'{key}'[{i}] has control characters"
         if not (item := normalise(item)):
             return None, f"'{key}'[{i}] is empty"
         out.append(item)
@@ -240,6 +243,8 @@ def check_replace(request: ReplaceRequest, raw: str) -> tuple[tuple[str, ...] | 
             return None, f"repeats the original: {r!r}"
         if len(r.split()) > _MAX_REPLACEMENT_WORDS:
             return None, f"too long ({len(r.split())} words): {r!r}"
+        if len(r) > _MAX_REPLACEMENT_CHARS:
+            return None, f"too long ({len(r)} characters): {r[:60]!r}..."
     return tuple(items), None
 
 
