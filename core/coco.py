@@ -3,8 +3,8 @@
 One `images[]` entry per sample (its id is the sample id, its caption the expression) and exactly one
 `annotations[]` entry per image entry, with the box in xywh. A sample without `negative_type` is positive.
 Every `file_name` is relative to the run folder (`info.file_names` says so): a source image as the
-dataset's copy (`core/dataset.py`), an edited image under `images/`. A run made without an images folder
-names source images `<image_id>.jpg`, to be found in the GQA images folder.
+dataset's copy (`core/dataset.py`, named by the id's safe name), an edited image under `images/`. A run
+made without an images folder names source images `<image_id>.jpg`, to be found in the GQA images folder.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from hardneg.core.ids import safe_name
 from hardneg.core.io import JsonArrayWriter, atomic_write_bytes, dumps
 
 CATEGORIES = [{"id": 1, "name": "object", "supercategory": "object"}]
@@ -26,10 +27,10 @@ def coco_entries(record: dict[str, Any], source_dir: str | None = None) -> tuple
     """(image entry, annotation entry) for one vanilla record (positive or negative); `source_dir` is the
     run-relative folder of the split's source images (None: the run has no images folder)."""
     edited = record.get("negative_cate") == "image"
-    name = f"{record['image_id']}.jpg"
+    copy = f"{source_dir}/{safe_name(record['image_id'])}.jpg" if source_dir else f"{record['image_id']}.jpg"
     image = {
         "id": record["id"],
-        "file_name": record["file_name"] if edited else f"{source_dir}/{name}" if source_dir else name,
+        "file_name": record["file_name"] if edited else copy,
         "height": record["height"],
         "width": record["width"],
         "caption": record["expression"],

@@ -4,7 +4,7 @@ Two configs with one fixed schema each, whatever a split holds (a field a record
 `positives` (the default) and `negatives` (text and image negatives in one table). Each (config, split)
 is an image folder in the layout `datasets` resolves by itself, from any working directory:
 
-    data/positives/<split>/metadata.parquet     one row per positive; `file_name` = images/<image_id>.jpg
+    data/positives/<split>/metadata.parquet     one row per positive; `file_name` = images/<safe name>.jpg
     data/positives/<split>/images/              the source images the split uses
     data/negatives/<split>/metadata.parquet     `file_name` = the image the negative is about (the source
                                                 image, or the chosen edited image); `source_image_file_name`
@@ -15,8 +15,10 @@ is an image folder in the layout `datasets` resolves by itself, from any working
 folder of `metadata.parquet`, and refuses paths leaving it, so the images a split uses live under it:
 hard links to the input images and to the chosen candidates under `images/` (no second copy on disk),
 or copies where the input images are on another file system (the card says how many). A split with no
-rows is left out. Nested fields (`path`, `change`, `edit`, `scores`) are JSON strings; `extra` holds
-any record field the schema does not know yet (null when none). `core/dataset_card.py` writes README.md.
+rows is left out. Every image is named by its id's `core.ids.safe_name` (the id itself when it is
+plain), never by the raw id: an id such as `<img src=x>` names no file. Nested fields (`path`, `change`,
+`edit`, `scores`) are JSON strings; `extra` holds any record field the schema does not know yet (null when
+none). `core/dataset_card.py` writes README.md.
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+
+from hardneg.core.ids import safe_name
+from hardneg.core.runfolder import image_file
 
 DATA = "data"
 CONFIGS = ("positives", "negatives")
@@ -108,6 +113,11 @@ def source_dir(split: str) -> str:
     return f"{DATA}/positives/{split}/images"
 
 
+def image_name(image_id: str) -> str:
+    """Where a split's folder holds the image of `image_id`: `images/<safe name>.jpg`."""
+    return f"images/{safe_name(image_id)}.jpg"
+
+
 def arrow_schema(config: str) -> Any:
     import pyarrow as pa
 
@@ -149,11 +159,11 @@ def _row(config: str, r: dict[str, Any], split: str, images: bool) -> dict[str, 
         v = r.get(name)
         row[name] = _json(v) if kind == JSON else v
     edited = r.get("negative_cate") == "image"
-    row["file_name"] = f"images/{r['image_id']}.jpg" if images else None
+    row["file_name"] = image_name(r["image_id"]) if images else None
     row["split"] = split
     if config == "negatives":
         row["candidate"] = r.get("file_name") if edited else None
-        row["source_image_file_name"] = f"images/{r['source_image_id']}.jpg" if edited and images else None
+        row["source_image_file_name"] = image_name(r["source_image_id"]) if edited and images else None
     extra = {k: v for k, v in r.items() if k not in known and not (config == "negatives" and k == "file_name")}
     row["extra"] = _json(extra) if extra else None
     return row
@@ -218,16 +228,15 @@ def _place_images(
 ) -> None:
     """Put the images a record uses under `out/images/`: hard links within the run folder; from the
     input images folder a hard link, or a copy where it is on another file system."""
-    folder = out / "images"
-    folder.mkdir(parents=True, exist_ok=True)
+    (out / "images").mkdir(parents=True, exist_ok=True)
     if r.get("negative_cate") == "image":
-        _place(root / r["file_name"], folder / f"{r['image_id']}.jpg", placed)
+        _place(root / r["file_name"], out / image_name(r["image_id"]), placed)
         source = r["source_image_id"]
     else:
         source = r["image_id"]
-    own = out.parent.parent / "positives" / split / "images" / f"{source}.jpg"  # the positives' copy
-    src = own if config == "negatives" and own.exists() else images / f"{source}.jpg"
-    _place(src, folder / f"{source}.jpg", placed)
+    own = out.parent.parent / "positives" / split / image_name(source)  # the positives' copy
+    src = own if config == "negatives" and own.exists() else image_file(images, source)
+    _place(src, out / image_name(source), placed)
 
 
 def _place(src: Path, dst: Path, placed: Counter) -> None:

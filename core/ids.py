@@ -3,8 +3,9 @@
 GQA names its images by id (`<images>/<image_id>.jpg`), so an id is read as a file name exactly as
 given, and one that could leave the folder, hide a control character or overflow a file name is not
 usable: ingest rejects its image with `id_problem`'s reason (the run goes on). Files the run itself
-writes (candidate images) are named by `safe_name`, which maps every id, usable or not, to a short
-plain name; the records always keep the real id.
+writes (candidate images, the dataset's copies under `data/`) are named by `safe_name`, which maps every
+id, usable or not, to a short plain name; the records always keep the real id, and a page shows it as
+`shown_id` writes it.
 """
 
 from __future__ import annotations
@@ -64,3 +65,10 @@ def printable_id(image_id: str) -> str:
     except UnicodeEncodeError:
         return image_id.encode("utf-8", "backslashreplace").decode("utf-8")
     return image_id
+
+
+def shown_id(image_id: str) -> str:
+    """`image_id` as a page shows it: every control or invisible character (and lone surrogate) escaped
+    as Python writes it (`\\x00`, `\\u202e`), so a rejected id is seen as it was, never as a blank or a
+    reordered line; a printable id is unchanged (the page still HTML-escapes it)."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in image_id)

@@ -41,6 +41,7 @@ from hardneg.core.runlock import RunBusy, RunLock
 from hardneg.core.stage import Run
 from hardneg.core.write import read_manifest
 from hardneg.flows import runners
+from hardneg.flows.local_server import start_tied_server
 from hardneg.flows.pipeline import STAGES, plan
 from hardneg.flows.progress import closing_summary, split_counts
 from hardneg.flows.request import config_label, config_param, resolve_run
@@ -206,7 +207,10 @@ def run_flow(
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Run the flow in this process (`hardneg run`), telling `progress` as it goes; returns the manifest.
-    A run refused by the lock raises RunBusy (one line from the CLI), as `run_local` does."""
+    A run refused by the lock raises RunBusy (one line from the CLI), as `run_local` does. Without a
+    server address, Prefect's temporary server is started first, tied to this process: a kill -9 of the
+    run takes it along (`flows/local_server.py`)."""
+    start_tied_server()
     token = TERMINAL.set(progress)
     try:
         state = generate(

@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from hardneg.core.ids import shown_id
 from hardneg.review import plots
 from hardneg.review.assets import esc, img_tag
 from hardneg.review.boxes import Box, box_source, edit_boxes
@@ -147,8 +148,8 @@ class RejectCards:
         stage = str(r.get("stage", "?"))
         d = _detail(r)
         facts = [("stage", stage)]
-        if r.get("image_id") is not None:
-            facts.append(("image", r["image_id"]))
+        if r.get("image_id") is not None:  # a rejected id may hold a NUL or a line break: shown escaped
+            facts.append(("image", shown_id(str(r["image_id"]))))
         if r.get("sample_id") is not None:
             facts.append(("sample", r["sample_id"]))
         facts += [(k, v) for k, v in d.items() if k not in SKIP_DETAIL and not is_score(k) and v is not None]

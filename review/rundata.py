@@ -16,6 +16,8 @@ from typing import Any
 
 import orjson
 
+from hardneg.core.ids import id_problem
+
 log = logging.getLogger(__name__)
 
 KNOWN_SPLITS = ("train", "val", "test")
@@ -68,6 +70,16 @@ def _parse_graph(raw: Any) -> ImageGraph | None:
         return None
     objects = {str(k): o for k, v in raw["objects"].items() if (o := _parse_object(v)) is not None}
     return ImageGraph(_num(raw.get("width")) or 0.0, _num(raw.get("height")) or 0.0, objects)
+
+
+def _inside(folder: Path, path: Path) -> Path | None:
+    """`path` resolved, when it is a file inside `folder`; None for a name no file can have (a NUL byte,
+    a component over the file system's limit) rather than an error."""
+    try:
+        p = path.resolve()
+        return p if p.is_relative_to(folder) and p.is_file() else None
+    except (OSError, ValueError):
+        return None
 
 
 def _decode_nested(row: dict[str, Any]) -> dict[str, Any]:
@@ -209,21 +221,17 @@ class RunData:
         return p.resolve()
 
     def source_image(self, image_id: Any) -> Path | None:
-        """`<images>/<image_id>.jpg` when it exists; an id that would leave the folder gives None."""
-        if self.images_dir is None or not isinstance(image_id, str | int):
+        """`<images>/<image_id>.jpg` when it exists, else None: also for an id ingest rejects as a file
+        name (`id_problem`: a separator, a NUL, too long), which a reject record still names."""
+        if self.images_dir is None or not isinstance(image_id, str | int) or id_problem(str(image_id)):
             return None
-        name = f"{image_id}.jpg"
-        if "/" in name or "\\" in name or name.startswith("."):
-            return None
-        p = (self.images_dir / name).resolve()
-        return p if p.parent == self.images_dir and p.is_file() else None
+        return _inside(self.images_dir, self.images_dir / f"{image_id}.jpg")
 
     def run_file(self, rel: Any) -> Path | None:
         """A file named relative to the run folder (an edited image), only if it stays inside it."""
-        if not isinstance(rel, str) or not rel or "\x00" in rel:
+        if not isinstance(rel, str) or not rel:
             return None
-        p = (self.root / rel).resolve()
-        return p if p.is_relative_to(self.root) and p.is_file() else None
+        return _inside(self.root, self.root / rel)
 
     def graphs(self, wanted: Mapping[str, set[str] | None]) -> dict[str, ImageGraph]:
         """Graphs of the images in `wanted` (image id -> the object ids to keep, None = all), streamed from

@@ -4,7 +4,8 @@ Only this run's records and images are served: image URLs name a sample id, and 
 the record, never from the request. Every client error is a 4xx JSON `{"error": message}`; a bug is a
 500 with a generic message (logged), never a traceback. Bound to a loopback address, the app also
 refuses requests whose Host header is not that address (DNS rebinding), and POSTs must be JSON (so a
-web page cannot submit a form to it).
+web page cannot submit a form to it) of at most MAX_BODY bytes, counted as they arrive (a chunked body
+too): past it, a 413 and the connection closes.
 
 Writes need the server's token (random per start, in the URL `hardneg review` prints; the page sends it
 as `X-Review-Token`): without it a POST is refused with 403, so another local process or page cannot
@@ -30,6 +31,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from hardneg.review.agreement import pairwise
 from hardneg.review.apply import Label, decide_all, summary
@@ -84,8 +86,22 @@ def parse_annotator(raw: Any) -> str:
     return name
 
 
-def _json(status: int, body: dict[str, Any]) -> JSONResponse:
-    return JSONResponse(body, status_code=status)
+def _json(status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+async def read_body(request: Request, limit: int = MAX_BODY) -> bytes:
+    """The body, refused (413) as soon as it passes `limit`: a chunked body declares no length, so it is
+    counted as it arrives, never read whole first. The 413 closes the connection: the rest is never read."""
+    raw = bytearray()
+    try:
+        async for chunk in request.stream():
+            raw += chunk
+            if len(raw) > limit:
+                raise ClientError(413, f"body too large (at most {limit} bytes)")
+    except ClientDisconnect:  # the client went away, or uvicorn already answered a broken chunk with a 400
+        raise ClientError(400, "the request body was cut short") from None
+    return bytes(raw)
 
 
 def parse_version(raw: Any) -> int:
@@ -121,7 +137,7 @@ def create_app(
 
     @app.exception_handler(ClientError)
     async def _client_error(_: Request, e: ClientError) -> JSONResponse:
-        return _json(e.status, {"error": e.message})
+        return _json(e.status, {"error": e.message}, {"Connection": "close"} if e.status == 413 else None)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, e: StarletteHTTPException) -> JSONResponse:
@@ -173,9 +189,7 @@ def create_app(
             raise ClientError(400, "bad Content-Length") from None
         if declared > MAX_BODY:
             raise ClientError(413, f"body too large (at most {MAX_BODY} bytes)")
-        raw = await request.body()
-        if len(raw) > MAX_BODY:
-            raise ClientError(413, f"body too large (at most {MAX_BODY} bytes)")
+        raw = await read_body(request)
         try:
             parsed = orjson.loads(raw)
         except orjson.JSONDecodeError:
