@@ -49,16 +49,34 @@ OS_ERROR_FIXES = {
 }
 
 
+# A permission error outside the run folder is on something the run reads (an input image, a scene-graph
+# file): its own permissions are the fix, and another --output would not help.
+OUTSIDE_FIX = "it is outside the run folder (an input the run reads): make it readable for this user"
+
+
 def os_error_message(e: OSError, where: Path | None = None) -> str:
-    """One line for an OS error: what failed, on which path (`where` when the error names none), and
-    what to do about it."""
+    """One line for an OS error: what failed, on which path (`where`, the run folder, when the error names
+    none), and what to do about it."""
     path = e.filename if e.filename is not None else where
     what = e.strerror or str(e) or type(e).__name__
     line = f"{what}: {path}" if path is not None else what
     if e.filename2 is not None:
         line += f" -> {e.filename2}"
     fix = OS_ERROR_FIXES.get(e.errno)  # type: ignore[arg-type]
+    if e.errno in (errno.EACCES, errno.EPERM) and where is not None and path is not None:
+        p, run = Path(os.path.abspath(os.fsdecode(path))), Path(os.path.abspath(where))
+        fix = fix if p == run or run in p.parents else OUTSIDE_FIX
     return f"{line}; {fix}" if fix else line
+
+
+def not_writable(folder: Path) -> str | None:
+    """None when this user may create files in `folder`, else why not and what to do. A read-only file
+    system (EROFS) is named as such: `os.access` refuses it too, but no permission change would help."""
+    if os.access(folder, os.W_OK):
+        return None
+    if os.statvfs(folder).f_flag & os.ST_RDONLY:
+        return f"{folder} is on a read-only file system; choose an --output on a writable disk"
+    return f"cannot write in {folder} (permission denied); make it writable for this user, or choose another --output"
 
 
 def clean_temp_files(folder: Path, recursive: bool = True) -> int:

@@ -17,10 +17,10 @@ work: a shard of the corpus (`sharded = True`) or the whole corpus (the unit `"a
 
 The runner owns everything else, once for all stages:
 - **fingerprints**: a hash of the version, the declared config values, the content of the declared data
-  files, `extra_fingerprint` and the *output digests* of the stages it reads (a hash of every file they
-  wrote), so a resumed run equals a fresh one: a changed key redoes exactly the stages that depend on it,
-  and a stage redone for any reason (a lost folder, a changed input) redoes everything downstream of it
-  unless its output came out the same;
+  files, `extra_fingerprint` and the *output digests* of the stages it reads (a hash of their fingerprint
+  and of every file they wrote; of the files alone for a `digest_is_content` stage), so a resumed run equals
+  a fresh one: a changed key redoes exactly the stages that depend on it, and a stage redone for any reason
+  (a lost folder, a touched input) redoes everything downstream of it unless its output came out the same;
 - **skip-if-done**: a unit is done when its marker `_done/<unit>.json` exists (written last, atomically);
 - **declared reads**: `Unit.read` refuses an undeclared stage, so a fingerprint never misses an input;
 - **rejects, stats, timings** per unit, the summary `_stage.json` when every unit is done; **progress** hooks;
@@ -79,9 +79,10 @@ class Stage:
     gpu: ClassVar[bool] = False  # runs models on a GPU when one is configured (one worker per GPU)
     reports: ClassVar[bool] = False  # reports on the stages it reads: redone whenever one of them reran
     publishes: ClassVar[tuple[str, ...]] = ()  # the run folder's outputs it writes (`core/publish.py`)
+    digest_is_content: ClassVar[bool] = False  # its output digest is its version and files, not its fingerprint
 
     def extra_fingerprint(self, run: Run) -> Any:
-        """Anything else the output depends on (the ingest stage: the input files' identity)."""
+        """Anything else the output depends on (the ingest stage: the stat identity of the files it reads)."""
         return None
 
     def validate(self, cfg: RunConfig) -> None:
@@ -202,7 +203,7 @@ class Run:
         return self.work / name
 
     def config_fingerprint(self, name: str) -> str:
-        """What the config and code say about a stage and everything upstream of it."""
+        """What the config and code say about a stage (about the stages it reads: their output digests)."""
         fp = self._config_fps.get(name)
         if fp is None:
             s = self.stages[name]
@@ -211,7 +212,6 @@ class Run:
                 {k: config_value(self.cfg, k) for k in s.config},
                 {k: file_digest(self.cfg.resolve(Path(config_value(self.cfg, k)))) for k in s.data},
                 s.extra_fingerprint(self),
-                {r: self.config_fingerprint(r) for r in self.reads[name]},
             )
             self._config_fps[name] = fp
         return fp
@@ -266,7 +266,7 @@ class Run:
         if not (d / SUMMARY).exists():
             return [f"stage {name} has not finished"]
         if not self.is_complete(name):
-            return [f"stage {name} was made under another config or version, or from other upstream output"]
+            return [f"stage {name} was made under another config or version, or from other upstream output or inputs"]
         out = []
         units = self.summary(name)["units"]
         if self.stages[name].sharded and units != self.shards():
@@ -365,8 +365,8 @@ class Run:
         summary = {
             "stage": name,
             "version": self.stages[name].version,
-            "fingerprint": self.fingerprint(name),
-            "digest": digest(self.fingerprint(name), files),
+            "fingerprint": (fp := self.fingerprint(name)),
+            "digest": digest(self.stages[name].version if self.stages[name].digest_is_content else fp, files),
             "units": units,
             "seconds": round(sum(m["seconds"] for m in markers), 4),
             "items_in": sum(m["items_in"] for m in markers),

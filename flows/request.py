@@ -16,6 +16,7 @@ from typing import Any
 from hardneg.core.config import DEFAULT_CONFIG, RunConfig, load_config
 from hardneg.core.gqa_stream import graph_files, iter_raw_graphs
 from hardneg.core.ids import id_problem
+from hardneg.core.io import not_writable
 from hardneg.core.runfolder import CONFIG_FILE
 from hardneg.core.runlock import LOCK_FILE
 
@@ -127,5 +128,5 @@ def check_output(root: Path) -> None:
                 f"{f' and {len(others) - 1} more' if len(others) > 1 else ''}); give a new or empty folder"
             )
     parent = next((p for p in [root, *root.parents] if p.exists()), None)
-    if parent is not None and not os.access(parent, os.W_OK):
-        raise ValueError(f"output {root}: cannot write in {parent} (permission denied)")
+    if parent is not None and (why := not_writable(parent)):
+        raise ValueError(f"output {root}: {why}")
