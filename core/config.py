@@ -56,6 +56,13 @@ class InputsConfig(_Strict):
     # fewer than `min_images_present` of them there is a wrong folder, refused at once (not an empty run).
     images_checked: int = Field(200, ge=1)
     min_images_present: float = Field(0.5, ge=0.0, le=1.0)
+    # Per-image limits (core/gqa_stream.py `GraphLimits`): an image past one is rejected at ingest with the
+    # limit named, and the run goes on. Real GQA graphs stay far below (docs/running.md).
+    max_objects: int = Field(1_000, ge=1)
+    max_relations: int = Field(10_000, ge=0)  # in the graph, as listed
+    max_attributes: int = Field(100, ge=0)  # on one object
+    max_depth: int = Field(32, ge=5, le=200)  # nesting inside a graph (GQA's has 5); the parsers' limits lie above
+    max_graph_bytes: int = Field(1 << 20, ge=1)  # one image's JSON
 
 
 class DemoConfig(_Strict):
@@ -93,6 +100,9 @@ class PathsConfig(_Strict):
     per_target_type: int = Field(1, ge=1)  # unique paths kept per (target, type)
     max_per_image: int = Field(24, ge=1)  # positives kept per image before balancing
     max_candidates: int = Field(2000, ge=1)  # enumeration bound per (target, type): counts, never time
+    # work bound on one image's search, in steps (generators/search_budget.py): a crowd of one name stops
+    # here, counted in the paths stage's `budget_exhausted`; real images use a small share of it
+    max_image_steps: int = Field(5_000_000, ge=1)
     same_categories: list[str] = Field(default_factory=lambda: ["color", "material", "size", "shape", "pattern"])
     relations: Path = Path("templates/relations.v1.yaml")
     templates: Path = Path("templates/expressions.v1.yaml")

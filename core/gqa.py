@@ -27,16 +27,28 @@ from typing import Any
 
 import orjson
 
-from hardneg.core.gqa_stream import DEFAULT_CHUNK, DEFAULT_MAX_MEMBER, RawDefect, graph_files, iter_raw_graphs
+from hardneg.core.gqa_stream import (
+    DEFAULT_CHUNK,
+    DEFAULT_LIMITS,
+    DEFAULT_MAX_MEMBER,
+    GraphLimits,
+    RawDefect,
+    graph_files,
+    iter_raw_graphs,
+    over_limit,
+)
 from hardneg.core.ids import id_problem
 from hardneg.core.records import Relation, SceneGraph, SceneObject
 
 # The byte scanner lives in core/gqa_stream.py; this module stays the public home of its names.
 __all__ = [
     "DEFAULT_CHUNK",
+    "DEFAULT_LIMITS",
     "DEFAULT_MAX_MEMBER",
+    "MAX_PIXEL",
     "MAX_TEXT",
     "GraphCheck",
+    "GraphLimits",
     "RawDefect",
     "graph_files",
     "iter_raw_graphs",
@@ -47,6 +59,8 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 MAX_TEXT = 100  # characters in a name, attribute or relation; GQA's longest is ~30, longer is not a word
+MAX_PIXEL = 100_000  # a size or coordinate past this is no pixel value: GQA's images are ~500 px a side
+_UNLIMITED = GraphLimits(max_objects=1 << 62, max_relations=1 << 62, max_attributes=1 << 62)  # counts unchecked
 _SPACE_RUN = re.compile(r"\s+")
 
 
@@ -152,7 +166,20 @@ def _relation_fields(r: Any, oid: str, i: int, repairs: Counter[str]) -> tuple[s
     return name, target
 
 
-def _build(image_id: str, raw: Any, repairs: Counter[str]) -> SceneGraph:
+def _relation_count(raw_objects: dict[str, Any]) -> int:
+    """Relations listed in the graph (the reason for a graph past `max_relations`)."""
+    lists = (o.get("relations") for o in raw_objects.values() if type(o) is dict)
+    return sum(len(r) for r in lists if type(r) is list)
+
+
+def _not_a_pixel(oid: str, obj: dict[str, Any]) -> str:
+    """The reason for a box whose coordinate or size lies past `MAX_PIXEL`: no image is that large, so the
+    value is garbage, not a box outside the image."""
+    key = next(k for k in "xywh" if abs(obj[k]) > MAX_PIXEL)
+    return f"object {oid}: '{key}' is {orjson.dumps(obj[key]).decode()}, not a pixel value (beyond ±{MAX_PIXEL:,})"
+
+
+def _build(image_id: str, raw: Any, repairs: Counter[str], limits: GraphLimits) -> SceneGraph:
     if type(raw) is not dict:
         raise _Invalid(f"graph must be an object, got {_kind(raw)}")
     size: list[int] = []
@@ -164,6 +191,8 @@ def _build(image_id: str, raw: Any, repairs: Counter[str]) -> SceneGraph:
             value = int(value)
         if type(value) is not int or value <= 0:
             raise _Invalid(f"{key} must be a positive integer, got {orjson.dumps(raw[key]).decode()[:40]}")
+        if value > MAX_PIXEL:
+            raise _Invalid(f"{key} is {value:,} px, not an image size (at most {MAX_PIXEL:,})")
         size.append(value)
     width, height = size
     extras: list[str | None] = []
@@ -177,6 +206,9 @@ def _build(image_id: str, raw: Any, repairs: Counter[str]) -> SceneGraph:
     raw_objects = raw["objects"]
     if type(raw_objects) is not dict:
         raise _Invalid(f"objects must be an object of id -> object, got {_kind(raw_objects)}")
+    if len(raw_objects) > limits.max_objects:
+        raise _Invalid(over_limit(f"{len(raw_objects):,} objects", limits.max_objects, "max_objects"))
+    relations = 0
 
     # Reject the whole image rather than drop a bad object: a dropped object could make a path look
     # unique (a path is kept only if it picks out exactly one object) when it is not.
@@ -195,16 +227,26 @@ def _build(image_id: str, raw: Any, repairs: Counter[str]) -> SceneGraph:
         if w <= 0 or h <= 0:
             raise _Invalid(f"object {oid}: non-positive size w={w} h={h}")
         x1, y1 = x + w, y + h
-        if x < 0 or y < 0 or x1 > width or y1 > height:
+        if x < 0 or y < 0 or x1 > width or y1 > height:  # inside the image every value is below MAX_PIXEL
+            if max(abs(x), abs(y), w, h) > MAX_PIXEL:
+                raise _Invalid(_not_a_pixel(oid, obj))
             x, y, x1, y1 = max(x, 0), max(y, 0), min(x1, width), min(y1, height)
             if x1 <= x or y1 <= y:
                 raise _Invalid(f"object {oid}: box lies entirely outside the image")
             repairs["clipped_box"] += 1
-        attrs = _attributes(obj.get("attributes", []), oid, repairs)
+        raw_attrs = obj.get("attributes", [])
+        if type(raw_attrs) is list and len(raw_attrs) > limits.max_attributes:
+            found = f"object {oid}: {len(raw_attrs):,} attributes"
+            raise _Invalid(over_limit(found, limits.max_attributes, "max_attributes"))
+        attrs = _attributes(raw_attrs, oid, repairs)
         raw_rels = obj.get("relations", [])
         if type(raw_rels) is not list:
             hint = " (the GQA web page's dict form is not the file format)" if type(raw_rels) is dict else ""
             raise _Invalid(f"object {oid}: 'relations' must be a list of {{name, object}}, got {_kind(raw_rels)}{hint}")
+        relations += len(raw_rels)
+        if relations > limits.max_relations:
+            found = f"{_relation_count(raw_objects):,} relations"
+            raise _Invalid(over_limit(found, limits.max_relations, "max_relations"))
         kept: dict[tuple[str, str], Relation] = {}  # insertion-ordered: duplicates drop in place
         for i, r in enumerate(raw_rels):
             if type(r) is dict and len(r) == 2:
@@ -226,7 +268,7 @@ def _build(image_id: str, raw: Any, repairs: Counter[str]) -> SceneGraph:
     return SceneGraph(image_id, width, height, objects, extras[0], extras[1])
 
 
-def validate_graph(image_id: str, raw: Any) -> GraphCheck:
+def validate_graph(image_id: str, raw: Any, limits: GraphLimits | None = None) -> GraphCheck:
     """Check one image's raw GQA value; reject it with a reason or return the (repaired) graph.
 
     Rejected: an image id that cannot name a file (`core.ids.id_problem`), a graph with a duplicate
@@ -239,6 +281,9 @@ def validate_graph(image_id: str, raw: Any) -> GraphCheck:
     (`dropped_duplicate_attribute`), names/attributes/relations with surrounding whitespace
     (`stripped_whitespace`) or newlines, tabs and odd spaces inside (`collapsed_whitespace`: one space),
     integer relation targets (`stringified_id`). A missing `attributes` or `relations` key means none.
+    A size or coordinate past `MAX_PIXEL` is rejected as no pixel value. `limits`: the count limits
+    (`GraphLimits`: objects, relations, attributes of an object), which ingest applies; a graph re-read
+    from a run's work files passed them there.
     """
     if (why := id_problem(image_id)) is not None:
         return GraphCheck(image_id, None, f"unusable image id: {why}", {})
@@ -246,16 +291,21 @@ def validate_graph(image_id: str, raw: Any) -> GraphCheck:
         return GraphCheck(image_id, None, raw.reason, {})
     repairs: Counter[str] = Counter()
     try:
-        graph = _build(image_id, raw, repairs)
+        graph = _build(image_id, raw, repairs, limits or _UNLIMITED)
     except _Invalid as e:
         return GraphCheck(image_id, None, str(e), {})
     return GraphCheck(image_id, graph, None, dict(repairs))
 
 
 def load_graphs(
-    path: str | Path, chunk_size: int = DEFAULT_CHUNK, *, max_member_bytes: int = DEFAULT_MAX_MEMBER
+    path: str | Path,
+    chunk_size: int = DEFAULT_CHUNK,
+    *,
+    max_member_bytes: int = DEFAULT_MAX_MEMBER,
+    limits: GraphLimits = DEFAULT_LIMITS,
 ) -> Iterator[GraphCheck]:
-    """Stream `validate_graph` over `iter_raw_graphs(path)`; file-level errors raise as there.
+    """Stream `validate_graph` over `iter_raw_graphs(path)`; file-level errors raise as there. An image
+    past one of `limits` is rejected with the limit named (`inputs.max_*`), and the stream goes on.
 
     A repeated image id (within or across files) is rejected: the first occurrence is kept, because
     ids key every sample and split assignment downstream. The set of ids seen is the only state that
@@ -264,13 +314,13 @@ def load_graphs(
     seen: set[str] = set()
     n = rejected = 0
     repairs: Counter[str] = Counter()
-    for image_id, raw in iter_raw_graphs(path, chunk_size, max_member_bytes=max_member_bytes):
+    for image_id, raw in iter_raw_graphs(path, chunk_size, max_member_bytes=max_member_bytes, limits=limits):
         n += 1
         if image_id in seen:
             check = GraphCheck(image_id, None, "duplicate image id; the first occurrence was kept", {})
         else:
             seen.add(image_id)
-            check = validate_graph(image_id, raw)
+            check = validate_graph(image_id, raw, limits)
         rejected += check.graph is None
         repairs.update(check.repairs)
         yield check

@@ -4,7 +4,8 @@
 scanner (`_scan`) finds each top-level `"image_id": {...}` member and orjson parses one member at a
 time, so memory stays bounded whatever the file size. File-level defects raise here, after every
 complete image before them (see `core/gqa.py`, the public home of these names, for the error policy).
-Per-image validation is the other half, in `core/gqa.py`; this module never looks inside a graph.
+Per-image validation is the other half, in `core/gqa.py`; this module never looks inside a graph, but it
+rejects a member past the byte or nesting limit (`GraphLimits`) before any parser reads it.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -25,6 +26,7 @@ log = logging.getLogger("hardneg.core.gqa")
 DEFAULT_CHUNK = 8 << 20  # bytes per read
 _SCAN_BLOCK = 256 << 10  # bytes scanned at once: its arrays take ~3x this, and small blocks stay in cache
 DEFAULT_MAX_MEMBER = 64 << 20  # bytes; a GQA graph is ~5-50 KB, a bigger one means broken quoting
+MAX_PARSEABLE_DEPTH = 200  # the parsers' own limits lie above: orjson writes 255 levels, json.loads ~1,000
 
 # The scanner's byte classes (0 = uninteresting). `[`/`{` and `]`/`}` share a class: depth counts
 # both, and mismatched bracket kinds are caught when orjson parses the member.
@@ -41,6 +43,8 @@ _CLASS_TABLE = bytes(_CLASS_OF.get(b, 0) for b in range(256))  # for bytes.trans
 _DEPTH_DELTA = np.array([0, 0, 1, -1, 0], dtype=np.int32)  # indexed by class
 _BACKSLASH = ord("\\")
 _WS = b" \t\r\n"
+_WS_TEXT = " \t\r\n"
+_KEY_DECODER = json.JSONDecoder()
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +54,39 @@ class RawDefect:
     refuses (NaN, an invalid or lone-surrogate string). `load_graphs` rejects the image with `reason`."""
 
     reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class GraphLimits:
+    """Per-image bounds checked at ingest, so that one image cannot cost more than a bounded multiple of a
+    real one (real GQA graphs: ~16 objects, at most a few hundred, 5 levels of nesting, a few KB). An image
+    past one is rejected with the limit's config key (`inputs.max_*`); the run goes on.
+
+    The stream checks `max_graph_bytes` and `max_depth` before parsing (an oversized or deeply nested member is
+    never handed to a parser); `core/gqa.py` checks the counts once it is parsed."""
+
+    max_graph_bytes: int = 1 << 20  # one image's JSON (its id and graph)
+    max_depth: int = 32  # levels of nesting inside the graph; a GQA graph has 5
+    max_objects: int = 1_000
+    max_relations: int = 10_000  # listed in the graph, before duplicates are dropped
+    max_attributes: int = 100  # on one object
+
+    @classmethod
+    def of(cls, inputs: Any) -> GraphLimits:
+        """The limits a config's `inputs` section sets (its keys are the field names)."""
+        return cls(**{f.name: getattr(inputs, f.name) for f in fields(cls)})
+
+    def __post_init__(self) -> None:
+        if self.max_depth > MAX_PARSEABLE_DEPTH:
+            raise ValueError(f"max_depth must be at most {MAX_PARSEABLE_DEPTH}, got {self.max_depth}")
+
+
+DEFAULT_LIMITS = GraphLimits()
+
+
+def over_limit(found: str, limit: int, key: str) -> str:
+    """A reject reason: what was found ("1,200 objects"), the limit and the config key that sets it."""
+    return f"{found}, above the limit of {limit:,} (inputs.{key})"
 
 
 @dataclass(slots=True)
@@ -116,6 +153,28 @@ def _clear_escaped_quotes(chunk: bytes, quotes: np.ndarray, carried: int) -> Non
             quotes[q] = 0
 
 
+def _segment_peaks(depth: np.ndarray, cuts: np.ndarray) -> tuple[list[int], int]:
+    """The deepest nesting in each run of `depth` that ends at a cut (the cut included), and in the rest
+    after the last cut: each member's depth, in one vectorised pass and without recursion."""
+    if not len(cuts):
+        return [], int(depth.max()) if len(depth) else 0
+    starts = np.concatenate(([0], cuts[:-1] + 1))
+    rest = depth[cuts[-1] + 1 :]
+    return np.maximum.reduceat(depth[: cuts[-1] + 1], starts).tolist(), int(rest.max()) if len(rest) else 0
+
+
+def _member_key(data: bytes | memoryview) -> str | None:
+    """A member's image id, read without parsing its value; None when it does not read as `"id":` (the
+    full parse then reports the broken syntax)."""
+    text = bytes(data).decode("utf-8", "surrogateescape")
+    start = len(text) - len(text.lstrip(_WS_TEXT))
+    try:
+        key, end = _KEY_DECODER.raw_decode(text, start)
+    except ValueError:
+        return None
+    return key if type(key) is str and text[end:].lstrip(_WS_TEXT).startswith(":") else None
+
+
 def _describe_start(byte: int) -> str:
     return {ord("["): "an array", ord('"'): "a string"}.get(byte, f"{chr(byte)!r}")
 
@@ -128,10 +187,11 @@ def _byte_offset(data: bytes, char_pos: int) -> int:
 class _FileStream:
     """Splits one file into (image_id, raw_value) members; see the module docstring for errors."""
 
-    def __init__(self, path: Path, chunk_size: int, max_member: int) -> None:
+    def __init__(self, path: Path, chunk_size: int, max_member: int, limits: GraphLimits) -> None:
         self.path = path
         self.chunk_size = chunk_size
         self.max_member = max_member
+        self.limits = limits
 
     def _error(self, offset: int, what: str) -> ValueError:
         return ValueError(f"{self.path}, byte {offset}: {what}")
@@ -143,6 +203,18 @@ class _FileStream:
         while n := f.readinto(buf):
             for i in range(0, n, _SCAN_BLOCK):
                 yield bytes(view[i : min(i + _SCAN_BLOCK, n)])
+
+    def _member(self, data: bytes | memoryview, start: int, peak: int) -> tuple[str, Any]:
+        """`_parse_member`, unless the member is past the byte or depth limit: then the image is rejected
+        unparsed (only its id is read), so no parser meets it. `peak`: its deepest scanner depth."""
+        limits, why = self.limits, None
+        if len(data) > limits.max_graph_bytes:
+            why = over_limit(f"{len(data):,} bytes of JSON", limits.max_graph_bytes, "max_graph_bytes")
+        elif peak - 1 > limits.max_depth:  # depth 1 is the top-level object, around the graph
+            why = over_limit(f"graph nested too deeply: {peak - 1} levels", limits.max_depth, "max_depth")
+        if why is not None and (key := _member_key(data)) is not None:
+            return key, RawDefect(why)
+        return self._parse_member(data, start)
 
     def _parse_member(self, data: bytes | memoryview, start: int) -> tuple[str, Any]:
         # Wrapping the member in braces lets orjson check the key, the colon and the value at once.
@@ -182,6 +254,7 @@ class _FileStream:
         offset = 0  # file offset of the current chunk
         started = ended = False
         members = 0
+        peak = 0  # the deepest nesting of the current member read in earlier chunks
         with self.path.open("rb") as f:
             for chunk in self._blocks(f):
                 if ended:
@@ -209,15 +282,18 @@ class _FileStream:
                 spos, scls, depth = _scan(chunk, st)
                 ends = np.flatnonzero(depth == 0)  # only the top-level `}` brings depth back to 0
                 stop = int(ends[0]) if len(ends) else len(spos)
-                bounds = spos[:stop][(scls[:stop] == _COMMA) & (depth[:stop] == 1)].tolist()
+                cuts = np.flatnonzero((scls[:stop] == _COMMA) & (depth[:stop] == 1))
                 if len(ends):
                     end_pos = int(spos[stop])
                     if chunk[end_pos] != ord("}"):
                         raise self._error(offset + end_pos, "']' closes the top-level object")
-                    bounds.append(end_pos)
+                    cuts = np.append(cuts, stop)
+                bounds = spos[cuts].tolist()
+                peaks, rest_peak = _segment_peaks(depth, cuts)
                 prev = member_start - offset  # negative while the member began in an earlier chunk
                 view = memoryview(chunk)
                 for i, p in enumerate(bounds):
+                    member_peak, peak = max(peak, peaks[i]), 0
                     if parts:
                         parts.append(chunk[:p])
                         data: bytes | memoryview = b"".join(parts)
@@ -226,12 +302,13 @@ class _FileStream:
                         data = view[prev:p]
                     is_end = len(ends) > 0 and i == len(bounds) - 1
                     if not (is_end and members == 0 and not bytes(data).strip(_WS)):  # `{}`: no images
-                        yield self._parse_member(data, member_start)
+                        yield self._member(data, member_start, member_peak)
                         members += 1
                     del data  # hold no reference to this chunk while the next one is read
                     member_start = offset + p + 1
                     prev = p + 1
                 del view
+                peak = max(peak, rest_peak)
                 if len(ends):
                     ended = True
                     rest = chunk[bounds[-1] + 1 :]
@@ -255,7 +332,7 @@ class _FileStream:
             # The image before the cut is complete when its value's closing bracket was read; a
             # scalar value might have lost digits, so it is not yielded.
             if st.depth == 1 and not st.in_string and data.rstrip(_WS).endswith((b"}", b"]")):
-                yield self._parse_member(data, member_start)
+                yield self._member(data, member_start, peak)
             where = "inside a string" if st.in_string else f"at nesting depth {st.depth}"
             raise self._error(
                 offset, f"truncated file: it ends {where}, in the image that starts at byte {member_start}"
@@ -296,7 +373,11 @@ def graph_files(path: str | Path) -> list[Path]:
 
 
 def iter_raw_graphs(
-    path: str | Path, chunk_size: int = DEFAULT_CHUNK, *, max_member_bytes: int = DEFAULT_MAX_MEMBER
+    path: str | Path,
+    chunk_size: int = DEFAULT_CHUNK,
+    *,
+    max_member_bytes: int = DEFAULT_MAX_MEMBER,
+    limits: GraphLimits = DEFAULT_LIMITS,
 ) -> Iterator[tuple[str, Any]]:
     """Yield `(image_id, raw_value)` in file order, streaming; `raw_value` is unvalidated.
 
@@ -304,10 +385,11 @@ def iter_raw_graphs(
     by name. A broken file yields every complete image before the break, then raises `ValueError`
     with the file and byte offset. A duplicated image id is yielded twice (orjson.loads of the whole
     file would keep the last); `load_graphs` rejects the repeat. An image whose JSON is sound but whose
-    value is not (a duplicate key inside it, a value orjson refuses) yields a `RawDefect`.
+    value is not (a duplicate key inside it, a value orjson refuses) yields a `RawDefect`, and so does
+    one past `limits.max_graph_bytes` or `limits.max_depth`, unparsed.
     """
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive number of bytes, got {chunk_size}")
     for file in graph_files(path):
         log.info("reading scene graphs from %s", file)
-        yield from _FileStream(file, chunk_size, max_member_bytes)
+        yield from _FileStream(file, chunk_size, max_member_bytes, limits)

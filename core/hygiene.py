@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
+
 from hardneg.core.geometry import contradicted, iou
 from hardneg.core.ingest import graph_to_row, row_to_graph
 from hardneg.core.io import digest, file_digest
@@ -33,16 +35,34 @@ def words_digest() -> str:
     return digest([file_digest(data_path(f"templates/{f}")) for f in (NOUNS_FILE, ATTRIBUTES_FILE, RELATIONS_FILE)])
 
 
+def _overlapping(graph: SceneGraph, ids: list[str], min_iou: float) -> np.ndarray:
+    """Bool matrix over `ids`: the pairs whose IoU may reach `min_iou`, from every pair's IoU at once.
+
+    Every pair of an image is compared (up to `inputs.max_objects` squared, a million), so the comparison
+    is one vectorised pass; only the pairs near the threshold are then looked at one by one. The margin
+    keeps every pair `iou` itself would accept."""
+    x, y, w, h = np.array([graph.objects[i].box for i in ids], dtype=np.float64).reshape(-1, 4).T
+    inter = np.clip(np.minimum.outer(x + w, x + w) - np.maximum.outer(x, x), 0, None)
+    inter *= np.clip(np.minimum.outer(y + h, y + h) - np.maximum.outer(y, y), 0, None)
+    area = w * h
+    union = np.add.outer(area, area)
+    union -= inter
+    union *= min_iou - 1e-9
+    return inter >= union
+
+
 def duplicates(graph: SceneGraph, words: Words, min_iou: float) -> dict[str, tuple[str, float]]:
     """object id -> (the id it duplicates, their IoU), for every annotation of an object already annotated
     under a lower id. Chains resolve to the first: a duplicate of a duplicate points at the original."""
     ids = sorted(graph.objects, key=lambda i: (len(i), i))
+    near = _overlapping(graph, ids, min_iou)
     into: dict[str, tuple[str, float]] = {}
     for k, a in enumerate(ids):
         if a in into:
             continue
         oa = graph.objects[a]
-        for b in ids[k + 1 :]:
+        for j in (np.flatnonzero(near[k, k + 1 :]) + k + 1).tolist():
+            b = ids[j]
             if b in into:
                 continue
             ob = graph.objects[b]

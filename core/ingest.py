@@ -23,7 +23,7 @@ from typing import Any
 
 from PIL import Image, UnidentifiedImageError
 
-from hardneg.core.gqa import load_graphs, validate_graph
+from hardneg.core.gqa import GraphLimits, load_graphs, validate_graph
 from hardneg.core.gqa_stream import graph_files
 from hardneg.core.ids import printable_id
 from hardneg.core.records import Reject, SceneGraph
@@ -173,7 +173,7 @@ class IngestStage(Stage):
             shards.append(shard)
             buf.clear()
 
-        for check in load_graphs(sg):
+        for check in load_graphs(sg, limits=GraphLimits.of(cfg.inputs)):
             unit.items_in += 1
             if check.graph is None:
                 unit.reject(Reject("ingest", check.reason or "invalid", printable_id(check.image_id)))

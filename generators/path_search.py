@@ -8,13 +8,16 @@ The search follows CLEVR-Ref+'s generator in spirit, deterministically:
   uniqueness of a combination is an AND of masks, and partial combinations that cannot be unique or that
   carry a useless hop are pruned without building a path;
 - the search order is a shuffle keyed by (seed, image, target, type), bounded by a count
-  (`paths.max_candidates`), never by wall clock, so sharding and timing never change the output.
+  (`paths.max_candidates`), never by wall clock, so sharding and timing never change the output;
+- the whole image's search is bounded too, by a count of steps (`paths.max_image_steps`,
+  `generators/search_budget.py`): in a crowd of one name every hop's mask costs objects x objects.
 """
 
 from __future__ import annotations
 
 import functools
 import itertools
+import math
 import random
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -25,6 +28,7 @@ from hardneg.core.config import RunConfig
 from hardneg.core.executor import GraphIndex, execute
 from hardneg.core.records import PathEdge, PathNode, SameEdge, SceneGraph
 from hardneg.generators.expressions import ordered_attributes
+from hardneg.generators.search_budget import StepBudget
 from hardneg.generators.targets import PathResources, related_ok
 
 
@@ -59,7 +63,7 @@ def _attr_subsets(
 
 
 class PathSearch:
-    """Per-image state: the index, the usable related objects and memoised match sets."""
+    """Per-image state: the index, the usable related objects, memoised match sets, and the step budget."""
 
     def __init__(self, graph: SceneGraph, cfg: RunConfig, res: PathResources):
         self.graph = graph
@@ -72,12 +76,15 @@ class PathSearch:
         self.refused: Counter = Counter()  # candidates each path rule refused (paths.rules)
         self._desc_cache: dict[tuple[str, tuple[str, ...]], PathNode] = {}
         self._subset_cache: dict[tuple[str, int, str | None], list[tuple[str, ...]]] = {}
+        self.steps = StepBudget(self.index, cfg.paths.max_image_steps)  # this image's work bound
 
     def subsets(self, oid: str, max_size: int, exclude_category: str | None = None) -> list[tuple[str, ...]]:
         """A fresh list (callers shuffle it) of the object's usable attribute subsets, memoised."""
         key = (oid, max_size, exclude_category)
         got = self._subset_cache.get(key)
         if got is None:
+            n = len(self.graph.objects[oid].attributes)
+            self.steps.spend(sum(math.comb(n, k) for k in range(min(max_size, n) + 1)))
             got = _attr_subsets(self.graph.objects[oid].attributes, self.res.table, max_size, exclude_category)
             self._subset_cache[key] = got
         return list(got)
@@ -101,15 +108,23 @@ class PathSearch:
         its cache, so its id names it), executed afresh for a 2-hop child."""
         key = id(child)
         if key not in self._matches:
+            self.steps.spend(self.steps.execution(child, self.known_size))
             return execute(child, self.index)
         got = self._matches[key]
         if got is None:
+            self.steps.spend(self.steps.execution(child, self.known_size))
             got = self._matches[key] = execute(child, self.index)
         return got
+
+    def known_size(self, node: PathNode) -> int | None:
+        """How many objects a node of `node()` matches (memoised, so the bound on executing a path that holds
+        it is tight); None for another node."""
+        return len(self.matches(node)) if id(node) in self._matches else None
 
     def edges(self, oid: str, exclude: frozenset[str]) -> list[tuple[str, str]]:
         """Usable out-edges (relation, object) of an object, deduplicated, in a stable order."""
         skip = self.res.relations.skip
+        self.steps.spend(len(self.graph.objects[oid].relations))
         out: list[tuple[str, str]] = []
         seen: set[tuple[str, str]] = set()
         for rel in self.graph.objects[oid].relations:
@@ -123,6 +138,7 @@ class PathSearch:
 
 def _mask_relation(search: PathSearch, distractors: list[str], relation: str, child: PathNode) -> int:
     matched = search.matches(child)
+    search.steps.spend(search.steps.pairs(relation, len(distractors), len(matched)))
     mask = 0
     for i, d in enumerate(distractors):
         if search.index.related(d, relation, matched):
@@ -132,6 +148,7 @@ def _mask_relation(search: PathSearch, distractors: list[str], relation: str, ch
 
 def _mask_same(search: PathSearch, distractors: list[str], category: str, child: PathNode) -> int:
     matched = search.matches(child)
+    search.steps.spend(search.steps.pairs(None, len(distractors), len(matched)))
     cat_attrs = search.index.cat_attrs
     mask = 0
     for i, d in enumerate(distractors):
@@ -146,6 +163,7 @@ def _mask_same(search: PathSearch, distractors: list[str], category: str, child:
 
 
 def _mask_attrs(search: PathSearch, distractors: list[str], attrs: tuple[str, ...]) -> int:
+    search.steps.spend(len(distractors) + 1)
     need = frozenset(attrs)
     mask = 0
     for i, d in enumerate(distractors):
@@ -191,6 +209,7 @@ def _same_elements(
         mine = idx.cat_attrs[target].get(cat)
         if not mine:
             continue
+        search.steps.spend(len(search.related_sorted))
         for oid in search.related_sorted:
             other = search.graph.objects[oid]
             if oid == target or other.name == tobj.name:
@@ -308,6 +327,7 @@ def candidate_paths(search: PathSearch, target: str, ptype: str, rng: random.Ran
             budget -= 1
             if budget < 0:
                 return
+            search.steps.spend(1)
             if _valid(m, (), has_d):
                 yield _build(search, target, attrs, ())
         return
@@ -325,6 +345,7 @@ def candidate_paths(search: PathSearch, target: str, ptype: str, rng: random.Ran
                 budget -= 1
                 if budget < 0:
                     return
+                search.steps.spend(1)
                 if _valid(m, (el,), has_d):
                     if why is UNASKED:  # the rules read the hops, not the attributes: once per hop
                         why = _refusal(search, tobj.name, (el,), has_d)
@@ -336,6 +357,7 @@ def candidate_paths(search: PathSearch, target: str, ptype: str, rng: random.Ran
         elements = list(itertools.islice(_relation_elements(search, target, distractors, False, rng), p.max_candidates))
         options = attr_options()
         for i, j in itertools.combinations(range(len(elements)), 2):
+            search.steps.spend(1)
             e1, e2 = elements[i], elements[j]
             if e1.child.id == e2.child.id:
                 continue  # two facts about one object read as a 2-object "and"
@@ -344,6 +366,7 @@ def candidate_paths(search: PathSearch, target: str, ptype: str, rng: random.Ran
                 budget -= 1
                 if budget < 0:
                     return
+                search.steps.spend(1)
                 if _valid(m, (e1, e2), has_d):
                     if why is UNASKED:
                         why = _refusal(search, tobj.name, (e1, e2), has_d)

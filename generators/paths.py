@@ -23,6 +23,7 @@ from hardneg.core.vocab import RelationVocab
 from hardneg.generators.annotation_rules import Evidence, many_refusal, printed_refusal, risk_reasons
 from hardneg.generators.export_certify import Certifier
 from hardneg.generators.path_search import PathSearch, candidate_paths
+from hardneg.generators.search_budget import SearchBudgetSpent
 from hardneg.generators.targets import GENERATOR, PathResources, box_reason, related_ok, target_reason
 
 __all__ = [
@@ -88,34 +89,16 @@ def generate_positives(
     stats: Counter = Counter()
     rejects: list[Reject] = []
     search = PathSearch(graph, cfg, res)
-    kept: list[Positive] = []
+    kept: list[_Candidate] = []
     for tid in sorted(graph.objects):
-        obj = graph.objects[tid]
-        why = target_reason(obj, graph, cfg, res) or _annotation_reason(obj, graph, res, evidence, stats)
-        if why is not None:
-            stats["targets_filtered"] += 1
-            rejects.append(Reject("targets", why, graph.image_id, detail={"object": tid, "name": obj.name}))
-            continue
-        stats["targets"] += 1
-        for ptype in cfg.paths.types:
-            rng = random.Random(keyed_seed(cfg.seed, graph.image_id, tid, ptype))
-            found = 0
-            for path in candidate_paths(search, tid, ptype, rng):
-                if not matches_exactly(path, search.index, tid):
-                    # The masks and the executor disagree: a bug, never a silent keep.
-                    raise AssertionError(f"image {graph.image_id}: mask search kept a non-unique path")
-                if "many_targets" in res.rules and (why := many_refusal(path, evidence)) is not None:
-                    stats["refused:many_targets"] += 1
-                    rejects.append(Reject("paths", why, graph.image_id, Positive.make_id(graph.image_id, path),
-                                          detail={"object": tid, "tuple_type": ptype}))  # fmt: skip
-                    continue
-                kept.append(_Candidate(path, ptype, path_level(path, search.index)))
-                found += 1
-                if found >= cfg.paths.per_target_type:
-                    break
-            stats[f"found:{ptype}"] += found
-            if not found:
-                stats[f"none:{ptype}"] += 1
+        try:
+            _search_target(search, tid, evidence, kept, stats, rejects)
+        except SearchBudgetSpent:
+            stats["budget_exhausted"] += 1
+            why = (f"search budget of {cfg.paths.max_image_steps:,} steps spent (paths.max_image_steps) at object "
+                   f"{tid}; the objects after it were not searched")  # fmt: skip
+            rejects.append(Reject("paths", why, graph.image_id, detail={"object": tid}))
+            break
     if len(kept) > cfg.paths.max_per_image:
         kept, dropped = _cap_image(kept, cfg, graph.image_id, res)
         for c in dropped:
@@ -133,6 +116,47 @@ def generate_positives(
     stats.update({f"refused:{rule}": n for rule, n in search.refused.items()})
     certifier = Certifier(res.words, res.table)
     return [_positive(graph, c, search, res, evidence, certifier) for c in kept], rejects, stats
+
+
+def _search_target(
+    search: PathSearch,
+    tid: str,
+    evidence: Evidence | None,
+    kept: list[_Candidate],
+    stats: Counter,
+    rejects: list[Reject],
+) -> None:
+    """One target's paths of every type into `kept`; raises `SearchBudgetSpent` when the image's step
+    budget runs out (what it kept before stays)."""
+    graph, cfg, res = search.graph, search.cfg, search.res
+    obj = graph.objects[tid]
+    search.steps.spend(len(graph.objects))  # the annotation rule compares the target with every object
+    why = target_reason(obj, graph, cfg, res) or _annotation_reason(obj, graph, res, evidence, stats)
+    if why is not None:
+        stats["targets_filtered"] += 1
+        rejects.append(Reject("targets", why, graph.image_id, detail={"object": tid, "name": obj.name}))
+        return
+    stats["targets"] += 1
+    for ptype in cfg.paths.types:
+        rng = random.Random(keyed_seed(cfg.seed, graph.image_id, tid, ptype))
+        found = 0
+        for path in candidate_paths(search, tid, ptype, rng):
+            search.steps.spend(search.steps.execution(path, search.known_size) + search.steps.level(path))
+            if not matches_exactly(path, search.index, tid):
+                # The masks and the executor disagree: a bug, never a silent keep.
+                raise AssertionError(f"image {graph.image_id}: mask search kept a non-unique path")
+            if "many_targets" in res.rules and (why := many_refusal(path, evidence)) is not None:
+                stats["refused:many_targets"] += 1
+                rejects.append(Reject("paths", why, graph.image_id, Positive.make_id(graph.image_id, path),
+                                      detail={"object": tid, "tuple_type": ptype}))  # fmt: skip
+                continue
+            kept.append(_Candidate(path, ptype, path_level(path, search.index)))
+            found += 1
+            if found >= cfg.paths.per_target_type:
+                break
+        stats[f"found:{ptype}"] += found
+        if not found:
+            stats[f"none:{ptype}"] += 1
 
 
 def _annotation_reason(
