@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -21,6 +22,7 @@ import pytest
 
 from hardneg.backends.language import BackendUnavailable
 from hardneg.backends.openai_backend import OpenAIBackend
+from hardneg.backends.cache import MAX_CACHED_CHARS
 from hardneg.backends.untrusted import MAX_STORED_CHARS, clean
 from hardneg.core.config import load_config
 from hardneg.flows.pipeline import run_local
@@ -259,8 +261,13 @@ def test_huge_answers_are_bounded_in_rejects_cache_and_run_folder(
         raw = r["detail"]["raw"]
         assert re.search(r"w… \[cut: 2,000,0\d\d chars\]$", raw), raw[-40:]
         assert len(json.dumps(r)) < 2 * MAX_STORED_CHARS + 2000
+    db = next(f for f in _files(root) if f.name == "llm_cache.sqlite")
+    with sqlite3.connect(db) as conn:  # the write-ahead log grows with the number of inserts, not their size
+        longest = conn.execute("SELECT max(length(raw)) FROM responses").fetchone()[0]
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    assert longest <= MAX_CACHED_CHARS  # over-long answers are not cached
     cache = [f for f in _files(root) if f.name.startswith("llm_cache.sqlite")]
-    assert cache and sum(f.stat().st_size for f in cache) < 1_000_000  # over-long answers are not cached
+    assert sum(f.stat().st_size for f in cache) < 1_000_000
     sizes = {str(f.relative_to(root)): f.stat().st_size for f in _files(root)}
     assert max(sizes.values()) < 2_000_000, max(sizes.items(), key=lambda kv: kv[1])
     assert sum(sizes.values()) < 30_000_000
