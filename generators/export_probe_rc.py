@@ -267,7 +267,7 @@ class ProbeSearch:
         out = [("probe_r/predicate", rp.predicate, rp.predicate.won()[:1]), ("probe_r/subject", rp.subject, subject)]
         if rp.subject_only is not None:
             out.append(("probe_r/subject_only", rp.subject_only, rp.subject_only.won()[:take]))
-        if take and subject:
+        if take and subject and subject[0]["swap"]["subject"][1] in rp.swapped:  # none where absence proves nothing
             images = rp.swapped[subject[0]["swap"]["subject"][1]]
             out.append(("probe_r/swapped_subject", images, images.won()[:take]))
         return out

@@ -333,3 +333,22 @@ def test_probe_b_class_list_names_distinct_things():
     assert classes[0] == "dog" and "dogs" not in classes and "animal" not in classes  # forms and kinds of one
     assert "sky" not in classes and "nan" not in classes and "rare" not in classes
     assert "car" in classes and "wheel" not in classes  # a part of a class
+
+
+def test_a_subject_swap_without_swapped_subject_images_is_kept_without_them():
+    """Regression (100 real GQA graphs): a subject whose absence proves nothing (a crowd name) gets no
+    swapped-subject image probes; the certified subject swap still counts, instead of a KeyError."""
+    from hardneg.generators.export_probe_rc import Probe, ProbeSearch, RelationProbes
+
+    def won(fields: dict, *options: dict) -> Probe:
+        probe = Probe(fields, list(options))
+        probe.ok.update({k: True for k in range(len(options))})
+        probe.pending.update({k: 0 for k in range(len(options))})
+        return probe
+
+    swap = {"swapped": "the cupcake on the table", "swap": {"subject": ["cake", "cupcake"]}}
+    rp = RelationProbes({"image_id": "1"}, won({"kind": "probe_r/predicate"}), won({}, swap), None, swapped={})
+    search = ProbeSearch.__new__(ProbeSearch)
+    search.subject_only = 3
+    chosen = {kind: options for kind, _, options in search._chosen(rp)}
+    assert chosen == {"probe_r/predicate": [], "probe_r/subject": [swap]}
