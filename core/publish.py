@@ -117,7 +117,7 @@ def publishing(root: Path) -> Iterator[None]:
     try:
         yield
     except BaseException:
-        if (stages := rollback(root)):
+        if stages := rollback(root):
             log.warning("the run's outputs are back as they were; %s will be redone", ", ".join(stages))
         raise
     commit(root)

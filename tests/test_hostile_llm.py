@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
+from hardneg.backends.cache import MAX_CACHED_CHARS
 from hardneg.backends.language import BackendUnavailable
 from hardneg.backends.openai_backend import OpenAIBackend
-from hardneg.backends.cache import MAX_CACHED_CHARS
 from hardneg.backends.untrusted import MAX_STORED_CHARS, clean
 from hardneg.core.config import load_config
 from hardneg.flows.pipeline import run_local

@@ -118,7 +118,7 @@ def test_split_refuses_a_score_shard_changed_in_place(tiny_run, tmp_path):
     data = shard.read_bytes()
     i = data.index(b'":0.') + 4  # the first digit of a score
     shard.write_bytes(data[:i] + (b"1" if data[i : i + 1] != b"1" else b"2") + data[i + 1 :])  # same size
-    with pytest.raises(ValueError, match="scores-.* changed since it was written"):
+    with pytest.raises(ValueError, match=r"scores-.* changed since it was written"):
         resplit(root, {"refine": {"enabled": False}})
     assert outputs(root) == before
 
