@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from PIL import Image
@@ -92,6 +93,11 @@ def _dup_object(g: dict[str, Any]) -> bytes:
     return b'{"width":%d,"height":%d,"objects":{%s,%s}}' % (g["width"], g["height"], objs, twin)
 
 
+def _many_objects(g: dict[str, Any]) -> bytes:
+    o = {**g["objects"]["1"], "relations": []}
+    return orjson.dumps({**g, "objects": {f"{k}": o for k in range(1, 1_002)}})
+
+
 # graph defects: each turns a valid graph into the bytes of one that must be rejected
 DEFECTS = {
     "control character": lambda g: _set_name(g, "cu\x1bp"),
@@ -106,8 +112,16 @@ DEFECTS = {
     "invalid UTF-8": lambda g: _set_name(g, "QQQ").replace(b"QQQ", b"\xff\xfe"),
     "objects as list": lambda g: orjson.dumps({**g, "objects": list(g["objects"].values())}),
     "relations as dict": _relations_dict,
+    # hostile: each cost a crash or minutes before the per-image limits
+    "deep nesting": lambda g: orjson.dumps(g).replace(
+        b'"attributes":', b'"attributes":' + b"[" * 600 + b"]" * 600 + b',"a":', 1
+    ),
+    "huge coordinate": lambda g: orjson.dumps(g).replace(b'"x":', b'"x":1.2e29,"xx":', 1),
+    "too many objects": _many_objects,
+    "over a megabyte": lambda g: orjson.dumps({**g, "note": "x" * 1_100_000}),
 }
-BAD_IMAGES = ("missing", "truncated", "wrong_size", "garbage", "empty", "png")  # png: PNG bytes named .jpg
+# png/gif: other formats named .jpg; cmyk: a JPEG in a mode colour words cannot trust; symlink: a link out
+BAD_IMAGES = ("missing", "truncated", "wrong_size", "garbage", "empty", "png", "gif", "cmyk", "symlink")
 
 
 @st.composite
@@ -116,12 +130,14 @@ def corpora(draw: Any) -> list[Entry]:
     for i in range(draw(st.integers(1, 7))):
         g = draw(graphs())
         kind = draw(st.sampled_from(["good", "good", "good", "defect", "bad_id", "bad_image", "duplicate_id"]))
-        prefix = draw(st.sampled_from(["", "Img ", "ü-", "x.", "-"]))
+        prefix = draw(st.sampled_from(["", "Img ", "ü-", "x.", "-", "<img src=x onerror=alert(5)>"]))
         image_id, member, image, bad = f"{prefix}{i}", orjson.dumps(g), "ok", False
         if kind == "defect":
             member, bad = DEFECTS[draw(st.sampled_from(sorted(DEFECTS)))](g), True
         elif kind == "bad_id":
-            image_id = draw(st.sampled_from([f"a/{i}", f"{i}\n", "9" * 201 + str(i), f"{ESCAPES[i % 2]}{i}"]))
+            image_id = draw(
+                st.sampled_from([f"a/{i}", f"{i}\n", f"{i}\x00", "9" * 301 + str(i), f"{ESCAPES[i % 2]}{i}"])
+            )
             image, bad = "none", True
         elif kind == "bad_image":
             image, bad = draw(st.sampled_from(BAD_IMAGES)), True
@@ -138,7 +154,9 @@ def _image_bytes(kind: str, w: int, h: int) -> bytes:
     buf = io.BytesIO()
     im = Image.new("RGB", (w + 3 if kind == "wrong_size" else w, h), (120, 40, 200))
     im.putpixel((1, 1), (0, 255, 0))
-    im.save(buf, "PNG" if kind == "png" else "JPEG", quality=90)
+    if kind == "cmyk":
+        im = im.convert("CMYK")
+    im.save(buf, {"png": "PNG", "gif": "GIF"}.get(kind, "JPEG"), quality=90)
     data = buf.getvalue()
     return {"truncated": data[: len(data) // 2], "garbage": b"\xff\xd8\xff\xe0 not a jpeg" * 7, "empty": b""}.get(
         kind, data
@@ -151,7 +169,14 @@ def _write_corpus(folder: Path, entries: list[Entry]) -> tuple[Path, Path]:
     for e in entries:
         if e.image in ("none", "missing"):
             continue
-        (images / f"{e.image_id}.jpg").write_bytes(_image_bytes(e.image, *e.size))
+        data = _image_bytes(e.image, *e.size)
+        if e.image == "symlink":  # a good image, reached through a link that leaves the folder
+            target = folder / "in" / "elsewhere" / f"{len(e.image_id)}-{hash(e.image_id)}.jpg"
+            target.parent.mkdir(exist_ok=True)
+            target.write_bytes(data)
+            (images / f"{e.image_id}.jpg").symlink_to(target)
+        else:
+            (images / f"{e.image_id}.jpg").write_bytes(data)
     graphs_file = folder / "in" / "sceneGraphs.json"
     graphs_file.write_bytes(b"{" + b",\n".join(e.member for e in entries) + b"}")
     return graphs_file, images
@@ -178,6 +203,25 @@ def _paths_output(run: Run) -> tuple[list[Any], list[Any]]:
 @settings(max_examples=40, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(corpora())
 def test_bad_input_is_rejected_with_a_reason_and_never_changes_good_output(entries: list[Entry]):
+    n = _check(entries)
+    event(f"bad images: {sum(e.bad for e in entries)}, positives: {'3+' if n >= 3 else n}")
+
+
+GOOD = {"width": 40, "height": 30, "objects": {"1": {"name": "cup", "x": 2, "y": 3, "w": 10, "h": 8,
+        "attributes": ["red"], "relations": []}}}  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", [f"graph:{d}" for d in sorted(DEFECTS)] + [f"image:{b}" for b in BAD_IMAGES])
+def test_each_kind_of_bad_input_alone_beside_a_good_image(kind: str):
+    """Every defect and bad image, certainly drawn (the property test draws them at random)."""
+    what, name = kind.split(":")
+    member = DEFECTS[name](GOOD) if what == "graph" else orjson.dumps(GOOD)
+    bad = Entry("7", b'"7": ' + member, name if what == "image" else "ok", True, (40, 30))
+    _check([Entry("1", b'"1": ' + orjson.dumps(GOOD), "ok", False, (40, 30)), bad])
+
+
+def _check(entries: list[Entry]) -> int:
+    """Run `entries` and the good ones alone; check the rejects and the output; returns the positives."""
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         before = snapshot(folder, folder / "out" / "run")
@@ -202,5 +246,4 @@ def test_bad_input_is_rejected_with_a_reason_and_never_changes_good_output(entri
         clean_run, _ = _run(folder / "clean", good)  # the good images alone
         got = _paths_output(run)
         assert got == _paths_output(clean_run)
-        n = len(got[0])
-        event(f"bad images: {sum(e.bad for e in entries)}, positives: {'3+' if n >= 3 else n}")
+        return len(got[0])
