@@ -10,11 +10,12 @@ another's records.
 
 from __future__ import annotations
 
+import bisect
 import os
 import random
 import shutil
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -81,8 +82,8 @@ class CorpusIndex:
 
     def __init__(self, rows: Iterable[dict[str, Any]], splits: SplitsConfig, pairs: bool = False) -> None:
         self.images: dict[str, ImageInfo] = {}
-        self.by_name: dict[tuple[str, str], list[str]] = defaultdict(list)
-        self.by_pair: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+        self.by_name: dict[tuple[str, str], Sequence[str]] = defaultdict(list)  # SortedIds once built
+        self.by_pair: dict[tuple[str, str, str], Sequence[str]] = defaultdict(list)
         self.names_by_attribute: dict[tuple[str, str], set[str]] = defaultdict(set)  # (split, attribute) -> names
         for row in rows:
             image_id, g = row["image_id"], row["graph"]
@@ -97,6 +98,8 @@ class CorpusIndex:
                 for n, a in seen:
                     self.by_pair[(split, n, a)].append(image_id)
                     self.names_by_attribute[(split, a)].add(n)
+        self.by_name = {k: SortedIds.of(v) for k, v in self.by_name.items()}  # type: ignore[misc]
+        self.by_pair = {k: SortedIds.of(v) for k, v in self.by_pair.items()}  # type: ignore[misc]
 
     def similarity(self, a: str, b: str) -> float:
         """Shared core traits of two images: the Jaccard index of their names, plus half for one location."""
@@ -106,11 +109,51 @@ class CorpusIndex:
         return (len(x.names & y.names) / union if union else 0.0) + (0.5 if same_place else 0.0)
 
 
+class SortedIds(Sequence[str]):
+    """Distinct image ids in sorted order, with at most one left out, never copied: what `sample` draws from.
+
+    The corpus index keeps its image lists in this form, so drawing a few candidates for one positive costs
+    the few draws, not a sort of every image of the split that shows the name (which, once per positive,
+    made the exports quadratic in the corpus)."""
+
+    __slots__ = ("_ids", "_skip")
+
+    def __init__(self, ids: tuple[str, ...], skip: int | None = None) -> None:
+        self._ids, self._skip = ids, skip
+
+    @classmethod
+    def of(cls, ids: Iterable[str]) -> SortedIds:
+        return cls(tuple(sorted(set(ids))))
+
+    def without(self, image_id: str) -> SortedIds:
+        """These ids less `image_id` (itself when it is not one of them)."""
+        j = bisect.bisect_left(self._ids, image_id)
+        return (
+            SortedIds(self._ids, j) if self._skip is None and j < len(self._ids) and self._ids[j] == image_id else self
+        )
+
+    def __len__(self) -> int:
+        return len(self._ids) - (self._skip is not None)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        n = len(self)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(i)
+        return self._ids[i + 1 if self._skip is not None and i >= self._skip else i]
+
+
+NO_IDS = SortedIds(())
+
+
 def sample(ids: Iterable[str], k: int, *key: object) -> list[str]:
     """At most `k` of `ids`, a keyed random choice (the same every run, whatever the order of `ids`)."""
-    pool = sorted(set(ids))
+    pool = ids if isinstance(ids, SortedIds) else sorted(set(ids))
     if len(pool) <= k:
-        return pool
+        return list(pool)
     return sorted(random.Random(keyed_seed(*key)).sample(pool, k))
 
 

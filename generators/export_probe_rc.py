@@ -40,7 +40,7 @@ from hardneg.core.plausibility import Counts, Plausibility
 from hardneg.core.records import PathNode, SceneGraph, keyed_seed
 from hardneg.core.words import Words
 from hardneg.generators.export_certify import Certifier, path_of
-from hardneg.generators.export_common import CorpusIndex, GraphChecks, noun_phrase, relation_prompt, sample
+from hardneg.generators.export_common import NO_IDS, CorpusIndex, GraphChecks, noun_phrase, relation_prompt, sample
 
 SUBJECT_TRIES = 12  # swapped subjects certified per triple (the first that passes is kept)
 OBJECT_TRIES = 5  # swapped objects tried per Probe-C attribute
@@ -170,7 +170,7 @@ class ProbeSearch:
         if kind == "probe_r/swapped_subject":
             fields.update(correct=noun_phrase(self.words, name), swapped=noun_phrase(self.words, false.name))
         probe = Probe(fields)
-        pool = [i for i in self.index.by_name.get((base["split"], name), []) if i != i0]
+        pool = self.index.by_name.get((base["split"], name), NO_IDS).without(i0)
         k = max(self.candidates, POOL * self.subject_only)
         for img in self._order(sample(pool, k, self.seed, kind, pid, name), *base["triple"], name):
             if banned is not None and any(self.cert.could_be(n, banned) for n in self.index.images[img].names):

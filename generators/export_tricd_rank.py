@@ -22,13 +22,13 @@ are the most confusable images in which the expression is certainly false.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from hardneg.core.config import SplitsConfig
 from hardneg.core.records import PathNode
 from hardneg.core.splits import split_of
-from hardneg.generators.export_common import CorpusIndex, sample
+from hardneg.generators.export_common import CorpusIndex, SortedIds, sample
 
 Edge = tuple[str, str]  # (subject name, relation)
 
@@ -40,7 +40,7 @@ class RelationIndex:
     def __init__(self, splits: SplitsConfig) -> None:
         self.splits = splits
         self.edges: dict[str, frozenset[Edge]] = {}
-        self.by_edge: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+        self.by_edge: dict[tuple[str, str, str], Sequence[str]] = defaultdict(list)  # SortedIds once read
 
     def watch(self, rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
         """The rows unchanged, each one's relation pairs recorded on the way."""
@@ -53,6 +53,7 @@ class RelationIndex:
             for name, relation in pairs:
                 self.by_edge[(split, name, relation)].append(image_id)
             yield row
+        self.by_edge = {k: SortedIds.of(v) for k, v in self.by_edge.items()}  # type: ignore[misc]
 
 
 def path_edges(path: PathNode) -> frozenset[Edge]:

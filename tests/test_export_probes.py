@@ -352,3 +352,22 @@ def test_a_subject_swap_without_swapped_subject_images_is_kept_without_them():
     search.subject_only = 3
     chosen = {kind: options for kind, _, options in search._chosen(rp)}
     assert chosen == {"probe_r/predicate": [], "probe_r/subject": [swap]}
+
+
+def test_drawing_from_the_sorted_index_draws_what_a_sorted_copy_would():
+    """The corpus index keeps its image lists sorted once, and leaves one image out without copying: the
+    keyed draws must be the ones a fresh sorted copy gives (the exports stay the same), for small pools
+    (which `random.sample` copies) and large ones (which it indexes)."""
+    from hardneg.generators.export_common import SortedIds, sample
+
+    rng = np.random.default_rng(0)
+    for n in (0, 1, 5, 30, 400):
+        ids = [f"{i:05d}" for i in rng.choice(100_000, n, replace=False)]
+        pool = SortedIds.of(ids[::-1])
+        assert list(pool) == sorted(ids)
+        for left_out in ids[:3] + ["not-there"]:
+            rest = [i for i in ids if i != left_out]
+            view = pool.without(left_out)
+            assert list(view) == sorted(rest) and len(view) == len(rest)
+            for k in (1, 3, 10, 50):
+                assert sample(view, k, 7, "key", left_out) == sample(rest, k, 7, "key", left_out)
