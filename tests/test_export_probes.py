@@ -365,7 +365,7 @@ def test_drawing_from_the_sorted_index_draws_what_a_sorted_copy_would():
         ids = [f"{i:05d}" for i in rng.choice(100_000, n, replace=False)]
         pool = SortedIds.of(ids[::-1])
         assert list(pool) == sorted(ids)
-        for left_out in ids[:3] + ["not-there"]:
+        for left_out in [*ids[:3], "not-there"]:
             rest = [i for i in ids if i != left_out]
             view = pool.without(left_out)
             assert list(view) == sorted(rest) and len(view) == len(rest)
