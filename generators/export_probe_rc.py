@@ -71,6 +71,7 @@ class RelationProbes:
     subject: Probe
     subject_only: Probe | None
     swapped: dict[str, Probe]  # swapped subject name -> images that show it and no subject
+    later: dict[str, tuple[Any, ...]] = field(default_factory=dict)  # their `_images` arguments, until needed
 
 
 class ProbeSearch:
@@ -147,6 +148,7 @@ class ProbeSearch:
             self._option(pred, option, [(i0, self._true(true_path)), (i0, self._false(false))])
         subj = Probe({**base, "kind": "probe_r/subject", "image_id": i0, "correct": correct})
         swapped: dict[str, Probe] = {}
+        later: dict[str, tuple[Any, ...]] = {}
         tries = [n for n in self._order(self.names, "probe_r/subject", p["id"], s, r, o) if c.triples[(n, r, o)] == 0]
         for s2 in [n for n in tries if self.words.names_contradict(s, n)[0]][:SUBJECT_TRIES]:
             false = path_of(s2, relation=r, obj=o)
@@ -154,13 +156,26 @@ class ProbeSearch:
                       "certificate": {"true": true_path.to_json(), "false": false.to_json()}}  # fmt: skip
             self._option(subj, option, [(i0, self._true(true_path)), (i0, self._false(false))])
             if self.subject_only and self.cert.absence_refusal(s) is None:  # else "no cup here" proves nothing
-                swapped[s2] = self._images(base, "probe_r/swapped_subject", p["id"], i0, s2, path_of(s))
+                later[s2] = (base, "probe_r/swapped_subject", p["id"], i0, s2, path_of(s))
         only = None
         if self.subject_only and self.cert.absence_refusal(o) is None:
             only = self._images(base, "probe_r/subject_only", p["id"], i0, s, true_path, o)
             only.fields.update(correct=noun_phrase(self.words, s), swapped=correct)
         self.relation_probes.append(RelationProbes({**base, "image_id": i0, "correct": correct}, pred, subj, only,
-                                                   swapped))  # fmt: skip
+                                                   swapped, later))  # fmt: skip
+
+    def swapped_subject_sets(self) -> bool:
+        """After a first pass of checks, the swapped-subject image sets of the subject swaps it certified, the
+        only ones `_chosen` can take (registering all of them first cost most of the export's checks: up to
+        `SUBJECT_TRIES` sets per triple, for one used). True when a second pass has checks to run."""
+        added = False
+        for rp in self.relation_probes:
+            for o in rp.subject.won():
+                name = o["swap"]["subject"][1]
+                if name in rp.later and name not in rp.swapped:
+                    rp.swapped[name] = self._images(*rp.later.pop(name))
+                    added = True
+        return added
 
     def _images(self, base: dict[str, Any], kind: str, pid: int, i0: str, name: str, false: PathNode,
                 banned: str | None = None) -> Probe:  # fmt: skip

@@ -163,6 +163,8 @@ class ProbesStage(Stage):
                     seen.add(key)
                     search.attribute(p, n, a)
         checks.run(hygiene_graphs(unit))
+        if search.swapped_subject_sets():  # what the first pass certified needs images of its own
+            checks.run(hygiene_graphs(unit))
         found, missed = search.results()
         for kind, n in missed.items():
             unit.stats[f"not_certified:{kind}"] += n
