@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from hardneg.core.config_files import describe_errors, find_config, merge, read_layers
 from hardneg.core.export_config import ExportsConfig
+from hardneg.core.gqa_stream import DEFAULT_LIMITS, MAX_PARSEABLE_DEPTH
 from hardneg.core.ids import id_problem
 from hardneg.core.resources import bundled_dir, data_path, is_bundled
 
@@ -58,11 +59,11 @@ class InputsConfig(_Strict):
     min_images_present: float = Field(0.5, ge=0.0, le=1.0)
     # Per-image limits (core/gqa_stream.py `GraphLimits`): an image past one is rejected at ingest with the
     # limit named, and the run goes on. Real GQA graphs stay far below (docs/running.md).
-    max_objects: int = Field(1_000, ge=1)
-    max_relations: int = Field(10_000, ge=0)  # in the graph, as listed
-    max_attributes: int = Field(100, ge=0)  # on one object
-    max_depth: int = Field(32, ge=5, le=200)  # nesting inside a graph (GQA's has 5); the parsers' limits lie above
-    max_graph_bytes: int = Field(1 << 20, ge=1)  # one image's JSON
+    max_objects: int = Field(DEFAULT_LIMITS.max_objects, ge=1)
+    max_relations: int = Field(DEFAULT_LIMITS.max_relations, ge=0)  # in the graph, as listed
+    max_attributes: int = Field(DEFAULT_LIMITS.max_attributes, ge=0)  # on one object
+    max_depth: int = Field(DEFAULT_LIMITS.max_depth, ge=5, le=MAX_PARSEABLE_DEPTH)  # nesting inside a graph (GQA's: 5)
+    max_graph_bytes: int = Field(DEFAULT_LIMITS.max_graph_bytes, ge=1)  # one image's JSON
 
 
 class DemoConfig(_Strict):
