@@ -16,26 +16,10 @@ import pytest
 
 from hardneg.core.config import load_config
 from hardneg.core.publish import TXN
-from hardneg.flows.pipeline import STAGES, resplit, run_local
+from hardneg.flows.pipeline import resplit, run_local
+from tests.test_split_safety import TINY, outputs  # outputs(root): every published file
 
-TINY = {
-    "demo": {"n_scenes": 6},
-    "shard_size": 2,
-    "images": {"candidates": 1},
-    "language": {"negatives_per_positive": 1},
-}
 CHANGED = {**TINY, "refine": {"enabled": False}}  # keeps more text negatives: every output changes
-PUBLISHED = tuple(dict.fromkeys(n for s in STAGES for n in s.publishes))
-
-
-def outputs(root: Path) -> dict[str, bytes]:
-    """Every published file of a run folder, by relative path."""
-    out = {}
-    for name in PUBLISHED:
-        p = root / name
-        files = sorted(p.rglob("*")) if p.is_dir() else [p]
-        out.update({str(f.relative_to(root)): f.read_bytes() for f in files if f.is_file()})
-    return out
 
 
 def no_space(*args, **kwargs):
