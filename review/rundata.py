@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from hardneg.core.ids import id_problem
+from hardneg.core.runfolder import image_file
 
 log = logging.getLogger(__name__)
 
@@ -225,7 +226,7 @@ class RunData:
         name (`id_problem`: a separator, a NUL, too long), which a reject record still names."""
         if self.images_dir is None or not isinstance(image_id, str | int) or id_problem(str(image_id)):
             return None
-        return _inside(self.images_dir, self.images_dir / f"{image_id}.jpg")
+        return _inside(self.images_dir, image_file(self.images_dir, str(image_id)))
 
     def run_file(self, rel: Any) -> Path | None:
         """A file named relative to the run folder (an edited image), only if it stays inside it."""
