@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from hardneg.backends.language import Answer, ReplaceRequest, RewriteRequest, Validator
 from hardneg.core.records import keyed_seed
-from hardneg.core.vocab import Lexicon
+from hardneg.core.words.vocab import Lexicon
 
 
 class LexiconBackend:

@@ -8,7 +8,7 @@ from hardneg.backends.inpaint import InpaintBackend
 from hardneg.backends.language import LanguageBackend
 from hardneg.core.config import RunConfig
 from hardneg.core.resources import bundled_dir
-from hardneg.core.vocab import Lexicon
+from hardneg.core.words.vocab import Lexicon
 
 
 def make_language_backend(cfg: RunConfig, work_dir: Path, lexicon: Lexicon) -> LanguageBackend:

@@ -20,8 +20,8 @@ from pathlib import Path
 import torch
 from PIL import Image
 
-from hardneg.core.demo_graphs import generate_graphs
-from hardneg.core.demo_render import render_scene
+from hardneg.core.demo.graphs import generate_graphs
+from hardneg.core.demo.render import render_scene
 from hardneg.filters.registry import build
 from tests.tiny_scorer_models import tiny_clip_tokenizer
 

@@ -28,9 +28,9 @@ from pathlib import Path
 from PIL import Image
 
 from hardneg.backends.inpaint import EditRegion, InpaintJob
-from hardneg.core.demo_catalog import STUFF_NAMES
-from hardneg.core.demo_graphs import generate_graphs
-from hardneg.core.demo_render import render_scene
+from hardneg.core.demo.catalog import STUFF_NAMES
+from hardneg.core.demo.graphs import generate_graphs
+from hardneg.core.demo.render import render_scene
 
 Box = tuple[int, int, int, int]
 

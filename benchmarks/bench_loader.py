@@ -29,7 +29,7 @@ from typing import Any
 import orjson
 
 from benchmarks.synthetic_gqa import GENERATOR_VERSION, write_synthetic_gqa
-from hardneg.core.gqa import DEFAULT_CHUNK, iter_raw_graphs, load_graphs
+from hardneg.core.gqa.loader import DEFAULT_CHUNK, iter_raw_graphs, load_graphs
 
 log = logging.getLogger(__name__)
 

@@ -185,11 +185,11 @@ def _child_profile(run_dir: Path, stage: str) -> dict[str, Any]:
 def _breakdown(config: Path, run_dir: Path) -> dict[str, Any]:
     """Search, levels and templates timed apart on the first shard (the paths stage does all three)."""
     from hardneg.core.config import load_config
-    from hardneg.core.ingest import row_to_graph
+    from hardneg.core.gqa.ingest import row_to_graph
     from hardneg.core.io import read_jsonl
     from hardneg.core.records import keyed_seed
-    from hardneg.generators.path_search import PathSearch, candidate_paths
-    from hardneg.generators.paths import PathResources, path_level, target_reason
+    from hardneg.generators.paths.search import PathSearch, candidate_paths
+    from hardneg.generators.paths.stage import PathResources, path_level, target_reason
 
     cfg = load_config(config)
     res = PathResources.load(cfg)

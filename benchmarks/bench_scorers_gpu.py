@@ -30,10 +30,10 @@ from pathlib import Path
 import torch
 from PIL import Image
 
-from hardneg.core.demo_graphs import generate_graphs
-from hardneg.core.demo_render import render_scene
-from hardneg.filters.clip import CLIPScorer
-from hardneg.filters.dinov2 import DinoSimilarity
+from hardneg.core.demo.graphs import generate_graphs
+from hardneg.core.demo.render import render_scene
+from hardneg.filters.scorers.clip import CLIPScorer
+from hardneg.filters.scorers.dinov2 import DinoSimilarity
 from tests.tiny_scorer_models import save_tiny_clip, save_tiny_dinov2, tiny_clip_tokenizer
 
 TEXTS = ["the red ball to the left of the cup", "a photo of the blue cup on a plate", "the green plate"]

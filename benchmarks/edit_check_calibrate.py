@@ -1,4 +1,4 @@
-"""Calibrate the edit checks (`filters/edit_check.py`) on real photos: make real offline edits, save them
+"""Calibrate the edit checks (`filters/scorers/edit_check.py`) on real photos: make real offline edits, save them
 for a person to look at, score them, print a table.
 
     .venv/bin/python -m benchmarks.edit_check_calibrate PHOTOS [--out DIR] [--labels LABELS.csv]
@@ -45,7 +45,7 @@ from hardneg.backends.inpaint_opencv import OpenCVInpainter
 from hardneg.backends.object_masks import object_mask
 from hardneg.core.colors import in_range, to_lab
 from hardneg.filters.base import Item
-from hardneg.filters.edit_check import EditCheckFilter, EditThresholds
+from hardneg.filters.scorers.edit_check import EditCheckFilter, EditThresholds
 
 Box = tuple[int, int, int, int]
 STUFF = {"field", "ground", "room", "wall", "floor", "sky", "fence", "clouds", "grass", "road", "water", "sand"}

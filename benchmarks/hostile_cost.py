@@ -31,20 +31,20 @@ from typing import Any
 import orjson
 
 from benchmarks.synthetic_gqa import write_synthetic_gqa
-from hardneg.core.annotations import AnnotationStats
 from hardneg.core.config import RunConfig, load_config
-from hardneg.core.demo_graphs import generate_graphs
-from hardneg.core.gqa import GraphLimits, load_graphs
-from hardneg.core.hygiene import clean
+from hardneg.core.demo.graphs import generate_graphs
+from hardneg.core.gqa.annotations import AnnotationStats
+from hardneg.core.gqa.hygiene import clean
+from hardneg.core.gqa.loader import GraphLimits, load_graphs
+from hardneg.core.gqa.plausibility import Counts
 from hardneg.core.io import read_jsonl
-from hardneg.core.plausibility import Counts
 from hardneg.core.runfolder import prepare_run
 from hardneg.core.stage import Run
-from hardneg.core.words import Words
+from hardneg.core.words.table import Words
 from hardneg.flows.pipeline import STAGES
-from hardneg.generators.annotation_rules import Evidence
-from hardneg.generators.paths import generate_positives
-from hardneg.generators.targets import PathResources
+from hardneg.generators.paths.annotation_rules import Evidence
+from hardneg.generators.paths.stage import generate_positives
+from hardneg.generators.paths.targets import PathResources
 
 UP_TO_PATHS = STAGES[: [s.name for s in STAGES].index("paths") + 1]
 NAMES = ("car", "dog", "man", "table", "cup", "chair", "bag", "hat", "horse", "bench", "lamp", "boat")

@@ -32,19 +32,19 @@ from typing import Any
 
 import orjson
 
-from hardneg.core.attributes import AttributeTable
+from hardneg.core.certify import Certifier
 from hardneg.core.config import load_config
 from hardneg.core.edits import BOX_BOUND, apply_edit, flip_graph
-from hardneg.core.ingest import row_to_graph
+from hardneg.core.gqa.ingest import row_to_graph
 from hardneg.core.io import read_jsonl
 from hardneg.core.records import PathNode, SceneGraph, SceneObject
 from hardneg.core.runfolder import prepare_run
 from hardneg.core.stage import Run
-from hardneg.core.stats import gist
-from hardneg.core.words import Words
+from hardneg.core.words.attribute_table import AttributeTable
+from hardneg.core.words.table import Words
+from hardneg.exports.stats import gist
 from hardneg.flows.pipeline import STAGES
-from hardneg.generators.export_certify import Certifier
-from hardneg.generators.image_edits import CARRIED, intersection
+from hardneg.generators.images.edits import CARRIED, intersection
 
 TYPES = ("replace_object", "replace_attribute", "swap_object", "swap_attribute", "flip", "remove_object")
 

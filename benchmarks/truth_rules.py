@@ -12,7 +12,7 @@ prints, as markdown:
   each rule switched off (`paths.rules`), the difference of their candidate positives;
 - positives the English check dropped, per type and level;
 - negatives each rule refused: swaps refused when tried, and corpus words kept out of the replacement
-  options, by the rule behind the refusal (`generators.sites.refusal_kind`).
+  options, by the rule behind the refusal (`generators.text.sites.refusal_kind`).
 """
 
 from __future__ import annotations

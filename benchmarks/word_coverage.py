@@ -17,7 +17,7 @@ import logging
 import sys
 from pathlib import Path
 
-from hardneg.core.words import Words
+from hardneg.core.words.table import Words
 
 log = logging.getLogger("word_coverage")
 

@@ -2,7 +2,7 @@
 reference, its CIE LAB, and the rule that says whether a pixel "is" that colour.
 
 - `COLORS`: GQA colour name -> a typical object's sRGB (0-255). The offline backend
-  (`backends/inpaint_opencv.py`) paints these; the edit checks (`filters/edit_check.py`) verify them.
+  (`backends/inpaint_opencv.py`) paints these; the edit checks (`filters/scorers/edit_check.py`) verify them.
   Names that are not one colour ("dark", "light", "bright", "colorful", "transparent", "clear") are left
   out on purpose: the backend refuses them and the checks do not measure them.
 - `reference_lab(name)`: the reference in CIE LAB (D65, L 0..100, a/b about -128..127), through OpenCV's

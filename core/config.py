@@ -13,9 +13,9 @@ from typing import Any, Literal, get_args
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
+from hardneg.core.config_exports import ExportsConfig
 from hardneg.core.config_files import describe_errors, find_config, merge, read_layers
-from hardneg.core.export_config import ExportsConfig
-from hardneg.core.gqa_stream import DEFAULT_LIMITS, MAX_PARSEABLE_DEPTH
+from hardneg.core.gqa.stream import DEFAULT_LIMITS, MAX_PARSEABLE_DEPTH
 from hardneg.core.ids import id_problem
 from hardneg.core.resources import bundled_dir, data_path, is_bundled
 
@@ -57,7 +57,7 @@ class InputsConfig(_Strict):
     # fewer than `min_images_present` of them there is a wrong folder, refused at once (not an empty run).
     images_checked: int = Field(200, ge=1)
     min_images_present: float = Field(0.5, ge=0.0, le=1.0)
-    # Per-image limits (core/gqa_stream.py `GraphLimits`): an image past one is rejected at ingest with the
+    # Per-image limits (core/gqa/stream.py `GraphLimits`): an image past one is rejected at ingest with the
     # limit named, and the run goes on. Real GQA graphs stay far below (docs/running.md).
     max_objects: int = Field(DEFAULT_LIMITS.max_objects, ge=1)
     max_relations: int = Field(DEFAULT_LIMITS.max_relations, ge=0)  # in the graph, as listed
@@ -101,7 +101,7 @@ class PathsConfig(_Strict):
     per_target_type: int = Field(1, ge=1)  # unique paths kept per (target, type)
     max_per_image: int = Field(24, ge=1)  # positives kept per image before balancing
     max_candidates: int = Field(2000, ge=1)  # enumeration bound per (target, type): counts, never time
-    # work bound on one image's search, in steps (generators/search_budget.py): a crowd of one name stops
+    # work bound on one image's search, in steps (generators/paths/budget.py): a crowd of one name stops
     # here, counted in the paths stage's `budget_exhausted`; real images use a small share of it
     max_image_steps: int = Field(5_000_000, ge=1)
     same_categories: list[str] = Field(default_factory=lambda: ["color", "material", "size", "shape", "pattern"])
@@ -115,7 +115,7 @@ class PathsConfig(_Strict):
     #   image holds more than two of it ("the window right of a window right of a window");
     # size_across_categories: same_attr on size only between objects of one name category;
     # repeated_conjuncts: no `and` whose two branches read the same ("right of a banana and right of a banana");
-    # many_targets, printed_targets: what the corpus says about annotations (generators/annotation_rules.py).
+    # many_targets, printed_targets: what the corpus says about annotations (generators/paths/annotation_rules.py).
     rules: list[str] = Field(default_factory=lambda: list(PATH_RULES))
 
     @field_validator("rules")
@@ -241,7 +241,7 @@ class NegativeMixConfig(_Strict):
 
 
 class RiskConfig(_Strict):
-    """Each positive's risk, what its graph cannot rule out (generators/annotation_rules.py): the review
+    """Each positive's risk, what its graph cannot rule out (generators/paths/annotation_rules.py): the review
     app shows the riskiest first; `max` drops positives above it (`hardneg split` may change it)."""
 
     max: float | None = Field(None, ge=0.0, le=1.0)  # None: flag only
@@ -266,7 +266,7 @@ class ImagesConfig(_Strict):
     enabled: bool = True
     backend: Literal["opencv", "diffusers"] = "opencv"
     splits: list[SplitName] = Field(default_factory=lambda: ["test"])
-    # kinds of negative image by name (generators/image_types.py): the paper's five, or any registered one
+    # kinds of negative image by name (generators/images/types.py): the paper's five, or any registered one
     types: list[str] = Field(
         default_factory=lambda: ["replace_object", "replace_attribute", "swap_object", "swap_attribute", "flip"]
     )
@@ -319,7 +319,7 @@ class RunConfig(_Strict):
     risk: RiskConfig = RiskConfig()
     images: ImagesConfig = ImagesConfig()
     filters: FiltersConfig = FiltersConfig()
-    exports: ExportsConfig = ExportsConfig()  # the other benchmark shapes (core/export_config.py)
+    exports: ExportsConfig = ExportsConfig()  # the other benchmark shapes (core/config_exports.py)
 
     @field_validator("name")
     @classmethod

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from hardneg.core.attributes import AttributeTable
 from hardneg.core.geometry import direction, holds
 from hardneg.core.records import PathNode, SceneGraph
+from hardneg.core.words.attribute_table import AttributeTable
 
 
 class GraphIndex:

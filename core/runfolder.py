@@ -13,12 +13,12 @@ import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
-from hardneg.core.attributes import AttributeTable
 from hardneg.core.config import RunConfig
-from hardneg.core.demo_world import build_demo_world
+from hardneg.core.demo.world import build_demo_world
 from hardneg.core.ids import id_problem
 from hardneg.core.io import atomic_write_bytes, clean_temp_files, digest, write_json
 from hardneg.core.publish import recover, rollback
+from hardneg.core.words.attribute_table import AttributeTable
 
 log = logging.getLogger("hardneg")
 

@@ -27,7 +27,7 @@ from hardneg.filters.decide import Rule, decide_image, first_failure, flatten, r
 from hardneg.filters.mix import VERSION as MIX_VERSION
 from hardneg.filters.mix import MixItem, mix
 from hardneg.filters.refine import RefinePair, refine
-from hardneg.generators.annotation_rules import RISK_WEIGHTS, combine, risk_band
+from hardneg.generators.paths.annotation_rules import RISK_WEIGHTS, combine, risk_band
 from hardneg.review.apply import apply_labels, load_labels
 from hardneg.review.apply import summary as review_summary
 from hardneg.review.audit import audit_key, audit_summary
@@ -109,7 +109,7 @@ class DecideStage(Stage):
         unit.meta["thresholds"] = {r.name: r.thresholds.model_dump() for r in rules_}
 
     def _positives(self, unit: Unit, stored: dict, active: list[Rule], tally: _Tally) -> list[dict[str, Any]]:
-        """Each positive's filters, and its risk (`generators/annotation_rules.py`): what the graph cannot
+        """Each positive's filters, and its risk (`generators/paths/annotation_rules.py`): what the graph cannot
         rule out, plus "no detector looked for an unannotated twin" where none is configured; a positive
         above `risk.max` is dropped."""
         cfg = unit.cfg

@@ -30,7 +30,7 @@ each magnitude bin holds as many pairs (one large gap cannot squeeze the rest in
 Sampling sorts members by key and seeds one RNG per (seed, group, cell pair), so the result depends on
 the set of pairs and the seed only, never on input order.
 
-Scoring is the refine stage's (`filters/refine_stage.py`, with the `filters/text_scorers.py` filters);
+Scoring is the refine stage's (`filters/refine_stage.py`, with the `filters/scorers/text.py` filters);
 `refine` never runs a model, so re-refining with another seed or grid costs nothing.
 """
 

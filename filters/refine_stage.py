@@ -8,11 +8,11 @@ from __future__ import annotations
 from typing import Any
 
 from hardneg.core.config import RunConfig
-from hardneg.core.plausibility import fold_of, load_fold_plausibility
+from hardneg.core.gqa.plausibility import fold_of, load_fold_plausibility
 from hardneg.core.stage import Run, Stage, Unit
 from hardneg.filters.base import Item
 from hardneg.filters.registry import build, filter_class
-from hardneg.filters.text_scorers import NGramFilter, TextFilter
+from hardneg.filters.scorers.text import NGramFilter, TextFilter
 
 
 def text_filter(spec: dict[str, Any], i: int) -> TextFilter:

@@ -16,18 +16,18 @@ from pydantic import ValidationError
 from hardneg.filters.base import Filter, Settings
 
 REGISTRY: dict[str, str] = {
-    "clip": "hardneg.filters.clip:ClipFilter",
-    "ssim": "hardneg.filters.ssim:SSIMFilter",
-    "dinov2": "hardneg.filters.dinov2:Dinov2Filter",
-    "seam": "hardneg.filters.seam:SeamFilter",
-    "dire": "hardneg.filters.dire:DireFilter",
-    "sharpness": "hardneg.filters.sharpness:SharpnessFilter",
-    "edits": "hardneg.filters.edit_check:EditCheckFilter",
-    "detector": "hardneg.filters.detector:DetectorFilter",
-    "ngram": "hardneg.filters.text_scorers:NGramFilter",
-    "grammar": "hardneg.filters.text_scorers:GrammarFilter",
-    "plausibility": "hardneg.filters.plausibility:PlausibilityFilter",
-    "transformers": "hardneg.filters.text_scorers:TransformersTextFilter",
+    "clip": "hardneg.filters.scorers.clip:ClipFilter",
+    "ssim": "hardneg.filters.scorers.ssim:SSIMFilter",
+    "dinov2": "hardneg.filters.scorers.dinov2:Dinov2Filter",
+    "seam": "hardneg.filters.scorers.seam:SeamFilter",
+    "dire": "hardneg.filters.scorers.dire:DireFilter",
+    "sharpness": "hardneg.filters.scorers.sharpness:SharpnessFilter",
+    "edits": "hardneg.filters.scorers.edit_check:EditCheckFilter",
+    "detector": "hardneg.filters.scorers.detector:DetectorFilter",
+    "ngram": "hardneg.filters.scorers.text:NGramFilter",
+    "grammar": "hardneg.filters.scorers.text:GrammarFilter",
+    "plausibility": "hardneg.filters.scorers.plausibility:PlausibilityFilter",
+    "transformers": "hardneg.filters.scorers.text:TransformersTextFilter",
 }
 
 

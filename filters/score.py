@@ -19,7 +19,7 @@ from typing import Any
 from PIL import Image
 
 from hardneg.core.config import RunConfig
-from hardneg.core.ingest import row_to_graph
+from hardneg.core.gqa.ingest import row_to_graph
 from hardneg.core.records import SceneGraph
 from hardneg.core.runfolder import image_file, resolve_inputs
 from hardneg.core.stage import Run, Stage, Unit

@@ -39,7 +39,7 @@ from hardneg.core.publish import publishing
 from hardneg.core.runfolder import prepare_run, stored_config
 from hardneg.core.runlock import RunBusy, RunLock
 from hardneg.core.stage import Run
-from hardneg.core.write import read_manifest
+from hardneg.exports.finecops import read_manifest
 from hardneg.flows import runners
 from hardneg.flows.local_server import start_tied_server
 from hardneg.flows.pipeline import STAGES, plan

@@ -15,32 +15,32 @@ import difflib
 from pathlib import Path
 from typing import Any
 
-from hardneg.core.balance import SelectStage
 from hardneg.core.config import RunConfig, apply_overrides, leaf_keys
-from hardneg.core.hygiene import HygieneStage
-from hardneg.core.ingest import IngestStage
-from hardneg.core.plausibility import PlausibilityStage
+from hardneg.core.gqa.hygiene import HygieneStage
+from hardneg.core.gqa.ingest import IngestStage
+from hardneg.core.gqa.plausibility import PlausibilityStage
 from hardneg.core.progress import Progress
 from hardneg.core.publish import publishing, rollback
 from hardneg.core.runfolder import prepare_run, stored_config
 from hardneg.core.runlock import RunLock
 from hardneg.core.stage import Run, Stage
-from hardneg.core.write import WriteStage, read_manifest
+from hardneg.exports.finecops import WriteStage, read_manifest
+from hardneg.exports.imagecode import ImageCodeStage
+from hardneg.exports.phrases import PhrasesStage
+from hardneg.exports.probes.background import ProbeBStage
+from hardneg.exports.probes.stage import ProbesStage
+from hardneg.exports.tricd.stage import TricdStage
 from hardneg.filters.decide_stage import DecideStage
 from hardneg.filters.refine_stage import RefineStage
 from hardneg.filters.score import FiltersStage
 from hardneg.flows.request import check_request
 from hardneg.flows.resplit_guard import keep_if_refused, refuse_emptying
 from hardneg.flows.runners import unit_pool
-from hardneg.generators.export_imagecode import ImageCodeStage
-from hardneg.generators.export_phrases import PhrasesStage
-from hardneg.generators.export_probe_b import ProbeBStage
-from hardneg.generators.export_probes import ProbesStage
-from hardneg.generators.export_tricd import TricdStage
-from hardneg.generators.language import LanguageStage
-from hardneg.generators.negative_images import ImagesStage
-from hardneg.generators.paths import PathsStage
-from hardneg.review.stage import ReportStage
+from hardneg.generators.images.stage import ImagesStage
+from hardneg.generators.paths.select import SelectStage
+from hardneg.generators.paths.stage import PathsStage
+from hardneg.generators.text.stage import LanguageStage
+from hardneg.review.report.stage import ReportStage
 
 STAGES: tuple[Stage, ...] = (
     IngestStage(),

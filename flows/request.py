@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from hardneg.core.config import DEFAULT_CONFIG, RunConfig, load_config
-from hardneg.core.gqa_stream import graph_files, iter_raw_graphs
+from hardneg.core.gqa.stream import graph_files, iter_raw_graphs
 from hardneg.core.ids import id_problem
 from hardneg.core.io import not_writable
 from hardneg.core.runfolder import CONFIG_FILE

@@ -90,7 +90,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_split(args: argparse.Namespace) -> int:
-    from hardneg.core.write import read_manifest
+    from hardneg.exports.finecops import read_manifest
     from hardneg.flows.pipeline import resplit
     from hardneg.flows.progress import Terminal, split_table
 

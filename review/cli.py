@@ -49,7 +49,7 @@ def _run_dir(raw: str) -> Path:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from hardneg.review.report import build_report
+    from hardneg.review.report.page import build_report
 
     if args.per_group < 1:
         raise ValueError(f"--per-group must be at least 1, got {args.per_group}")

@@ -30,7 +30,7 @@ RISKS: dict[str, Callable[[float], float]] = {
     "clip_margin": lambda v: _logistic(-v / CLIP_SCALE),
     # realism: probability that the edit looks generated (unreadable edits)
     "realism": lambda v: min(1.0, max(0.0, v)),
-    # annotation risk: what the positive's graph cannot rule out (generators/annotation_rules.py)
+    # annotation risk: what the positive's graph cannot rule out (generators/paths/annotation_rules.py)
     "annotation_risk": lambda v: min(1.0, max(0.0, v)),
 }
 

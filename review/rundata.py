@@ -240,7 +240,7 @@ class RunData:
         out: dict[str, ImageGraph] = {}
         if not wanted or self.scene_graphs_path is None:
             return out
-        from hardneg.core.gqa import iter_raw_graphs
+        from hardneg.core.gqa.loader import iter_raw_graphs
 
         try:
             for image_id, raw in iter_raw_graphs(self.scene_graphs_path):

@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from hardneg.core.ingest import row_to_graph
+from hardneg.core.gqa.ingest import row_to_graph
 from hardneg.core.io import read_jsonl
 from hardneg.core.records import SceneGraph
 from tests.runs import finished_run

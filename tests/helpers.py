@@ -7,9 +7,9 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from hardneg.core.attributes import AttributeTable
 from hardneg.core.executor import GraphIndex
 from hardneg.core.records import PathEdge, PathNode, Relation, SameEdge, SceneGraph, SceneObject
+from hardneg.core.words.attribute_table import AttributeTable
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

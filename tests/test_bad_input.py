@@ -16,13 +16,13 @@ from PIL import Image
 
 from hardneg.backends.language import Answer, ReplaceRequest
 from hardneg.core.config import load_config
-from hardneg.core.demo_world import build_demo_world
+from hardneg.core.demo.world import build_demo_world
+from hardneg.core.gqa.ingest import check_image
 from hardneg.core.ids import safe_name
-from hardneg.core.ingest import check_image
 from hardneg.core.records import PathNode, SceneGraph
-from hardneg.core.write import SPLITS
+from hardneg.exports.finecops import SPLITS
 from hardneg.flows.pipeline import run_local
-from hardneg.generators.sites import SearchState, Site, SiteSearch
+from hardneg.generators.text.sites import SearchState, Site, SiteSearch
 
 # A tiny world; every image in the test split, so every kept image may get image negatives.
 TINY = {"demo": {"n_scenes": 6}, "images": {"candidates": 1}, "splits": {"train": 0.0, "val": 0.0, "test": 1.0}}

@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from hardneg.core.dataset import NEGATIVE_COLUMNS, POSITIVE_COLUMNS, write_dataset
-from hardneg.core.dataset_card import write_card
+from hardneg.exports.card import write_card
+from hardneg.exports.dataset import NEGATIVE_COLUMNS, POSITIVE_COLUMNS, write_dataset
 from tests.runs import small_run
 
 datasets = pytest.importorskip("datasets")
@@ -170,7 +170,7 @@ def test_rewriting_replaces_the_dataset_and_leaves_no_staging_folder(tmp_path: P
 
 
 def test_a_run_without_rows_still_declares_its_data_so_no_loader_reads_the_coco_files_instead():
-    from hardneg.core.dataset_card import card_header
+    from hardneg.exports.card import card_header
 
     empty = {"rows": {"positives": {}, "negatives": {}}, "has_images": False, "bytes": {}}
     configs = card_header(empty, "empty")["configs"]

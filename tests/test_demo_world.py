@@ -13,11 +13,11 @@ import orjson
 import pytest
 from PIL import Image
 
-from hardneg.core.attributes import AttributeTable
-from hardneg.core.demo_catalog import BASE_SIZE, COLORS, FOREGROUND_NAMES, SIZE_SCALE, STUFF_NAMES
-from hardneg.core.demo_graphs import generate_graphs
-from hardneg.core.demo_render import glyph_masks, render_scene
-from hardneg.core.demo_world import DemoWorld, build_demo_world
+from hardneg.core.demo.catalog import BASE_SIZE, COLORS, FOREGROUND_NAMES, SIZE_SCALE, STUFF_NAMES
+from hardneg.core.demo.graphs import generate_graphs
+from hardneg.core.demo.render import glyph_masks, render_scene
+from hardneg.core.demo.world import DemoWorld, build_demo_world
+from hardneg.core.words.attribute_table import AttributeTable
 
 INVERSE = {
     "to the left of": "to the right of",

@@ -1,4 +1,4 @@
-"""The edit checks (filters/edit_check.py) on small drawn scenes: a convincing edit passes, the artifacts the
+"""The edit checks (filters/scorers/edit_check.py) on small drawn scenes: a convincing edit passes, the artifacts the
 offline backend leaves on real photos (speckled recolours, smooth blobs, pasted rectangles, kept parts of
 the original) fail with a reason naming the check, and a change of thresholds re-decides without scoring."""
 
@@ -17,8 +17,8 @@ from hardneg.backends.inpaint_opencv import COLORS, OpenCVInpainter
 from hardneg.core import colors
 from hardneg.filters.base import Item
 from hardneg.filters.decide import Rule, decide_image
-from hardneg.filters.edit_check import EditCheckFilter, EditThresholds
 from hardneg.filters.registry import build, filter_class, thresholds
+from hardneg.filters.scorers.edit_check import EditCheckFilter, EditThresholds
 
 Box = tuple[int, int, int, int]
 W, H = 160, 120

@@ -1,4 +1,4 @@
-"""The English check's tagger (`generators/english_tags.py`) gives every token the text, tag, part of speech,
+"""The English check's tagger (`generators/text/english_tags.py`) gives every token the text, tag, part of speech,
 morphology and lemma the full spaCy pipeline gives it, while applying the attribute ruler and the lemmatizer
 by table."""
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from hardneg.generators.english_tags import Tagger
-from hardneg.generators.rewrite import load_nlp
+from hardneg.generators.text.english_tags import Tagger
+from hardneg.generators.text.rewrite import load_nlp
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 SHAPES = (
@@ -32,8 +32,8 @@ def _lines(name: str) -> list[str]:
     path = DATA / name
     if path.exists():
         return [w.strip().split(",")[0] for w in path.read_text().splitlines() if w.strip()]
-    from hardneg.core.attributes import AttributeTable
-    from hardneg.core.words import Words
+    from hardneg.core.words.attribute_table import AttributeTable
+    from hardneg.core.words.table import Words
 
     if name.startswith("vg_objects"):
         return sorted(Words.load().known_nouns)
@@ -104,7 +104,7 @@ def test_a_ruler_pattern_the_table_cannot_evaluate_hands_everything_back_to_spac
     base = load_nlp()
     if "tagger" not in base.pipe_names:
         pytest.skip("no English model installed")
-    from hardneg.generators.rewrite import SPACY_MODEL
+    from hardneg.generators.text.rewrite import SPACY_MODEL
 
     nlp = spacy.load(SPACY_MODEL, exclude=["parser", "ner"])
     nlp.get_pipe("attribute_ruler").add([[{"ENT_TYPE": "GPE"}]], {"POS": "PROPN"})
@@ -120,7 +120,7 @@ def test_the_pipeline_on_numpys_blas_tags_every_token_as_spacys_default_blis():
     import spacy
     from thinc.api import NumpyOps
 
-    from hardneg.generators.rewrite import SPACY_MODEL
+    from hardneg.generators.text.rewrite import SPACY_MODEL
 
     nlp = load_nlp()
     if "tagger" not in nlp.pipe_names:

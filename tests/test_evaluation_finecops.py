@@ -74,7 +74,7 @@ PREDICTIONS = [
 
 def write_coco(path: Path, records: list[dict]) -> Path:
     """Write the COCO file with hardneg's own writer, so the reader is tested on the real format."""
-    from hardneg.core.coco import CocoWriter
+    from hardneg.exports.coco import CocoWriter
 
     w = CocoWriter(path)
     for r in records:

@@ -159,8 +159,8 @@ def test_executor_agrees_with_brute_force_on_random_graphs():
     """Property check: a direct re-implementation of the matching rule on random graphs and paths."""
     import random
 
-    from hardneg.core.attributes import AttributeTable
     from hardneg.core.geometry import relation_holds
+    from hardneg.core.words.attribute_table import AttributeTable
 
     table = AttributeTable.load()
     names, attrs = ["a", "b", "c"], ["red", "blue", "small", "large", "wooden"]
@@ -232,8 +232,8 @@ def test_boxes_decide_left_right_even_without_a_stored_edge():
     )
     right = node("tree", rel=[("to the right of", node("road"))])
     assert execute(right, index(g)) == {"t2"}  # a negative claiming it is true of t2: refused
-    from hardneg.core.attributes import AttributeTable
     from hardneg.core.executor import GraphIndex
+    from hardneg.core.words.attribute_table import AttributeTable
 
     assert execute(right, GraphIndex(g, AttributeTable.load(), geometry=False)) == frozenset()
 

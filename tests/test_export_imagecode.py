@@ -15,17 +15,17 @@ import orjson
 import pytest
 from pydantic import ValidationError
 
-from hardneg.core.attributes import AttributeTable
+from hardneg.core.config_exports import ImageCodeExport
 from hardneg.core.edits import apply_edit
 from hardneg.core.executor import GraphIndex, execute
-from hardneg.core.export_config import ImageCodeExport
 from hardneg.core.io import read_jsonl
 from hardneg.core.records import PathNode
 from hardneg.core.runfolder import resolve_inputs, stored_config
 from hardneg.core.splits import split_of
+from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.evaluation.imagecode import imagecode_accuracy, prediction_accuracy, read_official
+from hardneg.exports.imagecode import choose, gather
 from hardneg.flows.pipeline import resplit
-from hardneg.generators.export_imagecode import choose, gather
 from tests.export_run import EXPORT_RUN, export_run, graphs, records
 
 TABLE = AttributeTable.load(None)
@@ -223,7 +223,7 @@ def test_every_split_of_an_export_table_has_one_schema_even_when_empty(tmp_path)
     import pandas as pd
     import pyarrow.parquet as pq
 
-    from hardneg.generators.export_common import ExportFolder
+    from hardneg.exports.common import ExportFolder
 
     folder = ExportFolder(tmp_path, "shape")
     folder.reset()

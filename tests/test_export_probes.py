@@ -11,16 +11,16 @@ import orjson
 import pytest
 from PIL import Image
 
-from hardneg.core.attributes import AttributeTable
+from hardneg.core.certify import Certifier
 from hardneg.core.executor import GraphIndex, execute
+from hardneg.core.gqa.plausibility import Counts
 from hardneg.core.io import read_jsonl
-from hardneg.core.plausibility import Counts
 from hardneg.core.records import PathNode
 from hardneg.core.runfolder import stored_config
 from hardneg.core.splits import split_of
-from hardneg.core.words import Words
+from hardneg.core.words.attribute_table import AttributeTable
+from hardneg.core.words.table import Words
 from hardneg.evaluation.probes import group_scores, probe_accuracy
-from hardneg.generators.export_certify import Certifier
 from tests.export_run import export_run, graphs, records
 
 TABLE = AttributeTable.load(None)
@@ -166,8 +166,8 @@ def test_probe_b_images_keep_the_target_and_replace_the_background(probe_b):
 
 
 def test_prompts_read_as_english_a_mass_noun_takes_the():
-    from hardneg.core.words import Words
-    from hardneg.generators.export_common import noun_phrase, relation_prompt
+    from hardneg.core.words.table import Words
+    from hardneg.exports.common import noun_phrase, relation_prompt
 
     words = Words.load()
     assert relation_prompt(words, "house", "on", "ground") == "a house on the ground"  # not "on ground"
@@ -243,7 +243,7 @@ def test_probe_r_in_the_papers_layout():
 
 
 def test_probe_r_records_repeat_small_image_sets_and_key_each_triple():
-    from hardneg.generators.export_probe_official import probe_r_records
+    from hardneg.exports.probes.official import probe_r_records
 
     words, placed = Words.load(), []
     pred = {"swapped": "a cup under a table", "swap": {"relation": ["on", "under"]}, "certificate": {},
@@ -323,7 +323,7 @@ def test_probe_b_in_the_papers_layout(probe_b):
 
 
 def test_probe_b_class_list_names_distinct_things():
-    from hardneg.generators.export_probe_official import class_list
+    from hardneg.exports.probes.official import class_list
 
     words = Words.load()
     counts = Counts()
@@ -338,7 +338,7 @@ def test_probe_b_class_list_names_distinct_things():
 def test_a_subject_swap_without_swapped_subject_images_is_kept_without_them():
     """Regression (100 real GQA graphs): a subject whose absence proves nothing (a crowd name) gets no
     swapped-subject image probes; the certified subject swap still counts, instead of a KeyError."""
-    from hardneg.generators.export_probe_rc import Probe, ProbeSearch, RelationProbes
+    from hardneg.exports.probes.relation_composition import Probe, ProbeSearch, RelationProbes
 
     def won(fields: dict, *options: dict) -> Probe:
         probe = Probe(fields, list(options))
@@ -358,7 +358,7 @@ def test_drawing_from_the_sorted_index_draws_what_a_sorted_copy_would():
     """The corpus index keeps its image lists sorted once, and leaves one image out without copying: the
     keyed draws must be the ones a fresh sorted copy gives (the exports stay the same), for small pools
     (which `random.sample` copies) and large ones (which it indexes)."""
-    from hardneg.generators.export_common import SortedIds, sample
+    from hardneg.exports.common import SortedIds, sample
 
     rng = np.random.default_rng(0)
     for n in (0, 1, 5, 30, 400):

@@ -12,19 +12,19 @@ from typing import Any
 import orjson
 import pytest
 
-from hardneg.core.attributes import AttributeTable
+from hardneg.core.certify import Certifier, context_objects
 from hardneg.core.config import SplitsConfig
 from hardneg.core.edits import apply_edit
 from hardneg.core.executor import GraphIndex, execute
 from hardneg.core.records import PathEdge, PathNode, Relation, SceneGraph, SceneObject
 from hardneg.core.runfolder import stored_config
 from hardneg.core.splits import split_of
-from hardneg.core.words import Words
+from hardneg.core.words.attribute_table import AttributeTable
+from hardneg.core.words.table import Words
 from hardneg.evaluation.tricd import evaluate_cpd, group_recall_at_1, official_pairs, official_predictions
+from hardneg.exports.common import CorpusIndex
+from hardneg.exports.tricd.rank import RelationIndex, rank_distractors
 from hardneg.flows.pipeline import resplittable_keys
-from hardneg.generators.export_certify import Certifier, context_objects
-from hardneg.generators.export_common import CorpusIndex
-from hardneg.generators.export_tricd_rank import RelationIndex, rank_distractors
 from tests.export_run import export_run, graphs, records
 
 TABLE = AttributeTable.load(None)

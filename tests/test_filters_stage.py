@@ -74,8 +74,8 @@ def test_a_new_filter_version_scores_again(tmp_path: Path, monkeypatch, stage: s
     """Scores are stored under each filter's version; a new version with the config unchanged must change
     the stage's fingerprint, or decide finds no scores under the new name and keeps everything."""
     from hardneg.core.stage import Run
-    from hardneg.filters.seam import SeamFilter
-    from hardneg.filters.text_scorers import NGramFilter
+    from hardneg.filters.scorers.seam import SeamFilter
+    from hardneg.filters.scorers.text import NGramFilter
     from hardneg.flows.pipeline import STAGES
 
     cfg = load_config(None, {"filters": {"scorers": {"seam": {}}}})

@@ -11,9 +11,9 @@ import pytest
 
 from hardneg.cli import main as cli_main
 from hardneg.core.config import load_config
-from hardneg.core.demo_graphs import generate_graphs
-from hardneg.core.demo_world import build_demo_world
-from hardneg.core.write import SPLITS
+from hardneg.core.demo.graphs import generate_graphs
+from hardneg.core.demo.world import build_demo_world
+from hardneg.exports.finecops import SPLITS
 from hardneg.flows.pipeline import run_local
 from tests.helpers import REPO_ROOT, prefect_harness_in
 

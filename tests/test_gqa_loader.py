@@ -1,4 +1,4 @@
-"""Tests for the streaming half of the GQA loader (core/gqa_stream.py, imported through core/gqa.py)
+"""Tests for the streaming half of the GQA loader (core/gqa/stream.py, imported through core/gqa/loader.py)
 and the synthetic corpus generator. Per-image validation is tested in test_gqa_loader_validation.py."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from benchmarks.synthetic_gqa import write_synthetic_gqa
-from hardneg.core.gqa import iter_raw_graphs, load_graphs
+from hardneg.core.gqa.loader import iter_raw_graphs, load_graphs
 
 CHUNK_SIZES = (1, 7, 64, 1000, 8 << 20)
 

@@ -10,10 +10,10 @@ from typing import Any
 import orjson
 import pytest
 
-from hardneg.core.gqa import load_graphs, validate_graph
+from hardneg.core.gqa.loader import load_graphs, validate_graph
 from tests.test_gqa_loader import CHUNK_SIZES, _graph, _write
 
-MAX_TEXT = 100  # characters in a name, attribute or relation (core/gqa.py)
+MAX_TEXT = 100  # characters in a name, attribute or relation (core/gqa/loader.py)
 
 
 def _member(key: str, graph: bytes) -> bytes:

@@ -1,4 +1,4 @@
-"""Tests for the GQA loader's per-image validation (core/gqa.py): a malformed image is rejected with
+"""Tests for the GQA loader's per-image validation (core/gqa/loader.py): a malformed image is rejected with
 its exact reason while the rest load, fixable defects are repaired and counted, repeated ids rejected."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 import pytest
 
-from hardneg.core.gqa import GraphCheck, load_graphs, validate_graph
+from hardneg.core.gqa.loader import GraphCheck, load_graphs, validate_graph
 from hardneg.core.records import Relation
 from tests.test_gqa_loader import _graph, _write
 

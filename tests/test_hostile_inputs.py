@@ -19,7 +19,7 @@ from PIL import Image
 
 from hardneg.cli import main
 from hardneg.core.config import load_config
-from hardneg.core.demo_world import DemoWorld, build_demo_world
+from hardneg.core.demo.world import DemoWorld, build_demo_world
 from hardneg.core.io import os_error_message, read_jsonl
 from hardneg.core.runfolder import prepare_run
 from hardneg.core.stage import SUMMARY, Run, Stage

@@ -1,5 +1,5 @@
-"""Hostile graphs cost a bounded amount: per-image limits at ingest (`inputs.max_*`, core/gqa.py and
-core/gqa_stream.py) reject an image past one with the limit named and the run goes on; within the
+"""Hostile graphs cost a bounded amount: per-image limits at ingest (`inputs.max_*`, core/gqa/loader.py and
+core/gqa/stream.py) reject an image past one with the limit named and the run goes on; within the
 limits the path search stops at a per-image step budget (`paths.max_image_steps`), counted in the stage
 stats, never at a wall-clock time."""
 
@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 from hardneg.core.config import load_config
-from hardneg.core.gqa import RawDefect, iter_raw_graphs, validate_graph
+from hardneg.core.gqa.loader import RawDefect, iter_raw_graphs, validate_graph
 from hardneg.core.io import read_jsonl
 from hardneg.core.runfolder import prepare_run
 from hardneg.core.stage import Run

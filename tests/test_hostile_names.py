@@ -18,10 +18,10 @@ import pandas as pd
 import pytest
 
 from hardneg.core.config import load_config
-from hardneg.core.demo_world import build_demo_world
+from hardneg.core.demo.world import build_demo_world
 from hardneg.core.ids import safe_name, shown_id
 from hardneg.flows.pipeline import run_local
-from hardneg.review.report import build_report
+from hardneg.review.report.page import build_report
 from hardneg.review.rundata import RunData
 from hardneg.review.server import MAX_BODY, ReviewServer
 

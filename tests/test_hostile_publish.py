@@ -49,7 +49,11 @@ def _copy(tiny_run: Path, tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize(
     "where",
-    ["hardneg.core.write.write_dataset", "hardneg.core.write.write_card", "hardneg.review.report.build_report"],
+    [
+        "hardneg.exports.finecops.write_dataset",
+        "hardneg.exports.finecops.write_card",
+        "hardneg.review.report.page.build_report",
+    ],
     ids=["data/", "card", "report"],
 )
 def test_a_full_disk_after_the_splits_leaves_the_old_outputs_whole(tiny_run, changed_run, tmp_path, monkeypatch, where):
@@ -69,7 +73,7 @@ def test_a_full_disk_after_the_splits_leaves_the_old_outputs_whole(tiny_run, cha
 
 def test_a_first_run_that_fails_at_the_end_publishes_nothing(tmp_path, monkeypatch):
     root = tmp_path / "run"
-    monkeypatch.setattr("hardneg.review.report.build_report", no_space)
+    monkeypatch.setattr("hardneg.review.report.page.build_report", no_space)
     with pytest.raises(OSError):
         run_local(load_config(None, TINY), root)
     assert outputs(root) == {}  # no splits without their report: nothing that looks finished
@@ -80,12 +84,12 @@ def test_a_crash_after_the_splits_is_undone_on_the_next_start(tiny_run, changed_
     root = _copy(tiny_run, tmp_path)
     before = outputs(root)
     monkeypatch.setattr("hardneg.core.publish.rollback", lambda root: [])  # the dying process does nothing
-    monkeypatch.setattr("hardneg.core.write.write_card", no_space)
+    monkeypatch.setattr("hardneg.exports.finecops.write_card", no_space)
     with pytest.raises(OSError):
         run_local(load_config(None, CHANGED), root)
     monkeypatch.undo()
     assert (root / TXN).exists() and outputs(root) != before  # the half-published state
-    monkeypatch.setattr("hardneg.review.report.build_report", no_space)  # the next run starts, then fails too
+    monkeypatch.setattr("hardneg.review.report.page.build_report", no_space)  # the next run starts, then fails too
     with pytest.raises(OSError):
         run_local(load_config(None, CHANGED), root)
     monkeypatch.undo()

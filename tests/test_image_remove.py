@@ -11,15 +11,15 @@ from PIL import Image, ImageDraw
 
 from hardneg.backends.inpaint_opencv import OpenCVInpainter
 from hardneg.backends.lexicon import LexiconBackend
-from hardneg.core.attributes import AttributeTable
 from hardneg.core.edits import apply_edit
 from hardneg.core.executor import GraphIndex, execute
 from hardneg.core.records import PathNode
 from hardneg.core.resources import data_path
-from hardneg.core.vocab import Lexicon
-from hardneg.core.words import Words
-from hardneg.generators.image_edits import ImageContext
-from hardneg.generators.negative_images import make_image_negatives
+from hardneg.core.words.attribute_table import AttributeTable
+from hardneg.core.words.table import Words
+from hardneg.core.words.vocab import Lexicon
+from hardneg.generators.images.edits import ImageContext
+from hardneg.generators.images.stage import make_image_negatives
 from tests.helpers import graph, node, obj
 
 

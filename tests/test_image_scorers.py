@@ -15,13 +15,13 @@ import pytest
 import torch
 from PIL import Image, ImageFilter
 
-from hardneg.core.demo_catalog import COLORS
-from hardneg.core.demo_graphs import generate_graphs
-from hardneg.core.demo_render import render_scene
-from hardneg.filters.clip import CLIPScorer
-from hardneg.filters.dinov2 import DinoSimilarity, imagenet_tensor, resize_center_crop
-from hardneg.filters.seam import SeamScore
-from hardneg.filters.ssim import SSIMSimilarity
+from hardneg.core.demo.catalog import COLORS
+from hardneg.core.demo.graphs import generate_graphs
+from hardneg.core.demo.render import render_scene
+from hardneg.filters.scorers.clip import CLIPScorer
+from hardneg.filters.scorers.dinov2 import DinoSimilarity, imagenet_tensor, resize_center_crop
+from hardneg.filters.scorers.seam import SeamScore
+from hardneg.filters.scorers.ssim import SSIMSimilarity
 from tests.tiny_scorer_models import save_tiny_clip, save_tiny_dinov2, save_tiny_dinov2_hub
 
 TEXTS = ["the red ball", "a photo of the blue cup on a plate", "the green plate left of the cup", "zebra!"]
@@ -111,7 +111,7 @@ def test_clip_encodes_a_shared_image_once(clip_dir, images):
 
 def test_clip_crop_margin_compares_the_changed_phrase_with_the_original_on_the_edited_box(clip_dir, images):
     from hardneg.filters.base import Item
-    from hardneg.filters.clip import ClipFilter, MinMargin, crop_phrases
+    from hardneg.filters.scorers.clip import ClipFilter, MinMargin, crop_phrases
 
     path = {"name": "bowl", "id": "a", "attributes": ["white"], "relations": [
         {"name": "next to", "object": {"name": "cup", "id": "b", "attributes": [], "relations": [], "same": []}}],

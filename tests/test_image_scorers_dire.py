@@ -1,5 +1,5 @@
-"""DIRE realism scoring (filters/dire.py): crop maths, DDIM inversion, scores, and the conversion of
-DIRE's torchvision checkpoints (filters/dire_checkpoint.py); then the half-precision check of CLIP,
+"""DIRE realism scoring (filters/scorers/dire.py): crop maths, DDIM inversion, scores, and the conversion of
+DIRE's torchvision checkpoints (filters/scorers/dire_checkpoint.py); then the half-precision check of CLIP,
 DINOv2 and DIRE together, which needs all three tiny models.
 
 Tiny random models built with the real classes, as in test_image_scorers.py, whose fixtures (the demo
@@ -13,9 +13,9 @@ import pytest
 import torch
 from PIL import Image
 
-from hardneg.filters.clip import CLIPScorer
-from hardneg.filters.dinov2 import DinoSimilarity
-from hardneg.filters.dire import (
+from hardneg.filters.scorers.clip import CLIPScorer
+from hardneg.filters.scorers.dinov2 import DinoSimilarity
+from hardneg.filters.scorers.dire import (
     DIREScorer,
     convert_dire_checkpoint,
     crop_box,

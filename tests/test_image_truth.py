@@ -13,15 +13,15 @@ from PIL import Image, ImageDraw
 
 from hardneg.backends.inpaint_opencv import OpenCVInpainter
 from hardneg.backends.lexicon import LexiconBackend
-from hardneg.core.attributes import AttributeTable
 from hardneg.core.edits import apply_edit
 from hardneg.core.executor import execute
 from hardneg.core.records import PathNode, SceneGraph
 from hardneg.core.resources import data_path
-from hardneg.core.vocab import Lexicon
-from hardneg.core.words import Words
-from hardneg.generators.image_edits import Carried, Donor, ImageContext, paste_fit, swap_names_edit, swap_refusal
-from hardneg.generators.negative_images import make_image_negatives
+from hardneg.core.words.attribute_table import AttributeTable
+from hardneg.core.words.table import Words
+from hardneg.core.words.vocab import Lexicon
+from hardneg.generators.images.edits import Carried, Donor, ImageContext, paste_fit, swap_names_edit, swap_refusal
+from hardneg.generators.images.stage import make_image_negatives
 from tests.helpers import graph, index, node, obj
 
 W, H = 500, 400

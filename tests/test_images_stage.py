@@ -14,13 +14,13 @@ import orjson
 import pytest
 from PIL import Image
 
-from hardneg.core.attributes import AttributeTable
 from hardneg.core.config import load_config
 from hardneg.core.edits import apply_edit
 from hardneg.core.executor import GraphIndex, execute
-from hardneg.core.gqa import load_graphs
+from hardneg.core.gqa.loader import load_graphs
 from hardneg.core.records import PathNode
-from hardneg.core.write import SPLITS
+from hardneg.core.words.attribute_table import AttributeTable
+from hardneg.exports.finecops import SPLITS
 from hardneg.flows.pipeline import run_local
 from tests.helpers import REPO_ROOT
 

@@ -20,9 +20,9 @@ import torch
 
 from hardneg.backends.inpaint import EditRegion, InpaintJob
 from hardneg.backends.inpaint_diffusers import POWERPAINT_TASK_WORDS, DiffusersInpainter
-from hardneg.core.demo_catalog import STUFF_NAMES
-from hardneg.core.demo_graphs import generate_graphs
-from hardneg.core.demo_render import render_scene
+from hardneg.core.demo.catalog import STUFF_NAMES
+from hardneg.core.demo.graphs import generate_graphs
+from hardneg.core.demo.render import render_scene
 from tests.tiny_models import save_tiny_sd_inpaint
 
 Box = tuple[int, int, int, int]

@@ -13,9 +13,9 @@ pytest.importorskip("cv2", reason="OpenCV not installed (pip install opencv-pyth
 
 from hardneg.backends.inpaint import EditRegion, InpaintJob
 from hardneg.backends.inpaint_opencv import COLORS, OpenCVInpainter
-from hardneg.core.demo_catalog import STUFF_NAMES
-from hardneg.core.demo_graphs import generate_graphs
-from hardneg.core.demo_render import glyph_masks, render_scene
+from hardneg.core.demo.catalog import STUFF_NAMES
+from hardneg.core.demo.graphs import generate_graphs
+from hardneg.core.demo.render import glyph_masks, render_scene
 
 Box = tuple[int, int, int, int]
 BLUE_HUE_DEG = 226.0  # hue of COLORS["blue"] (40, 80, 210)

@@ -9,16 +9,16 @@ import orjson
 import pytest
 
 from hardneg.backends.lexicon import LexiconBackend
-from hardneg.core.attributes import AttributeTable
 from hardneg.core.config import load_config
 from hardneg.core.executor import GraphIndex, execute
-from hardneg.core.gqa import load_graphs
+from hardneg.core.gqa.loader import load_graphs
 from hardneg.core.records import NEGATIVE_TYPES, PathNode
-from hardneg.core.vocab import Lexicon
-from hardneg.core.write import SPLITS
+from hardneg.core.words.attribute_table import AttributeTable
+from hardneg.core.words.vocab import Lexicon
+from hardneg.exports.finecops import SPLITS
 from hardneg.flows.pipeline import run_local
-from hardneg.generators.negatives import Site, apply_site, map_node, replay
-from hardneg.generators.rewrite import RewriteValidator
+from hardneg.generators.text.negatives import Site, apply_site, map_node, replay
+from hardneg.generators.text.rewrite import RewriteValidator
 from tests.helpers import node
 
 LEXICON = Lexicon.load(Path("templates/lexicon.v1.yaml"))
@@ -184,7 +184,7 @@ def test_lexicon_backend_is_deterministic_and_prefers_antonyms():
 def test_no_emitted_replacement_or_swap_is_still_true_by_the_word_tables(demo_run: Path):
     """On the whole demo, every replacement contradicts what it replaced and no swap exchanges
     words that could both be true (synonyms, plural forms, kinds, parts, compatible words, crowd names)."""
-    from hardneg.core.words import Words
+    from hardneg.core.words.table import Words
 
     words = Words.load()
     positives = {p["id"]: p for p in _load(demo_run, "positive")}

@@ -15,12 +15,12 @@ import pytest
 
 from hardneg.backends.language import ReplaceRequest, RewriteRequest
 from hardneg.backends.openai_backend import OpenAIBackend, OpenAISettings, normalise
-from hardneg.core.attributes import AttributeTable
 from hardneg.core.records import PathNode
-from hardneg.core.vocab import Lexicon
-from hardneg.core.words import Words
-from hardneg.generators.negatives import iter_keep_words
-from hardneg.generators.rewrite import RewriteValidator
+from hardneg.core.words.attribute_table import AttributeTable
+from hardneg.core.words.table import Words
+from hardneg.core.words.vocab import Lexicon
+from hardneg.generators.text.negatives import iter_keep_words
+from hardneg.generators.text.rewrite import RewriteValidator
 from tests.helpers import REPO_ROOT, node
 from tests.llm_server import MODEL_NAME, llm_server_url  # noqa: F401  (the fixture)
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import random
 from collections import Counter
 
-from hardneg.core.attributes import AttributeTable
-from hardneg.core.balance import swappable
+from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.filters.mix import MixItem, allocate, mix, plan_total
 from hardneg.filters.refine import RefinePair, chance_accuracy, refine
+from hardneg.generators.paths.select import swappable
 
 PAPER = {"replace_object": 0.40, "replace_attribute": 0.18, "replace_relation": 0.19, "swap_object": 0.18,
          "swap_attribute": 0.05}  # fmt: skip

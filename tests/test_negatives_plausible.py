@@ -1,4 +1,4 @@
-"""Negatives that are plausible by construction (generators/context.py): every absurd or empty negative the
+"""Negatives that are plausible by construction (generators/text/context.py): every absurd or empty negative the
 audit of real GQA found, rebuilt on hand-made graphs over a hand-made corpus.
 
 Each case runs the real search (`make_text_negatives`) with the corpus's `Context`; without it (the search
@@ -11,13 +11,13 @@ from collections import Counter
 import pytest
 
 from hardneg.backends.lexicon import LexiconBackend
-from hardneg.core.plausibility import Counts, Plausibility
+from hardneg.core.gqa.plausibility import Counts, Plausibility
 from hardneg.core.records import PathNode, SceneGraph
 from hardneg.core.resources import data_path
-from hardneg.core.vocab import Lexicon
-from hardneg.generators.context import Change, Context
-from hardneg.generators.negatives import make_text_negatives
-from hardneg.generators.sites import Site
+from hardneg.core.words.vocab import Lexicon
+from hardneg.generators.text.context import Change, Context
+from hardneg.generators.text.negatives import make_text_negatives
+from hardneg.generators.text.sites import Site
 from tests.helpers import graph, node, obj
 from tests.test_negatives_truth import WORDS, Scripted, context, positive
 
@@ -242,8 +242,8 @@ def test_a_bare_name_weighs_its_corpus_count():
 def test_an_absent_part_of_a_whole_another_part_of_which_is_seen_proves_nothing(seen, absent):
     """A graph that annotates a thumb shows a person, and a person has a head nobody annotated; a bathroom
     whose sink is annotated may well show its bathtub."""
-    from hardneg.core.attributes import AttributeTable
-    from hardneg.generators.export_certify import Certifier
+    from hardneg.core.certify import Certifier
+    from hardneg.core.words.attribute_table import AttributeTable
 
     g = graph(obj("1", seen, box=(10, 10, 100, 100)))
     why = Certifier(WORDS, AttributeTable.load()).absence_refusal(absent, g)

@@ -11,15 +11,15 @@ from collections.abc import Sequence
 import pytest
 
 from hardneg.backends.language import Answer, ReplaceRequest, RewriteRequest, Validator
-from hardneg.core.attributes import AttributeTable
-from hardneg.core.plausibility import Counts, Plausibility
+from hardneg.core.gqa.plausibility import Counts, Plausibility
 from hardneg.core.records import PathNode, Positive
 from hardneg.core.resources import data_path
-from hardneg.core.vocab import English, RelationVocab
-from hardneg.core.words import Words
-from hardneg.generators.expressions import Renderer, Templates
-from hardneg.generators.negatives import NegativeContext, make_text_negatives
-from hardneg.generators.sites import Site, SiteVocab
+from hardneg.core.words.attribute_table import AttributeTable
+from hardneg.core.words.table import Words
+from hardneg.core.words.vocab import English, RelationVocab
+from hardneg.generators.paths.expressions import Renderer, Templates
+from hardneg.generators.text.negatives import NegativeContext, make_text_negatives
+from hardneg.generators.text.sites import Site, SiteVocab
 from tests.helpers import graph, node, obj
 
 WORDS = Words.load()
@@ -222,7 +222,7 @@ def test_absurd_swaps_are_refused_by_the_corpus_statistics():
 
 
 def test_plausibility_scores_tell_good_odd_and_absurd_negatives_apart():
-    from hardneg.filters.grammar import GrammarRuleScorer
+    from hardneg.filters.scorers.grammar import GrammarRuleScorer
 
     p = _counts()
     good = p.score(node("cup", rel=[("on", node("table"))]))

@@ -1,15 +1,15 @@
 """Positives a person can use on real photos: what the graph cannot see, guessed from the corpus
-(`core/annotations.py`, `generators/annotation_rules.py`), on hand-made graphs. Each case is one the audit
+(`core/gqa/annotations.py`, `generators/paths/annotation_rules.py`), on hand-made graphs. Each case is one the audit
 of real GQA photos found; without the rule each was emitted as it was."""
 
 from __future__ import annotations
 
-from hardneg.core.annotations import AnnotationStats, split_pair
 from hardneg.core.config import load_config
-from hardneg.core.plausibility import Counts
-from hardneg.core.words import Words
-from hardneg.generators.annotation_rules import Evidence, combine
-from hardneg.generators.paths import PathResources, generate_positives
+from hardneg.core.gqa.annotations import AnnotationStats, split_pair
+from hardneg.core.gqa.plausibility import Counts
+from hardneg.core.words.table import Words
+from hardneg.generators.paths.annotation_rules import Evidence, combine
+from hardneg.generators.paths.stage import PathResources, generate_positives
 from hardneg.review.priority import priority_key
 from tests.helpers import graph, obj
 

@@ -10,11 +10,11 @@ import pytest
 from PIL import Image, ImageDraw
 
 from hardneg.core.config import load_config
-from hardneg.core.hygiene import clean
+from hardneg.core.gqa.hygiene import clean
 from hardneg.core.records import Relation
-from hardneg.core.words import Words
-from hardneg.generators.english import EnglishCheck
-from hardneg.generators.paths import PathResources, generate_positives
+from hardneg.core.words.table import Words
+from hardneg.generators.paths.stage import PathResources, generate_positives
+from hardneg.generators.text.english import EnglishCheck
 from tests.helpers import graph, node, obj
 
 CFG = load_config(None, {"paths": {"max_per_image": 100}})
@@ -145,7 +145,7 @@ def test_the_batched_check_tags_only_texts_it_could_refuse_and_agrees_with_the_f
     """`check_many` skips tagging a text with no article and none of is/are/has/... among its tokens (the
     tokenizer's own special cases included: "isnt" is "is" + "nt", "Ima" holds "a"); every verdict equals
     the one-text-at-a-time check on the whole pipeline."""
-    from hardneg.generators.rewrite import load_nlp
+    from hardneg.generators.text.rewrite import load_nlp
 
     texts = [
         "the bananas that is yellow", "the man on a snow", "the cup on the table", "a apple near the plate",
@@ -262,7 +262,7 @@ def test_the_english_check_reads_a_token_without_letters_as_no_word():
 def test_a_rewritten_negative_is_checked_like_a_rewritten_positive():
     """The language stage checks negatives after their (optional) rewrite: a rewrite that breaks the English
     falls back to the template and leaves `rewrites`; only a negative whose template fails too is dropped."""
-    from hardneg.generators.english import check_negatives
+    from hardneg.generators.text.english import check_negatives
 
     base = {"image_id": "1", "negative_type": "replace_object", "template_expression": "the yellow bananas"}
     ok = {**base, "id": 1, "expression": "the bananas that is yellow", "expression_source": "rewrite#1",

@@ -15,7 +15,7 @@ from PIL import Image
 from hardneg.core.config import load_config
 from hardneg.core.resources import data_path
 from hardneg.flows.pipeline import STAGES, resplit, run_local
-from hardneg.generators import rewrite
+from hardneg.generators.text import rewrite
 
 SMALL = {"demo": {"n_scenes": 8}, "shard_size": 4, "images": {"enabled": False}}
 
@@ -88,11 +88,11 @@ def test_a_decision_only_change_re_decides_without_re_scoring(small_run: Path, t
 def test_an_unreadable_donor_is_a_reject_never_a_silent_removal(tmp_path: Path):
     from hardneg.backends.inpaint_opencv import OpenCVInpainter
     from hardneg.backends.lexicon import LexiconBackend
-    from hardneg.core.attributes import AttributeTable
-    from hardneg.core.vocab import Lexicon
-    from hardneg.core.words import Words
-    from hardneg.generators.image_edits import Donor, ImageContext
-    from hardneg.generators.negative_images import make_image_negatives
+    from hardneg.core.words.attribute_table import AttributeTable
+    from hardneg.core.words.table import Words
+    from hardneg.core.words.vocab import Lexicon
+    from hardneg.generators.images.edits import Donor, ImageContext
+    from hardneg.generators.images.stage import make_image_negatives
     from tests.helpers import graph, node, obj
 
     images = tmp_path / "images"

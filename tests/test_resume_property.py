@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from hardneg.core.config import RunConfig, apply_overrides, config_value, leaf_keys, load_config
-from hardneg.core.demo_world import build_demo_world
+from hardneg.core.demo.world import build_demo_world
 from hardneg.core.runfolder import prepare_run
 from hardneg.core.stage import Run
 from hardneg.flows.pipeline import STAGES

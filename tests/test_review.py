@@ -24,9 +24,9 @@ from hardneg.cli import main
 from hardneg.core.config import DEFAULT_CONFIG
 from hardneg.review.agreement import cohen_kappa, pairwise
 from hardneg.review.apply import Label, apply_labels, decide, load_labels, summary
-from hardneg.review.gallery import reason_group
 from hardneg.review.priority import in_default_queue, priority_key, risk
-from hardneg.review.report import build_report
+from hardneg.review.report.gallery import reason_group
+from hardneg.review.report.page import build_report
 from hardneg.review.rundata import RunData
 from hardneg.review.server import ReviewServer
 from hardneg.review.store import FILENAME, ReviewStore
@@ -753,7 +753,7 @@ def test_app_shows_tied_items_first(app):
 
 
 def test_stats_md_counts_labels_per_annotator_and_shows_tied_items(tmp_path: Path):
-    from hardneg.core.stats import build_stats, write_stats
+    from hardneg.exports.stats import build_stats, write_stats
 
     s = ReviewStore(tmp_path)
     for item, votes in {1: ("correct", "wrong"), 2: ("correct", "correct"), 3: ("wrong", "wrong")}.items():

@@ -16,7 +16,7 @@ import pytest
 from PIL import Image
 
 from hardneg.review.apply import apply_labels, load_labels
-from hardneg.review.report import build_report
+from hardneg.review.report.page import build_report
 from hardneg.review.rundata import RunData
 from hardneg.review.server import ReviewServer
 from hardneg.review.store import ReviewStore

@@ -1,4 +1,4 @@
-"""The rewrite validator's fast path (`generators/lexical.py`, `RewriteValidator.prove`) never disagrees
+"""The rewrite validator's fast path (`generators/text/lexical.py`, `RewriteValidator.prove`) never disagrees
 with the tagged check, on every lexicon rewrite of the demo and of a GQA-like corpus; the lexicon's
 variants are those of the plain algorithm; spaCy loads without torch."""
 
@@ -16,13 +16,13 @@ import pytest
 
 from benchmarks.synthetic_gqa import write_synthetic_gqa
 from hardneg.backends.lexicon import LexiconBackend
-from hardneg.core.attributes import AttributeTable
 from hardneg.core.config import load_config
-from hardneg.core.gqa import load_graphs
+from hardneg.core.gqa.loader import load_graphs
 from hardneg.core.records import PathNode
-from hardneg.core.vocab import Lexicon
-from hardneg.generators.paths import PathResources, generate_positives
-from hardneg.generators.rewrite import UNSURE, RewriteValidator, lexical
+from hardneg.core.words.attribute_table import AttributeTable
+from hardneg.core.words.vocab import Lexicon
+from hardneg.generators.paths.stage import PathResources, generate_positives
+from hardneg.generators.text.rewrite import UNSURE, RewriteValidator, lexical
 from tests.helpers import node
 from tests.runs import small_run
 
@@ -139,7 +139,7 @@ def test_lexicon_variants_are_the_plain_algorithms(gqa_like):
 
 def test_spacy_loads_without_importing_torch():
     code = (
-        "import sys; from hardneg.generators.rewrite import load_nlp; nlp = load_nlp(); "
+        "import sys; from hardneg.generators.text.rewrite import load_nlp; nlp = load_nlp(); "
         "print('torch' in sys.modules, nlp.pipe_names)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -9,14 +9,14 @@ from pathlib import Path
 import orjson
 import pytest
 
-from hardneg.core.attributes import AttributeTable
 from hardneg.core.config import load_config
 from hardneg.core.executor import GraphIndex, execute
-from hardneg.core.gqa import load_graphs
+from hardneg.core.gqa.loader import load_graphs
 from hardneg.core.records import PathNode
-from hardneg.core.write import SPLITS
+from hardneg.core.words.attribute_table import AttributeTable
+from hardneg.exports.finecops import SPLITS
 from hardneg.flows.pipeline import run_local
-from hardneg.generators.paths import path_level, path_type
+from hardneg.generators.paths.stage import path_level, path_type
 
 # Negative images have their own tests (test_images_stage.py); here they would only cost time.
 NO_IMAGES = {"images": {"enabled": False}}

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from hardneg.core.config import load_config
-from hardneg.core.write import SPLITS
+from hardneg.exports.finecops import SPLITS
 from hardneg.flows.pipeline import run_local
 from hardneg.flows.runners import gpu_stage, local_workers, needs_gpu_worker, task_runner
 from tests.helpers import prefect_harness_in

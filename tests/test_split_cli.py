@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from hardneg.cli import main
-from hardneg.core.stats import build_stats, write_stats
+from hardneg.exports.stats import build_stats, write_stats
 from hardneg.flows.pipeline import resplit
 from tests.runs import copy_of_small_run
 
@@ -92,7 +92,7 @@ def test_thresholds_of_a_filter_that_never_ran_are_refused(run: Path, tmp_path: 
 
 
 def test_a_filter_that_did_not_run_reads_not_run_never_100_percent(tmp_path: Path):
-    """Regression guard for the redesign (`core/stats.py`): CLIP showed "100% passed" when it never ran."""
+    """Regression guard for the redesign (`exports/stats.py`): CLIP showed "100% passed" when it never ran."""
     filters = {"clip": {"passed": None, "seen": None, "not_run": True}, "seam": {"passed": 3, "seen": 4}}
     write_stats(tmp_path, build_stats(Counter(), Counter(), Counter(), filters))
     md = (tmp_path / "stats.md").read_text()

@@ -73,7 +73,7 @@ def test_a_split_that_fails_half_way_leaves_the_old_outputs_whole(tiny_run, resp
     def full_disk(files: list[Path], out: Path) -> None:  # the rejects come after every split file
         raise OSError(errno.ENOSPC, "No space left on device", str(out))
 
-    monkeypatch.setattr("hardneg.core.write._concat", full_disk)
+    monkeypatch.setattr("hardneg.exports.finecops._concat", full_disk)
     with pytest.raises(OSError):
         resplit(root, RESPLIT)
     assert outputs(root) == before

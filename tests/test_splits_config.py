@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from hardneg.core.balance import BalanceItem, balance
 from hardneg.core.config import BalanceConfig, SplitsConfig, load_config
 from hardneg.core.splits import split_of
+from hardneg.generators.paths.select import BalanceItem, balance
 
 
 def test_split_depends_only_on_the_image_id():

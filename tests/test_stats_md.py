@@ -7,7 +7,7 @@ from pathlib import Path
 
 import orjson
 
-from hardneg.core.stats import build_stats, reason_key, rejects_summary, write_stats
+from hardneg.exports.stats import build_stats, reason_key, rejects_summary, write_stats
 
 
 def test_the_review_counts_reach_stats_md(tmp_path: Path):

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from hardneg.filters.text_scorers import (
+from hardneg.filters.scorers.text import (
     EOS,
     PENALTY,
     UNK,
@@ -137,7 +137,7 @@ def test_grammar_irregular_plural_and_floor():
 
 def test_registry_builds_each_text_kind_and_rejects_bad_specs():
     from hardneg.filters.refine_stage import text_filter
-    from hardneg.filters.text_scorers import GrammarFilter, NGramFilter, TransformersTextFilter
+    from hardneg.filters.scorers.text import GrammarFilter, NGramFilter, TransformersTextFilter
 
     assert isinstance(text_filter({"kind": "ngram"}, 0), NGramFilter)
     assert isinstance(text_filter({"kind": "grammar"}, 1), GrammarFilter)

@@ -1,4 +1,4 @@
-"""The word-semantics tables and their reader (core/words.py): the audited false negatives are refused with
+"""The word-semantics tables and their reader (core/words/table.py): the audited false negatives are refused with
 the right reason, true contradictions are accepted, English agreement and articles come out right, and
 the tables are consistent and cover GQA's frequent vocabulary."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from hardneg.core.resources import data_path
-from hardneg.core.words import NAME_RELATIONS, Words
+from hardneg.core.words.table import NAME_RELATIONS, Words
 
 VG_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 

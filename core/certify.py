@@ -1,0 +1,213 @@
+"""Certificates for the export shapes: "this expression is false in that image", and "these objects are
+what a phrase names in context".
+
+The executor (`core/executor.py`) is the single source of truth for "matches nothing", and every
+certificate starts with it. A graph from another image was not annotated to answer our question, so an
+export asks more than the executor: an object stays a possible match unless the graph *contradicts*
+the path there. `Certifier.nothing` certifies that a path matches nothing in a graph only when, for every
+object that could carry the node's name (the same name, a plural, a synonym, a hyponym, a broader name
+that may well be it: a "person" may be the man, an "animal" the dog; or a name one object can carry at
+once: `Words.name_relation`), the graph says no:
+
+- an attribute of the node is contradicted by one the object has (`Words.attributes_contradict`): an
+  object without a colour annotated is *not* "not white";
+- a relation's partners are all excluded: none could match the child, or for each the boxes put it in
+  the opposite direction (`core.geometry.contradicted`) or a stored relation contradicts it
+  (`Words.relations_contradict`); a missing edge proves nothing;
+- a `same` edge's partners all carry attributes of the category that exclude the object's;
+- a node with no possible object at all is certified absent only when its name can carry a claim of
+  absence: never a crowd or background name (`Words.is_crowd`: trees, grass), a mass noun, a word that
+  names no object, or a part whose whole is in the graph (a wheel is there whenever a car is), or a part
+  of a whole another part of which is in the graph (a head is there whenever a thumb is; a faucet in a
+  bathroom whose mirror is annotated).
+"""
+
+from __future__ import annotations
+
+from hardneg.core.executor import GraphIndex, execute
+from hardneg.core.geometry import contradicted
+from hardneg.core.records import PathEdge, PathNode, SceneGraph, SceneObject
+from hardneg.core.words.attribute_table import AttributeTable
+from hardneg.core.words.table import Words
+
+VERSION = "certify@v3"  # v2: a broader name (person, animal) may be the node's object; v3: parts of one whole
+COULD_BE = frozenset({"same", "plural", "synonym", "hyponym", "hypernym", "overlap"})  # name_relation(object, node)
+
+
+class Certifier:
+    """Decides "certainly matches nothing" for paths on graphs; the word answers are cached."""
+
+    def __init__(self, words: Words, table: AttributeTable) -> None:
+        self.words, self.table = words, table
+        self._could: dict[tuple[str, str], bool] = {}
+        self._absent: dict[str, str | None] = {}
+        self._parts: dict[tuple[str, str], bool] = {}
+        self._kins: dict[tuple[str, str], bool] = {}
+
+    def could_be(self, name: str, node_name: str) -> bool:
+        """Whether an object annotated `name` could be what a node called `node_name` names."""
+        if name == node_name:
+            return True
+        key = (name, node_name)
+        if key not in self._could:
+            self._could[key] = self.words.name_relation(name, node_name) in COULD_BE
+        return self._could[key]
+
+    def absence_refusal(self, name: str, graph: SceneGraph | None = None) -> str | None:
+        """Why the absence of `name` from `graph` proves nothing, or None when it does (without a graph: the
+        reasons that hold in any graph)."""
+        if name not in self._absent:
+            w = self.words
+            why = w.crowd_reason(name)
+            if why is None and w.is_mass(name):
+                why = "a mass noun: unannotated stuff"
+            if why is None and w.not_object_reason(name) is not None:
+                why = f"not an object name ({w.not_object_reason(name)})"
+            self._absent[name] = why
+        if self._absent[name] is not None or graph is None or not self.words.is_part_name(name):
+            return self._absent[name]
+        whole = next((o.name for o in graph.objects.values() if self._part_of(name, o.name)), None)
+        if whole is not None:
+            return f"a part of '{whole}', which is there: parts go unannotated"
+        kin = next((o.name for o in graph.objects.values() if self._kin(name, o.name)), None)
+        return None if kin is None else f"a part of what '{kin}' is part of, which is there: parts go unannotated"
+
+    def _kin(self, part: str, other: str) -> bool:
+        key = (part, other)
+        if key not in self._kins:
+            self._kins[key] = self.words.shares_whole(part, other)
+        return self._kins[key]
+
+    def _part_of(self, part: str, whole: str) -> bool:
+        key = (part, whole)
+        if key not in self._parts:
+            self._parts[key] = self.words.name_relation(part, whole) == "part"
+        return self._parts[key]
+
+    def candidates(self, name: str, graph: SceneGraph) -> list[SceneObject]:
+        return [o for o in graph.objects.values() if self.could_be(o.name, name)]
+
+    def nothing(self, path: PathNode, graph: SceneGraph, index: GraphIndex | None = None) -> str | None:
+        """None when `path` certainly matches nothing in `graph`; else why it might match something."""
+        index = index or GraphIndex(graph, self.table)
+        hit = execute(path.without_ids(), index)
+        if hit:
+            return f"the executor matches {', '.join(sorted(hit))}"
+        return self.uncontradicted(path, graph)
+
+    def uncontradicted(self, path: PathNode, graph: SceneGraph) -> str | None:
+        """`nothing` for a path the executor already matched to nothing: why the graph still does not make
+        it false for some object that could carry it, or None."""
+        memo: dict[tuple[int, str], bool] = {}
+        cands = self.candidates(path.name, graph)
+        if not cands:
+            why = self.absence_refusal(path.name, graph)
+            return None if why is None else f"'{path.name}' is absent, but its absence proves nothing: {why}"
+        for o in cands:
+            if not self._excluded(path, o, graph, memo):
+                return f"object {o.id} ('{o.name}') may match: the graph does not contradict the path there"
+        return None
+
+    def doubtful(self, path: PathNode, graph: SceneGraph, target: str) -> str | None:
+        """For a positive: why an object other than `target` may carry `path` as well, its description not
+        contradicted by the graph (a plate with no colour annotated may well be the white plate), or None."""
+        memo: dict[tuple[int, str], bool] = {}
+        bare = path.without_ids()
+        for o in self.candidates(bare.name, graph):
+            if o.id != target and not self._excluded(bare, o, graph, memo):
+                return f"{o.name} {o.id} may fit as well: nothing annotated on it rules the expression out"
+        return None
+
+    def present(self, path: PathNode, graph: SceneGraph, index: GraphIndex | None = None) -> bool:
+        """The executor's "some object matches" (the positive half of a probe)."""
+        return bool(execute(path.without_ids(), index or GraphIndex(graph, self.table)))
+
+    # -- exclusion of one object --------------------------------------------------------------------
+
+    def _excluded(self, node: PathNode, o: SceneObject, graph: SceneGraph, memo: dict[tuple[int, str], bool]) -> bool:
+        key = (id(node), o.id)
+        if key not in memo:
+            memo[key] = False  # a cycle proves nothing
+            memo[key] = self._excluded_now(node, o, graph, memo)
+        return memo[key]
+
+    def _excluded_now(
+        self, node: PathNode, o: SceneObject, graph: SceneGraph, memo: dict[tuple[int, str], bool]
+    ) -> bool:
+        w = self.words
+        for a in node.attributes:
+            if any(w.attributes_contradict(a, b)[0] for b in o.attributes):
+                return True
+        for e in node.relations:
+            partners = self._partners(e.object, o, graph, memo)
+            if partners is None:
+                return True
+            if partners and all(self._not_related(o, e.name, p) for p in partners):
+                return True
+        for s in node.same:
+            partners = self._partners(s.object, o, graph, memo)
+            if partners is None:
+                return True
+            if partners and all(self._not_same(o, p, s.category) for p in partners):
+                return True
+        return False
+
+    def _partners(
+        self, child: PathNode, o: SceneObject, graph: SceneGraph, memo: dict[tuple[int, str], bool]
+    ) -> list[SceneObject] | None:
+        """Objects that might match `child` (never `o`); None when certainly none (an absence that counts)."""
+        possible = [
+            p for p in self.candidates(child.name, graph) if p.id != o.id and not self._excluded(child, p, graph, memo)
+        ]
+        if possible:
+            return possible
+        return None if self.absence_refusal(child.name, graph) is None else []
+
+    def _not_related(self, o: SceneObject, relation: str, p: SceneObject) -> bool:
+        if contradicted(relation, o.box, p.box):
+            return True
+        stored = [r.name for r in o.relations if r.object == p.id]
+        if relation in stored:
+            return False
+        return any(self.words.relations_contradict(r, relation, p.name)[0] for r in stored)
+
+    def _not_same(self, o: SceneObject, p: SceneObject, category: str) -> bool:
+        mine = [a for a in o.attributes if self.table.category(a) == category]
+        theirs = [a for a in p.attributes if self.table.category(a) == category]
+        return bool(mine and theirs) and all(self.words.attributes_contradict(x, y)[0] for x in mine for y in theirs)
+
+
+def context_objects(path: PathNode, index: GraphIndex, target: str) -> list[frozenset[str]]:
+    """For each node of the path (`PathNode.nodes()` order), the objects it names *in context*: the root
+    is the target; a related node names every object matching its own sub-path that its parent's objects
+    stand in the relation to (the two balls the cup is between, not every ball)."""
+    out: dict[int, frozenset[str]] = {}
+
+    def walk(node: PathNode, ctx: frozenset[str]) -> None:
+        out[id(node)] = ctx
+        for e in node.relations:
+            child = execute(e.object, index)
+            walk(e.object, frozenset(y for y in child if any(index.related(x, e.name, {y}) for x in ctx)))
+        for s in node.same:
+            child = execute(s.object, index)
+            kept = set()
+            for y in child:
+                theirs = index.cat_attrs[y].get(s.category)
+                for x in ctx:
+                    mine = index.cat_attrs[x].get(s.category)
+                    if x != y and mine and theirs and not mine.isdisjoint(theirs):
+                        kept.add(y)
+                        break
+            walk(s.object, frozenset(kept))
+
+    bare = path.without_ids()
+    walk(bare, frozenset({target}))
+    return [out[id(n)] for n in bare.nodes()]
+
+
+def path_of(
+    name: str, attributes: tuple[str, ...] = (), relation: str | None = None, obj: str | None = None
+) -> PathNode:
+    """A one- or two-node path ("a small dog", "a cup on a table") for the probes' prompts."""
+    rels = (PathEdge(relation, PathNode(obj)),) if relation is not None and obj is not None else ()
+    return PathNode(name, tuple(attributes), rels)

@@ -1,0 +1,104 @@
+"""How the corpus annotates each name: which names come in many, which sit inside signs and pictures, how
+big their boxes usually are, and whether one object is split over two boxes. Counted from the cleaned
+scene graphs by the plausibility stage and stored with the run; read by the paths stage's annotation
+rules and by each positive's risk.
+
+A graph annotates some of what a photo shows. A positive claims its expression picks out one object, so
+it fails a person when another object fits as well but is not annotated ("the brown meat", one of ten
+pieces on a plate), or when the box is not the object its name says ("the hotel" that is the word HOTEL
+printed on a sign; a cabinet drawn as two boxes). What the graph alone cannot show, the corpus can
+suggest: a name usually seen several times per image comes in many; a name usually boxed inside a sign is
+usually printed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from hardneg.core.geometry import intersection
+from hardneg.core.records import SceneGraph, SceneObject
+from hardneg.core.words.table import Words
+
+INSIDE = 0.9  # of a box's area inside another box: it lies inside it
+MANY = 0.5  # images holding a name twice or more, of those holding it: the name comes in many
+MIN_IMAGES = 5  # a name in fewer images decides nothing about coming in many
+PRINTED = 0.5  # boxes of a name inside a text surface, of all its boxes: the name is usually printed
+MIN_BOXES = 5  # a name with fewer boxes decides nothing about being printed or its usual size
+OVERSIZED = 10.0  # a box this many times its name's usual area is suspect (4x is an ordinary close-up)
+
+
+def inside(a: SceneObject, b: SceneObject) -> bool:
+    """Whether `a`'s box lies inside `b`'s, and `b` is the larger."""
+    return a.area > 0 and b.area > a.area and intersection(a.box, b.box) >= INSIDE * a.area
+
+
+def split_pair(a: SceneObject, b: SceneObject) -> bool:
+    """Whether two boxes tile one rectangle: they touch or barely overlap, span the same extent on one
+    axis (within a tenth), and their union fills its bounding box (a cabinet annotated in two halves)."""
+    ax, ay, aw, ah = a.box
+    bx, by, bw, bh = b.box
+    ux0, uy0, ux1, uy1 = min(ax, bx), min(ay, by), max(ax + aw, bx + bw), max(ay + ah, by + bh)
+    union_box = (ux1 - ux0) * (uy1 - uy0)
+    if union_box <= 0:
+        return False
+    shared = intersection(a.box, b.box)
+    if shared > 0.2 * min(a.area, b.area):
+        return False  # overlapping: two objects in depth, or a duplicate (hygiene merges those)
+    rows = abs(ay - by) <= 0.1 * max(ah, bh) and abs(ah - bh) <= 0.1 * max(ah, bh)
+    cols = abs(ax - bx) <= 0.1 * max(aw, bw) and abs(aw - bw) <= 0.1 * max(aw, bw)
+    return (rows or cols) and (a.area + b.area - shared) >= 0.9 * union_box
+
+
+@dataclass(slots=True)
+class AnnotationStats:
+    images: Counter = field(default_factory=Counter)  # name -> images holding it
+    multi: Counter = field(default_factory=Counter)  # name -> images holding it twice or more
+    boxes: Counter = field(default_factory=Counter)  # name -> boxes
+    printed: Counter = field(default_factory=Counter)  # name -> boxes inside a text surface of another name
+    log_area: Counter = field(default_factory=Counter)  # name -> sum of log(box area / image area)
+
+    def add(self, graph: SceneGraph, words: Words) -> None:
+        per_image = Counter(o.name for o in graph.objects.values())
+        for name, n in per_image.items():
+            self.images[name] += 1
+            self.multi[name] += n >= 2
+        texts = [o for o in graph.objects.values() if words.surface_kind(o.name) == "text"]
+        image_area = graph.width * graph.height
+        for o in graph.objects.values():
+            self.boxes[o.name] += 1
+            if o.area > 0:
+                self.log_area[o.name] += math.log(o.area / image_area)
+            if any(t.name != o.name and inside(o, t) for t in texts):
+                self.printed[o.name] += 1
+
+    def many(self, name: str) -> float | None:
+        """The share of the images holding `name` that hold it twice or more; None below `MIN_IMAGES`."""
+        n = self.images[name]
+        return self.multi[name] / n if n >= MIN_IMAGES else None
+
+    def printed_share(self, name: str) -> float | None:
+        n = self.boxes[name]
+        return self.printed[name] / n if n >= MIN_BOXES else None
+
+    def usual_area(self, name: str) -> float | None:
+        """The geometric mean of the name's box areas, as a fraction of the image."""
+        n = self.boxes[name]
+        return math.exp(self.log_area[name] / n) if n >= MIN_BOXES else None
+
+    def rows(self) -> Iterator[dict[str, Any]]:
+        for kind in ("images", "multi", "boxes", "printed", "log_area"):
+            c: Counter = getattr(self, kind)
+            for key in sorted(c):
+                if c[key]:
+                    yield {"kind": kind, "key": key, "n": c[key]}
+
+    @classmethod
+    def from_rows(cls, rows: Iterable[dict[str, Any]]) -> AnnotationStats:
+        out = cls()
+        for r in rows:
+            getattr(out, r["kind"])[r["key"]] = r["n"]
+        return out

@@ -1,0 +1,145 @@
+"""Scene-graph hygiene before any path: a stage of its own, every change counted with a reason.
+
+Scene graphs are annotated by people, fast. Two kinds of error make positives that a person cannot use
+and are visible from the graph alone:
+
+- **one object annotated twice**: two boxes of one kind of object (the same name, a synonym, a plural
+  form: `Words.same_kind`) that overlap by `hygiene.merge_iou` or more are one physical object ("the pole
+  left of the metal tower and left of a tower" for a single tower). They are merged into the first by id:
+  attributes united, edges redirected, self-edges dropped;
+- **spatial edges the boxes contradict**: a stored "A to the left of B" where the boxes put A right of B
+  by the geometric rule (`core/geometry.py`) is dropped.
+
+Crowd and background names (trees, windows, grass) are not changed here; the path rules refuse them as
+targets and anchors (`generators/paths/targets.py`), by the word tables (`core/words/table.py`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from hardneg.core.geometry import contradicted, iou
+from hardneg.core.gqa.ingest import graph_to_row, row_to_graph
+from hardneg.core.io import digest, file_digest
+from hardneg.core.records import Reject, Relation, SceneGraph, SceneObject
+from hardneg.core.resources import data_path
+from hardneg.core.stage import Run, Stage, Unit
+from hardneg.core.words.table import ATTRIBUTES_FILE, NOUNS_FILE, RELATIONS_FILE, Words
+
+
+def words_digest() -> str:
+    """Identity of the bundled word tables, for the fingerprints of the stages that read them."""
+    return digest([file_digest(data_path(f"templates/{f}")) for f in (NOUNS_FILE, ATTRIBUTES_FILE, RELATIONS_FILE)])
+
+
+def _overlapping(graph: SceneGraph, ids: list[str], min_iou: float) -> np.ndarray:
+    """Bool matrix over `ids`: the pairs whose IoU may reach `min_iou`, from every pair's IoU at once.
+
+    Every pair of an image is compared (up to `inputs.max_objects` squared, a million), so the comparison
+    is one vectorised pass; only the pairs near the threshold are then looked at one by one. The margin
+    keeps every pair `iou` itself would accept."""
+    x, y, w, h = np.array([graph.objects[i].box for i in ids], dtype=np.float64).reshape(-1, 4).T
+    inter = np.clip(np.minimum.outer(x + w, x + w) - np.maximum.outer(x, x), 0, None)
+    inter *= np.clip(np.minimum.outer(y + h, y + h) - np.maximum.outer(y, y), 0, None)
+    area = w * h
+    union = np.add.outer(area, area)
+    union -= inter
+    union *= min_iou - 1e-9
+    return inter >= union
+
+
+def duplicates(graph: SceneGraph, words: Words, min_iou: float) -> dict[str, tuple[str, float]]:
+    """object id -> (the id it duplicates, their IoU), for every annotation of an object already annotated
+    under a lower id. Chains resolve to the first: a duplicate of a duplicate points at the original."""
+    ids = sorted(graph.objects, key=lambda i: (len(i), i))
+    near = _overlapping(graph, ids, min_iou)
+    into: dict[str, tuple[str, float]] = {}
+    for k, a in enumerate(ids):
+        if a in into:
+            continue
+        oa = graph.objects[a]
+        for j in (np.flatnonzero(near[k, k + 1 :]) + k + 1).tolist():
+            b = ids[j]
+            if b in into:
+                continue
+            ob = graph.objects[b]
+            if not (oa.name == ob.name or words.same_kind(oa.name, ob.name)):
+                continue
+            v = iou(oa.box, ob.box)
+            if v >= min_iou:
+                into[b] = (a, v)
+    return into
+
+
+def clean(
+    graph: SceneGraph, words: Words, min_iou: float, drop_spatial: bool
+) -> tuple[SceneGraph, list[dict[str, Any]]]:
+    """The cleaned graph and what changed (one dict per change: kind, reason, objects)."""
+    changes: list[dict[str, Any]] = []
+    into = duplicates(graph, words, min_iou)
+    for dup, (kept, v) in sorted(into.items()):
+        a, b = graph.objects[kept], graph.objects[dup]
+        changes.append({
+            "kind": "merged_duplicate",
+            "reason": f"'{b.name}' {dup} is the same object as '{a.name}' {kept} (IoU {v:.2f})",
+            "objects": [kept, dup],
+        })  # fmt: skip
+
+    def target(oid: str) -> str:
+        return into[oid][0] if oid in into else oid
+
+    merged: dict[str, SceneObject] = {}
+    for oid, o in graph.objects.items():
+        k = target(oid)
+        base = merged.get(k) or replace(graph.objects[k], attributes=(), relations=())
+        attrs = tuple(dict.fromkeys((*base.attributes, *o.attributes)))
+        merged[k] = replace(base, attributes=attrs, relations=(*base.relations, *o.relations))
+    objects: dict[str, SceneObject] = {}
+    for oid in graph.objects:
+        if oid not in merged:
+            continue
+        o = merged[oid]
+        rels: list[Relation] = []
+        seen: set[tuple[str, str]] = set()
+        for r in o.relations:
+            other = target(r.object)
+            if other == oid or (r.name, other) in seen or other not in graph.objects:
+                continue
+            if drop_spatial and contradicted(r.name, o.box, graph.objects[other].box):
+                changes.append({
+                    "kind": "dropped_contradicted_edge",
+                    "reason": f"'{o.name}' {oid} {r.name} '{graph.objects[other].name}' {other}: "
+                    "the boxes say the opposite",
+                    "objects": [oid, other],
+                })  # fmt: skip
+                continue
+            seen.add((r.name, other))
+            rels.append(Relation(r.name, other))
+        objects[oid] = replace(o, relations=tuple(rels))
+    return replace(graph, objects=objects), changes
+
+
+class HygieneStage(Stage):
+    name = "hygiene"
+    version = "hygiene@v2"  # v2: the box rule reads every spelling of a direction ("to left of")
+    reads = ("ingest",)
+    config = ("hygiene",)
+
+    def extra_fingerprint(self, run: Run) -> Any:
+        return words_digest()
+
+    def run(self, unit: Unit) -> None:
+        h = unit.cfg.hygiene
+        words = Words.load()
+        rows = []
+        for row in unit.read("ingest", "graphs"):
+            unit.items_in += 1
+            graph, changes = clean(row_to_graph(row), words, h.merge_iou, h.drop_contradicted_spatial)
+            for c in changes:
+                unit.stats[c["kind"]] += 1
+                unit.reject(Reject("hygiene", c["reason"], graph.image_id, detail={"objects": c["objects"]}))
+            rows.append(graph_to_row(graph))
+        unit.write("graphs", rows)

@@ -1,0 +1,211 @@
+"""The ingest stage: stream the scene graphs, validate each, check its image, cut the corpus into shards.
+
+The first stage of every run: its summary lists the shards every sharded stage runs over, and the
+corpus vocabulary (names, attributes, relations with counts) that later stages draw replacements from.
+
+A resumed run sees every change to its inputs, and a touch costs little: the fingerprint holds the stat
+identity of every file ingest reads (`input_identity`, no byte read), so any edit reruns it, and each row
+holds what was read (the graph, and a digest of the image file's bytes) while the stage's output digest is
+its rows alone (`digest_is_content`): a touched but unchanged input reruns ingest and nothing after it, a
+changed one redoes every stage that depends on it.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import stat
+from collections import Counter
+from io import BytesIO
+from pathlib import Path
+from typing import Any
+
+from PIL import Image, UnidentifiedImageError
+
+from hardneg.core.gqa.loader import GraphLimits, load_graphs, validate_graph
+from hardneg.core.gqa.stream import graph_files
+from hardneg.core.ids import printable_id
+from hardneg.core.records import Reject, SceneGraph
+from hardneg.core.runfolder import image_file, resolve_inputs
+from hardneg.core.stage import ALL, Run, Stage, Unit
+
+
+def graph_to_row(g: SceneGraph) -> dict[str, Any]:
+    return {"image_id": g.image_id, "graph": g.to_gqa()}
+
+
+def row_to_graph(row: dict[str, Any]) -> SceneGraph:
+    check = validate_graph(row["image_id"], row["graph"])
+    if check.graph is None:  # the shard was written from a validated graph: this is corruption
+        raise ValueError(f"work shard holds an invalid graph {row['image_id']}: {check.reason}")
+    return check.graph
+
+
+DRAFT_SCALE = 8  # JPEGs decode at 1/8 size: every byte of the stream is still read, at a fraction of the cost
+JPEG_FORMATS = ("JPEG", "MPO")  # MPO: a JPEG with a multi-picture extension, as many cameras write
+# Greyscale is kept (every later reader converts to RGB); CMYK is refused: converting it without its colour
+# profile shifts colours, and colour words are what many negatives change.
+IMAGE_MODES = ("RGB", "L")
+MAX_IMAGE_BYTES = 256 << 20  # an image is read whole (to hash and decode it): far above any real photo
+
+
+def unreadable_input(path: Path, e: OSError) -> ValueError:
+    """The one-line user error for an input the run cannot read: its permissions are the fix, not --output."""
+    why = e.strerror or str(e)
+    return ValueError(
+        f"cannot read the input {path}: {why}; make it readable for this user, then rerun the same command"
+    )
+
+
+def read_image(path: Path) -> bytes | str:
+    """The bytes of an image file, or why it is refused: missing, a symlink, not a regular file, too large.
+    A symlink is refused wherever it points: its target may lie outside the folder, and later stages and
+    `data/` would read and link it; `O_NOFOLLOW` refuses one made after the check too (and `O_NONBLOCK` a
+    FIFO). A file that is there but cannot be read stops the run with a line naming it as an input."""
+    try:
+        st = path.lstat()
+        if stat.S_ISLNK(st.st_mode):
+            return f"image file is a symlink: {path.name} (copy the image into the images folder)"
+        if not stat.S_ISREG(st.st_mode):
+            return f"image file missing: {path.name} is {'a folder' if stat.S_ISDIR(st.st_mode) else 'no regular file'}"
+        if st.st_size > MAX_IMAGE_BYTES:
+            return f"image file is {st.st_size} bytes (at most {MAX_IMAGE_BYTES}): {path.name}"
+        with open(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb") as f:  # a FIFO never blocks
+            return f.read(MAX_IMAGE_BYTES + 1)
+    except FileNotFoundError:
+        return f"image file missing: {path.name}"
+    except OSError as e:
+        if e.errno == errno.ELOOP:  # replaced by a symlink since the check
+            return f"image file is a symlink: {path.name} (copy the image into the images folder)"
+        raise unreadable_input(path, e) from e
+
+
+def image_problem(data: bytes, name: str, graph: SceneGraph) -> str | None:
+    """None when `data` is a JPEG in RGB or greyscale that decodes fully and has the graph's size, else why not.
+
+    `Image.verify` does not decode, so a truncated JPEG would pass it: the image is decoded (`draft` makes
+    libjpeg decode at 1/8 size, bounding the cost). The format and mode are read from the header, before
+    any decoding: other formats are never decoded at all."""
+    try:
+        with Image.open(BytesIO(data)) as im:
+            if im.format not in JPEG_FORMATS:
+                return f"image file is not a JPEG ({im.format} data): {name}"
+            if im.mode not in IMAGE_MODES:
+                return f"image file is a {im.mode} JPEG, not RGB or greyscale: {name} (convert it to RGB)"
+            size = im.size
+            im.draft(im.mode, (max(1, size[0] // DRAFT_SCALE), max(1, size[1] // DRAFT_SCALE)))
+            im.load()
+    except (UnidentifiedImageError, Image.DecompressionBombError, OSError, SyntaxError, ValueError) as e:
+        return f"image file corrupt: {name}: {e}"
+    except Exception as e:  # a decoder's internal error on hostile bytes (struct.error, IndexError, ...)
+        return f"image file corrupt: {name}: {type(e).__name__}: {e}"
+    if size != (graph.width, graph.height):
+        return f"image size {size[0]}x{size[1]} differs from the graph's {graph.width}x{graph.height}"
+    return None
+
+
+def inspect_image(images: Path, graph: SceneGraph) -> tuple[str | None, str | None]:
+    """(why the graph's image is refused, None) or (None, a digest of its bytes): the file is read once,
+    hashed and decoded from memory, so the digest is of exactly the bytes that were checked."""
+    path = image_file(images, graph.image_id)
+    data = read_image(path)
+    if isinstance(data, str):
+        return data, None
+    if len(data) > MAX_IMAGE_BYTES:  # it grew since its size was read
+        return f"image file is over {MAX_IMAGE_BYTES} bytes: {path.name}", None
+    if why := image_problem(data, path.name, graph):
+        return why, None
+    return None, hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def check_image(images: Path, graph: SceneGraph) -> str | None:
+    """Why the graph's image is refused, or None when it is fine (`inspect_image` without the digest)."""
+    return inspect_image(images, graph)[0]
+
+
+def input_identity(scene_graphs: Path, images: Path | None) -> str:
+    """A digest of the stat identity of every file ingest reads: the scene-graph file(s) and each entry of
+    the images folder, as (name, size, mtime, ctime, inode, mode); no byte is read (os.scandir lists
+    150k images in well under a second). `os.utime` can set mtime back but never ctime, so any edit
+    changes it; a symlink is its own entry (ingest refuses it)."""
+    h = hashlib.blake2b(digest_size=16)
+
+    def add(name: str, st: os.stat_result) -> None:
+        fields = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode)
+        h.update(os.fsencode(name) + b"\0" + b" ".join(b"%d" % v for v in fields) + b"\n")
+
+    try:
+        for path in graph_files(scene_graphs):
+            add(str(path), path.stat())
+        if images is not None:
+            with os.scandir(images) as entries:
+                for e in sorted(entries, key=lambda e: e.name):
+                    add(e.name, e.stat(follow_symlinks=False))
+    except PermissionError as e:
+        raise unreadable_input(Path(e.filename or scene_graphs), e) from e
+    return h.hexdigest()
+
+
+class IngestStage(Stage):
+    name = "ingest"
+    version = "ingest@v2"  # v2: rows hold the image file's digest; the fingerprint, every input file's stat
+    config = ("inputs", "demo", "shard_size")
+    sharded = False
+    digest_is_content = True  # a rerun for a touched but unchanged input redoes nothing after it
+
+    def extra_fingerprint(self, run: Run) -> Any:
+        if run.cfg.inputs.scene_graphs is None:  # the demo world lives in the run: its config identifies it
+            return "demo"
+        return input_identity(*resolve_inputs(run.root, run.cfg))
+
+    def run(self, unit: Unit) -> None:
+        cfg = unit.cfg
+        sg, images = resolve_inputs(unit.root, cfg)
+        shards: list[str] = []
+        buf: list[dict[str, Any]] = []
+        repairs: Counter = Counter()
+        vocab: dict[str, Counter] = {"names": Counter(), "attributes": Counter(), "relations": Counter()}
+
+        def flush() -> None:
+            shard = f"{len(shards):05d}"
+            unit.write("graphs", buf, shard=shard)
+            shards.append(shard)
+            buf.clear()
+
+        for check in load_graphs(sg, limits=GraphLimits.of(cfg.inputs)):
+            unit.items_in += 1
+            if check.graph is None:
+                unit.reject(Reject("ingest", check.reason or "invalid", printable_id(check.image_id)))
+                continue
+            repairs.update(check.repairs)
+            row = graph_to_row(check.graph)
+            if images is not None:
+                why, row["image_digest"] = inspect_image(images, check.graph)
+                if why:
+                    unit.reject(Reject("ingest", why, check.image_id))
+                    continue
+            buf.append(row)
+            for obj in check.graph.objects.values():
+                vocab["names"][obj.name] += 1
+                vocab["attributes"].update(obj.attributes)
+                vocab["relations"].update(r.name for r in obj.relations)
+            if len(buf) >= cfg.shard_size:
+                flush()
+        if buf:
+            flush()
+        unit.stats.update({"images_read": unit.items_in, "images_kept": unit.items_in - len(unit.rejects)})
+        unit.stats["images_rejected"] = len(unit.rejects)
+        unit.meta.update(
+            shards=shards,
+            repairs=dict(sorted(repairs.items())),
+            vocab={k: dict(sorted(v.items(), key=lambda kv: (-kv[1], kv[0]))) for k, v in vocab.items()},
+        )
+
+
+def corpus_vocab(summary: dict[str, Any]) -> dict[str, Counter]:
+    """The corpus vocabulary from the ingest stage's summary."""
+    return {k: Counter(v) for k, v in summary["meta"]["vocab"].items()}
+
+
+__all__ = ["ALL", "IngestStage", "check_image", "corpus_vocab", "graph_to_row", "input_identity", "row_to_graph"]

@@ -1,0 +1,195 @@
+"""Plausibility learned from the scene graphs themselves: how often a name carries an attribute,
+how often a (subject, relation, object) triple occurs, smoothed. A stage of its own, stored with the run.
+
+Two uses:
+
+- **a blind plausibility score** for SugarCREPE's refinement (`filters/scorers/plausibility.py`): the mean
+  smoothed log-probability of a path's facts. It replaces the rule-based grammar score, which is 1.0 for
+  every templated expression on real data and so tells nothing apart;
+- **absurd swaps**: a swap is a fine negative when it is false, not when it is nonsense a blind model can
+  reject without looking ("the kitchen in the microwave", "the shirtless shorts"). `absurd` refuses:
+  * a triple never seen whose reverse is common: the relation has a direction for this pair (the
+    microwave is in the kitchen; a cup is on the table, never a table on a cup);
+  * a subject or object that is common yet never takes that relation in that role ("shorts wearing");
+  * an attribute never seen on a common name although the counts expect it several times.
+  Counts below the support thresholds decide nothing: a small corpus (the demo) refuses nothing here.
+
+Smoothing: P(a | n) = (N(a, n) + B * P(a)) / (N(n) + B) with P(a) add-one over the attribute vocabulary,
+and P(s, r, o) interpolates the relative frequency of the triple with the independence estimate
+P(s | r) P(r) P(o | r), so an unseen but ordinary triple is not scored as impossible.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from hardneg.core.gqa.annotations import AnnotationStats
+from hardneg.core.gqa.hygiene import words_digest
+from hardneg.core.gqa.ingest import row_to_graph
+from hardneg.core.records import PathNode, SceneGraph
+from hardneg.core.splits import image_unit
+from hardneg.core.stage import Stage, Unit
+from hardneg.core.words.table import Words
+
+VERSION = "plausibility@v3"  # v2: the counts of each half of the corpus (cross-fitting); v3: annotations
+B = 5.0  # pseudo-counts of the backoff distribution
+LAMBDA = 0.8  # weight of a triple's own relative frequency against the independence estimate
+MIN_SUPPORT = 50  # a name (or a subject/object in a role) seen fewer times than this decides nothing
+MIN_REVERSE = 5  # the reverse triple must be this common for an unseen triple to be absurd
+MIN_EXPECTED = 3.0  # an attribute never seen on a name is absurd only when this many were expected
+
+
+@dataclass(slots=True)
+class Counts:
+    names: Counter = field(default_factory=Counter)
+    attributes: Counter = field(default_factory=Counter)
+    attribute_name: Counter = field(default_factory=Counter)  # (attribute, name)
+    relations: Counter = field(default_factory=Counter)
+    triples: Counter = field(default_factory=Counter)  # (subject, relation, object)
+    subject_relation: Counter = field(default_factory=Counter)  # (subject, relation)
+    relation_object: Counter = field(default_factory=Counter)  # (relation, object)
+
+    def add(self, graph: SceneGraph) -> None:
+        for o in graph.objects.values():
+            self.names[o.name] += 1
+            for a in o.attributes:
+                self.attributes[a] += 1
+                self.attribute_name[(a, o.name)] += 1
+            for r in o.relations:
+                other = graph.objects.get(r.object)
+                if other is None:
+                    continue
+                self.relations[r.name] += 1
+                self.triples[(o.name, r.name, other.name)] += 1
+                self.subject_relation[(o.name, r.name)] += 1
+                self.relation_object[(r.name, other.name)] += 1
+
+    def rows(self) -> Iterator[dict[str, Any]]:
+        """JSON rows, sorted: stored by the plausibility stage."""
+        for kind in ("names", "attributes", "attribute_name", "relations", "triples"):
+            c: Counter = getattr(self, kind)
+            for key in sorted(c, key=str):
+                yield {"kind": kind, "key": list(key) if isinstance(key, tuple) else key, "n": c[key]}
+
+    @classmethod
+    def from_rows(cls, rows: Iterable[dict[str, Any]]) -> Counts:
+        c = cls()
+        for r in rows:
+            key = tuple(r["key"]) if isinstance(r["key"], list) else r["key"]
+            getattr(c, r["kind"])[key] = r["n"]
+        for (s, rel, o), n in c.triples.items():
+            c.subject_relation[(s, rel)] += n
+            c.relation_object[(rel, o)] += n
+        return c
+
+
+class Plausibility:
+    def __init__(self, counts: Counts) -> None:
+        self.c = counts
+        self.total_attrs = sum(counts.attributes.values())
+        self.total_triples = sum(counts.triples.values())
+
+    def attribute_logp(self, attribute: str, name: str) -> float:
+        c = self.c
+        p_a = (c.attributes[attribute] + 1) / (self.total_attrs + len(c.attributes) + 1)
+        return math.log((c.attribute_name[(attribute, name)] + B * p_a) / (c.names[name] + B))
+
+    def triple_logp(self, s: str, r: str, o: str) -> float:
+        c = self.c
+        n_r = c.relations[r]
+        v = len(c.names) + 1
+        p_r = (n_r + 1) / (self.total_triples + len(c.relations) + 1)
+        p_s = (c.subject_relation[(s, r)] + 1) / (n_r + v)
+        p_o = (c.relation_object[(r, o)] + 1) / (n_r + v)
+        independent = p_s * p_r * p_o
+        direct = c.triples[(s, r, o)] / self.total_triples if self.total_triples else 0.0
+        return math.log(LAMBDA * direct + (1 - LAMBDA) * independent)
+
+    def facts(self, path: PathNode) -> Iterator[tuple[str, ...]]:
+        """The path's facts: ("attr", a, name) and ("rel", s, r, o)."""
+        for n in path.nodes():
+            for a in n.attributes:
+                yield ("attr", a, n.name)
+            for e in n.relations:
+                yield ("rel", n.name, e.name, e.object.name)
+
+    def score(self, path: PathNode) -> float:
+        """Mean smoothed log-probability of the path's facts (0.0 for a bare name)."""
+        values = [
+            self.attribute_logp(f[1], f[2]) if f[0] == "attr" else self.triple_logp(f[1], f[2], f[3])
+            for f in self.facts(path)
+        ]
+        return sum(values) / len(values) if values else 0.0
+
+    def absurd(self, path: PathNode) -> str | None:
+        """Why the path states something the corpus says is nonsense, or None (see the module docstring)."""
+        c = self.c
+        for f in self.facts(path):
+            if f[0] == "attr":
+                _, a, n = f
+                expected = c.names[n] * c.attributes[a] / self.total_attrs if self.total_attrs else 0.0
+                if c.attribute_name[(a, n)] == 0 and c.names[n] >= MIN_SUPPORT and expected >= MIN_EXPECTED:
+                    return f"'{a} {n}' is never seen, though {expected:.0f} were expected among {c.names[n]} {n}"
+                continue
+            _, s, r, o = f
+            if c.triples[(s, r, o)]:
+                continue
+            if (rev := c.triples[(o, r, s)]) >= MIN_REVERSE:
+                return f"'{s} {r} {o}' is never seen, but '{o} {r} {s}' is seen {rev} times"
+            if c.names[s] >= MIN_SUPPORT and c.subject_relation[(s, r)] == 0 and c.relations[r] >= MIN_SUPPORT:
+                return f"'{s}' (seen {c.names[s]} times) is never the subject of '{r}'"
+            if c.names[o] >= MIN_SUPPORT and c.relation_object[(r, o)] == 0 and c.relations[r] >= MIN_SUPPORT:
+                return f"'{o}' (seen {c.names[o]} times) is never the object of '{r}'"
+        return None
+
+
+def fold_of(image_id: str) -> int:
+    """Which half of the corpus an image is in (0 or 1), by its id: a blind scorer that judges an image's
+    texts is fit on the other half, so it never counts the very annotation it judges as evidence."""
+    return int(image_unit(image_id) * 2)
+
+
+class PlausibilityStage(Stage):
+    """Corpus statistics of the cleaned graphs, for generation, refinement, swaps and the probes: the
+    whole corpus (`counts`) and each half of it (`foldcounts`, rows with a `fold`) for cross-fitting; and
+    how names are annotated (`annotations`, `core/gqa/annotations.py`) for the paths stage."""
+
+    name = "plausibility"
+    version = VERSION
+    reads = ("hygiene",)
+    sharded = False
+
+    def extra_fingerprint(self, run: Any) -> Any:
+        return words_digest()  # the annotation statistics read the word tables' surfaces
+
+    def run(self, unit: Unit) -> None:
+        counts = Counts()
+        folds = (Counts(), Counts())
+        annotations = AnnotationStats()
+        words = Words.load()
+        for row in unit.read_all("hygiene", "graphs"):
+            unit.items_in += 1
+            graph = row_to_graph(row)
+            counts.add(graph)
+            folds[fold_of(graph.image_id)].add(graph)
+            annotations.add(graph, words)
+        unit.write("counts", counts.rows())
+        unit.write("foldcounts", ({**r, "fold": k} for k, c in enumerate(folds) for r in c.rows()))
+        unit.write("annotations", annotations.rows())
+        unit.stats.update(names=len(counts.names), attributes=len(counts.attributes), triples=len(counts.triples))
+
+
+def load_plausibility(rows: Iterable[dict[str, Any]]) -> Plausibility:
+    return Plausibility(Counts.from_rows(rows))
+
+
+def load_fold_plausibility(rows: Iterable[dict[str, Any]]) -> tuple[Plausibility, Plausibility]:
+    """The models of the two halves of the corpus (`PlausibilityStage`'s `foldcounts`)."""
+    parts: tuple[list[dict[str, Any]], list[dict[str, Any]]] = ([], [])
+    for r in rows:
+        parts[r["fold"]].append(r)
+    return Plausibility(Counts.from_rows(parts[0])), Plausibility(Counts.from_rows(parts[1]))

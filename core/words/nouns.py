@@ -1,0 +1,326 @@
+"""Noun semantics for the word tables (core/words/table.py): synonyms, is-a (transitive), part-of and worn-by,
+overlapping names, crowd and not-object names, and replacement categories, and from them whether two names
+contradict. A multiword name the tables do not list is a kind of its head noun ("glass window" is a window).
+`_NounSemantics` is a mixin of `Words`, whose fields it reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hardneg.core.words.common import Category, _norm
+from hardneg.core.words.forms import _NounForms
+
+
+class _NounSemantics(_NounForms):
+    """Noun semantics, a mixin of `Words`: reads its noun fields (`_canon`, `_synsets`, `_parents`, `_wholes`,
+    `_overlaps`, `_crowd`, `_not_object`, `_categories`, `_known_nouns`) and its `_cache`."""
+
+    __slots__ = ()
+
+    def _c(self, name: str) -> str:
+        """The canonical name (lemma, then synonym), memoised by the name as given: hygiene compares every
+        pair of an image's names and the language stage asks each negative's options."""
+        key = ("canon", name)
+        got = self._cache.get(key)
+        if got is None:
+            lem = self.lemma(name)
+            got = self._cache[key] = self._canon.get(lem, lem)
+        return got
+
+    def _parents_of(self, c: str) -> frozenset[str]:
+        """Direct hypernyms. A multiword name the tables do not know is a hyponym of its head noun
+        ("glass window" is a window, "front wheel" a wheel): English compounds name a kind of their head,
+        and the exceptions ("hot dog", "teddy bear", "home plate") are listed in the tables."""
+        parents = self._parents.get(c)
+        if parents is not None or c in self._known_nouns:
+            return parents or frozenset()
+        words = c.split()
+        if len(words) > 1:
+            head = self._c(words[-1])
+            return frozenset({head}) if head != c else frozenset()
+        return frozenset()
+
+    def _ancestors(self, c: str) -> frozenset[str]:
+        key = ("anc", c)
+        if key not in self._cache:
+            seen: set[str] = set()
+            stack = list(self._parents_of(c))
+            while stack:
+                p = stack.pop()
+                if p not in seen:
+                    seen.add(p)
+                    stack.extend(self._parents_of(p))
+            self._cache[key] = frozenset(seen)
+        return self._cache[key]
+
+    def _self_and_ancestors(self, c: str) -> frozenset[str]:
+        return self._ancestors(c) | {c}
+
+    def _descendants(self, c: str) -> frozenset[str]:
+        key = ("desc", c)
+        if key not in self._cache:
+            self._cache[key] = frozenset(x for x in self._parents if c in self._ancestors(x))
+        return self._cache[key]
+
+    def _whole_closure(self, c: str) -> dict[str, str]:
+        """The wholes `c` (or a hypernym of it) is part of or worn by, transitively: whole -> "part" | "worn".
+        Never their hypernyms: a desktop computer's mouse is not a part of every computer (a laptop)."""
+        key = ("wholes", c)
+        if key not in self._cache:
+            out: dict[str, str] = {}
+            stack = [(x, "part") for x in self._self_and_ancestors(c)]
+            seen: set[str] = set()
+            while stack:
+                x, how = stack.pop()
+                if x in seen:
+                    continue
+                seen.add(x)
+                for w, h in self._wholes.get(x, {}).items():
+                    kind = "worn" if "worn" in (h, how) else "part"
+                    out.setdefault(w, kind)
+                    stack.append((w, kind))
+            self._cache[key] = out
+        return self._cache[key]
+
+    def _part_of(self, part: str, whole: str) -> str | None:
+        """ "part" or "worn" when `part` is (or can be) a part of `whole`: of it, or of a hypernym of it (parts
+        are inherited down: a vehicle's wheel is a car's wheel, a wall's window a brick wall's)."""
+        wholes = self._whole_closure(part)
+        for w in self._self_and_ancestors(whole):
+            if w in wholes:
+                return wholes[w]
+        return None
+
+    def is_known(self, name: str) -> bool:
+        return self._c(name) in self._known_nouns or self.lemma(name) in self._known_nouns
+
+    def is_a(self, name: str, ancestor: str) -> bool:
+        """True when every `name` is an `ancestor` (reflexive, transitive, through synonyms and plurals)."""
+        c, a = self._c(name), self._c(ancestor)
+        return c == a or a in self._ancestors(c)
+
+    def is_person(self, name: str) -> bool:
+        return self.is_a(name, "person")
+
+    def synonyms(self, name: str) -> tuple[str, ...]:
+        c = self._c(name)
+        return tuple(s for s in self._synsets.get(c, (c,)) if s != self.lemma(name))
+
+    def hypernyms(self, name: str) -> frozenset[str]:
+        return self._ancestors(self._c(name))
+
+    def is_crowd(self, name: str) -> bool:
+        return self.crowd_reason(name) is not None
+
+    def crowd_reason(self, name: str) -> str | None:
+        """Why a name cannot carry a uniqueness claim ("<group>: <reason>"), or None."""
+        lem, c = self.lemma(name), self._c(name)
+        for x in (lem, c):
+            if x in self._crowd:
+                group, reason = self._crowd[x]
+                return f"{group}: {reason}"
+        if self.is_plural(name) and _norm(name).split()[-1] not in self._pluralia:
+            return "plural: a plural name refers to several objects"
+        return None
+
+    def crowd_group(self, name: str) -> str | None:
+        reason = self.crowd_reason(name)
+        return None if reason is None else reason.split(":", 1)[0]
+
+    def _not_object_hit(self, name: str) -> tuple[str, str] | None:
+        n, lem = _norm(name), self.lemma(name)
+        hit = self._not_object.get(n) or self._not_object.get(lem)
+        if hit is None and " " in lem and lem not in self._known_nouns:
+            hit = self._not_object.get(lem.split()[-1])  # "nike logo" is a logo
+        return hit
+
+    def not_object_reason(self, name: str) -> str | None:
+        """VG vocabulary entries that are not object names (colours, pronouns, markings, regions)."""
+        hit = self._not_object_hit(name)
+        return None if hit is None else f"{hit[0]}: {hit[1]}"
+
+    def is_part_name(self, name: str) -> bool:
+        return bool(self._whole_closure(self._c(name)))
+
+    def surface_kind(self, name: str) -> str | None:
+        """ "text" for a name whose box holds print (a sign, a banner, a label, a marking), "pictures" for one
+        that shows pictures (a painting, a screen, a flag), else None."""
+        key = ("surface", name)
+        if key not in self._cache:
+            c = self._c(name)
+            kind = self._surfaces.get(c) or next(
+                (self._surfaces[a] for a in self._ancestors(c) if a in self._surfaces), None
+            )
+            hit = self._not_object_hit(name)
+            self._cache[key] = kind or ("text" if hit is not None and hit[0] == "marking" else None)
+        return self._cache[key]
+
+    def is_part_of_things(self, name: str) -> bool:
+        """A part name every whole of which is a thing, not a place (a crust, a handle, a head; not a sink or
+        a window, which rooms have): without something it is part of in view, the name is out of place."""
+        key = ("part_of_things", name)
+        if key not in self._cache:
+            wholes = self._whole_closure(self._c(name))
+            self._cache[key] = bool(wholes) and not any(self.crowd_group(w) == "background" for w in wholes)
+        return self._cache[key]
+
+    def shares_whole(self, part: str, other: str) -> bool:
+        """Whether `other` is a whole of `part`, or a part of one of its wholes (a thumb and a head are parts
+        of a person; a faucet and a mirror of a bathroom): where `other` is seen, so may `part` be."""
+        wholes = self._whole_closure(self._c(part))
+        if not wholes:
+            return False
+        key = ("shares_whole", part, other)
+        if key not in self._cache:
+            c = self._c(other)
+            self._cache[key] = bool(self._self_and_ancestors(c) & wholes.keys()) or bool(
+                self._whole_closure(c).keys() & wholes.keys()
+            )
+        return self._cache[key]
+
+    def _classes(self, cat: Category, c: str) -> frozenset[str]:
+        key = ("cls", cat.name + "\0" + c)
+        if key in self._cache:
+            return self._cache[key]
+        self._cache[key] = frozenset()  # cycle guard
+        if c in cat.classes:
+            out = cat.classes[c]
+        else:
+            out = frozenset().union(*(self._classes(cat, p) for p in self._parents_of(c)))
+        self._cache[key] = out
+        return out
+
+    def name_category(self, name: str) -> str | None:
+        """The replacement category: where the name is listed, else its nearest hypernym's, else a root's."""
+        key = ("name_category", name)
+        if key not in self._cache:
+            self._cache[key] = self._name_category(self._c(name))
+        return self._cache[key]
+
+    def _name_category(self, c: str) -> str | None:
+        level = {c}
+        seen: set[str] = set()
+        while level:
+            for cat in self._categories:
+                if level & cat.classes.keys():
+                    return cat.name
+            seen |= level
+            level = {p for x in level for p in self._parents_of(x) if p not in seen}
+        anc = self._self_and_ancestors(c)
+        for cat in self._categories:
+            if anc & cat.roots:
+                return cat.name
+        return None
+
+    def category_members(self, category: str) -> tuple[str, ...]:
+        for cat in self._categories:
+            if cat.name == category:
+                return tuple(sorted(cat.classes))
+        raise ValueError(f"unknown noun category {category!r}")
+
+    def same_kind(self, a: str, b: str) -> bool:
+        """Two annotations of one object kind: the same name, a plural form, or a synonym."""
+        return self._c(a) == self._c(b)
+
+    def _relate(self, a: str, b: str) -> tuple[str | None, str]:
+        na, nb = _norm(a), _norm(b)
+        if na == nb:
+            return "same", f"'{a}' and '{b}' are the same name"
+        la, lb = self.lemma(na), self.lemma(nb)
+        if la == lb:
+            if self.is_plural(na) == self.is_plural(nb):
+                return "synonym", f"'{a}' and '{b}' are spellings of one name"
+            sing, other = (a, b) if self.is_plural(nb) else (b, a)
+            return "plural", f"'{other}' is a plural form of '{sing}'"
+        ca, cb = self._canon.get(la, la), self._canon.get(lb, lb)
+        if ca == cb:
+            return "synonym", f"'{b}' is a synonym of '{a}'"
+        if cb in self._ancestors(ca):
+            return "hyponym", f"'{a}' is a hyponym of '{b}'"
+        if ca in self._ancestors(cb):
+            return "hypernym", f"'{b}' is a hyponym of '{a}'"
+        how = self._part_of(ca, cb)
+        if how is not None:
+            return "part", f"'{a}' is {'worn by' if how == 'worn' else 'part of'} '{b}'"
+        how = self._part_of(cb, ca)
+        if how is not None:
+            return "whole", f"'{b}' is {'worn by' if how == 'worn' else 'part of'} '{a}'"
+        # overlaps are declared between names, not inherited: a pot and a pan overlap, a flower pot and a pan
+        # do not; but two names that share a hyponym always overlap (a minivan is a car and a van)
+        for x in (la, ca):
+            for y in (lb, cb):
+                why = self._overlaps.get(frozenset((x, y)))
+                if why is not None:
+                    return "overlap", f"'{a}' and '{b}' can name one object: {why}"
+        shared = self._descendants(ca) & self._descendants(cb)
+        if shared:
+            return "overlap", f"'{a}' and '{b}' can name one object: both hold '{min(shared)}'"
+        return None, ""
+
+    def name_relation(self, a: str, b: str) -> str | None:
+        """How `a` relates to `b`: same, plural, synonym, hypernym (a is above b), hyponym, part (a is a
+        part of b or worn by it), whole, overlap (one object can carry both names), or None."""
+        return self._relate(a, b)[0]
+
+    def names_contradict(self, a: str, b: str) -> tuple[bool, str]:
+        """True only when an object truly called `a` cannot be called `b`; else False and the reason."""
+        key = ("ncon", f"{_norm(a)}\0{_norm(b)}")
+        if key in self._cache:
+            return self._cache[key]
+        rel, why = self._relate(a, b)
+        out = (False, why) if rel is not None else self._category_verdict(a, b)
+        self._cache[key] = out
+        return out
+
+    def _category_verdict(self, a: str, b: str) -> tuple[bool, str]:
+        ca, cb = self._c(a), self._c(b)
+        same_class: str | None = None
+        for cat in self._categories:
+            xa, xb = self._classes(cat, ca), self._classes(cat, cb)
+            if not xa or not xb:
+                continue
+            if xa & xb:
+                same_class = same_class or f"nothing separates '{a}' and '{b}': both are '{min(xa & xb)}' ({cat.label})"
+                continue
+            return True, f"'{a}' and '{b}' are different kinds of {cat.label}"
+        if same_class:
+            return False, same_class
+        anc_a, anc_b = self._self_and_ancestors(ca), self._self_and_ancestors(cb)
+        for cat in self._categories:
+            xa, xb = self._classes(cat, ca), self._classes(cat, cb)
+            in_a, in_b = bool(xa or anc_a & cat.roots), bool(xb or anc_b & cat.roots)
+            if in_a and in_b:
+                loose = b if xa else a
+                return False, f"'{loose}' has no class of its own in {cat.label}, so it contradicts nothing there"
+        for x, orig in ((ca, a), (cb, b)):
+            if x not in self._known_nouns:
+                return False, f"'{orig}' is not in the noun table"
+        return False, f"no category holds both '{a}' and '{b}'"
+
+    def contradicting(self, name: str, candidates: Iterable[str]) -> list[str]:
+        """The candidates that contradict `name`, in their order (for replacement pools)."""
+        return [c for c in candidates if self.names_contradict(name, c)[0]]
+
+    def size_comparable(self, name_a: str, name_b: str) -> bool:
+        """Size words are relative to the kind ("a large dog" is smaller than "a small elephant"), so a
+        same-size claim is fair only within one kind, or between members of a category of one scale
+        (`similar_size`: people, say, but not "a house" and "a flower"). Memoised: the path search asks it
+        for every pair of names in an image."""
+        key = ("size", f"{name_a}\0{name_b}")
+        if key not in self._cache:
+            self._cache[key] = self._size_comparable(name_a, name_b)
+        return self._cache[key]
+
+    def _size_comparable(self, name_a: str, name_b: str) -> bool:
+        rel = self.name_relation(name_a, name_b)
+        if rel in ("same", "plural", "synonym", "hypernym", "hyponym"):
+            return True
+        ca, cb = self._c(name_a), self._c(name_b)
+        anc_a, anc_b = self._self_and_ancestors(ca), self._self_and_ancestors(cb)
+        for cat in self._categories:
+            if not cat.similar_size:
+                continue
+            if (self._classes(cat, ca) or anc_a & cat.roots) and (self._classes(cat, cb) or anc_b & cat.roots):
+                return True
+        return False

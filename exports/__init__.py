@@ -1,0 +1,3 @@
+"""Every benchmark shape a run writes from its decided samples: the FineCops-Ref splits (with COCO, the Hugging
+Face dataset, its card and statistics), TRICD, the probes and ImageCoDe.
+"""

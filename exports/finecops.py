@@ -1,0 +1,226 @@
+"""The write stage: the run folder's outputs from the decided samples.
+
+Splits by image (`core/splits.py`): positives and their text negatives from the language stage, image
+negatives from the images stage, each kept or dropped by the decide stage (which also picks an image
+negative's candidate); `splits/<split>/{positive,negative,coco}.json`, `rejects.jsonl` (every stage's
+rejects in stage order), `stats.{md,json}`, `manifest.json`, and the Hugging Face dataset (`data/`,
+`README.md`: `exports/dataset.py`). It reruns in seconds (`hardneg split`). The splits, rejects, stats and
+manifest are written beside the old ones and swapped in together when complete (`core/publish.py`), so
+a write that fails half-way leaves the previous outputs whole.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from hardneg import __version__
+from hardneg.core.demo.world import GENERATOR_VERSION as DEMO_WORLD_VERSION
+from hardneg.core.io import JsonArrayWriter, temp_path, write_json
+from hardneg.core.publish import begin, publish
+from hardneg.core.runfolder import created_on, resolve_inputs
+from hardneg.core.splits import split_of
+from hardneg.core.stage import Run, Stage, Unit
+from hardneg.exports.card import write_card
+from hardneg.exports.coco import CocoWriter
+from hardneg.exports.dataset import source_dir, write_dataset
+from hardneg.exports.stats import (
+    build_stats,
+    image_edit_table,
+    positive_risk,
+    rejects_summary,
+    run_header,
+    text_mix,
+    write_stats,
+)
+from hardneg.exports.stats import gist as _gist
+
+SPLITS = ("train", "val", "test")
+
+
+class WriteStage(Stage):
+    name = "write"
+    version = "write@v2"  # v2: the Hugging Face dataset (data/, README.md); COCO file names under the run
+    reads_all = True
+    reports = True  # the manifest's counts and timings describe the latest run of every stage
+    config = ("splits",)
+    sharded = False
+    decision = True
+    publishes = ("splits", "rejects.jsonl", "stats.json", "stats.md", "manifest.json", "data", "README.md")
+
+    def run(self, unit: Unit) -> None:
+        cfg = unit.cfg
+        root = unit.root
+        out = begin(root)  # written beside the old outputs, swapped in when complete (core/publish.py)
+        decisions = {r["id"]: r for r in unit.read_all("decide", "negatives")}
+        positive_decisions = {r["id"]: r for r in unit.read_all("decide", "positives")}
+        dropped_positives = {i for i, d in positive_decisions.items() if not d["keep"]}
+        writers = {s: JsonArrayWriter(out / "splits" / s / "positive.json") for s in SPLITS}
+        neg_writers = {s: JsonArrayWriter(out / "splits" / s / "negative.json") for s in SPLITS}
+        images = resolve_inputs(root, cfg)[1]  # None: no source images to put in the dataset
+        cocos = {s: CocoWriter(out / "splits" / s / "coco.json", source_dir(s) if images else None) for s in SPLITS}
+        table: Counter = Counter()
+        neg_table: Counter = Counter()
+        image_table: Counter = Counter()
+        for shard in unit.run.shards():
+            for r in unit.run.read("language", "positives", shard):
+                unit.items_in += 1
+                if r["id"] in dropped_positives:
+                    continue
+                if (pd := positive_decisions.get(r["id"])) is not None and pd.get("scores"):
+                    r["scores"] = pd["scores"]  # e.g. the detector's: the review app's queue reads them
+                    r["risk_reasons"] = pd.get("risk_reasons", r.get("risk_reasons", []))
+                split = split_of(r["image_id"], cfg.splits)
+                r["split"] = split
+                writers[split].write(r)
+                cocos[split].add(r)
+                table[(split, r["tuple_type"], r["level"])] += 1
+            for r in unit.run.read("language", "negatives", shard):
+                d = decisions.get(r["id"])
+                if d is None or not d["keep"] or r["positive_id"] in dropped_positives:
+                    continue
+                if d.get("scores"):
+                    r["scores"] = d["scores"]
+                split = split_of(r["image_id"], cfg.splits)  # always its positive's split: same image
+                r["split"] = split
+                neg_writers[split].write(r)
+                cocos[split].add(r)
+                neg_table[(split, r["negative_type"], r["negative_level"])] += 1
+        edits: dict[str, Counter] = defaultdict(Counter)  # per negative image type: made, verified, why not
+        for r in unit.read_all("images", "image-negatives"):
+            d = decisions.get(r["id"])
+            edits[r["negative_type"]]["made"] += 1
+            if d is not None and not d["keep"]:
+                edits[r["negative_type"]]["why:" + _gist(d.get("reason") or "")] += 1
+            if d is None or not d["keep"] or r["positive_id"] in dropped_positives:
+                continue
+            edits[r["negative_type"]]["verified"] += 1
+            r["file_name"] = r["candidates"][d["candidate"]]
+            r["scores"] = d.get("scores", {})
+            split = split_of(r["source_image_id"], cfg.splits)  # its positive's split
+            r["split"] = split
+            neg_writers[split].write(r)
+            cocos[split].add(r)
+            image_table[(split, r["negative_type"], r["negative_level"])] += 1
+        for s in SPLITS:
+            writers[s].close()
+            neg_writers[s].close()
+            cocos[s].close({"description": f"hardneg {s} split", "version": __version__, "split": s})
+        # only the stages before this one: a later stage's rejects from an earlier run are stale here
+        earlier = set(unit.run.reads[self.name])
+        _concat([f for f in unit.run.reject_files() if f.parent.parent.name in earlier], out / "rejects.jsonl")
+
+        summaries = {name: unit.run.summary(name) for name in unit.run.reads[self.name]}
+        filters = _filter_rates(summaries)
+        decide = summaries["decide"]["meta"]
+        mix = text_mix(summaries["language"]["stats"], decide)
+        stats = build_stats(table, neg_table, image_table, filters, decide.get("review"), mix, decide.get("audit"))
+        stats["positive_risk"] = positive_risk(summaries["decide"]["stats"], unit.cfg.risk.max)
+        stats["image_edits"] = image_edit_table(edits, summaries["images"]["stats"])
+        manifest = _manifest(unit.run, summaries, table, neg_table, image_table, writers, neg_writers)
+        stats["run"] = {**run_header(manifest, unit.cfg), "date": created_on(root)}
+        stats["rejects"] = rejects_summary(out / "rejects.jsonl")
+        write_stats(out, stats)
+        manifest["counts"]["filters"] = stats["filters"]
+        manifest["thresholds"] = summaries["decide"]["meta"].get("thresholds", {})
+        manifest["review"] = summaries["decide"]["meta"].get("review", {})
+        manifest["counts"]["text_negative_mix"] = mix
+        write_json(out / "manifest.json", manifest)
+        publish(root)
+        unit.stats.update({f"positives:{s}": writers[s].count for s in SPLITS})
+        unit.stats.update({f"negatives:{s}": neg_writers[s].count for s in SPLITS})
+        unit.stats["kept:positives"] = sum(writers[s].count for s in SPLITS)
+        unit.stats["kept:negatives"] = sum(neg_writers[s].count for s in SPLITS)
+        dataset = write_dataset(root, images)  # the Hugging Face form: data/*/*/metadata.parquet, README.md
+        write_card(root, dataset, manifest)
+        unit.meta["dataset"] = {"rows": dataset["rows"], "images": dataset["images"]}
+
+
+def _concat(files: list[Path], out: Path) -> None:
+    tmp = temp_path(out)
+    with tmp.open("wb") as dst:
+        for f in files:
+            with f.open("rb") as src:
+                shutil.copyfileobj(src, dst, 1 << 20)
+    tmp.replace(out)
+
+
+def _filter_rates(summaries: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Pass rates per filter: balance, refine, each configured filter that ran; "not run" for the rest."""
+    sel = summaries["select"]["stats"]
+    out: dict[str, dict[str, Any]] = {"balance": {"passed": sel["kept"], "seen": sel["kept"] + sel["dropped"]}}
+    decide = summaries["decide"]["meta"]
+    out.update(decide["passes"])
+    for name in decide["not_run"]:
+        out[name] = {"passed": None, "seen": None, "not_run": True}
+    for name in decide.get("not_configured", []):
+        out[name] = {"passed": None, "seen": None, "not_configured": True}
+    return out
+
+
+def _manifest(
+    run: Run,
+    summaries: dict[str, dict[str, Any]],
+    table: Counter,
+    neg_table: Counter,
+    image_table: Counter,
+    writers: dict[str, JsonArrayWriter],
+    neg_writers: dict[str, JsonArrayWriter],
+) -> dict[str, Any]:
+    cfg = run.cfg
+    sg, images = resolve_inputs(run.root, cfg)
+    ingest = summaries["ingest"]
+    language = summaries["language"]
+    sel = summaries["select"]["stats"]
+    refine = summaries["decide"]["meta"]["passes"].get("refine")
+    return {
+        "hardneg_version": __version__,
+        "run": run.root.name,
+        "seed": cfg.seed,
+        "config": cfg.model_dump(mode="json"),
+        "config_fingerprint": cfg.fingerprint(),
+        "inputs": {"scene_graphs": str(sg), "images": str(images) if images is not None else None},
+        "versions": {
+            "stages": {name: run.stages[name].version for name in run.order},
+            "data": summaries["paths"].get("data_versions", {}),
+            **({"demo_world": DEMO_WORLD_VERSION} if cfg.inputs.scene_graphs is None else {}),
+        },
+        "models": {
+            "language_backend": language.get("backends", []),
+            "spacy": language.get("spacy", []),
+            "filters": summaries["filters"].get("identities", {}),
+            "refine_scorers": summaries["refine"]["meta"].get("scorers", []),
+        },
+        "stages": {
+            name: {k: s[k] for k in ("fingerprint", "seconds", "items_in", "written", "rejects")}
+            for name, s in summaries.items()
+        },
+        "counts": {
+            "ingest": {k: v for k, v in ingest["stats"].items()},
+            "repairs": ingest["meta"]["repairs"],
+            "paths": summaries["paths"]["stats"],
+            "positives_candidates": sel["kept"] + sel["dropped"],
+            "positives_kept": sel["kept"],
+            "balance_dropped": sel["dropped"],
+            "balance_dropped_by_reason": {k.split(":", 1)[1]: v for k, v in sel.items() if k.startswith("dropped:")},
+            "language": language["stats"],
+            "refine_kept": refine["passed"] if refine else None,
+            "refine_dropped": refine["seen"] - refine["passed"] if refine else 0,
+            "images": summaries["images"]["stats"],
+            "positives": {s: writers[s].count for s in SPLITS},
+            "negatives": {s: neg_writers[s].count for s in SPLITS},
+            "positives_by_split_type_level": {f"{s}/{t}/L{lv}": n for (s, t, lv), n in sorted(table.items())},
+            "negatives_by_split_type_level": {f"{s}/{t}/L{lv}": n for (s, t, lv), n in sorted(neg_table.items())},
+            "image_negatives_by_split_type_level": {
+                f"{s}/{t}/L{lv}": n for (s, t, lv), n in sorted(image_table.items())
+            },
+        },
+    }
+
+
+def read_manifest(root: Path) -> dict[str, Any]:
+    return orjson.loads((root / "manifest.json").read_bytes())

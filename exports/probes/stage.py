@@ -1,0 +1,244 @@
+"""The probes export: Probe-R, Probe-C and Probe-B in `RUN/probes/` (the probing paper).
+
+Each probe is written twice: in the paper's own layout, which its evaluation scripts read unchanged
+(`exports/probes/official.py`: `probe_r/<split>/data/...`, `probe_c/<split>/*.json`,
+`probe_b/<split>/context/...` and their image folders), and as our comparison tables:
+- `probes/probe_r/<split>.json`: one record per comparison, `{"id", "kind", "image", "correct",
+  "swapped", ...}`: a model scores (image, correct) and (image, swapped) and the pair goes to
+  `evaluation.probes.probe_accuracy` as `{"id", "kind", "score_correct", "score_swapped"}`;
+- `probes/probe_c/<split>.json`: one record per 2 x 2 group, `{"id", "kind", "images": [x1, x2],
+  "prompts": [p1, p2], ...}`, prompt i true of image i and false of the other: `evaluation.probes.
+  group_scores` takes `scores[i][j]` = f(prompt i, image j);
+- `probes/probe_b/<split>.json`: the Probe-B stage's groups (`exports/probes/background.py`): per variant
+  image, the target's prompt against each absent name's (`probe_accuracy`, kind `probe_b/<variant>`).
+Every record keeps its certificate (the paths that must match, or certainly match nothing, in which
+image), and its `split` is its first image's (`core/splits.py`). Source images are linked under
+`probes/images/`. Probe-R and Probe-C come from the decided positives (`exports/probes/relation_composition.py`);
+this is a decision stage: `hardneg split` reruns it, while the Probe-B images it publishes stay as made.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from hardneg.core.certify import VERSION as CERTIFIER
+from hardneg.core.certify import Certifier
+from hardneg.core.gqa.hygiene import words_digest
+from hardneg.core.gqa.plausibility import Counts
+from hardneg.core.ids import safe_name
+from hardneg.core.io import write_json
+from hardneg.core.records import PathNode, Reject, content_id
+from hardneg.core.runfolder import image_file, resolve_inputs
+from hardneg.core.stage import Run, Stage, Unit
+from hardneg.core.words.attribute_table import AttributeTable
+from hardneg.core.words.table import Words
+from hardneg.exports.common import (
+    SPLITS,
+    CorpusIndex,
+    ExportFolder,
+    GraphChecks,
+    by_split,
+    hygiene_graphs,
+    kept_positives,
+)
+from hardneg.exports.probes.official import (
+    C_FILES,
+    R_FILE,
+    ClassLabels,
+    class_list,
+    coco_file,
+    probe_b_tree,
+    probe_c_record,
+    probe_r_records,
+)
+from hardneg.exports.probes.relation_composition import ProbeSearch, balance_categories
+
+# v2: the paper's own layout beside our tables; implausible predicates first; swapped-subject images;
+# attribute swaps beyond antonyms, categories balanced
+VERSION = f"probes@v2+{CERTIFIER}"
+FOLDER = "probes"
+TABLES = ("probe_r", "probe_c", "probe_b")
+
+
+def probe_facts(path: PathNode) -> tuple[list[tuple[str, str, str, str, str]], list[tuple[str, str, str]]]:
+    """A positive path's grounded relation triples (subject id, s, r, o, object id) and attributes
+    (object id, name, attribute)."""
+    triples, attrs = [], []
+    for n in path.nodes():
+        for a in n.attributes:
+            attrs.append((n.id or "", n.name, a))
+        for e in n.relations:
+            triples.append((n.id or "", n.name, e.name, e.object.name, e.object.id or ""))
+    return triples, attrs
+
+
+@dataclass(slots=True)
+class Shared:
+    """What the three probes read: the word tables, the certifier, the corpus counts and index."""
+
+    words: Words
+    table: AttributeTable
+    cert: Certifier
+    counts: Counts
+    index: CorpusIndex
+
+    @classmethod
+    def load(cls, unit: Unit, pairs: bool) -> Shared:
+        cfg = unit.cfg
+        words, table = Words.load(), AttributeTable.load(cfg.resolve(cfg.attribute_table))
+        counts = Counts.from_rows(unit.read_all("plausibility", "counts"))
+        index = CorpusIndex(unit.read_all("hygiene", "graphs"), cfg.splits, pairs=pairs)
+        return cls(words, table, Certifier(words, table), counts, index)
+
+
+class ProbesStage(Stage):
+    """Probe-R and Probe-C from the decided positives; publishes Probe-B's groups beside them; writes all
+    three in the paper's layout too."""
+
+    name = "probes"
+    version = VERSION
+    reads = ("hygiene", "plausibility", "language", "decide", "probe_b")
+    config = ("seed", "splits", "exports.probes")
+    data = ("attribute_table",)
+    sharded = False
+    decision = True
+    publishes = (FOLDER,)
+
+    def extra_fingerprint(self, run: Run) -> Any:
+        return words_digest()
+
+    def run(self, unit: Unit) -> None:
+        opts = unit.cfg.exports.probes
+        folder = ExportFolder(unit.root, FOLDER)
+        folder.reset(*TABLES, "images")
+        tables: dict[str, list[dict[str, Any]]] = {"probe_r": [], "probe_c": []}
+        groups = list(unit.read_all("probe_b", "groups"))
+        shared = Shared.load(unit, pairs=opts.enabled) if opts.enabled or groups else None
+        official: dict[str, Any] = {}
+        if opts.enabled and shared is not None:
+            tables.update(self._probes(unit, folder, shared, official))
+        tables["probe_b"] = groups
+        counts: dict[str, dict[str, int]] = {}
+        for name, rows in tables.items():
+            folder.write_tables(by_split(rows), f"{name}/")
+            c = Counter((r["kind"] if name != "probe_b" else "probe_b/groups", r["split"]) for r in rows)
+            for kind in sorted({k for k, _ in c}):
+                counts[kind] = {s: c.get((kind, s), 0) for s in SPLITS}
+            unit.write(name, rows)
+        if groups and shared is not None:
+            classes = class_list(shared.counts, shared.words, shared.cert, opts.class_min_count)
+            labels = ClassLabels(classes, shared.words, shared.cert)
+
+            def names_of(image_id: str) -> frozenset[str]:
+                info = shared.index.images.get(image_id)
+                return info.names if info is not None else frozenset()
+
+            official["probe_b"] = probe_b_tree(folder, unit.root, groups, labels, shared.words, names_of)
+            official["probe_b_classes"] = len(classes)
+        summary = {"shape": "probes", "version": VERSION, "enabled": opts.enabled, "counts": counts,
+                   "official": official, "hardness": hardness(tables)}  # fmt: skip
+        folder.write_summary(summary)
+        unit.meta["counts"] = counts
+
+    def _probes(
+        self, unit: Unit, folder: ExportFolder, shared: Shared, official: dict[str, Any]
+    ) -> dict[str, list[dict[str, Any]]]:
+        cfg, opts = unit.cfg, unit.cfg.exports.probes
+        words, cert, counts, index = shared.words, shared.cert, shared.counts, shared.index
+        checks = GraphChecks(shared.table)
+        search = ProbeSearch(words, cert, counts, index, checks, cfg.seed, opts.candidates, opts.subject_only_images)
+        positives = sorted(kept_positives(unit), key=lambda p: p["id"])
+        unit.items_in = len(positives)
+        seen: set[tuple[str, ...]] = set()
+        for p in positives:
+            triples, attrs = probe_facts(PathNode.from_json(p["path"]))
+            for sid, s, r, o, oid in triples:
+                if (key := (p["image_id"], sid, r, oid)) not in seen:
+                    seen.add(key)
+                    search.relation(p, s, r, o)
+            for oid, n, a in attrs:
+                if (key := (p["image_id"], oid, a)) not in seen:
+                    seen.add(key)
+                    search.attribute(p, n, a)
+        checks.run(hygiene_graphs(unit))
+        if search.swapped_subject_sets():  # what the first pass certified needs images of its own
+            checks.run(hygiene_graphs(unit))
+        found, missed = search.results()
+        for kind, n in missed.items():
+            unit.stats[f"not_certified:{kind}"] += n
+            unit.reject(Reject("probes", f"{kind}: no swap or image certified for {n} probes"))
+        images = resolve_inputs(unit.root, cfg)[1]
+
+        def link(image_id: str, rel: str | None = None) -> str | None:
+            if images is None:
+                return None
+            return folder.place(image_file(images, image_id), rel or f"images/{safe_name(image_id)}.jpg")
+
+        out: dict[str, list[dict[str, Any]]] = {"probe_r": [], "probe_c": []}
+        ids: set[int] = set()
+        for r in found:  # one record per distinct (kind, images, prompts): two cups on one table ask one thing
+            if r["kind"].startswith("probe_r/"):
+                r["id"] = content_id("probe", r["kind"], r["image_id"], r["correct"], r["swapped"])
+            else:
+                r["id"] = content_id("probe", r["kind"], *r["image_ids"], *r["prompts"])
+            if r["id"] in ids:
+                continue
+            ids.add(r["id"])
+            if r["kind"].startswith("probe_r/"):
+                r["image"] = link(r["image_id"])
+                out["probe_r"].append(r)
+            else:
+                r["images"] = [link(i) for i in r["image_ids"]]
+                out["probe_c"].append(r)
+        for rows in out.values():
+            rows.sort(key=lambda r: r["id"])
+        comp = [r for r in out["probe_c"] if r["kind"] == "probe_c/composition"]
+        kept = {r["id"] for r in balance_categories(comp, opts.max_category_share)}
+        out["probe_c"] = [r for r in out["probe_c"] if r["kind"] != "probe_c/composition" or r["id"] in kept]
+        official["probe_r"] = self._official_r(folder, search.relation_sets(), words, link)
+        official["probe_c"] = self._official_c(folder, out["probe_c"], link)
+        return out
+
+    @staticmethod
+    def _official_r(folder: ExportFolder, sets: list[dict[str, Any]], words: Words, link: Any) -> dict[str, Any]:
+        """The paper's Probe-R file per split (every split written, empty or not); the counts."""
+        records = probe_r_records(sets, words, lambda i, stem: link(i, f"probe_r/images/{stem}.jpg"))
+        out = {}
+        for split in SPLITS:
+            part = records.get(split, {})
+            write_json(folder.dir / "probe_r" / split / R_FILE, part)
+            padded = sum(min(r["hardneg"]["distinct"].values()) < len(r["positive_image_ids"]) for r in part.values())
+            out[split] = {"records": len(part), "image_sets_repeating_images": padded}
+        return out
+
+    @staticmethod
+    def _official_c(folder: ExportFolder, rows: list[dict[str, Any]], link: Any) -> dict[str, Any]:
+        """The paper's two Probe-C files per split; the counts."""
+        out: dict[str, Any] = {}
+        for split in SPLITS:
+            out[split] = {}
+            for kind, name in C_FILES.items():
+                part = [probe_c_record(r) for r in rows if r["split"] == split and r["kind"] == kind]
+                for r in rows:
+                    if r["split"] == split and r["kind"] == kind:
+                        for i in r["image_ids"]:
+                            link(i, f"probe_c/images/{coco_file(i)}")
+                write_json(folder.dir / "probe_c" / split / name, part)
+                out[split][name] = len(part)
+        return out
+
+
+def hardness(tables: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """How hard the negatives are: the predicate swaps never seen with their subject in the corpus, the
+    attribute categories of the composition swaps, the attribute pairs."""
+    preds = [r for r in tables["probe_r"] if r["kind"] == "probe_r/predicate"]
+    never = sum(r.get("plausibility", {}).get("subject_relation", 1) == 0 for r in preds)
+    comp = [r for r in tables["probe_c"] if r["kind"] == "probe_c/composition"]
+    return {
+        "predicate_swaps": len(preds),
+        "predicate_never_seen_with_subject": never,
+        "composition_categories": dict(Counter(str(r.get("category")) for r in comp).most_common()),
+        "composition_swaps": dict(Counter("/".join(r["swap"]["attribute"]) for r in comp).most_common(12)),
+    }

@@ -1,0 +1,3 @@
+"""The TRICD export: contextual phrase detection pairs, their confusable distractors and the official grounding
+layout.
+"""

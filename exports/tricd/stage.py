@@ -1,0 +1,257 @@
+"""The TRICD export: contextual phrase detection pairs (the TRICD paper).
+
+For each decided positive (an expression on image I0) the export writes a *positive pair* (I0, the
+expression) whose phrases, the spaCy noun chunks of the expression (`exports/phrases.py`, with
+their character spans), carry the boxes of every object they name in context on I0
+(`export_certify.context_objects`), and *negative pairs* with the same caption and phrases and no boxes:
+
+- **distractors**: the corpus images of I0's split most confusable with it, as TRICD's pairs are: the
+  target's name, then the scene by the graph (the expression's other names, its relations stored for an
+  object of the same name, the names the two images share, the location: `export_tricd_rank`), in which
+  the expression's path certainly matches nothing (`Certifier.nothing`: the executor finds nothing, and the
+  graph contradicts every object that could match; the absence of a crowd name proves nothing). About
+  `exports.tricd.candidates` images are sampled per positive, the `checked` best ranked are certified in
+  rank order, and the first `distractors` that pass are kept;
+- **image edits**: the run's own image negatives of the positive (the candidate the decide stage chose),
+  re-checked on the edited graph, which follows the pixels (`image_edits.falsified`: the executor and the
+  certificate).
+
+A positive with no negative pair is left out (its reasons go to rejects). The primary output,
+`RUN/tricd/TRICD_grounding_<split>.json`, is in TRICD's own layout, which its official evaluation code
+reads unchanged (`export_tricd_official`). Beside it, `RUN/tricd/<split>.json` keeps one record per pair,
+`{"id", "phrases": {phrase id: [xywh, ...]}, "subset", "positive_id"}` plus what a reader needs (`image`
+relative to the run folder, `caption`, `phrase_text`, `phrase_span`, the certificate), for the report and
+for `evaluation.tricd`, which reads either. `subset` is the path type.
+A decision stage: no model (the phrases were parsed before), so `hardneg split` reruns it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Any
+
+from hardneg.core.certify import VERSION as CERTIFIER
+from hardneg.core.certify import Certifier, context_objects
+from hardneg.core.executor import GraphIndex
+from hardneg.core.gqa.hygiene import words_digest
+from hardneg.core.io import write_json
+from hardneg.core.records import PathNode, Reject, SceneGraph, content_id
+from hardneg.core.runfolder import image_file, resolve_inputs
+from hardneg.core.stage import Run, Stage, Unit
+from hardneg.core.words.attribute_table import AttributeTable
+from hardneg.core.words.table import Words
+from hardneg.exports.common import (
+    CorpusIndex,
+    ExportFolder,
+    GraphChecks,
+    by_split,
+    hygiene_graphs,
+    kept_image_negatives,
+    kept_positives,
+)
+from hardneg.exports.tricd.official import file_name, official
+from hardneg.exports.tricd.rank import RelationIndex, rank_distractors
+from hardneg.generators.images.edits import falsified
+
+# v2: image edits certified on graphs that follow the pixels; v3: TRICD's own layout, confusable distractors
+VERSION = f"tricd@v3+{CERTIFIER}"
+FOLDER = "tricd"
+Size = tuple[int, int]
+
+
+class TricdStage(Stage):
+    """TRICD pairs from the decided positives: corpus distractors and the run's image negatives."""
+
+    name = "tricd"
+    version = VERSION
+    reads = ("hygiene", "language", "images", "decide", "phrases")
+    config = (
+        "seed",
+        "splits",
+        "exports.tricd.enabled",
+        "exports.tricd.distractors",
+        "exports.tricd.candidates",
+        "exports.tricd.checked",
+        "exports.tricd.image_negatives",
+    )
+    data = ("attribute_table",)
+    sharded = False
+    decision = True
+    publishes = (FOLDER,)
+
+    def extra_fingerprint(self, run: Run) -> Any:
+        return words_digest()
+
+    def run(self, unit: Unit) -> None:
+        opts = unit.cfg.exports.tricd
+        folder = ExportFolder(unit.root, FOLDER)
+        folder.reset()
+        records: list[dict[str, Any]] = []
+        if opts.enabled:
+            records = self._pairs(unit)
+        splits = by_split(records)
+        for split, rows in splits.items():
+            write_json(folder.dir / file_name(split), official(rows, FOLDER))
+        folder.write_tables(splits)
+        counts = _counts(records)
+        folder.write_summary({"shape": "tricd", "version": VERSION, "enabled": opts.enabled, "counts": counts})
+        unit.meta["counts"] = counts
+        unit.write("pairs", records)
+
+    def _pairs(self, unit: Unit) -> list[dict[str, Any]]:
+        cfg, opts = unit.cfg, unit.cfg.exports.tricd
+        words, table = Words.load(), AttributeTable.load(cfg.resolve(cfg.attribute_table))
+        cert = Certifier(words, table)
+        positives = kept_positives(unit)
+        unit.items_in = len(positives)
+        phrases = {r["id"]: r["phrases"] for r in unit.read_all("phrases", "phrases")}
+        edits: dict[int, list[dict[str, Any]]] = defaultdict(list)
+        if opts.image_negatives:
+            for n in kept_image_negatives(unit, {p["id"] for p in positives}):
+                edits[n["positive_id"]].append(n)
+        relations = RelationIndex(cfg.splits)
+        index = CorpusIndex(relations.watch(unit.read_all("hygiene", "graphs")), cfg.splits)
+        checks = GraphChecks(table)
+        boxes: dict[int, list[list[list[int]]]] = {}
+        sizes: dict[str, Size] = {}  # graph image id -> (width, height); an edit keeps its source's size
+        found: dict[int, dict[int, tuple[str, str | None]]] = defaultdict(dict)
+        edit_ok: dict[int, bool] = {}
+        todo = []
+        for p in positives:
+            ph = phrases.get(p["id"], [])
+            if not any(x["node"] == 0 for x in ph):
+                unit.stats["dropped:no_phrase_names_the_target"] += 1
+                unit.reject(Reject("tricd", "no noun phrase names the target", p["image_id"], p["id"]))
+                continue
+            path = PathNode.from_json(p["path"])
+            todo.append((p, path, ph))
+            checks.add(p["image_id"], _boxes_check(p, path, boxes, sizes))
+            if opts.distractors:
+                ranked = rank_distractors(index, relations, p, path, opts.candidates, opts.checked, cfg.seed)
+                for rank, img in enumerate(ranked):
+                    checks.add(img, _distractor_check(cert, p["id"], path, rank, found, sizes))
+            for n in edits[p["id"]]:
+                checks.add(p["image_id"], _edit_check(path, n, cert, edit_ok))
+        checks.run(hygiene_graphs(unit))
+        images = resolve_inputs(unit.root, cfg)[1]
+        folder = ExportFolder(unit.root, FOLDER)
+        out: list[dict[str, Any]] = []
+        for p, _path, ph in todo:
+            chosen = [(img, why) for _, (img, why) in sorted(found[p["id"]].items())]
+            distractors = [img for img, why in chosen if why is None][: opts.distractors]
+            negs = [n for n in edits[p["id"]] if edit_ok.get(n["id"])]
+            unit.stats["image_edits_refused"] += len(edits[p["id"]]) - len(negs)
+            if not distractors and not negs:
+                unit.stats["dropped:no_negative_pair"] += 1
+                detail = {"candidates": [{"image_id": i, "why": w} for i, w in chosen[:5]]}
+                reason = "no distractor image is certified and no image negative re-checks"
+                unit.reject(Reject("tricd", reason, p["image_id"], p["id"], detail=detail))
+                continue
+            out += _records(p, ph, boxes[p["id"]], distractors, negs, folder, images, sizes)
+        return out
+
+
+def _boxes_check(
+    p: dict[str, Any], path: PathNode, boxes: dict[int, list[list[list[int]]]], sizes: dict[str, Size]
+) -> Any:
+    def check(g: SceneGraph, index: GraphIndex) -> None:
+        sizes[g.image_id] = (g.width, g.height)
+        ctx = context_objects(path, index, path.id or "")
+        boxes[p["id"]] = [[list(g.objects[o].box) for o in sorted(objs)] for objs in ctx]
+
+    return check
+
+
+def _distractor_check(
+    cert: Certifier,
+    pid: int,
+    path: PathNode,
+    rank: int,
+    found: dict[int, dict[int, tuple[str, str | None]]],
+    sizes: dict[str, Size],
+) -> Any:
+    def check(g: SceneGraph, index: GraphIndex) -> None:
+        sizes[g.image_id] = (g.width, g.height)
+        found[pid][rank] = (g.image_id, cert.nothing(path, g, index))
+
+    return check
+
+
+def _edit_check(path: PathNode, n: dict[str, Any], cert: Certifier, ok: dict[int, bool]) -> Any:
+    def check(g: SceneGraph, index: GraphIndex) -> None:
+        ok[n["id"]] = falsified(path, g, n["edit"], cert) is None
+
+    return check
+
+
+def _records(
+    p: dict[str, Any],
+    phrases: list[dict[str, Any]],
+    node_boxes: list[list[list[int]]],
+    distractors: list[str],
+    negs: list[dict[str, Any]],
+    folder: ExportFolder,
+    images: Any,
+    sizes: dict[str, Size],
+) -> list[dict[str, Any]]:
+    ids = [f"p{k}" for k in range(len(phrases))]
+    common = {
+        "caption": p["expression"],
+        "phrase_text": {i: ph["text"] for i, ph in zip(ids, phrases, strict=True)},
+        "phrase_span": {i: [ph["start"], ph["end"]] for i, ph in zip(ids, phrases, strict=True)},
+        "phrase_node": {i: ph["node"] for i, ph in zip(ids, phrases, strict=True)},
+        "subset": p["tuple_type"],
+        "split": p["split"],
+        "sample_id": p["id"],
+        "level": p["level"],
+        "path": p["path"],
+    }
+    pos_id = content_id("tricd", str(p["id"]))
+
+    def image(pair_id: int, src: Any) -> str | None:
+        return folder.place(src, f"images/{pair_id:x}.jpg") if src is not None else None
+
+    src = image_file(images, p["image_id"]) if images is not None else None
+    out = [
+        {
+            "id": pos_id,
+            "image": image(pos_id, src),
+            "image_id": p["image_id"],
+            "width": sizes[p["image_id"]][0],
+            "height": sizes[p["image_id"]][1],
+            "phrases": {i: node_boxes[ph["node"]] for i, ph in zip(ids, phrases, strict=True)},
+            "positive_id": None,
+            "negative": None,
+            "certificate": None,
+            **common,
+        }
+    ]
+    empty = {i: [] for i in ids}
+    for img in distractors:
+        nid = content_id("tricd-distractor", str(p["id"]), img)
+        src = image_file(images, img) if images is not None else None
+        cert = {"kind": "distractor", "image_id": img}
+        out.append(
+            {"id": nid, "image": image(nid, src), "image_id": img, "width": sizes[img][0], "height": sizes[img][1],
+             "phrases": empty, "positive_id": pos_id, "negative": "distractor", "certificate": cert, **common}
+        )  # fmt: skip
+    for n in negs:
+        nid = content_id("tricd-edit", str(n["id"]))
+        cert = {"kind": "image_edit", "image_id": n["source_image_id"], "edit": n["edit"], "negative_id": n["id"]}
+        out.append(
+            {"id": nid, "image": image(nid, folder.root / n["chosen"]), "image_id": n["image_id"],
+             "width": sizes[n["source_image_id"]][0], "height": sizes[n["source_image_id"]][1], "phrases": empty,
+             "positive_id": pos_id, "negative": "image_edit", "certificate": cert, **common}
+        )  # fmt: skip
+    return out
+
+
+def _counts(records: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    c: Counter = Counter()
+    for r in records:
+        kind = "positive pairs" if r["positive_id"] is None else f"negative pairs: {r['negative']}"
+        c[(kind, r["split"])] += 1
+        if r["positive_id"] is None:
+            c[("phrases", r["split"])] += len(r["phrases"])
+    kinds = sorted({k for k, _ in c})
+    return {k: {s: c.get((k, s), 0) for s in ("train", "val", "test")} for k in kinds}

@@ -1,0 +1,386 @@
+"""Negative images: flip, replace object / attribute, swap object / attribute.
+
+Each negative keeps its positive's expression and path and records the `edit` it applied as a change to
+the scene graph (`core.edits`), one that describes what the pixels show. Sites come from the same
+algorithm as text negatives (`generators/text/sites.py`), restricted to objects that may be edited; an edit is
+kept only when the original path is certified false on the edited graph (`image_edits.falsified`: the
+executor matches nothing and nothing the graph leaves open could still carry it). Then the inpainting
+backend makes N candidate images, all kept for the filters (which verify the edit in the pixels and pick
+one). Replacement words come from the language backend, restricted to words the image backend can render
+(a colour it can paint, an object name with a donor crop in the corpus that fits the box).
+
+Flips are refused where the picture holds text (a sign, a label, letters: mirrored print gives the flip
+away), and at most `images.max_flips_per_image` positives of one photo get a flip, so one mirrored photo
+is not most of a benchmark.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import orjson
+from PIL import Image, JpegImagePlugin
+
+from hardneg.backends.inpaint import InpaintBackend, InpaintJob
+from hardneg.backends.language import LanguageBackend, ReplaceRequest
+from hardneg.backends.registry import make_inpaint_backend, make_language_backend
+from hardneg.core.config import RunConfig
+from hardneg.core.gqa.hygiene import words_digest
+from hardneg.core.gqa.ingest import corpus_vocab, row_to_graph
+from hardneg.core.ids import safe_name
+from hardneg.core.io import write_json
+from hardneg.core.records import ImageNegative, PathNode, Reject, SceneGraph
+from hardneg.core.runfolder import image_file, resolve_inputs
+from hardneg.core.splits import split_of
+from hardneg.core.stage import Run, Stage, Unit
+from hardneg.core.words.table import Words
+from hardneg.core.words.vocab import Lexicon
+from hardneg.generators.images.edits import (
+    Carried,
+    Donor,
+    DonorUnreadable,
+    ImageContext,
+    ImageEdit,
+    PasteRefused,
+    backend_refusal,
+    carried_by,
+    falsified,
+    swap_refusal,
+)
+from hardneg.generators.images.types import ImageType, image_type
+from hardneg.generators.paths.stage import PathResources, box_reason, target_reason
+from hardneg.generators.text.sites import SearchState, Site, SiteSearch, SiteVocab, enumerate_sites, site_order
+
+GENERATOR = "negatives_image@v2"  # v2: edits describe the pixels and are certified; paste fit; flip rules
+
+
+class ImageSearch(SiteSearch):
+    """Image negatives: a site becomes an `ImageEdit` whose graph change makes the path match nothing."""
+
+    stage = "image_negatives"
+
+    def __init__(self, ctx: ImageContext, language: LanguageBackend, inpaint: InpaintBackend) -> None:
+        super().__init__(language, ctx.per_positive, ctx.max_rounds)
+        self.ctx = ctx
+        self.inpaint = inpaint
+        self.vocab = SiteVocab(ctx.table, ctx.words)
+        self.kinds: dict[str, ImageType] = {n: image_type(n) for n in ctx.types}
+        self.rarity = {n: k.rarity for n, k in self.kinds.items()}
+        self._done: dict[tuple[int, Site, str], ImageEdit | None] = {}
+        self._flips: Counter = Counter()  # flips chosen per source image
+
+    def state(self, positive: dict[str, Any], graph: SceneGraph) -> SearchState | None:
+        src = image_file(self.ctx.images_dir, positive["image_id"])
+        try:
+            with Image.open(src) as im:
+                im.load()
+                image = im.convert("RGB")
+                quant = (
+                    getattr(im, "quantization", None),
+                    JpegImagePlugin.get_sampling(im) if im.format == "JPEG" else -1,
+                )
+        except (OSError, SyntaxError, ValueError) as e:
+            self.stats["source_unreadable"] += 1
+            self.rejects.append(
+                Reject(self.stage, f"source image unreadable: {src.name}: {e}", positive["image_id"], positive["id"])
+            )
+            return None
+        path = PathNode.from_json(positive["path"])
+        objects = [graph.objects.get(n.id or "") for n in path.nodes()]
+        objects = [o if o is not None and self.ctx.editable(o, graph) else None for o in objects]
+        shared = enumerate_sites(path, self.vocab, objects)
+        sites = [s for kind in self.kinds.values() for s in kind.sites(shared, path, objects)]
+        todo = site_order(positive["id"], self.ctx.seed, "image-negatives", sites, self.ctx.types, self.rarity)
+        extra = {"graph": graph, "image": image, "quant": quant, "objects": objects, "chosen": []}
+        return SearchState(positive, path, iter(todo), extra=extra)
+
+    def _choose(self, st: SearchState, edit: ImageEdit) -> None:
+        st.extra["chosen"].append(edit)
+        st.made += 1
+        if edit.site.negative_type == "flip":
+            self._flips[st.positive["image_id"]] += 1
+
+    def _refuse(self, st: SearchState, site: Site, why: str, **detail: Any) -> bool:
+        self.stats[f"refused:{site.negative_type}"] += 1
+        where = {**site.where(), **detail}
+        self.rejects.append(Reject(self.stage, why, st.positive["image_id"], st.positive["id"], detail=where))
+        return False
+
+    def flip_refusal(self, st: SearchState) -> str | None:
+        """Why this positive's photo gets no (further) flip: print in it, or its quota of flips is taken."""
+        graph = st.extra["graph"]
+        printed = next((o.name for o in graph.objects.values() if self.ctx.words.surface_kind(o.name) == "text"), None)
+        if printed is not None:
+            return f"the picture holds print ({printed!r}): mirrored text gives the flip away"
+        if self._flips[st.positive["image_id"]] >= self.ctx.max_flips_per_image:
+            return f"this photo already has {self.ctx.max_flips_per_image} flip(s) (images.max_flips_per_image)"
+        return None
+
+    def certified(self, st: SearchState, edit: ImageEdit | None) -> bool:
+        """Whether the edited picture certainly makes the positive's path false (a refusal is logged)."""
+        if edit is None:
+            return False
+        why = falsified(st.path, st.extra["graph"], edit.edit, self.ctx.certifier)
+        if why is None:
+            return True
+        self.stats[f"uncertified:{edit.site.negative_type}"] += 1
+        detail = {**edit.site.where(), "edit": edit.edit}
+        self.rejects.append(
+            Reject(self.stage, f"the edit may leave the expression true: {why}", st.positive["image_id"],
+                   st.positive["id"], detail=detail)
+        )  # fmt: skip
+        return False
+
+    def needs_word(self, site: Site) -> bool:
+        return self.kinds[site.negative_type].needs_word
+
+    def direct(self, st: SearchState, site: Site) -> bool:
+        objects = st.extra["objects"]
+        if site.negative_type.startswith("swap_") and (why := self.vocab.swap_refusal(site, st.path, objects)):
+            return self._refuse(st, site, why)
+        if site.negative_type == "swap_object" and (why := swap_refusal(*(objects[i] for i in site.nodes))):
+            return self._refuse(st, site, why)
+        if site.negative_type == "flip" and (why := self.flip_refusal(st)):
+            return self._refuse(st, site, why)
+        edit = self.kinds[site.negative_type].edit(
+            site, objects, st.extra["image"], self.ctx, st.extra["graph"], self.inpaint
+        )
+        if edit is None or not all(self.inpaint.supports(r) for r in edit.regions):
+            return False
+        for r in edit.regions:
+            if why := backend_refusal(self.inpaint, st.extra["image"], r):
+                return self._refuse(st, site, f"{r.op} of {r.box}: {why}")
+        if self.certified(st, edit):
+            self._choose(st, edit)
+            return True
+        return False
+
+    def request(self, st: SearchState, site: Site) -> ReplaceRequest | None:
+        if (why := self.vocab.crowd_refusal(site, st.path)) is not None:
+            self._refuse(st, site, why)
+            return None
+        obj = st.extra["objects"][site.nodes[0]]
+        graph = st.extra["graph"]
+        kind = self.kinds[site.negative_type]
+        options = tuple(
+            w for w in kind.options(site, obj, self.ctx) if kind.renderable(site, obj, graph, self.ctx, self.inpaint, w)
+        )[: self.ctx.max_options]
+        if not options:
+            return None
+        return ReplaceRequest(
+            f"img:{st.positive['id']}:{site.negative_type}:{site.nodes}:{site.word}",
+            st.positive["expression"],
+            site.part,  # type: ignore[arg-type]
+            site.word or "",
+            site.request_category,
+            options,
+            5,
+        )
+
+    def finished(self, st: SearchState, site: Site, word: str) -> ImageEdit | None:
+        """The edit for `word` when it is renderable and makes the path match nothing; each (site, word)
+        is built once, since validation and the answer loop ask about the same words."""
+        key = (st.positive["id"], site, word)
+        if key not in self._done:
+            obj = st.extra["objects"][site.nodes[0]]
+            kind = self.kinds[site.negative_type]
+            done = None
+            if word in kind.options(site, obj, self.ctx):
+                try:
+                    done = kind.edit_with(site, obj, st.extra["graph"], self.ctx, self.inpaint, word, st.extra["image"])
+                except (DonorUnreadable, PasteRefused) as e:
+                    self.stats["donor_unreadable" if isinstance(e, DonorUnreadable) else "paste_refused"] += 1
+                    detail = {**site.where(), "word": word}
+                    self.rejects.append(
+                        Reject(self.stage, str(e), st.positive["image_id"], st.positive["id"], detail=detail)
+                    )
+            self._done[key] = done if self.certified(st, done) else None
+        return self._done[key]
+
+    def check(self, st: SearchState, site: Site, values: tuple[str, ...]) -> str | None:
+        if any(self.finished(st, site, v) for v in values):
+            return None
+        return f"no renderable replacement that makes the path match nothing ({', '.join(values)})"
+
+    def accept(self, st: SearchState, site: Site, values: tuple[str, ...]) -> bool:
+        done = next((d for v in values if (d := self.finished(st, site, v))), None)
+        if done is None:
+            return False
+        self._choose(st, done)
+        return True
+
+
+def make_image_negatives(
+    positives: list[dict[str, Any]],
+    graphs: dict[str, SceneGraph],
+    ctx: ImageContext,
+    language: LanguageBackend,
+    inpaint: InpaintBackend,
+) -> tuple[list[dict[str, Any]], list[Reject], Counter]:
+    """Choose edits, inpaint N candidates each and write them; returns vanilla records."""
+    search = ImageSearch(ctx, language, inpaint)
+    states = [st for p in positives if (st := search.state(p, graphs[p["image_id"]])) is not None]
+    search.run(states)
+    stats = search.stats
+    jobs: list[tuple[SearchState, ImageEdit, InpaintJob | None, int]] = []
+    for st in states:
+        for edit in st.extra["chosen"]:
+            nid = ImageNegative.make_id(st.positive["id"], edit.site.negative_type, edit.edit)
+            job = None
+            if edit.site.negative_type != "flip":
+                job = InpaintJob(str(nid), st.extra["image"], edit.regions, ctx.candidates, ctx.seed)
+            jobs.append((st, edit, job, nid))
+    ctx.out_dir.mkdir(parents=True, exist_ok=True)
+    records: list[dict[str, Any]] = []
+    # Inpaint in chunks so only a few jobs' candidates are in memory at once (10 full images per job).
+    outputs: dict[int, list[Image.Image]] = {}
+    pending_jobs = [(nid, j) for _, _, j, nid in jobs if j is not None]
+    for i in range(0, len(pending_jobs), ctx.chunk_jobs):
+        chunk = pending_jobs[i : i + ctx.chunk_jobs]
+        for (nid, _), cands in zip(chunk, inpaint.run([j for _, j in chunk]), strict=True):
+            outputs[nid] = list(cands)
+        for st, edit, _job, nid in [x for x in jobs if x[3] in outputs]:
+            records.append(_write(st, edit, nid, outputs.pop(nid), ctx, inpaint.version, stats))
+    for st, edit, job, nid in jobs:
+        if job is None:  # flips: the mirrored source is the one candidate
+            flipped = st.extra["image"].transpose(Image.Transpose.FLIP_LEFT_RIGHT)
+            records.append(_write(st, edit, nid, [flipped], ctx, "flip", stats))
+    records.sort(key=lambda r: (r["source_image_id"], r["id"]))
+    return records, search.rejects, stats
+
+
+def _write(
+    st: SearchState,
+    edit: ImageEdit,
+    nid: int,
+    cands: list[Image.Image],
+    ctx: ImageContext,
+    backend: str,
+    stats: Counter,
+) -> dict[str, Any]:
+    """Save the candidates like their source and build the vanilla record."""
+    p = st.positive
+    files = []
+    for k, im in enumerate(cands):
+        name = f"{safe_name(p['image_id'])}_{nid:x}_{k}.jpg"  # any id, a plain bounded name inside images/
+        save_like_source(im, ctx.out_dir / name, st.extra["quant"])
+        files.append(f"images/{name}")
+    x, y, w, h = st.extra["graph"].objects[st.path.id].box
+    site = edit.site
+    stats[f"made:{site.negative_type}:L{site.level}"] += 1
+    stats["candidates_written"] += len(files)
+    return ImageNegative(
+        id=nid,
+        source_image_id=p["image_id"],
+        positive_id=p["id"],
+        negative_level=site.level,
+        negative_type=site.negative_type,
+        shuffle_index=list(site.nodes),
+        ori_type=p["tuple_type"],
+        level=p["level"],
+        expression=p["expression"],
+        path=p["path"],
+        edit=edit.edit,
+        edit_boxes=[list(r.box) for r in edit.regions],
+        candidates=files,
+        bbox=[p["width"] - x - w, y, w, h] if site.negative_type == "flip" else [x, y, w, h],
+        width=p["width"],
+        height=p["height"],
+        generator=GENERATOR,
+        backend=backend,
+    ).to_vanilla()
+
+
+def _donor(x: dict[str, Any]) -> Donor:
+    held = tuple(Carried(c["name"], tuple(c["attributes"]), tuple(c["rel"])) for c in x.get("carried", ()))
+    return Donor(x["image_id"], x["object_id"], tuple(x["box"]), tuple(x.get("attributes", ())), held)  # type: ignore[arg-type]
+
+
+def save_like_source(image: Image.Image, path: Path, source: tuple[Any, int]) -> None:
+    """JPEG with the source's quantisation tables and subsampling, so scores compare like with like;
+    a source that is not a JPEG gets quality 95."""
+    qtables, sampling = source
+    if qtables:
+        image.save(path, "JPEG", qtables=qtables, subsampling=sampling if sampling != -1 else 0)
+    else:
+        image.save(path, "JPEG", quality=95)
+
+
+class ImagesStage(Stage):
+    """Negative images for the positives of the configured splits (the paper: test only)."""
+
+    name = "images"
+    version = GENERATOR
+    reads = ("ingest", "hygiene", "language")
+    config = ("seed", "images", "splits")
+    gpu = True
+
+    def extra_fingerprint(self, run: Run) -> Any:
+        return words_digest()
+
+    def validate(self, cfg: RunConfig) -> None:
+        for name in cfg.images.types:
+            image_type(name)
+
+    def prepare(self, run: Run, folder: Path) -> None:
+        """The corpus's copy-paste donors: per object name, the largest boxes that could be targets."""
+        donors_file = folder / "donors.json"
+        if donors_file.exists():
+            return
+        cfg = run.cfg
+        words = Words.load()
+        best: dict[str, list[tuple[int, str, str, dict[str, Any]]]] = {}
+        for row in run.read_all("hygiene", "graphs"):
+            g = row_to_graph(row)
+            for o in g.objects.values():
+                if words.name_category(o.name) is None or box_reason(o, g, cfg, as_target=True) is not None:
+                    continue
+                held = [{"name": c.name, "attributes": list(c.attributes), "rel": [round(v, 4) for v in c.rel]}
+                        for c in carried_by(g, o.box, o.id)]  # fmt: skip
+                entry = {"image_id": g.image_id, "object_id": o.id, "box": list(o.box),
+                         "attributes": list(o.attributes), "carried": held}  # fmt: skip
+                best.setdefault(o.name, []).append((-o.area, g.image_id, o.id, entry))
+        n = cfg.images.donors_per_name
+        donors = {name: [e for *_, e in sorted(v, key=lambda t: t[:3])[:n]] for name, v in sorted(best.items())}
+        write_json(donors_file, donors, indent=False)
+
+    def run(self, unit: Unit) -> None:
+        cfg = unit.cfg
+        _, images = resolve_inputs(unit.root, cfg)
+        positives = [
+            r for r in unit.read("language", "positives") if split_of(r["image_id"], cfg.splits) in cfg.images.splits
+        ]
+        unit.items_in = len(positives)
+        rows: list[dict[str, Any]] = []
+        if images is None or not cfg.images.enabled or cfg.images.per_positive == 0:
+            unit.stats["skipped_no_images" if images is None else "skipped_disabled"] += len(positives)
+        elif positives:
+            graphs = {g.image_id: g for g in map(row_to_graph, unit.read("hygiene", "graphs"))}
+            res = PathResources.load(cfg)
+            lexicon = Lexicon.load(cfg.resolve(cfg.language.lexicon))
+            donors = {
+                n: [_donor(x) for x in v] for n, v in orjson.loads((unit.dir / "donors.json").read_bytes()).items()
+            }
+            ctx = ImageContext(
+                table=res.table,
+                words=res.words,
+                vocab=corpus_vocab(unit.upstream("ingest")),
+                donors=donors,
+                images_dir=images,
+                out_dir=unit.root / "images",
+                seed=cfg.seed,
+                candidates=cfg.images.candidates,
+                per_positive=cfg.images.per_positive,
+                max_rounds=cfg.images.max_rounds,
+                types=tuple(cfg.images.types),
+                editable=lambda obj, graph: target_reason(obj, graph, cfg, res) is None,
+                max_flips_per_image=cfg.images.max_flips_per_image,
+            )
+            rows, rejects, stats = make_image_negatives(
+                positives, graphs, ctx, make_language_backend(cfg, unit.run.work, lexicon), make_inpaint_backend(cfg)
+            )
+            unit.rejects.extend(rejects)
+            unit.stats.update(stats)
+        unit.write("image-negatives", rows)

@@ -1,0 +1,124 @@
+"""Positives a person can use: what the graph cannot see, guessed from the corpus (`core/gqa/annotations.py`).
+
+Rules (each a `paths.rules` entry, switchable to measure what it removes):
+
+- `printed_targets`: a target whose box lies inside a text surface of another name (a sign, a banner, a
+  label) is printed there ("the hotel" that is the word HOTEL on a sign), and so is a name the corpus
+  mostly boxes inside one;
+- `many_targets`: a name the corpus usually sees several times per image (meat on a plate, fries, people
+  in a crowd) cannot pick out one object by itself, nor with an attribute most of its instances carry
+  ("the brown meat"): its path needs a relation, or an attribute that is rare for the name.
+
+Then every positive gets a `risk` (`risk_reasons`), what the graph cannot rule out, for the review app to
+show first and `hardneg split` to drop above `risk.max`: a name that often comes in many, a box inside a
+picture (a painting, a screen) that may show the object rather than hold it, a box far larger than its
+name's, a box that tiles one rectangle with another of its name (one object in two halves, or two alike
+side by side: the boxes cannot tell), and a uniqueness that rests on a missing annotation (another object
+of the name is not annotated otherwise: a plate with no colour may well be white).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from hardneg.core.gqa.annotations import MANY, OVERSIZED, PRINTED, AnnotationStats, inside, split_pair
+from hardneg.core.gqa.plausibility import Counts
+from hardneg.core.records import PathNode, SceneGraph, SceneObject
+from hardneg.core.words.table import Words
+
+RARE = 0.25  # an attribute held by at most this share of a name's boxes tells one of them apart
+SOMETIMES_MANY = 0.3  # a name seen twice or more in this share of its images is a risk
+
+# risk weights: how likely a person rejects a positive for each reason (combined as independent)
+RISK_WEIGHTS = {
+    "many": 0.2,
+    "in_picture": 0.4,
+    "oversized": 0.2,
+    "split": 0.3,
+    "unannotated_twin": 0.4,
+    "no_detector": 0.1,
+}
+
+
+@dataclass(slots=True, frozen=True)
+class Evidence:
+    """What the corpus says about annotations, for one run: the annotation statistics and the attribute
+    counts (how common an attribute is for a name)."""
+
+    notes: AnnotationStats
+    counts: Counts
+
+    def discriminating(self, attribute: str, name: str) -> bool:
+        n = self.counts.names[name]
+        return n > 0 and self.counts.attribute_name[(attribute, name)] / n <= RARE
+
+
+def printed_refusal(obj: SceneObject, graph: SceneGraph, words: Words, ev: Evidence | None) -> str | None:
+    """Why `obj` is print on a surface rather than an object (rule `printed_targets`), or None."""
+    if words.surface_kind(obj.name) is not None:
+        return None  # a sign on a sign is a sign
+    for other in graph.objects.values():
+        if other.name != obj.name and words.surface_kind(other.name) == "text" and inside(obj, other):
+            return f"its box lies inside the {other.name} {other.id}: printed there, not an object"
+    if ev is not None and (share := ev.notes.printed_share(obj.name)) is not None and share >= PRINTED:
+        return f"the corpus boxes {share:.0%} of '{obj.name}' inside signs and labels: usually printed"
+    return None
+
+
+def many_refusal(path: PathNode, ev: Evidence | None) -> str | None:
+    """Why `path` cannot pick out one object of a name that comes in many (rule `many_targets`), or None."""
+    if ev is None or path.relations or (share := ev.notes.many(path.name)) is None or share < MANY:
+        return None
+    if any(ev.discriminating(a, path.name) for a in path.attributes):
+        return None
+    return (
+        f"'{path.name}' comes in many ({share:.0%} of the images holding it hold several): it needs a relation "
+        "or a rare attribute to pick out one"
+    )
+
+
+def risk_reasons(
+    path: PathNode, target: SceneObject, graph: SceneGraph, words: Words, ev: Evidence | None, twin: str | None
+) -> list[dict[str, Any]]:
+    """What the graph cannot rule out about a positive, each with its weight (see the module docstring).
+    `twin`: why another object of the name may fit (`Certifier.doubtful`), or None."""
+    out: list[dict[str, Any]] = []
+    if ev is not None and (share := ev.notes.many(target.name)) is not None and share >= SOMETIMES_MANY:
+        out.append({"kind": "many", "why": f"'{target.name}' is several in {share:.0%} of the images holding it"})
+    for other in graph.objects.values():
+        if other.id != target.id and words.surface_kind(other.name) == "pictures" and inside(target, other):
+            out.append(
+                {"kind": "in_picture", "why": f"its box lies inside the {other.name} {other.id}: it may be shown there"}
+            )
+            break
+    if ev is not None and (usual := ev.notes.usual_area(target.name)) is not None:
+        area = target.area / (graph.width * graph.height)
+        if area > OVERSIZED * usual:
+            out.append(
+                {"kind": "oversized", "why": f"its box is {area / usual:.0f}x the usual size of a '{target.name}'"}
+            )
+    for other in graph.objects.values():
+        if other.id != target.id and other.name == target.name and split_pair(target, other):
+            why = f"its box and {other.name} {other.id} tile one rectangle: it may be half of one object"
+            out.append({"kind": "split", "why": why})
+            break
+    if twin is not None:
+        out.append({"kind": "unannotated_twin", "why": twin})
+    for r in out:
+        r["weight"] = RISK_WEIGHTS[r["kind"]]
+    return out
+
+
+def combine(weights: Iterable[float]) -> float:
+    """The risk of independent reasons: 1 - prod(1 - w)."""
+    keep = 1.0
+    for w in weights:
+        keep *= 1.0 - w
+    return round(1.0 - keep, 4)
+
+
+def risk_band(risk: float) -> str:
+    """A positive's risk, in the bands stats.md counts."""
+    return "none" if risk <= 0 else "low" if risk < 0.3 else "medium" if risk < 0.5 else "high"

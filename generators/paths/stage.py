@@ -1,0 +1,268 @@
+"""Referring paths for one image: search, keep the unique ones, grade them, render them.
+
+`generators/paths/search.py` enumerates candidates; every kept path is re-executed through the executor,
+the single source of truth for "unique"; levels come from the smallest unique sub-path.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import dataclass
+
+from hardneg.core.certify import Certifier
+from hardneg.core.config import RunConfig
+from hardneg.core.executor import GraphIndex, execute, matches_exactly
+from hardneg.core.gqa.annotations import AnnotationStats
+from hardneg.core.gqa.hygiene import words_digest
+from hardneg.core.gqa.ingest import row_to_graph
+from hardneg.core.gqa.plausibility import Counts
+from hardneg.core.records import PathEdge, PathNode, Positive, Reject, SameEdge, SceneGraph, SceneObject, keyed_seed
+from hardneg.core.stage import Run, Stage, Unit
+from hardneg.core.words.vocab import RelationVocab
+from hardneg.generators.paths.annotation_rules import Evidence, many_refusal, printed_refusal, risk_reasons
+from hardneg.generators.paths.budget import SearchBudgetSpent
+from hardneg.generators.paths.search import PathSearch, candidate_paths
+from hardneg.generators.paths.select import attributes_swappable
+from hardneg.generators.paths.targets import GENERATOR, PathResources, box_reason, related_ok, target_reason
+
+__all__ = [
+    "GENERATOR",
+    "PathResources",
+    "PathsStage",
+    "box_reason",
+    "generate_positives",
+    "related_ok",
+    "target_reason",
+]
+
+
+# --------------------------------------------------------------------------------------------------
+# Levels
+
+
+def path_level(path: PathNode, index: GraphIndex) -> int:
+    """The level, from the smallest unique sub-path: 1 = the name alone, 2 = one attribute or one bare
+    relation/same edge, 3 = at least two pieces needed. Re-executes sub-paths; needs no search state."""
+    if len(execute(PathNode(path.name), index)) == 1:
+        return 1
+    singles = [PathNode(path.name, (a,)) for a in path.attributes]
+    singles += [PathNode(path.name, relations=(PathEdge(e.name, PathNode(e.object.name)),)) for e in path.relations]
+    singles += [PathNode(path.name, same=(SameEdge(s.category, PathNode(s.object.name)),)) for s in path.same]
+    if any(len(execute(s, index)) == 1 for s in singles):
+        return 2
+    return 3
+
+
+def path_type(path: PathNode) -> str:
+    """The structure of a path, recomputed from its shape (used to re-check emitted samples)."""
+    r, s = path.relations, path.same
+    if not r and not s:
+        return "0_hop"
+    if s and not r and len(s) == 1:
+        return "same_attr_2hop" if s[0].object.relations else "same_attr"
+    if len(r) == 1 and not s:
+        return "2_hop" if r[0].object.relations else "1_hop"
+    if len(r) == 2 and not s and not any(e.object.relations for e in r):
+        return "and"
+    raise ValueError("path has no known structure")
+
+
+def is_spatial(path: PathNode, relations: RelationVocab) -> bool:
+    return any(e.name in relations.spatial for n in path.nodes() for e in n.relations)
+
+
+def has_attribute(path: PathNode) -> bool:
+    return any(n.attributes or n.same for n in path.nodes())
+
+
+# --------------------------------------------------------------------------------------------------
+# One image
+
+
+def generate_positives(
+    graph: SceneGraph, cfg: RunConfig, res: PathResources, evidence: Evidence | None = None
+) -> tuple[list[Positive], list[Reject], Counter]:
+    """All positives of one image (before global balancing), the rejected candidates, and counts.
+    `evidence`: what the corpus says about annotations (`generators/paths/annotation_rules.py`); without it the
+    rules that need the corpus decide nothing."""
+    stats: Counter = Counter()
+    rejects: list[Reject] = []
+    search = PathSearch(graph, cfg, res)
+    kept: list[_Candidate] = []
+    for tid in sorted(graph.objects):
+        try:
+            _search_target(search, tid, evidence, kept, stats, rejects)
+        except SearchBudgetSpent:
+            stats["budget_exhausted"] += 1
+            why = (f"search budget of {cfg.paths.max_image_steps:,} steps spent (paths.max_image_steps) at object "
+                   f"{tid}; the objects after it were not searched")  # fmt: skip
+            rejects.append(Reject("paths", why, graph.image_id, detail={"object": tid}))
+            break
+    if len(kept) > cfg.paths.max_per_image:
+        kept, dropped = _cap_image(kept, cfg, graph.image_id, res)
+        for c in dropped:
+            rejects.append(
+                Reject(
+                    "paths",
+                    f"max_per_image {cfg.paths.max_per_image}",
+                    graph.image_id,
+                    Positive.make_id(graph.image_id, c.path),
+                    detail={"object": c.path.id, "tuple_type": c.ptype, "level": c.level},
+                )
+            )
+        stats["dropped_max_per_image"] += len(dropped)
+    # Rendering is the costly part of a sample: only the ones kept are rendered.
+    stats.update({f"refused:{rule}": n for rule, n in search.refused.items()})
+    certifier = Certifier(res.words, res.table)
+    return [_positive(graph, c, search, res, evidence, certifier) for c in kept], rejects, stats
+
+
+def _search_target(
+    search: PathSearch,
+    tid: str,
+    evidence: Evidence | None,
+    kept: list[_Candidate],
+    stats: Counter,
+    rejects: list[Reject],
+) -> None:
+    """One target's paths of every type into `kept`; raises `SearchBudgetSpent` when the image's step
+    budget runs out (what it kept before stays)."""
+    graph, cfg, res = search.graph, search.cfg, search.res
+    obj = graph.objects[tid]
+    search.steps.spend(len(graph.objects))  # the annotation rule compares the target with every object
+    why = target_reason(obj, graph, cfg, res) or _annotation_reason(obj, graph, res, evidence, stats)
+    if why is not None:
+        stats["targets_filtered"] += 1
+        rejects.append(Reject("targets", why, graph.image_id, detail={"object": tid, "name": obj.name}))
+        return
+    stats["targets"] += 1
+    for ptype in cfg.paths.types:
+        rng = random.Random(keyed_seed(cfg.seed, graph.image_id, tid, ptype))
+        found = 0
+        for path in candidate_paths(search, tid, ptype, rng):
+            search.steps.spend(search.steps.execution(path, search.known_size) + search.steps.level(path))
+            if not matches_exactly(path, search.index, tid):
+                # The masks and the executor disagree: a bug, never a silent keep.
+                raise AssertionError(f"image {graph.image_id}: mask search kept a non-unique path")
+            if "many_targets" in res.rules and (why := many_refusal(path, evidence)) is not None:
+                stats["refused:many_targets"] += 1
+                rejects.append(Reject("paths", why, graph.image_id, Positive.make_id(graph.image_id, path),
+                                      detail={"object": tid, "tuple_type": ptype}))  # fmt: skip
+                continue
+            kept.append(_Candidate(path, ptype, path_level(path, search.index)))
+            found += 1
+            if found >= cfg.paths.per_target_type:
+                break
+        stats[f"found:{ptype}"] += found
+        if not found:
+            stats[f"none:{ptype}"] += 1
+
+
+def _annotation_reason(
+    obj: SceneObject, graph: SceneGraph, res: PathResources, evidence: Evidence | None, stats: Counter
+) -> str | None:
+    """The annotation rule (`paths.rules`) that refuses a target, counted like the path rules."""
+    if "printed_targets" in res.rules and (reason := printed_refusal(obj, graph, res.words, evidence)) is not None:
+        stats["refused:printed_targets"] += 1
+        return reason
+    return None
+
+
+@dataclass(slots=True, frozen=True)
+class _Candidate:
+    path: PathNode
+    ptype: str
+    level: int
+
+
+def _positive(
+    graph: SceneGraph,
+    c: _Candidate,
+    search: PathSearch,
+    res: PathResources,
+    evidence: Evidence | None,
+    certifier: Certifier,
+) -> Positive:
+    path, ptype = c.path, c.ptype
+    sid = Positive.make_id(graph.image_id, path)
+    expression, template = res.renderer.render(path, ptype, sid, search.index)
+    target = graph.objects[path.id]  # type: ignore[index]
+    twin = certifier.doubtful(path, graph, target.id)
+    return Positive(
+        id=sid,
+        image_id=graph.image_id,
+        width=graph.width,
+        height=graph.height,
+        path=path,
+        tuple_type=ptype,
+        level=c.level,
+        expression=expression,
+        template=template,
+        bbox=target.box,
+        distractors=search.index.name_count(target.name) - 1,
+        generator=GENERATOR,
+        spatial=is_spatial(path, res.relations),
+        attribute=has_attribute(path),
+        risk_reasons=risk_reasons(path, target, graph, res.words, evidence, twin),
+    )
+
+
+def _cap_image(
+    kept: list[_Candidate], cfg: RunConfig, image_id: str, res: PathResources
+) -> tuple[list[_Candidate], list[_Candidate]]:
+    """Keep `max_per_image`, round-robin over (type, level) groups in a keyed order, for variety; within a
+    group, a candidate that allows a swap of attributes (the rarest negative, `generators.paths.select.swappable`)
+    first (the groups are popped from their end)."""
+    rng = random.Random(f"{cfg.seed}:cap:{image_id}")
+    groups: dict[tuple[str, int], list[int]] = {}
+    for i, c in enumerate(kept):
+        groups.setdefault((c.ptype, c.level), []).append(i)
+    order = sorted(groups)
+    rng.shuffle(order)
+    for k in order:
+        rng.shuffle(groups[k])
+        groups[k].sort(key=lambda i: attributes_swappable([set(n.attributes) for n in kept[i].path.nodes()], res.table))
+    chosen: set[int] = set()
+    while len(chosen) < cfg.paths.max_per_image:
+        for k in order:
+            if groups[k] and len(chosen) < cfg.paths.max_per_image:
+                chosen.add(groups[k].pop())
+    return [c for i, c in enumerate(kept) if i in chosen], [c for i, c in enumerate(kept) if i not in chosen]
+
+
+class PathsStage(Stage):
+    """Positives for every image of a shard, before global balancing."""
+
+    name = "paths"
+    version = GENERATOR
+    reads = ("hygiene", "plausibility")
+    config = ("seed", "attribute_table", "targets", "paths")
+    data = ("attribute_table", "targets.poor_referents", "paths.relations", "paths.templates", "paths.english")
+
+    def extra_fingerprint(self, run: Run) -> object:
+        return words_digest()
+
+    def run(self, unit: Unit) -> None:
+        res = PathResources.load(unit.cfg)
+        evidence = unit.shared(
+            "plausibility",
+            "evidence",
+            lambda: Evidence(
+                AnnotationStats.from_rows(unit.read_all("plausibility", "annotations")),
+                Counts.from_rows(r for r in unit.read_all("plausibility", "counts") if r["kind"] != "triples"),
+            ),
+        )
+        rows: list[dict] = []
+        for row in unit.read("hygiene", "graphs"):
+            unit.items_in += 1
+            positives, rejects, stats = generate_positives(row_to_graph(row), unit.cfg, res, evidence)
+            rows.extend(p.to_vanilla() for p in positives)
+            unit.rejects.extend(rejects)
+            unit.stats.update(stats)
+        unit.write("positives", rows)
+
+    def summarize(self, run: Run, units: list[dict]) -> dict:
+        versions = PathResources.load(run.cfg).versions()
+        versions.pop("generator")
+        return {"data_versions": versions}

@@ -1,0 +1,1 @@
+"""Text: LLM rewrites of positives, the English checks, and the negative expressions (replace and swap)."""

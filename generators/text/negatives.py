@@ -1,0 +1,415 @@
+"""Negative expressions: replace object / attribute / relation and swap object / attribute,
+at level 1 (the change is on the target) and level 2 (on a related object).
+
+Each negative is built as an altered *path*, kept only when the executor says it matches nothing in the
+image's graph and the graph contradicts it for every object that could carry it (a missing annotation
+proves nothing: `core/certify.py`), and rendered with its positive's template. Replacement
+words come from the language backend (an LLM, or the lexicon's same-category corpus vocabulary); swaps need
+no model and exchange two parts of the same kind (two object names, or two attributes of one category).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from hardneg.backends.language import LanguageBackend, ReplaceRequest
+from hardneg.core.certify import VERSION as CERTIFY_VERSION
+from hardneg.core.certify import Certifier
+from hardneg.core.executor import GraphIndex, execute
+from hardneg.core.gqa.plausibility import Plausibility
+from hardneg.core.records import PathEdge, PathNode, Reject, SameEdge, SceneGraph, TextNegative
+from hardneg.core.words.attribute_table import AttributeTable
+from hardneg.core.words.table import Words
+from hardneg.generators.paths.expressions import Renderer, carry_change
+from hardneg.generators.text.context import VERSION as CONTEXT_VERSION
+from hardneg.generators.text.context import Context, change_of
+from hardneg.generators.text.sites import (
+    SearchState,
+    Site,
+    SiteSearch,
+    SiteVocab,
+    enumerate_sites,
+    refusal_kind,
+    site_order,
+)
+
+# v2: certified false, not just unmatched; v3: plausible by construction (the context), worded like the positive
+GENERATOR = f"negatives_text@v3+{CERTIFY_VERSION}+{CONTEXT_VERSION}"
+
+
+def map_node(path: PathNode, index: int, fn: Callable[[PathNode], PathNode]) -> PathNode:
+    """Rebuild `path` with node number `index` (in `PathNode.nodes()` order) replaced by `fn(node)`."""
+    counter = itertools.count()
+
+    def walk(n: PathNode) -> PathNode:
+        i = next(counter)
+        rels = tuple(PathEdge(e.name, walk(e.object)) for e in n.relations)
+        same = tuple(SameEdge(s.category, walk(s.object)) for s in n.same)
+        m = PathNode(n.name, n.attributes, rels, same, n.id)
+        return fn(m) if i == index else m
+
+    return walk(path)
+
+
+@dataclass(slots=True)
+class NegativeContext:
+    table: AttributeTable
+    words: Words
+    renderer: Renderer
+    vocab: dict[str, Counter]  # corpus vocabulary: "names", "attributes", "relations" -> counts
+    seed: int
+    per_positive: int = 1
+    max_rounds: int = 3
+    n_replacements: int = 5
+    max_options: int = 40
+    types: tuple[str, ...] = (
+        "replace_object",
+        "replace_attribute",
+        "replace_relation",
+        "swap_object",
+        "swap_attribute",
+    )
+    plausibility: Plausibility | None = None  # corpus statistics: absurd swaps are refused
+    context: Context | None = None  # what the corpus attests where a word changes (generators/text/context.py)
+    refused: Counter = field(default_factory=Counter)  # corpus words kept out of the options, by rule
+    _pool: dict[tuple[Any, ...], tuple[str, ...]] = field(default_factory=dict)
+    _options: dict[tuple[Any, ...], tuple[tuple[str, ...], tuple[float, ...]]] = field(default_factory=dict)
+
+    @property
+    def site_vocab(self) -> SiteVocab:
+        return SiteVocab(self.table, self.words)
+
+    def pool(self, site: Site, path: PathNode) -> tuple[str, ...]:
+        """Corpus words of the site's category that contradict the replaced word, most frequent first."""
+        obj = path.nodes()[site.nodes[0]].relations[site.edge].object.name if site.part == "relation" else None
+        key = (site.part, site.word, site.category, obj)
+        got = self._pool.get(key)
+        if got is None:
+            vocab = self.site_vocab
+            if site.part == "object":
+                pool = [n for n in self.vocab["names"] if vocab.object_category(n) == site.category]
+            elif site.part == "attribute":
+                pool = [a for a in self.vocab["attributes"] if vocab.attribute_category(a) == site.category]
+            else:
+                pool = [r for r in self.vocab["relations"] if vocab.relation_category(r) is not None]
+            counts = {**self.vocab["names"], **self.vocab["attributes"], **self.vocab["relations"]}
+            pool = sorted({p for p in pool if p != site.word}, key=lambda w: (-counts.get(w, 0), w))
+            keep = []
+            for w in pool:
+                ok, why = vocab.contradicts(site, path, w)
+                if ok:
+                    keep.append(w)
+                else:
+                    self.refused[f"{site.part}:{refusal_kind(why)}"] += 1
+            got = self._pool[key] = tuple(keep)
+        return got
+
+    def options(self, site: Site, path: PathNode) -> tuple[tuple[str, ...], tuple[float, ...]]:
+        """The replacement words to draw from, with their weights: the contradicting words of the pool that
+        the corpus attests in the site's context (`generators/text/context.py`), most plausible first (the
+        lexicon backend draws by weight; an LLM sees them as a shortlist). Without a context: the pool's
+        most frequent words, unweighted."""
+        others = self.other_names(site, path)
+        if self.context is None:
+            return tuple(w for w in self.pool(site, path) if w not in others)[: self.max_options], ()
+        frame = self.context.frame(path, site)
+        key = (site.part, site.word, site.category, frame, others)
+        got = self._options.get(key)
+        if got is None:
+            words, weights, unattested = self.context.attested(
+                frame, [w for w in self.pool(site, path) if w not in others]
+            )
+            self.refused[f"{site.part}:unattested"] += unattested
+            got = self._options[key] = (words[: self.max_options], weights[: self.max_options])
+        return got
+
+    @staticmethod
+    def other_names(site: Site, path: PathNode) -> frozenset[str]:
+        """Names of the path's other objects: an object replaced by one of them reads as a second object of
+        that name ("the chair to the right of the sofa" -> "the sofa to the right of the sofa")."""
+        if site.part != "object":
+            return frozenset()
+        return frozenset(n.name for i, n in enumerate(path.nodes()) if i not in site.nodes)
+
+
+def apply_site(path: PathNode, site: Site, replacement: str | None = None) -> PathNode:
+    """The altered path (ids dropped: a negative grounds nothing)."""
+    t = site.negative_type
+    if t == "replace_object":
+        out = map_node(path, site.nodes[0], lambda n: PathNode(replacement, n.attributes, n.relations, n.same, n.id))
+    elif t == "replace_attribute":
+        out = map_node(
+            path,
+            site.nodes[0],
+            lambda n: PathNode(
+                n.name, tuple(replacement if a == site.word else a for a in n.attributes), n.relations, n.same, n.id
+            ),
+        )
+    elif t == "replace_relation":
+
+        def swap_rel(n: PathNode) -> PathNode:
+            rels = list(n.relations)
+            rels[site.edge] = PathEdge(replacement, rels[site.edge].object)  # type: ignore[index, arg-type]
+            return PathNode(n.name, n.attributes, tuple(rels), n.same, n.id)
+
+        out = map_node(path, site.nodes[0], swap_rel)
+    elif t == "swap_object":
+        i, k = site.nodes
+        ni, nk = path.nodes()[i].name, path.nodes()[k].name
+        out = map_node(path, i, lambda n: PathNode(nk, n.attributes, n.relations, n.same, n.id))
+        out = map_node(out, k, lambda n: PathNode(ni, n.attributes, n.relations, n.same, n.id))
+    elif t == "swap_attribute":
+        i, k = site.nodes
+
+        def put(old: str, new: str) -> Callable[[PathNode], PathNode]:
+            return lambda n: PathNode(
+                n.name, tuple(new if a == old else a for a in n.attributes), n.relations, n.same, n.id
+            )
+
+        out = map_node(map_node(path, i, put(site.word, site.other)), k, put(site.other, site.word))  # type: ignore[arg-type]
+    else:
+        raise ValueError(f"unknown negative type {t!r}")
+    return out.without_ids()
+
+
+class TextSearch(SiteSearch):
+    """Text negatives: an altered path that matches nothing in the image's graph, rendered with its
+    positive's template."""
+
+    stage = "negatives"
+
+    def __init__(self, ctx: NegativeContext, backend: LanguageBackend, graphs: dict[str, SceneGraph]) -> None:
+        super().__init__(backend, ctx.per_positive, ctx.max_rounds)
+        self.ctx = ctx
+        self.vocab = ctx.site_vocab
+        self.graphs = graphs
+        self.certifier = Certifier(ctx.words, ctx.table)
+        self._truths: dict[tuple[str, PathNode], tuple[str | None, str | None] | None] = {}  # see `_truth`
+        self.indexes: dict[str, GraphIndex] = {}
+        self._scenes: dict[str, frozenset[str]] = {}
+        self._parts: dict[tuple[str, str], bool] = {}
+        self.made: list[TextNegative] = []
+
+    def state(self, positive: dict[str, Any]) -> SearchState:
+        path = PathNode.from_json(positive["path"])
+        if positive["image_id"] not in self.indexes:
+            self.indexes[positive["image_id"]] = GraphIndex(self.graphs[positive["image_id"]], self.ctx.table)
+        sites = enumerate_sites(path, self.ctx.site_vocab)
+        todo = site_order(positive["id"], self.ctx.seed, "negatives", sites, self.ctx.types)
+        return SearchState(positive, path, iter(todo))
+
+    def direct(self, st: SearchState, site: Site) -> bool:
+        """A swap: refused when it cannot be fair (`SiteVocab.swap_refusal`), says what the positive says
+        in another order, or leaves an object with an attribute or relation the corpus never attests for
+        its name ("the cupboard over the toilet" -> "the toilet over the cupboard"). Where two objects of the
+        image stand (left of, behind, near) is never absurd: they share the scene."""
+        if (why := self.vocab.swap_refusal(site, st.path)) is not None:
+            self._refuse(st, site, why)
+            return False
+        neg = apply_site(st.path, site)
+        if neg.meaning() == st.path.without_ids().meaning():
+            self._refuse(st, site, "swap says the same thing in another order")
+            return False
+        if self.ctx.plausibility is not None and (why := self.ctx.plausibility.absurd(neg)) is not None:
+            self._refuse(st, site, f"absurd swap: {why}")
+            return False
+        if self.ctx.context is not None:
+            scene = self._scene(st.positive["image_id"])
+            weight, why = self.ctx.context.weigh(neg, change_of(site), scene)
+            if weight <= 0:
+                self._refuse(st, site, f"absurd swap: {why}")
+                return False
+        return self._keep(st, site, neg, None)
+
+    def _absent_part(self, image_id: str, name: str) -> bool:
+        """Whether `name` names a part of things only (a crust, a handle, a head; not a sink, which rooms
+        have) and nothing in the image could be it: its absence can never make a fair negative."""
+        key = (image_id, name)
+        if key not in self._parts:
+            self._parts[key] = self.ctx.words.is_part_of_things(name) and not self.certifier.candidates(
+                name, self.graphs[image_id]
+            )
+        return self._parts[key]
+
+    def _scene(self, image_id: str) -> frozenset[str]:
+        """The names of the image's objects (memoised per image)."""
+        if image_id not in self._scenes:
+            self._scenes[image_id] = frozenset(o.name for o in self.graphs[image_id].objects.values())
+        return self._scenes[image_id]
+
+    def _refuse(self, st: SearchState, site: Site, why: str, **detail: Any) -> None:
+        self.stats[f"refused:{site.negative_type}:{refusal_kind(why)}"] += 1
+        detail = {**site.where(), **detail}
+        self.rejects.append(Reject(self.stage, why, st.positive["image_id"], st.positive["id"], detail=detail))
+
+    def request(self, st: SearchState, site: Site) -> ReplaceRequest | None:
+        if (why := self.vocab.crowd_refusal(site, st.path)) is not None:
+            self._refuse(st, site, why)
+            return None
+        options, weights = self.ctx.options(site, st.path)
+        if not options:  # no other word of this category that the corpus attests here: nothing to ask
+            return None
+        return ReplaceRequest(
+            key=f"{st.positive['id']}:{site.negative_type}:{site.nodes}:{site.edge}:{site.word}",
+            expression=st.positive["expression"],
+            part=site.part,  # type: ignore[arg-type]
+            word=site.word or "",
+            category=site.request_category,
+            options=options,
+            weights=weights,
+            n=self.ctx.n_replacements,
+        )
+
+    def check(self, st: SearchState, site: Site, values: tuple[str, ...]) -> str | None:
+        """None when some value contradicts the original and makes the path match nothing, else why none
+        does (an LLM is asked again with this reason)."""
+        why: list[str] = []
+        for v in values:
+            ok, reason = self.usable(st, site, v)
+            if not ok:
+                why.append(reason)
+            elif (truth := self._truth(st, apply_site(st.path, site, v))) is None:
+                return None
+            else:
+                hit, doubt = truth
+                why.append(f"{v!r} is still true of object {hit} in the image" if hit else f"{v!r} {doubt}")
+        return "; ".join(why) or "no replacement given"
+
+    def usable(self, st: SearchState, site: Site, value: str) -> tuple[bool, str]:
+        """Whether a proposed word may replace the site's: it contradicts the original, names no other
+        object of the path, and the corpus attests it in that context (an LLM's answer is held to what
+        the lexicon draws from)."""
+        ok, why = self.vocab.contradicts(site, st.path, value)
+        if not ok:
+            return ok, why
+        if value in self.ctx.other_names(site, st.path):
+            return False, f"{value!r} already names another object of the expression"
+        if site.part == "object" and self._absent_part(st.positive["image_id"], value):
+            return False, (
+                f"{value!r} names a part, and none is annotated: where something it is part of is in view, "
+                "parts go unannotated; where nothing is, the expression is absurd"
+            )
+        if self.ctx.context is not None:
+            weight, why_not = self.ctx.context.fill(self.ctx.context.frame(st.path, site), value)
+            if weight <= 0:
+                return False, f"{value!r} does not fit: {why_not}"
+        return True, ""
+
+    def accept(self, st: SearchState, site: Site, values: tuple[str, ...]) -> bool:
+        return any(self._keep(st, site, apply_site(st.path, site, v), v) for v in values if self.usable(st, site, v)[0])
+
+    def _truth(self, st: SearchState, neg_path: PathNode) -> tuple[str | None, str | None] | None:
+        """None when the negative is false of the image; else (an object the executor finds it true of, None)
+        or (None, why the graph does not make it false). A graph leaves things out: an object with no colour
+        annotated is not "not white", a missing edge is not "not on", an absent crowd name proves nothing. So
+        a negative must be *contradicted* for every object that could carry it (`Certifier.uncontradicted`):
+        "the small ball with the same color as the car" (the objects of "the small car with the same color as
+        the ball", swapped) may be true of a ball whose size nobody annotated. Memoised per image and path:
+        a replacement is judged when the backend validates it and again when it is kept."""
+        image = st.positive["image_id"]
+        key = (image, neg_path)
+        if key not in self._truths:
+            if hit := execute(neg_path, self.indexes[image]):
+                self._truths[key] = (sorted(hit)[0], None)
+            elif (doubt := self.certifier.uncontradicted(neg_path, self.graphs[image])) is not None:
+                self._truths[key] = (None, f"may be true: {doubt}")
+            else:
+                self._truths[key] = None
+        return self._truths[key]
+
+    def _keep(self, st: SearchState, site: Site, neg_path: PathNode, replacement: str | None) -> bool:
+        pos = st.positive
+        idx = self.indexes[pos["image_id"]]
+        if (truth := self._truth(st, neg_path)) is not None:
+            if replacement is None:  # a swap that may be true: say so (a replacement's check already did)
+                hit, doubt = truth
+                self._refuse(st, site, f"still true of object {hit} in the image" if hit else doubt or "")
+            return False
+        nid = TextNegative.make_id(pos["id"], site.negative_type, neg_path)
+        if nid in st.seen:
+            return False
+        st.seen.add(nid)
+        change: dict[str, Any] = {"nodes": list(site.nodes)}
+        if site.word is not None:
+            change["from"] = site.word
+        if replacement is not None:
+            change["to"] = replacement
+        if site.other is not None:
+            change["with"] = site.other
+        if site.edge is not None:
+            change["edge"] = site.edge
+        template_text = self.ctx.renderer.render_with(neg_path, pos["tuple_type"], pos["template"], idx, st.path)
+        expression = carry_change(pos.get("template_expression", pos["expression"]), pos["expression"], template_text)
+        source = pos.get("expression_source", "template")
+        if expression is None:  # the rewrite reworded the changed words: the template's text
+            expression, source = template_text, "template"
+            self.stats["surface:template_fallback"] += 1
+        self.made.append(
+            TextNegative(
+                id=nid,
+                positive_id=pos["id"],
+                image_id=pos["image_id"],
+                width=pos["width"],
+                height=pos["height"],
+                path=neg_path,
+                ori_type=pos["tuple_type"],
+                level=pos["level"],
+                negative_type=site.negative_type,
+                negative_level=site.level,
+                shuffle_index=list(site.nodes),
+                change=change,
+                expression=expression,
+                template=pos["template"],
+                template_expression=template_text,
+                expression_source=source,
+                bbox=tuple(pos["bbox"]),  # type: ignore[arg-type]
+                generator=GENERATOR,
+                backend=self.backend.version if replacement is not None else "none",
+            )
+        )
+        st.made += 1
+        self.stats[f"made:{site.negative_type}:L{site.level}"] += 1
+        return True
+
+
+def make_text_negatives(
+    positives: list[dict[str, Any]],
+    graphs: dict[str, SceneGraph],
+    ctx: NegativeContext,
+    backend: LanguageBackend,
+) -> tuple[list[TextNegative], list[Reject], Counter]:
+    """Up to `per_positive` negatives per positive, batching replace requests per round."""
+    search = TextSearch(ctx, backend, graphs)
+    search.run([search.state(p) for p in positives])
+    search.stats.update({f"options_refused:{k}": v for k, v in ctx.refused.items()})
+    return search.made, search.rejects, search.stats
+
+
+def iter_keep_words(path: PathNode) -> Iterator[tuple[str, str]]:
+    """(kind, phrase) of everything a rewrite must keep: names, attributes, relations, same categories."""
+    for n in path.nodes():
+        yield ("object", n.name)
+        for a in n.attributes:
+            yield ("attribute", a)
+        for e in n.relations:
+            yield ("relation", e.name)
+        for s in n.same:
+            yield ("category", s.category)
+
+
+def replay(positive_path: PathNode, negative: dict[str, Any]) -> PathNode:
+    """Re-apply a written negative's recorded `change` to its positive's path (for re-checking)."""
+    ch = negative["change"]
+    site = Site(
+        negative["negative_type"],
+        negative["negative_level"],
+        tuple(ch["nodes"]),
+        word=ch.get("from"),
+        edge=ch.get("edge"),
+        other=ch.get("with"),
+    )
+    return apply_site(positive_path, site, ch.get("to"))

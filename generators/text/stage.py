@@ -1,0 +1,104 @@
+"""The language stage: rewrite the balanced positives and make their text negatives.
+
+Only positives that survived balancing reach the language backend (an LLM or the offline lexicon), so
+its cost scales with the benchmark, not with the candidates.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hardneg.backends.registry import make_language_backend
+from hardneg.core.gqa.hygiene import words_digest
+from hardneg.core.gqa.ingest import corpus_vocab, row_to_graph
+from hardneg.core.gqa.plausibility import load_plausibility
+from hardneg.core.io import file_digest
+from hardneg.core.resources import bundled_dir
+from hardneg.core.stage import Run, Stage, Unit
+from hardneg.core.words.vocab import Lexicon
+from hardneg.generators.paths.stage import PathResources
+from hardneg.generators.text.context import Context
+from hardneg.generators.text.english import EnglishCheck, check_negatives, check_positives
+from hardneg.generators.text.negatives import GENERATOR as NEGATIVES_GENERATOR
+from hardneg.generators.text.negatives import NegativeContext, make_text_negatives
+from hardneg.generators.text.rewrite import GENERATOR as REWRITE_GENERATOR
+from hardneg.generators.text.rewrite import RewriteValidator, rewrite_records, spacy_model_name
+
+
+class LanguageStage(Stage):
+    name = "language"
+    # v2: the English check trusts the word tables over the tagger ("a fire hydrant", "the mitt that is")
+    # and reads rewritten negatives
+    version = f"language@v2+{REWRITE_GENERATOR}+{NEGATIVES_GENERATOR}"
+    reads = ("ingest", "hygiene", "plausibility", "paths", "select")
+    config = ("seed", "language")
+    data = ("language.lexicon",)
+
+    def extra_fingerprint(self, run: Run) -> Any:
+        o = run.cfg.language.openai
+        prompts = None
+        if run.cfg.language.backend == "openai":
+            prompts = [file_digest(bundled_dir("prompts") / p) for p in (o.rewrite_prompt, o.replace_prompt)]
+        return [words_digest(), prompts]
+
+    def run(self, unit: Unit) -> None:
+        cfg = unit.cfg
+        lang = cfg.language
+        kept = unit.shared("select", "ids", lambda: frozenset(r["id"] for r in unit.read_all("select", "kept")))
+        positives = [r for r in unit.read("paths", "positives") if r["id"] in kept]
+        unit.items_in = len(positives)
+        graphs = {g.image_id: g for g in map(row_to_graph, unit.read("hygiene", "graphs"))}
+        res = PathResources.load(cfg)
+        lexicon = Lexicon.load(cfg.resolve(lang.lexicon))
+        vocab = corpus_vocab(unit.upstream("ingest"))
+        backend = make_language_backend(cfg, unit.run.work, lexicon)
+        validator = RewriteValidator(res.table, lexicon, frozenset(vocab["names"]))
+        if lang.rewrite_positives and positives:
+            rejects, stats = rewrite_records(positives, backend, validator, cfg.seed, stage="rewrite")
+            unit.rejects.extend(rejects)
+            unit.stats.update({f"rewrite_positives:{k}": v for k, v in stats.items()})
+        english = EnglishCheck(res.words)
+        positives, rejects = check_positives(positives, english)
+        unit.rejects.extend(rejects)
+        unit.stats["english:positives_dropped"] += len(rejects)
+        plausibility = unit.shared(
+            "plausibility", "model", lambda: load_plausibility(unit.read_all("plausibility", "counts"))
+        )
+        ctx = NegativeContext(
+            table=res.table,
+            words=res.words,
+            renderer=res.renderer,
+            plausibility=plausibility,
+            context=unit.shared("plausibility", "context", lambda: Context(plausibility.c, res.words)),
+            vocab=vocab,
+            seed=cfg.seed,
+            per_positive=lang.negatives_per_positive,
+            max_rounds=lang.max_rounds,
+            n_replacements=lang.n_replacements,
+            types=tuple(lang.negative_types),
+        )
+        negatives: list[dict[str, Any]] = []
+        if lang.negatives_per_positive:
+            made, rejects, stats = make_text_negatives(positives, graphs, ctx, backend)
+            negatives = [n.to_vanilla() for n in made]
+            unit.rejects.extend(rejects)
+            unit.stats.update(stats)
+        if lang.rewrite_negatives and negatives:
+            rejects, stats = rewrite_records(negatives, backend, validator, cfg.seed, stage="rewrite_negatives")
+            unit.rejects.extend(rejects)
+            unit.stats.update({f"rewrite_negatives:{k}": v for k, v in stats.items()})
+        if negatives:  # after the rewrite: an LLM's rewritten negative is checked like a positive's
+            negatives, rejects = check_negatives(negatives, english)
+            unit.rejects.extend(rejects)
+            unit.stats["english:negatives_dropped"] += len(rejects)
+        unit.stats.update({f"backend:{k}": v for k, v in backend.stats().items()})
+        unit.meta.update(backend=backend.version, spacy=spacy_model_name())
+        unit.write("negatives", negatives)
+        unit.write("positives", positives)
+
+    def summarize(self, run: Run, units: list[dict[str, Any]]) -> dict[str, Any]:
+        """The backend and the spaCy pipeline that actually ran (None where no rewrite needed spaCy)."""
+        return {
+            "backends": sorted({u["meta"]["backend"] for u in units}),
+            "spacy": sorted({u["meta"]["spacy"] for u in units if u["meta"].get("spacy")}),
+        }

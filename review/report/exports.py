@@ -1,0 +1,180 @@
+"""The report's sections for the other benchmark shapes (TRICD pairs, probes, ImageCoDe sets).
+
+Each reads its export folder (`RUN/<shape>/`: `summary.json` and the per-split JSON records), shows the
+counts per split, and a seeded sample of cards in the style of the gallery: TRICD positive pairs with
+their phrases' boxes beside their negative pairs; Probe-R comparisons, Probe-C 2 x 2 groups and Probe-B's
+images per filler; ImageCoDe sets with the original marked. A shape that was not exported says so.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from hardneg.review.boxes import RELATED, TARGET, Box
+from hardneg.review.report.assets import esc, img_tag
+from hardneg.review.report.gallery import sample
+
+SPLITS = ("train", "val", "test")
+PHRASE_COLORS = (TARGET, *RELATED)
+
+
+def _records(root: Path, rel: str) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for split in SPLITS:
+        f = root / f"{rel}/{split}.json"
+        if f.exists():
+            rows = orjson.loads(f.read_bytes())
+            out += [r for r in rows if isinstance(r, dict) and isinstance(r.get("id"), int)]
+    return out
+
+
+def _counts(root: Path, shape: str) -> str:
+    f = root / shape / "summary.json"
+    if not f.exists():
+        return f"<p class='na'>{esc(shape)}: not exported in this run (no {esc(shape)}/summary.json).</p>"
+    s = orjson.loads(f.read_bytes())
+    if not s.get("enabled", True):
+        return f"<p class='na'>{esc(shape)}: disabled by the config (exports.{esc(shape)}.enabled).</p>"
+    rows = "".join(
+        f"<tr><th>{esc(k)}</th>" + "".join(f"<td>{esc(v.get(x, 0))}</td>" for x in SPLITS) + "</tr>"
+        for k, v in (s.get("counts") or {}).items()
+    )
+    head = "<tr><th></th>" + "".join(f"<th>{x}</th>" for x in SPLITS) + "</tr>"
+    return f"<table>{head}{rows}</table>"
+
+
+def _thumb(r: Any, name: str, rel: Any, boxes: list[Box], side: int, alt: str) -> str:
+    url = r.assets.thumb(name, r.run.run_file(rel), boxes, side) if rel else None
+    return img_tag(url, alt, "small" if side < 200 else "thumb")
+
+
+def tricd_html(r: Any) -> str:
+    """Positive pairs per path type with their phrases' boxes, beside their negative pairs."""
+    root = r.run.root
+    parts = [_counts(root, "tricd")]
+    pairs = _records(root, "tricd")
+    negatives: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for p in pairs:
+        if p.get("positive_id") is None:
+            groups[str(p.get("subset"))].append(p)
+        else:
+            negatives[p["positive_id"]].append(p)
+    k = max(1, r.per_group // 4)
+    for subset, rows in sorted(groups.items()):
+        shown = sample(rows, k, r.seed, f"tricd:{subset}")
+        parts.append(f"<h3>{esc(subset)} <small>{len(shown)} of {len(rows)} positive pairs</small></h3>")
+        for p in shown:
+            parts.append(_tricd_card(r, p, negatives.get(p["id"], [])))
+    return "\n".join(parts)
+
+
+def _tricd_card(r: Any, p: dict[str, Any], negs: list[dict[str, Any]]) -> str:
+    boxes, legend = [], []
+    for i, (pid, text) in enumerate((p.get("phrase_text") or {}).items()):
+        color = PHRASE_COLORS[min(i, len(PHRASE_COLORS) - 1)]
+        for b in (p.get("phrases") or {}).get(pid, []):
+            boxes.append(Box(*b, color=color, role="phrase", label=text))
+        legend.append(f"<li><span style='color:{color}'>■</span> {esc(pid)}: {esc(text)}</li>")
+    pic = _thumb(r, f"tricd_{p['id']}", p.get("image"), boxes, 300, "positive")
+    figs = [f"<figure>{pic}<figcaption>positive: {esc(p.get('image_id'))}</figcaption></figure>"]
+    for n in negs:
+        what = f"{n.get('negative')} {n.get('image_id')}"
+        pic = _thumb(r, f"tricd_{n['id']}", n.get("image"), [], 200, "negative")
+        figs.append(f"<figure>{pic}<figcaption>{esc(what)}: no boxes</figcaption></figure>")
+    return (
+        f"<div class='imgneg'>{''.join(figs)}<div class='body'><p class='expr'>{esc(p.get('caption', ''))}</p>"
+        f"<ul class='small'>{''.join(legend)}</ul><p class='meta'>{esc(p.get('split'))} · pair {esc(p['id'])} · "
+        f"positive {esc(p.get('sample_id'))}</p></div></div>"
+    )
+
+
+def probes_html(r: Any) -> str:
+    root = r.run.root
+    parts = [_counts(root, "probes")]
+    k = max(1, r.per_group // 4)
+    by_kind: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for rec in (*_records(root, "probes/probe_r"), *_records(root, "probes/probe_c")):
+        by_kind[str(rec.get("kind"))].append(rec)
+    for kind, rows in sorted(by_kind.items()):
+        shown = sample(rows, k, r.seed, kind)
+        parts.append(f"<h3>{esc(kind)} <small>{len(shown)} of {len(rows)}</small></h3><div class='cards'>")
+        parts += [_probe_card(r, rec) for rec in shown]
+        parts.append("</div>")
+    groups = _records(root, "probes/probe_b")
+    if groups:
+        shown = sample(groups, k, r.seed, "probe_b")
+        parts.append(f"<h3>probe_b <small>{len(shown)} of {len(groups)} images</small></h3>")
+        parts += [_probe_b_card(r, g) for g in shown]
+    return "\n".join(parts)
+
+
+def _probe_card(r: Any, rec: dict[str, Any]) -> str:
+    if str(rec.get("kind")).startswith("probe_c/"):
+        prompts = rec.get("prompts") or ["?", "?"]
+        figs = ""
+        for i, rel in enumerate(rec.get("images") or []):
+            pic = _thumb(r, f"pc_{rec['id']}_{i}", rel, [], 160, f"image {i + 1}")
+            prompt = prompts[i] if i < len(prompts) else "?"
+            figs += f"<figure>{pic}<figcaption>{i + 1}: {esc(prompt)}</figcaption></figure>"
+        text = f"<p class='small'>prompt i is true of image i, false of the other; swap: {esc(rec.get('swap'))}</p>"
+        return f"<div class='card'><div class='cands'>{figs}</div>{text}</div>"
+    pic = _thumb(r, f"pr_{rec['id']}", rec.get("image"), [], 200, "image")
+    return (
+        f"<div class='card small'>{pic}<p class='small'>✓ {esc(rec.get('correct'))}<br>✗ {esc(rec.get('swapped'))}"
+        f"</p><p class='meta'>{esc(rec.get('split'))} · image {esc(rec.get('image_id'))}</p></div>"
+    )
+
+
+def _probe_b_card(r: Any, g: dict[str, Any]) -> str:
+    t = g.get("target") or {}
+    box = [Box(*t["box"], color=TARGET, role="target", label=str(t.get("name")))] if t.get("box") else []
+    figs = []
+    for variant, rel in (g.get("images") or {}).items():
+        pic = _thumb(r, f"pb_{g['id']}_{variant}", rel, box, 150, variant)
+        figs.append(f"<figure class='cand'>{pic}<figcaption>{esc(variant)}</figcaption></figure>")
+    prompts = g.get("prompts") or {}
+    return (
+        f"<div class='imgneg'><div class='body'><p class='expr'>{esc(prompts.get('target'))}</p>"
+        f"<p class='small'>absent: {esc(', '.join(prompts.get('absent') or []))}</p>"
+        f"<p class='meta'>{esc(g.get('split'))} · image {esc(g.get('image_id'))} · background "
+        f"{esc(g.get('background_fraction'))}</p><div class='cands'>{''.join(figs)}</div></div></div>"
+    )
+
+
+def imagecode_html(r: Any) -> str:
+    root = r.run.root
+    parts = [_counts(root, "imagecode")]
+    sets = _records(root, "imagecode")
+    shown = sample(sets, max(1, r.per_group // 3), r.seed, "imagecode")
+    if sets:
+        parts.append(f"<p class='small'>{len(shown)} of {len(sets)} sets; the original has a red frame.</p>")
+    for s in shown:
+        figs = []
+        for i, rel in enumerate(s.get("images") or []):
+            mark = i == s.get("target")
+            edit = next((e for e in s.get("edits") or [] if e.get("index") == i), {})
+            caption = "original" if mark else str(edit.get("negative_type", "?"))
+            style = f" style='outline:3px solid {TARGET}'" if mark else ""
+            pic = _thumb(r, f"ic_{s['id']}_{i}", rel, [], 150, f"image {i}")
+            figs.append(f"<figure class='cand'{style}>{pic}<figcaption>{i}: {esc(caption)}</figcaption></figure>")
+        parts.append(
+            f"<div class='imgneg'><div class='body'><p class='expr'>{esc(s.get('description'))}</p>"
+            f"<p class='meta'>{esc(s.get('split'))} · set {esc(s['id'])} · target {esc(s.get('target'))}</p>"
+            f"<div class='cands'>{''.join(figs)}</div></div></div>"
+        )
+    return "\n".join(parts)
+
+
+def export_sections() -> list[tuple[str, str, Callable[[Any], str]]]:
+    """(anchor, title, make) for `review/report/page.py`'s SECTIONS."""
+    return [
+        ("tricd", "TRICD pairs: phrases' boxes on the positive image, the negative images", tricd_html),
+        ("probes", "Probes: Probe-R, Probe-C groups, Probe-B fillers", probes_html),
+        ("imagecode", "ImageCoDe sets: the original among its edits", imagecode_html),
+    ]

@@ -1,0 +1,23 @@
+"""The report stage: every run ends with `report.html` (and `hardneg split` rewrites it)."""
+
+from __future__ import annotations
+
+from hardneg.core.stage import Stage, Unit
+
+
+class ReportStage(Stage):
+    name = "report"
+    version = "report@v3"  # v3: a small site (an overview and paginated section pages), readable rejects
+    reads_all = True
+    reports = True  # the report shows what the last run of every stage wrote
+    sharded = False
+    decision = True
+    publishes = ("report.html", "report", "stats.md", "stats.json", "README.md")  # the exports' counts too
+
+    def run(self, unit: Unit) -> None:
+        from hardneg.exports.shape_stats import publish
+        from hardneg.review.report.page import build_report  # pandas and matplotlib load only here
+
+        publish(unit.root)  # the export stages' counts into stats.md, stats.json and the card (they run after write)
+        out = build_report(unit.root, seed=unit.cfg.seed)
+        unit.meta["report"] = out.name

@@ -1,0 +1,132 @@
+"""The report's words: reject reasons as people read them, scores rounded, and what each score means.
+
+A reject's `reason` is written by the stage that dropped it, often with the stage's name in front
+("refine: larger side of ..."); the report shows the stage beside it, so the name is dropped from the
+reason rather than doubled. Numbers stay, rounded where they carry noise digits; no word is blanked.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from hardneg.review.report.assets import esc
+
+SIG = 3  # significant digits for every score and long number the report shows
+
+# One line per score family: what it measures and which way is better. Keys are exact score names or
+# prefixes ending in "_" (a family). The first matching key wins, so exact names come first.
+SCORE_LEGEND: dict[str, str] = {
+    "refine_s1": "plausibility under the first blind text scorer (an n-gram model fit on the other fold's "
+    "positives), shown positive / negative; higher is more plausible. Refinement keeps as many pairs where "
+    "it prefers the negative as where it prefers the positive",
+    "refine_s2": "acceptability under the second blind text scorer (grammar rules or a classifier), shown "
+    "positive / negative; higher is more acceptable",
+    "clip_margin": "how much CLIP prefers the positive: sim(image, positive) - sim(image, negative) for a text "
+    "negative, sim(source, text) - sim(edited, text) for an image negative; above the threshold passes",
+    "similarity": "SSIM of the edited image to its source (1 = identical); best-of-N keeps the most similar "
+    "candidate that passes",
+    "realism": "how visibly edited the image looks (seam or DIRE score, 0 = untouched); below the threshold passes",
+    "sharpness_ratio": "fine detail in the edited boxes over the source's (1 = as sharp); above the threshold passes",
+    "detector_twin": "detector's confidence that another object still matches the edited one; below passes",
+    "annotation_risk": "how likely the scene-graph annotation behind the sample is wrong (0 = safe)",
+    "recolor_hit": "edit check: share of the object's old-coloured pixels now in the new colour; higher is "
+    "better (at least 0.5)",
+    "recolor_left": "edit check: share still in the old colour; lower is better (at most 0.3)",
+    "recolor_specks": "edit check: share of the new colour scattered in specks or glitter; at most 0.12",
+    "recolor_boxy": "edit check: share of the box outline painted the new colour (a rectangle); at most 0.6",
+    "recolor_clipped": "edit check: share of the object blown-out white in the source; at most 0.3",
+    "recolor_noise": "edit check: fine detail after the recolour over before (1 = unchanged); at most 2",
+    "smear": "edit check: share of the changed area much smoother than its surroundings; at most 0.35",
+    "paste_edge": "edit check: strongest straight new edge inside the box (a pasted rectangle); at most 0.1",
+    "trace": "edit check: share of the original object's strong edges that survive a replacement; at most 0.3",
+    "fill_mismatch": "edit check: share of a removal's fill in colours its surroundings lack; at most 0.2",
+    "recolor_": "edit check of a recolour (see the other recolor_ lines)",
+}
+
+_LONG_NUMBER = re.compile(r"(?<![\w.])-?\d+\.\d{5,}(?:e[-+]?\d+)?(?![\w.])")  # noise digits: 0.99933338
+_OBJECT_ID = re.compile(r"\bobject (\d{3,})\b")
+
+
+def fmt_num(x: float | int) -> str:
+    """A number at `SIG` significant digits, without an exponent for ordinary magnitudes."""
+    if isinstance(x, bool):
+        return str(x)
+    if isinstance(x, int):
+        return str(x)
+    if x != x:  # NaN
+        return "nan"
+    if x == 0:
+        return "0"
+    if 1e-4 <= abs(x) < 10**SIG:
+        return f"{float(f'{x:.{SIG}g}'):f}".rstrip("0").rstrip(".")
+    return f"{x:.{SIG}g}" if abs(x) < 1e-4 else f"{round(x):d}"
+
+
+def fmt_value(v: Any) -> str:
+    """A score or detail value as text: numbers rounded, pairs as "a / b", nested values flattened."""
+    if isinstance(v, bool) or v is None:
+        return str(v).lower()
+    if isinstance(v, int | float):
+        return fmt_num(v)
+    if isinstance(v, list | tuple):
+        sep = " / " if v and all(isinstance(x, int | float) for x in v) else ", "
+        return sep.join(fmt_value(x) for x in v)
+    if isinstance(v, dict):
+        return ", ".join(f"{k} {fmt_value(x)}" for k, x in v.items())
+    return " ".join(str(v).split())
+
+
+def clean_reason(stage: str, reason: Any) -> str:
+    """The reason in words: the stage's own name dropped from its front (the page shows the stage), runs
+    of whitespace collapsed, noise digits rounded. Nothing is blanked."""
+    s = " ".join(str(reason if reason is not None else "").split())
+    prefix = f"{stage}:"
+    while stage and s.lower().startswith(prefix.lower()):
+        s = s[len(prefix) :].lstrip()
+    s = _LONG_NUMBER.sub(lambda m: fmt_num(float(m.group())), s)
+    return s or "no reason recorded"
+
+
+def named_objects(reason: Any) -> list[str]:
+    """Scene-graph object ids a reason names ("object 3000018 ('box') may match"), in order."""
+    return list(dict.fromkeys(_OBJECT_ID.findall(str(reason or ""))))
+
+
+def legend_line(name: str) -> str | None:
+    """The legend's line for a score name: its own, else its family's, else None."""
+    if name in SCORE_LEGEND:
+        return SCORE_LEGEND[name]
+    return next((line for key, line in SCORE_LEGEND.items() if key.endswith("_") and name.startswith(key)), None)
+
+
+def is_score(name: str) -> bool:
+    return legend_line(name) is not None
+
+
+def scores_html(scores: Any, skip: set[str] | None = None) -> str:
+    """Scores as "name value" pairs, rounded, each with its legend line as a tooltip."""
+    if not isinstance(scores, dict) or not scores:
+        return ""
+    parts = []
+    for k, v in scores.items():
+        if (skip and k in skip) or not isinstance(v, int | float | list | str) or isinstance(v, bool):
+            continue
+        title = legend_line(str(k))
+        tip = f" title='{esc(title)}'" if title else ""
+        parts.append(f"<span{tip}>{esc(k)} {esc(fmt_value(v))}</span>")
+    return f" <span class='scores'>{' · '.join(parts)}</span>" if parts else ""
+
+
+def legend_html(names: set[str]) -> str:
+    """The legend table for the score names a page shows (every family when `names` is empty)."""
+    keys = sorted(names) if names else [k for k in SCORE_LEGEND if not k.endswith("_")]
+    rows = [(k, line) for k in keys if (line := legend_line(k)) is not None]
+    if not rows:
+        return ""
+    body = "".join(f"<tr><th>{esc(k)}</th><td>{esc(line)}</td></tr>" for k, line in rows)
+    return (
+        "<details class='legend-scores' open><summary>What the scores mean</summary>"
+        f"<p class='small'>Shown to {SIG} significant digits.</p>"
+        f"<div class='scroll'><table class='left legend'>{body}</table></div></details>"
+    )
