@@ -17,6 +17,7 @@ from hardneg.core.publish import BACKUP, OUTPUTS, STAGING
 from hardneg.core.runfolder import prepare_run, stored_config
 from hardneg.core.stage import Run
 from hardneg.flows.pipeline import STAGES, resplit, run_local
+from tests.runs import shared_run
 
 TINY = {
     "demo": {"n_scenes": 6},
@@ -43,10 +44,8 @@ def outputs(root: Path, elsewhere: bool = False) -> dict[str, bytes]:
 
 
 @pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("split") / "run"
-    run_local(load_config(None, TINY), root)
-    return root
+def tiny_run() -> Path:
+    return shared_run(TINY)
 
 
 @pytest.fixture(scope="module")
