@@ -69,3 +69,16 @@ def test_no_source_imports_a_layer_by_its_bare_name():
                     names = [node.module]
                 bad += [f"{f.relative_to(REPO_ROOT)}: {n}" for n in names if n.split(".")[0] in LAYERS + DATA]
     assert not bad, "\n".join(bad)
+
+
+def test_the_editor_link_tree_maps_every_layer_like_the_install(tmp_path, monkeypatch):
+    import dev
+
+    monkeypatch.setattr(dev, "EDITOR", tmp_path)
+    dev.link_tree()
+    dev.link_tree()  # idempotent: a second set-up keeps the links
+    pkg = tmp_path / "hardneg"
+    for layer in (*LAYERS, *DATA):
+        assert (pkg / layer).resolve() == (REPO_ROOT / layer).resolve(), layer
+        assert (pkg / layer / "__init__.py").is_file()
+    assert (pkg / "cli.py").resolve() == (REPO_ROOT / "hardneg" / "cli.py").resolve()
