@@ -21,7 +21,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from hardneg.core.resources import bundled_config, bundled_dir
-from hardneg.core.words.vocab import load_yaml_text
+from hardneg.core.words.common import load_yaml_text
 
 BASE_KEY = "base"
 DEFAULT_BASE = "demo"
