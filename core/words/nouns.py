@@ -121,13 +121,6 @@ class Nouns:
     def is_person(self, name: str) -> bool:
         return self.is_a(name, "person")
 
-    def synonyms(self, name: str) -> tuple[str, ...]:
-        c = self._c(name)
-        return tuple(s for s in self.synsets.get(c, (c,)) if s != self.forms.lemma(name))
-
-    def hypernyms(self, name: str) -> frozenset[str]:
-        return self._ancestors(self._c(name))
-
     def is_crowd(self, name: str) -> bool:
         return self.crowd_reason(name) is not None
 

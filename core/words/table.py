@@ -127,12 +127,6 @@ class Words:
     def is_person(self, name: str) -> bool:
         return self.nouns.is_person(name)
 
-    def synonyms(self, name: str) -> tuple[str, ...]:
-        return self.nouns.synonyms(name)
-
-    def hypernyms(self, name: str) -> frozenset[str]:
-        return self.nouns.hypernyms(name)
-
     def is_crowd(self, name: str) -> bool:
         return self.nouns.is_crowd(name)
 
