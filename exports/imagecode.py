@@ -46,6 +46,7 @@ from hardneg.core.executor import GraphIndex
 from hardneg.core.io import write_json
 from hardneg.core.records import PathNode, Reject, SceneGraph, content_id, keyed_seed
 from hardneg.core.runfolder import image_file, resolve_inputs
+from hardneg.core.schema import outputs
 from hardneg.core.stage import Stage, Unit
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
@@ -57,6 +58,7 @@ from hardneg.exports.common import (
     kept_image_negatives,
     kept_positives,
 )
+from hardneg.exports.rows import ImageCodeSetRow
 
 # v2: one image per distinct edit, `min_edits`, `max_sets_per_image`; certified edits. v3: ImageCoDe's layout
 VERSION = "imagecode@v3"
@@ -125,6 +127,7 @@ class ImageCodeStage(Stage):
     name = "imagecode"
     version = VERSION
     reads = ("hygiene", "language", "images", "decide")
+    writes = outputs({"sets": ImageCodeSetRow})
     config = ("seed", "splits", "exports.imagecode")
     data = ("attribute_table",)
     sharded = False

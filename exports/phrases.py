@@ -22,8 +22,10 @@ from typing import Any
 
 from hardneg.core.gqa.hygiene import words_digest
 from hardneg.core.records import PathNode
+from hardneg.core.schema import outputs
 from hardneg.core.stage import Run, Stage, Unit
 from hardneg.core.words.table import Words
+from hardneg.exports.rows import PhrasesRow
 from hardneg.generators.text.rewrite import SPACY_MODEL, import_spacy
 
 log = logging.getLogger(__name__)
@@ -122,6 +124,7 @@ class PhrasesStage(Stage):
     name = "phrases"
     version = VERSION
     reads = ("language",)
+    writes = outputs({"phrases": PhrasesRow})
     config = ("exports.tricd.enabled",)
 
     def extra_fingerprint(self, run: Run) -> Any:

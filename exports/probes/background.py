@@ -39,11 +39,14 @@ from hardneg.core.gqa.plausibility import Counts
 from hardneg.core.ids import safe_name
 from hardneg.core.io import write_json
 from hardneg.core.records import Reject, SceneGraph, SceneObject, content_id, keyed_seed
+from hardneg.core.rows import GraphRow
 from hardneg.core.runfolder import image_file, resolve_inputs
+from hardneg.core.schema import outputs
 from hardneg.core.splits import split_of
 from hardneg.core.stage import Run, Stage, Unit
 from hardneg.core.words.table import Words
 from hardneg.exports.common import noun_phrase
+from hardneg.exports.rows import ProbeBGroupRow
 from hardneg.generators.paths.targets import PathResources, target_reason
 
 VERSION = f"probe_b@v2+{CERTIFIER}"  # v2: the filler scene's names in the row
@@ -112,6 +115,7 @@ class ProbeBStage(Stage):
     name = "probe_b"
     version = VERSION
     reads = ("hygiene", "plausibility")
+    writes = outputs({"groups": ProbeBGroupRow})
     config = ("seed", "splits", "targets", "paths.rules", "exports.probe_b")
     data = ("attribute_table", "targets.poor_referents")
     publishes = ("probes",)  # its images go to probes/generated
@@ -146,9 +150,9 @@ class ProbeBStage(Stage):
         cfg, opts = unit.cfg, unit.cfg.exports.probe_b
         images = resolve_inputs(unit.root, cfg)[1]
         graphs = [
-            g
-            for g in map(row_to_graph, unit.read("hygiene", "graphs"))
-            if split_of(g.image_id, cfg.splits) in opts.splits
+            r.scene_graph()
+            for r in unit.records("hygiene", "graphs", GraphRow)
+            if split_of(r.image_id, cfg.splits) in opts.splits
         ]
         unit.items_in = len(graphs)
         rows: list[dict[str, Any]] = []

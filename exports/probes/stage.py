@@ -31,6 +31,7 @@ from hardneg.core.ids import safe_name
 from hardneg.core.io import write_json
 from hardneg.core.records import PathNode, Reject, content_id
 from hardneg.core.runfolder import image_file, resolve_inputs
+from hardneg.core.schema import outputs
 from hardneg.core.stage import Run, Stage, Unit
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
@@ -54,6 +55,7 @@ from hardneg.exports.probes.official import (
     probe_r_records,
 )
 from hardneg.exports.probes.relation_composition import ProbeSearch, balance_categories
+from hardneg.exports.rows import ProbeBGroupRow, ProbeCRow, ProbeRRow
 
 # v2: the paper's own layout beside our tables; implausible predicates first; swapped-subject images;
 # attribute swaps beyond antonyms, categories balanced
@@ -100,6 +102,7 @@ class ProbesStage(Stage):
     name = "probes"
     version = VERSION
     reads = ("hygiene", "plausibility", "language", "decide", "probe_b")
+    writes = outputs({"probe_r": ProbeRRow, "probe_c": ProbeCRow, "probe_b": ProbeBGroupRow})
     config = ("seed", "splits", "exports.probes")
     data = ("attribute_table",)
     sharded = False

@@ -37,6 +37,7 @@ from hardneg.core.gqa.hygiene import words_digest
 from hardneg.core.io import write_json
 from hardneg.core.records import PathNode, Reject, SceneGraph, content_id
 from hardneg.core.runfolder import image_file, resolve_inputs
+from hardneg.core.schema import outputs
 from hardneg.core.stage import Run, Stage, Unit
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
@@ -49,6 +50,7 @@ from hardneg.exports.common import (
     kept_image_negatives,
     kept_positives,
 )
+from hardneg.exports.rows import TricdPairRow
 from hardneg.exports.tricd.official import file_name, official
 from hardneg.exports.tricd.rank import RelationIndex, rank_distractors
 from hardneg.generators.images.edits import falsified
@@ -65,6 +67,7 @@ class TricdStage(Stage):
     name = "tricd"
     version = VERSION
     reads = ("hygiene", "language", "images", "decide", "phrases")
+    writes = outputs({"pairs": TricdPairRow})
     config = (
         "seed",
         "splits",

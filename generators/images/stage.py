@@ -32,7 +32,9 @@ from hardneg.core.gqa.ingest import corpus_vocab, row_to_graph
 from hardneg.core.ids import safe_name
 from hardneg.core.io import write_json
 from hardneg.core.records import ImageNegative, PathNode, Reject, SceneGraph
+from hardneg.core.rows import GraphRow, ImageNegativeRow
 from hardneg.core.runfolder import image_file, resolve_inputs
+from hardneg.core.schema import outputs
 from hardneg.core.splits import split_of
 from hardneg.core.stage import Run, Stage, Unit
 from hardneg.core.words.table import Words
@@ -314,6 +316,7 @@ class ImagesStage(Stage):
     name = "images"
     version = GENERATOR
     reads = ("ingest", "hygiene", "language")
+    writes = outputs({"image-negatives": ImageNegativeRow})
     config = ("seed", "images", "splits")
     gpu = True
 
@@ -357,7 +360,7 @@ class ImagesStage(Stage):
         if images is None or not cfg.images.enabled or cfg.images.per_positive == 0:
             unit.stats["skipped_no_images" if images is None else "skipped_disabled"] += len(positives)
         elif positives:
-            graphs = {g.image_id: g for g in map(row_to_graph, unit.read("hygiene", "graphs"))}
+            graphs = {r.image_id: r.scene_graph() for r in unit.records("hygiene", "graphs", GraphRow)}
             res = PathResources.load(cfg)
             lexicon = Lexicon.load(cfg.resolve(cfg.language.lexicon))
             donors = {
