@@ -15,14 +15,17 @@ from __future__ import annotations
 from PIL import Image
 
 from hardneg.backends.inpaint import EditRegion, InpaintBackend
+from hardneg.core.plugins import IMAGE_NEGATIVES
 from hardneg.core.records import PathNode, SceneGraph, SceneObject
 from hardneg.generators.images.edits import ImageContext, ImageEdit
 from hardneg.generators.images.types import ImageType
 from hardneg.generators.text.sites import Site
 
 
+@IMAGE_NEGATIVES.add("remove_object", order=70)
 class RemoveObject(ImageType):
-    name = "remove_object"
+    label = "object removed"
+    description = "an object painted out, so the expression names something absent"
     rarity = 1
 
     def sites(self, shared: list[Site], path: PathNode, objects: list[SceneObject | None]) -> list[Site]:
