@@ -21,9 +21,11 @@ from functools import lru_cache
 from typing import Any
 
 from hardneg.core.gqa.hygiene import words_digest
+from hardneg.core.plugins import EXPORTS
 from hardneg.core.records import PathNode
-from hardneg.core.stage import Run, Stage, Unit
+from hardneg.core.stage import Run, Unit
 from hardneg.core.words.table import Words
+from hardneg.exports.base import ExportStage
 from hardneg.generators.text.rewrite import SPACY_MODEL, import_spacy
 
 log = logging.getLogger(__name__)
@@ -116,10 +118,10 @@ def phrases_of(positives: list[dict[str, Any]], words: Words) -> list[dict[str, 
     return rows
 
 
-class PhrasesStage(Stage):
+@EXPORTS.add("phrases", order=10)
+class PhrasesStage(ExportStage):
     """spaCy noun chunks of every positive, tied to its path's nodes (the TRICD export reads them)."""
 
-    name = "phrases"
     version = VERSION
     reads = ("language",)
     config = ("exports.tricd.enabled",)
