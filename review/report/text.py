@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from hardneg.core.plugins import FILTERS
+from hardneg.core.registry import Registry
 from hardneg.review.report.assets import esc
 
 SIG = 3  # significant digits for every score and long number the report shows
@@ -122,5 +123,20 @@ def legend_html(names: set[str]) -> str:
     return (
         "<details class='legend-scores' open><summary>What the scores mean</summary>"
         f"<p class='small'>Shown to {SIG} significant digits.</p>"
+        f"<div class='scroll'><table class='left legend'>{body}</table></div></details>"
+    )
+
+
+def kinds_html(registry: Registry[Any], records: list[dict[str, Any]]) -> str:
+    """What each kind of negative among `records` is (its registered label and description), in the
+    registry's order; a kind the registry does not know shows its name alone."""
+    present = {str(r.get("negative_type")) for r in records if r.get("negative_type")}
+    if not present:
+        return ""
+    known = [(n, cls.label, cls.description) for n, cls in registry.items() if n in present]
+    known += [(n, "", "") for n in sorted(present - {n for n, _, _ in known})]
+    body = "".join(f"<tr><th>{esc(n)}</th><td>{esc(label)}</td><td>{esc(d)}</td></tr>" for n, label, d in known)
+    return (
+        "<details class='legend-scores' open><summary>The kinds of negative</summary>"
         f"<div class='scroll'><table class='left legend'>{body}</table></div></details>"
     )
