@@ -150,11 +150,13 @@ class TextSearch(SiteSearch):
         return SearchState(positive, path, iter(todo))
 
     def direct(self, st: SearchState, site: Site) -> bool:
-        """A swap: refused when it cannot be fair (`SiteVocab.swap_refusal`), says what the positive says
-        in another order, or leaves an object with an attribute or relation the corpus never attests for
-        its name ("the cupboard over the toilet" -> "the toilet over the cupboard"). Where two objects of the
-        image stand (left of, behind, near) is never absurd: they share the scene."""
-        if (why := self.vocab.swap_refusal(site, st.path)) is not None:
+        """A site that needs no word (a swap): refused when its kind says it cannot be fair
+        (`TextNegativeType.refusal`), says what the positive says in another order, or leaves an object with
+        an attribute or relation the corpus never attests for its name ("the cupboard over the toilet" ->
+        "the toilet over the cupboard"). Where two objects of the image stand (left of, behind, near) is
+        never absurd: they share the scene."""
+        kind = text_type(site.negative_type)
+        if (why := kind.refusal(site, st.path, self.vocab)) is not None:
             self._refuse(st, site, why)
             return False
         neg = apply_site(st.path, site)
@@ -166,7 +168,7 @@ class TextSearch(SiteSearch):
             return False
         if self.ctx.context is not None:
             scene = self._scene(st.positive["image_id"])
-            weight, why = self.ctx.context.weigh(neg, text_type(site.negative_type).change(site), scene)
+            weight, why = self.ctx.context.weigh(neg, kind.change(site), scene)
             if weight <= 0:
                 self._refuse(st, site, f"absurd swap: {why}")
                 return False

@@ -132,12 +132,12 @@ class SiteVocab:
         obj = path.nodes()[site.nodes[0]].relations[site.edge].object.name  # type: ignore[index]
         return self.words.relations_contradict(old, word, obj=obj)
 
-    def swap_refusal(
+    def names_swap_refusal(
         self, site: Site, path: PathNode, objects: Sequence[SceneObject | None] | None = None
     ) -> str | None:
-        """Why a swap would not make a sensible, fair negative, or None:
+        """Why swapping the names of the site's two nodes would not make a sensible, fair negative, or None:
         - a crowd or background name cannot carry the claim (one of the many trees may fit either way);
-        - two names or attributes that do not contradict swap into a claim that may still hold;
+        - two names that can name one object swap into a claim that may still hold;
         - a colour or other person-describing attribute is never moved onto a person noun;
         - two nodes joined by a symmetric relation (next to, near) with the same attributes swap into the
           same statement read from the other side."""
@@ -145,26 +145,34 @@ class SiteVocab:
         i, k = site.nodes
         a, b = nodes[i], nodes[k]
         w = self.words
-        if site.negative_type == "swap_object":
-            for n in (a, b):
-                if w.is_crowd(n.name):
-                    return f"swap involves the crowd name {n.name!r} ({w.crowd_reason(n.name)})"
-            # a swap exchanges two objects of the image, so the names need not share a category (a chair
-            # and a lamp); they must only be unable to name one object (not synonyms, kinds, parts)
-            for n in (a.name, b.name):
-                if not w.is_known(n):
-                    return f"swap involves {n!r}, which the word tables do not know"
-            if (rel := w.name_relation(a.name, b.name)) is not None:
-                return f"swap of names that can name one object: {a.name!r} and {b.name!r} ({rel})"
-            for noun, attrs in ((b.name, a.attributes), (a.name, b.attributes)):
-                if w.is_person(noun) and (bad := [x for x in attrs if w.is_person_attribute(x)]):
-                    return f"swap would describe the person noun {noun!r} as {bad[0]!r}"
-            attrs_a = set(a.attributes if objects is None else objects[i].attributes)  # type: ignore[union-attr]
-            attrs_b = set(b.attributes if objects is None else objects[k].attributes)  # type: ignore[union-attr]
-            joined = [e.name for e in a.relations if e.object is b] + [e.name for e in b.relations if e.object is a]
-            if attrs_a == attrs_b and any(w.is_symmetric(r) for r in joined):
-                return "swap across a symmetric relation between equally described objects states the same fact"
-            return None
+        for n in (a, b):
+            if w.is_crowd(n.name):
+                return f"swap involves the crowd name {n.name!r} ({w.crowd_reason(n.name)})"
+        # a swap exchanges two objects of the image, so the names need not share a category (a chair
+        # and a lamp); they must only be unable to name one object (not synonyms, kinds, parts)
+        for n in (a.name, b.name):
+            if not w.is_known(n):
+                return f"swap involves {n!r}, which the word tables do not know"
+        if (rel := w.name_relation(a.name, b.name)) is not None:
+            return f"swap of names that can name one object: {a.name!r} and {b.name!r} ({rel})"
+        for noun, attrs in ((b.name, a.attributes), (a.name, b.attributes)):
+            if w.is_person(noun) and (bad := [x for x in attrs if w.is_person_attribute(x)]):
+                return f"swap would describe the person noun {noun!r} as {bad[0]!r}"
+        attrs_a = set(a.attributes if objects is None else objects[i].attributes)  # type: ignore[union-attr]
+        attrs_b = set(b.attributes if objects is None else objects[k].attributes)  # type: ignore[union-attr]
+        joined = [e.name for e in a.relations if e.object is b] + [e.name for e in b.relations if e.object is a]
+        if attrs_a == attrs_b and any(w.is_symmetric(r) for r in joined):
+            return "swap across a symmetric relation between equally described objects states the same fact"
+        return None
+
+    def attributes_swap_refusal(self, site: Site, path: PathNode) -> str | None:
+        """Why swapping two attributes of the site's nodes would not make a sensible, fair negative, or
+        None: two attributes that do not contradict swap into a claim that may still hold, and a
+        person-describing attribute is never moved onto a person noun."""
+        nodes = path.nodes()
+        i, k = site.nodes
+        a, b = nodes[i], nodes[k]
+        w = self.words
         x, y = site.word or "", site.other or ""
         ok, why = w.attributes_contradict(x, y)
         if not ok:

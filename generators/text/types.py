@@ -9,6 +9,7 @@ holds everything that differs from one kind to another:
 - `apply`: the altered path; `change`: which facts of the path that alters, for the corpus context
   (`generators/text/context.py`);
 - `needs_word`: whether the language backend chooses a word (a replacement) or none is needed (a swap);
+  `refusal`: why a site that needs no word would not make a fair negative (the word tables' rules);
   `rarity`: kinds that few paths allow are tried first (`generators/text/sites.py`);
 - `mix_weight`: its weight in the default target mix (`negative_mix.shares`, normalised): for the
   paper's kinds, their counts in FineCops-Ref's test split (its Table 10: 9,814 text negatives);
@@ -87,6 +88,11 @@ class TextNegativeType:
     def change(self, site: Site, replacement: str | None = None) -> Change:
         """What applying `site` (with `replacement`) changes, in the terms of `Context.touched`."""
         raise NotImplementedError
+
+    def refusal(self, site: Site, path: PathNode, vocab: SiteVocab, objects: Objects = None) -> str | None:
+        """Why a site that needs no word would not make a sensible, fair negative, or None (the search then
+        checks that the altered path says something else, is plausible, and is certified false)."""
+        return None
 
 
 def text_type(name: str) -> TextNegativeType:
@@ -193,6 +199,9 @@ class SwapObject(TextNegativeType):
     def change(self, site: Site, replacement: str | None = None) -> Change:
         return Change(names=frozenset(site.nodes))
 
+    def refusal(self, site: Site, path: PathNode, vocab: SiteVocab, objects: Objects = None) -> str | None:
+        return vocab.names_swap_refusal(site, path, objects)
+
 
 @TEXT_NEGATIVES.add("swap_attribute", order=50)
 class SwapAttribute(TextNegativeType):
@@ -227,3 +236,6 @@ class SwapAttribute(TextNegativeType):
     def change(self, site: Site, replacement: str | None = None) -> Change:
         i, k = site.nodes
         return Change(attributes=frozenset({(i, site.other or ""), (k, site.word or "")}))
+
+    def refusal(self, site: Site, path: PathNode, vocab: SiteVocab, objects: Objects = None) -> str | None:
+        return vocab.attributes_swap_refusal(site, path)
