@@ -41,21 +41,28 @@ from hardneg.generators.paths.stage import PathsStage
 from hardneg.generators.text.stage import LanguageStage
 from hardneg.review.report.stage import ReportStage
 
-STAGES: tuple[Stage, ...] = (
-    IngestStage(),
-    HygieneStage(),
-    PlausibilityStage(),
-    PathsStage(),
-    SelectStage(),
-    LanguageStage(),
-    ImagesStage(),
-    FiltersStage(),
-    RefineStage(),
-    DecideStage(),
-    WriteStage(),
-    *(cls() for _, cls in EXPORTS.items()),  # the other benchmark shapes
-    ReportStage(),
-)
+
+def stages() -> tuple[Stage, ...]:
+    """The stage list: generation, the decision, the write stage, every registered export, the report."""
+    return (
+        IngestStage(),
+        HygieneStage(),
+        PlausibilityStage(),
+        PathsStage(),
+        SelectStage(),
+        LanguageStage(),
+        ImagesStage(),
+        FiltersStage(),
+        RefineStage(),
+        DecideStage(),
+        WriteStage(),
+        *(cls() for _, cls in EXPORTS.items()),  # the other benchmark shapes
+        ReportStage(),
+    )
+
+
+# what every runner loops over; an export registered after this module is imported needs `stages()` again
+STAGES = stages()
 
 
 def plan(cfg: RunConfig, root: Path) -> Run:
