@@ -1,6 +1,6 @@
 """Sharpness of an edit: an inpainted region that came out blurred is a giveaway, so a candidate whose
-edited boxes lost most of the source's fine detail is dropped. The worked example of adding a filter
-(README, "Adding a generator or a filter").
+edited boxes lost most of the source's fine detail is dropped. A shipped filter as small as the worked
+example of docs/extending.md.
 
 Sharpness is the variance of the discrete Laplacian of the luma (Pech-Pacheco et al., 2000, "Diatom
 autofocusing in brightfield microscopy"), a standard focus measure. The score is the candidate's over

@@ -1,5 +1,4 @@
-"""Remove an object: the worked example of adding a kind of negative image (README, "Adding a generator
-or a filter").
+"""Remove an object: the worked example of adding a kind of negative image (docs/extending.md).
 
 The grounded object of a node is painted out (the backend's "remove" region: OpenCV Telea inpainting,
 or a diffusers inpainting of the background). With the target gone (level 1), or the object a relation
