@@ -211,7 +211,7 @@ def test_min_edits_is_checked_against_edits():
 
 def test_the_export_and_the_metrics_name_the_official_layout_alike():
     from hardneg.evaluation import imagecode as metrics
-    from hardneg.generators import export_imagecode as export
+    from hardneg.exports import imagecode as export
 
     for name in ("OFFICIAL_FILES", "UNLABELED_FILE", "IMAGE_SETS", "STATIC_MARK"):
         assert getattr(export, name) == getattr(metrics, name), name
