@@ -21,6 +21,7 @@ from collections import Counter
 from typing import Any
 
 from hardneg.core.config import RunConfig
+from hardneg.core.plugins import FILTERS
 from hardneg.core.records import Reject
 from hardneg.core.rows import (
     FilterScoreRow,
@@ -43,9 +44,12 @@ from hardneg.review.apply import apply_labels, load_labels
 from hardneg.review.apply import summary as review_summary
 from hardneg.review.audit import audit_key, audit_summary
 
-# Filters that decide samples and ship with hardneg; one left out of `filters.scorers` is shown as "not
-# configured" in stats.md and the run summary, never silently absent (the demo runs without CLIP or a detector).
-SAMPLE_FILTERS = ("clip", "detector", "dinov2", "dire", "sharpness")
+
+def not_configured(cfg: RunConfig) -> list[str]:
+    """The registered filters that decide samples and are left out of `filters.scorers`, by name: stats.md
+    and the run summary show them as "not configured", never silently absent (the demo runs without CLIP
+    or a detector)."""
+    return sorted(n for n, cls in FILTERS.items() if cls.scores_samples() and n not in cfg.filters.scorers)
 
 
 class _Tally:
@@ -117,7 +121,7 @@ class DecideStage(Stage):
         unit.stats["kept:negatives"] = sum(1 for d in negatives if d.get("keep"))
         unit.meta["passes"] = tally.table()
         unit.meta["not_run"] = sorted(r.name for r in rules_ if r.name not in ran)
-        unit.meta["not_configured"] = [n for n in SAMPLE_FILTERS if n not in cfg.filters.scorers]
+        unit.meta["not_configured"] = not_configured(cfg)
         unit.meta["thresholds"] = {r.name: r.thresholds.model_dump() for r in rules_}
 
     def _positives(
