@@ -13,13 +13,32 @@ import hashlib
 import os
 import subprocess
 import sys
+import tomllib
 import venv
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
+EDITOR = ROOT / "build" / "editor"  # pyrightconfig.json's extraPaths
 VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PY = BIN / "python"
+
+
+def link_tree() -> None:
+    """`build/editor/hardneg/`: links that map `hardneg.core` to `core/` and so on, as pyproject's package-dir
+    does. Python finds `hardneg.*` through the editable install's import hook; editors and type checkers do
+    not run import hooks, so they read this folder (one link per layer: new modules show up at once)."""
+    mapping = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
+    pkg = EDITOR / "hardneg"
+    pkg.mkdir(parents=True, exist_ok=True)
+    links = {name.removeprefix("hardneg."): ROOT / folder for name, folder in mapping.items() if name != "hardneg"}
+    links |= {f.name: f for f in (ROOT / mapping["hardneg"]).glob("*.py")}
+    for name, target in links.items():
+        link = pkg / name
+        if link.is_symlink() and link.resolve() == target.resolve():
+            continue
+        link.unlink(missing_ok=True)
+        link.symlink_to(os.path.relpath(target, pkg))
 
 
 def ensure_env(extras: str) -> None:
@@ -28,6 +47,7 @@ def ensure_env(extras: str) -> None:
     if not PY.exists():
         print(f"creating {VENV}", flush=True)
         venv.EnvBuilder(with_pip=True).create(VENV)
+    link_tree()
     stamp = VENV / f".installed-{extras or 'base'}"
     want = hashlib.sha1((ROOT / "pyproject.toml").read_bytes()).hexdigest()
     if stamp.exists() and stamp.read_text() == want:

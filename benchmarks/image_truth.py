@@ -37,6 +37,7 @@ from hardneg.core.config import load_config
 from hardneg.core.edits import BOX_BOUND, apply_edit, flip_graph
 from hardneg.core.gqa.ingest import row_to_graph
 from hardneg.core.io import read_jsonl
+from hardneg.core.plugins import IMAGE_NEGATIVES
 from hardneg.core.records import PathNode, SceneGraph, SceneObject
 from hardneg.core.runfolder import prepare_run
 from hardneg.core.stage import Run
@@ -46,7 +47,7 @@ from hardneg.exports.stats import gist
 from hardneg.flows.pipeline import STAGES
 from hardneg.generators.images.edits import CARRIED, intersection
 
-TYPES = ("replace_object", "replace_attribute", "swap_object", "swap_attribute", "flip", "remove_object")
+TYPES = IMAGE_NEGATIVES.names()
 
 
 def rows(root: Path, stage: str, kind: str) -> list[dict[str, Any]]:

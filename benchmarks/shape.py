@@ -29,14 +29,15 @@ from pathlib import Path
 from typing import Any
 
 from hardneg.core.config import load_config
+from hardneg.core.plugins import TEXT_NEGATIVES
 from hardneg.core.runfolder import prepare_run
 from hardneg.core.stage import Run
 from hardneg.flows.pipeline import STAGES
 
-TYPES = ("replace_object", "replace_attribute", "replace_relation", "swap_object", "swap_attribute")
-# FineCops-Ref's test split (its Table 10): 9,814 text negatives for 9,605 positives
-PAPER = {"replace_object": 3951, "replace_attribute": 1725, "replace_relation": 1891, "swap_object": 1722,
-         "swap_attribute": 525}  # fmt: skip
+TYPES = TEXT_NEGATIVES.names()
+# each kind's weight in the default mix: for the paper's kinds, their counts in FineCops-Ref's test split (its
+# Table 10: 9,814 text negatives for 9,605 positives)
+PAPER = {name: cls.mix_weight for name, cls in TEXT_NEGATIVES.items()}
 PAPER_PER_POSITIVE = 9814 / 9605
 UPTO = "decide"
 

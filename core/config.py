@@ -17,6 +17,7 @@ from hardneg.core.config_exports import ExportsConfig
 from hardneg.core.config_files import describe_errors, find_config, merge, read_layers
 from hardneg.core.gqa.stream import DEFAULT_LIMITS, MAX_PARSEABLE_DEPTH
 from hardneg.core.ids import id_problem
+from hardneg.core.plugins import IMAGE_NEGATIVES, TEXT_NEGATIVES
 from hardneg.core.resources import bundled_dir, data_path, is_bundled
 
 DEFAULT_CONFIG = bundled_dir("configs") / "demo.yaml"
@@ -153,9 +154,6 @@ class BalanceConfig(_Strict):
     per_target_name: int | None = Field(None, ge=1)
 
 
-NegativeType = Literal["replace_object", "replace_attribute", "replace_relation", "swap_object", "swap_attribute"]
-
-
 class OpenAIConfig(_Strict):
     """An OpenAI-compatible endpoint. The key is read from the env var `api_key_env`, never stored."""
 
@@ -178,19 +176,19 @@ class LanguageConfig(_Strict):
     rewrite_positives: bool = True
     rewrite_negatives: bool = False  # a rewrite of a negative is validated against its altered path
     negatives_per_positive: int = Field(3, ge=0)  # candidates; refinement and the type mix (negative_mix) choose
-    negative_types: list[NegativeType] = Field(
-        default_factory=lambda: [
-            "replace_object",
-            "replace_attribute",
-            "replace_relation",
-            "swap_object",
-            "swap_attribute",
-        ]
-    )
+    # kinds of text negative by name (generators/text/types.py, or any registered kind); default: every one
+    negative_types: list[str] = Field(default_factory=lambda: list(TEXT_NEGATIVES.names()))
     max_rounds: int = Field(3, ge=1)  # replace sites tried per positive, one backend batch per round
     n_replacements: int = Field(5, ge=1, le=20)
     lexicon: Path = Path("templates/lexicon.v1.yaml")
     openai: OpenAIConfig = OpenAIConfig()
+
+    @field_validator("negative_types")
+    @classmethod
+    def _registered_types(cls, v: list[str]) -> list[str]:
+        for name in v:
+            TEXT_NEGATIVES.get(name)
+        return v
 
 
 class RefineConfig(_Strict):
@@ -213,9 +211,11 @@ class RefineConfig(_Strict):
         return v
 
 
-# FineCops-Ref's test split (its Table 10): 9,814 text negatives for 9,605 positives
-PAPER_MIX = {"replace_object": 3951, "replace_attribute": 1725, "replace_relation": 1891, "swap_object": 1722,
-             "swap_attribute": 525}  # fmt: skip
+def default_shares() -> dict[str, float]:
+    """Each registered kind's `mix_weight` (the paper's kinds: their counts in FineCops-Ref's test split),
+    normalised and rounded to 4 places."""
+    weights = {name: cls.mix_weight for name, cls in TEXT_NEGATIVES.items()}
+    return {t: round(w / sum(weights.values()), 4) for t, w in weights.items()}
 
 
 class NegativeMixConfig(_Strict):
@@ -223,9 +223,7 @@ class NegativeMixConfig(_Strict):
     decide stage: `hardneg split` may change it."""
 
     # target shares by type (normalised over `language.negative_types`); default: the paper's test split
-    shares: dict[NegativeType, float] = Field(
-        default_factory=lambda: {t: round(n / sum(PAPER_MIX.values()), 4) for t, n in PAPER_MIX.items()}
-    )
+    shares: dict[str, float] = Field(default_factory=default_shares)
     per_positive: float = Field(1.0, ge=0.0)  # text negatives emitted per positive at most
     min_per_positive: float = Field(0.8, ge=0.0)  # lifting a scarce type never thins below this many per positive
     # a type below this fraction of its share is lifted by thinning the others, and reported where it stays
@@ -235,6 +233,8 @@ class NegativeMixConfig(_Strict):
     @field_validator("shares")
     @classmethod
     def _positive_shares(cls, v: dict[str, float]) -> dict[str, float]:
+        for name in v:
+            TEXT_NEGATIVES.get(name)
         if any(not (x >= 0) for x in v.values()) or not any(x > 0 for x in v.values()):
             raise ValueError("shares must be non-negative with at least one above 0")
         return v
@@ -267,9 +267,7 @@ class ImagesConfig(_Strict):
     backend: Literal["opencv", "diffusers"] = "opencv"
     splits: list[SplitName] = Field(default_factory=lambda: ["test"])
     # kinds of negative image by name (generators/images/types.py): the paper's five, or any registered one
-    types: list[str] = Field(
-        default_factory=lambda: ["replace_object", "replace_attribute", "swap_object", "swap_attribute", "flip"]
-    )
+    types: list[str] = Field(default_factory=lambda: [n for n, c in IMAGE_NEGATIVES.items() if c.in_paper])
     per_positive: int = Field(1, ge=0)
     candidates: int = Field(10, ge=1, le=64)  # per negative; the filters keep one
     max_rounds: int = Field(3, ge=1)
@@ -313,13 +311,14 @@ class RunConfig(_Strict):
     hygiene: HygieneConfig = HygieneConfig()
     paths: PathsConfig = PathsConfig()
     balance: BalanceConfig = BalanceConfig()
-    language: LanguageConfig = LanguageConfig()
+    # the sections whose defaults name registered plugins are made on use: the plugins import this module
+    language: LanguageConfig = Field(default_factory=LanguageConfig)
     refine: RefineConfig = RefineConfig()
-    negative_mix: NegativeMixConfig = NegativeMixConfig()
+    negative_mix: NegativeMixConfig = Field(default_factory=NegativeMixConfig)
     risk: RiskConfig = RiskConfig()
-    images: ImagesConfig = ImagesConfig()
+    images: ImagesConfig = Field(default_factory=ImagesConfig)
     filters: FiltersConfig = FiltersConfig()
-    exports: ExportsConfig = ExportsConfig()  # the other benchmark shapes (core/config_exports.py)
+    exports: ExportsConfig = Field(default_factory=ExportsConfig)  # the other benchmark shapes (core/config_exports.py)
 
     @field_validator("name")
     @classmethod

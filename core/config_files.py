@@ -21,7 +21,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from hardneg.core.resources import bundled_config, bundled_dir
-from hardneg.core.words.vocab import load_yaml_text
+from hardneg.core.words.common import load_yaml_text
 
 BASE_KEY = "base"
 DEFAULT_BASE = "demo"
@@ -125,13 +125,16 @@ def describe_errors(e: ValidationError, model: type[BaseModel]) -> str:
 
 
 def _fields_at(model: type[BaseModel], loc: list[str]) -> list[str]:
-    """The field names of the (nested) model at `loc`; empty when `loc` is not a model section."""
+    """The field names of the (nested) model at `loc`; empty when `loc` is not a model section. A section
+    whose keys are registered plugins (`exports`) names the model that holds them (`fields_model`)."""
     current: Any = model
     for part in loc:
         field = current.model_fields.get(part) if isinstance(current, type) else None
         if field is None or not (isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel)):
             return []
         current = field.annotation
+        if hasattr(current, "fields_model"):
+            current = current.fields_model()
     return list(current.model_fields) if isinstance(current, type) and issubclass(current, BaseModel) else []
 
 

@@ -261,9 +261,6 @@ class Positive:
         }
 
 
-NEGATIVE_TYPES = ("replace_object", "replace_attribute", "replace_relation", "swap_object", "swap_attribute")
-
-
 @dataclass(slots=True)
 class TextNegative:
     """An expression that matches nothing in its positive's image (FineCops-Ref negative, cate "text").

@@ -1,17 +1,19 @@
 """The Stage contract and the one runner every stage goes through (datatrove's `PipelineStep.run`).
 
-A stage declares what it is and what its output depends on, and implements one method over one unit of
-work: a shard of the corpus (`sharded = True`) or the whole corpus (the unit `"all"`):
+A stage declares what it is, what it reads and writes, and what its output depends on, and implements
+one method over one unit of work (`core/unit.py`): a shard of the corpus (`sharded = True`) or the whole
+corpus (the unit `"all"`):
 
     class PathsStage(Stage):
         name = "paths"
         version = "paths@v2"                     # bump when the output changes meaning
-        reads = ("ingest",)                      # upstream stages it reads (and only those)
+        reads = ("hygiene", "plausibility")      # upstream stages it reads (and only those)
+        writes = outputs({"positives": PositiveRow})  # its output kinds and their record types
         config = ("seed", "targets", "paths")    # config keys its output depends on
         data = ("paths.templates",)              # config keys naming data files: their content counts
 
         def run(self, unit: Unit) -> None:
-            for row in unit.read("ingest", "graphs"):
+            for row in unit.records("hygiene", "graphs", GraphRow):
                 ...
             unit.write("positives", rows)
 
@@ -22,22 +24,25 @@ The runner owns everything else, once for all stages:
   a fresh one: a changed key redoes exactly the stages that depend on it, and a stage redone for any reason
   (a lost folder, a touched input) redoes everything downstream of it unless its output came out the same;
 - **skip-if-done**: a unit is done when its marker `_done/<unit>.json` exists (written last, atomically);
-- **declared reads**: `Unit.read` refuses an undeclared stage, so a fingerprint never misses an input;
+- **declared reads and writes**: a unit reads only the stages in `reads` and the kinds they declare in
+  `writes`, so a fingerprint never misses an input and a misspelt kind fails instead of reading nothing;
+  it writes only its stage's kinds, each write's first row checked against the kind's record type
+  (`core/schema.py`; the types are in `core/rows.py` and `exports/rows.py`);
 - **rejects, stats, timings** per unit, the summary `_stage.json` when every unit is done; **progress** hooks;
 - **publishing**: a stage that writes the run's outputs (`publishes`) opens the run's transaction.
 The first stage partitions the corpus: its unit's `meta["shards"]` lists every sharded stage's shards.
+`core/stage_alone.py` runs one stage on given upstream rows, for its tests.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import shutil
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 import orjson
 
@@ -46,7 +51,6 @@ from hardneg.core.io import (
     atomic_write_bytes,
     clean_temp_files,
     digest,
-    dumps,
     file_digest,
     read_jsonl,
     write_json,
@@ -54,15 +58,14 @@ from hardneg.core.io import (
 )
 from hardneg.core.progress import Progress
 from hardneg.core.publish import open_transaction
-from hardneg.core.records import Reject
-from hardneg.core.shared import shared
+from hardneg.core.schema import outputs
+from hardneg.core.unit import Unit
 
 log = logging.getLogger("hardneg")
 
 ALL = "all"  # the one unit of a stage that is not sharded
 FINGERPRINT = "_fingerprint"
 SUMMARY = "_stage.json"
-T = TypeVar("T")
 
 
 class Stage:
@@ -72,6 +75,7 @@ class Stage:
     version: ClassVar[str]
     reads: ClassVar[tuple[str, ...]] = ()
     reads_all: ClassVar[bool] = False  # reads every earlier stage (the final writer: rejects, stats)
+    writes: ClassVar[Mapping[str, type]] = outputs({})  # output kind -> its record type (`core/schema.py`)
     config: ClassVar[tuple[str, ...]] = ()  # dotted RunConfig keys: "seed", "paths", "filters.scorers"
     data: ClassVar[tuple[str, ...]] = ()  # dotted RunConfig keys whose value is a data file
     sharded: ClassVar[bool] = True
@@ -102,80 +106,10 @@ class Stage:
         return f"<stage {self.name} {self.version}>"
 
 
-class Unit:
-    """One unit of a stage's work: what `Stage.run` reads from and writes to."""
-
-    def __init__(self, run: Run, stage: Stage, shard: str) -> None:
-        self.run = run
-        self.stage = stage
-        self.shard = shard
-        self.dir = run.stage_dir(stage.name)
-        self.rejects: list[Reject] = []
-        self.stats: Counter = Counter()
-        self.meta: dict[str, Any] = {}
-        self.written: Counter = Counter()
-        self.files: dict[str, dict[str, Any]] = {}  # name -> size and content hash
-        self.items_in = 0
-
-    @property
-    def cfg(self) -> RunConfig:
-        return self.run.cfg
-
-    @property
-    def root(self) -> Path:
-        return self.run.root
-
-    def path(self, kind: str, shard: str | None = None) -> Path:
-        return self.dir / f"{kind}-{shard or self.shard}.jsonl"
-
-    def _check_declared(self, stage: str) -> None:
-        if stage not in self.run.reads[self.stage.name]:
-            raise RuntimeError(f"stage {self.stage.name} reads {stage!r} without declaring it in `reads`")
-
-    def read(self, stage: str, kind: str, shard: str | None = None) -> Iterator[Any]:
-        """Rows a declared upstream stage wrote for this unit's shard (or `shard`)."""
-        self._check_declared(stage)
-        yield from self.run.read(stage, kind, shard or self.shard)
-
-    def read_all(self, stage: str, kind: str) -> Iterator[Any]:
-        """Rows of every unit of a declared upstream stage, in unit order."""
-        self._check_declared(stage)
-        yield from self.run.read_all(stage, kind)
-
-    def upstream(self, stage: str) -> dict[str, Any]:
-        """The summary (`_stage.json`) of a declared upstream stage."""
-        self._check_declared(stage)
-        return self.run.summary(stage)
-
-    def shared(self, stage: str, what: str, build: Callable[[], T]) -> T:
-        """`build()`, something every unit makes alike from a declared upstream stage's whole output (a model
-        of the corpus, a set of ids), made once per worker (`core/shared.py`): a worker runs many units. Kept
-        under the run folder, the stage and `what`, for the upstream's output digest: a changed upstream
-        builds anew."""
-        self._check_declared(stage)
-        return shared((str(self.root), stage, what), build, version=self.run.summary(stage)["digest"])
-
-    def upstream_file(self, stage: str, name: str) -> Path:
-        """A stage-level file (written by `Stage.prepare`) of a declared upstream stage."""
-        self._check_declared(stage)
-        return self.run.stage_dir(stage) / name
-
-    def write(self, kind: str, rows: Iterable[Any], shard: str | None = None) -> Path:
-        """Write one output file atomically; rows are JSON-able. Returns its path."""
-        path = self.path(kind, shard)
-        chunks = [dumps(r) + b"\n" for r in rows]
-        data = b"".join(chunks)
-        atomic_write_bytes(path, data)
-        self.written[kind] += len(chunks)
-        self.files[path.name] = {"size": len(data), "sha1": hashlib.sha1(data).hexdigest()[:16]}
-        return path
-
-    def reject(self, reject: Reject) -> None:
-        self.rejects.append(reject)
-
-
 class Run:
     """A run folder with a config and the ordered stage list: fingerprints, opening, units, summaries."""
+
+    check_every_row = False  # check every row written against its record type, not only each write's first
 
     def __init__(self, root: Path, cfg: RunConfig, stages: Sequence[Stage], progress: Progress | None = None) -> None:
         self.root, self.progress = root, progress or Progress()  # told of stages opening, units done, closing
@@ -392,7 +326,19 @@ class Run:
 
     # -- reading stage outputs -----------------------------------------------------------------------
 
+    def record_type(self, stage: str, kind: str, reader: str | None = None) -> type:
+        """The record type `stage` declares for `kind`; a kind it does not write raises, naming `reader`
+        (the stage that asked, if any) and the kinds it does write."""
+        writes = self.stages[stage].writes
+        if kind not in writes:
+            who = f"stage {reader} reads" if reader else "reading"
+            kinds = ", ".join(sorted(writes)) or "nothing"
+            raise RuntimeError(f"{who} {kind!r} of stage {stage}, which does not write it (it writes {kinds})")
+        return writes[kind]
+
     def read(self, stage: str, kind: str, unit: str) -> Iterator[Any]:
+        """The rows (dicts) `stage`'s `unit` wrote of `kind` (none if it wrote no such file)."""
+        self.record_type(stage, kind)
         path = self.stage_dir(stage) / f"{kind}-{unit}.jsonl"
         if path.exists():
             yield from read_jsonl(path)
@@ -400,6 +346,7 @@ class Run:
     def read_all(self, stage: str, kind: str) -> Iterator[Any]:
         """Every `kind` file the stage's units wrote, in unit order, then write order (a global stage
         may write one file per shard, as ingest does)."""
+        self.record_type(stage, kind)
         d = self.stage_dir(stage)
         for unit in self.units(stage):
             m = self._marker(stage, unit)

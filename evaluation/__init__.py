@@ -9,3 +9,7 @@ One module per paper, each a set of pure functions over plain data:
 - `evaluation.imagecode`: ImageCoDe retrieval accuracy among the images of a set (all, video, static).
 - `evaluation.boxes`: the xywh box helpers they share.
 """
+
+from hardneg import require_full_name
+
+require_full_name(__name__)

@@ -24,9 +24,9 @@ import orjson
 
 from hardneg.core.config import SplitsConfig
 from hardneg.core.executor import GraphIndex
-from hardneg.core.gqa.ingest import row_to_graph
 from hardneg.core.io import atomic_write_bytes, dumps, temp_path, write_json
 from hardneg.core.records import SceneGraph, keyed_seed
+from hardneg.core.rows import GraphRow
 from hardneg.core.splits import split_of
 from hardneg.core.stage import Unit
 from hardneg.core.words.attribute_table import AttributeTable
@@ -158,8 +158,8 @@ def sample(ids: Iterable[str], k: int, *key: object) -> list[str]:
 
 
 def hygiene_graphs(unit: Unit) -> Iterator[SceneGraph]:
-    for row in unit.read_all("hygiene", "graphs"):
-        yield row_to_graph(row)
+    for row in unit.records_all("hygiene", "graphs", GraphRow):
+        yield row.scene_graph()
 
 
 class GraphChecks:

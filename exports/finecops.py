@@ -67,7 +67,7 @@ class WriteStage(Stage):
         neg_table: Counter = Counter()
         image_table: Counter = Counter()
         for shard in unit.run.shards():
-            for r in unit.run.read("language", "positives", shard):
+            for r in unit.read("language", "positives", shard):
                 unit.items_in += 1
                 if r["id"] in dropped_positives:
                     continue
@@ -79,7 +79,7 @@ class WriteStage(Stage):
                 writers[split].write(r)
                 cocos[split].add(r)
                 table[(split, r["tuple_type"], r["level"])] += 1
-            for r in unit.run.read("language", "negatives", shard):
+            for r in unit.read("language", "negatives", shard):
                 d = decisions.get(r["id"])
                 if d is None or not d["keep"] or r["positive_id"] in dropped_positives:
                     continue

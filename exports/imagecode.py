@@ -38,17 +38,21 @@ from collections import Counter, defaultdict
 from typing import Any
 
 import orjson
+from pydantic import Field, model_validator
 
 from hardneg.core.certify import Certifier
-from hardneg.core.config_exports import ImageCodeExport
+from hardneg.core.config_exports import ExportOptions
 from hardneg.core.edits import apply_edit
 from hardneg.core.executor import GraphIndex
 from hardneg.core.io import write_json
+from hardneg.core.plugins import EXPORTS
 from hardneg.core.records import PathNode, Reject, SceneGraph, content_id, keyed_seed
 from hardneg.core.runfolder import image_file, resolve_inputs
-from hardneg.core.stage import Stage, Unit
+from hardneg.core.schema import outputs
+from hardneg.core.stage import Unit
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
+from hardneg.exports.base import ExportStage
 from hardneg.exports.common import (
     ExportFolder,
     GraphChecks,
@@ -57,6 +61,7 @@ from hardneg.exports.common import (
     kept_image_negatives,
     kept_positives,
 )
+from hardneg.exports.rows import ImageCodeSetRow
 
 # v2: one image per distinct edit, `min_edits`, `max_sets_per_image`; certified edits. v3: ImageCoDe's layout
 VERSION = "imagecode@v3"
@@ -94,6 +99,32 @@ def gather(p: dict[str, Any], negs: list[dict[str, Any]], ok: dict[tuple[int, in
 Choice = tuple[dict[str, Any], list[Pair]]  # (positive, the edits of its set)
 
 
+class ImageCodeExport(ExportOptions):
+    """ImageCoDe retrieval sets (the ImageCoDe paper): the original and between `min_edits` and `edits`
+    edited images, one per distinct edit, at most `max_sets_per_image` sets per source image."""
+
+    enabled: bool = True
+    edits: int = Field(9, ge=1, le=63)  # the paper: 9 (10 images a set); the most distinct edits a set holds
+    min_edits: int = Field(5, ge=1)  # the fewest; a positive with fewer distinct edits gets no set
+    max_sets_per_image: int = Field(1, ge=1)  # so that the sets spread over the corpus's images
+
+    @model_validator(mode="before")
+    @classmethod
+    def _min_follows_edits(cls, data: Any) -> Any:
+        """A config that asks for fewer `edits` than the default minimum and names no minimum asks for
+        sets of exactly that many edits: `edits: 3` alone is a valid config, not a clash with the default."""
+        if isinstance(data, dict) and "min_edits" not in data and isinstance(data.get("edits"), int):
+            default = cls.model_fields["min_edits"].default
+            return {**data, "min_edits": min(default, data["edits"])}
+        return data
+
+    @model_validator(mode="after")
+    def _min_at_most_edits(self) -> ImageCodeExport:
+        if self.min_edits > self.edits:
+            raise ValueError(f"min_edits ({self.min_edits}) must be at most edits ({self.edits})")
+        return self
+
+
 def choose(pools: list[Choice], opts: ImageCodeExport, seed: int) -> tuple[list[Choice], list[Dropped]]:
     """The sets to make from each positive's distinct edits, and the positives left out, both in the
     input's order. A set takes the first `edits` edits and needs `min_edits`; one source image gives at
@@ -119,12 +150,22 @@ def choose(pools: list[Choice], opts: ImageCodeExport, seed: int) -> tuple[list[
     return chosen, dropped
 
 
-class ImageCodeStage(Stage):
+@EXPORTS.add("imagecode", order=50)
+class ImageCodeStage(ExportStage):
     """ImageCoDe sets from the decided positives and the candidates of their images' negatives."""
 
-    name = "imagecode"
     version = VERSION
+    Options = ImageCodeExport
+    title = "ImageCoDe retrieval sets"
+    about = (
+        "the original image and minimally different edits (one image per distinct edit that passes every "
+        "filter and makes the expression false; `min_edits` to `edits` a set, at most `max_sets_per_image` "
+        "sets a source image), shuffled, with the expression as the description, in ImageCoDe's own layout "
+        "(`image-sets/<set>/img<k>.jpg`, `train_data.json`, `valid_data.json`, `test_data.json`) for its "
+        "official scripts; `evaluation.imagecode`"
+    )
     reads = ("hygiene", "language", "images", "decide")
+    writes = outputs({"sets": ImageCodeSetRow})
     config = ("seed", "splits", "exports.imagecode")
     data = ("attribute_table",)
     sharded = False

@@ -21,9 +21,13 @@ from functools import lru_cache
 from typing import Any
 
 from hardneg.core.gqa.hygiene import words_digest
+from hardneg.core.plugins import EXPORTS
 from hardneg.core.records import PathNode
-from hardneg.core.stage import Run, Stage, Unit
+from hardneg.core.schema import outputs
+from hardneg.core.stage import Run, Unit
 from hardneg.core.words.table import Words
+from hardneg.exports.base import ExportStage
+from hardneg.exports.rows import PhrasesRow
 from hardneg.generators.text.rewrite import SPACY_MODEL, import_spacy
 
 log = logging.getLogger(__name__)
@@ -116,12 +120,13 @@ def phrases_of(positives: list[dict[str, Any]], words: Words) -> list[dict[str, 
     return rows
 
 
-class PhrasesStage(Stage):
+@EXPORTS.add("phrases", order=10)
+class PhrasesStage(ExportStage):
     """spaCy noun chunks of every positive, tied to its path's nodes (the TRICD export reads them)."""
 
-    name = "phrases"
     version = VERSION
     reads = ("language",)
+    writes = outputs({"phrases": PhrasesRow})
     config = ("exports.tricd.enabled",)
 
     def extra_fingerprint(self, run: Run) -> Any:

@@ -1,10 +1,11 @@
 """The other benchmark shapes in `stats.md`, `stats.json` and the dataset card.
 
-The export stages (TRICD pairs, probes, ImageCoDe sets) run after the write stage, so each writes its
-counts to `RUN/<shape>/summary.json`, and the report stage, which always runs last, calls `publish` to
-put them in a section of their own at the end of `stats.md` and of the card (`README.md`) and under
-`exports` in `stats.json`. The section sits between markers and is replaced, never appended twice, so
-any order of reruns (`hardneg run`, `hardneg split`) leaves one current copy.
+The export stages with a folder of their own (`ExportStage.title`: TRICD pairs, probes, ImageCoDe sets)
+run after the write stage, so each writes its counts to `RUN/<shape>/summary.json`, and the report stage,
+which always runs last, calls `publish` to put them, in the registry's order, in a section of their own
+at the end of `stats.md` and of the card (`README.md`) and under `exports` in `stats.json`. The section
+sits between markers and is replaced, never appended twice, so any order of reruns (`hardneg run`,
+`hardneg split`) leaves one current copy.
 """
 
 from __future__ import annotations
@@ -15,41 +16,22 @@ from typing import Any
 import orjson
 
 from hardneg.core.io import atomic_write_bytes, write_json
+from hardneg.core.plugins import EXPORTS
 
-SHAPES: dict[str, tuple[str, str]] = {  # folder -> (title, what it is)
-    "tricd": (
-        "TRICD contextual phrase detection pairs",
-        "a positive pair (image, expression) with its noun phrases' boxes, and negative pairs with the same "
-        "caption and no boxes: the most confusable corpus images (the same names, a similar scene by the graph) "
-        "and the run's edited images in which the expression certainly matches nothing, in TRICD's own layout "
-        "(`TRICD_grounding_<split>.json`) for its official evaluation code; `evaluation.tricd`",
-    ),
-    "probes": (
-        "Probes (Probe-R, Probe-C, Probe-B)",
-        "Probe-R: a relation prompt against the most implausible contradicting predicate or a subject never "
-        "seen in the corpus, with subject-only and swapped-subject images; Probe-C: 2 images x 2 prompts with "
-        "the attribute swapped for its antonym or another of its category, or the object swapped; Probe-B: "
-        "the background replaced by a filler, keeping every object (BMR) or the target (BR), scored over a "
-        "class list of the corpus's names; in the paper's own layout and as `evaluation.probes` tables",
-    ),
-    "imagecode": (
-        "ImageCoDe retrieval sets",
-        "the original image and minimally different edits (one image per distinct edit that passes every filter "
-        "and makes the expression false; `min_edits` to `edits` a set, at most `max_sets_per_image` sets a source "
-        "image), shuffled, with the expression as the description, in ImageCoDe's own layout (`image-sets/<set>/"
-        "img<k>.jpg`, `train_data.json`, `valid_data.json`, `test_data.json`) for its official scripts; "
-        "`evaluation.imagecode`",
-    ),
-}
 BEGIN = "<!-- hardneg:exports -->"
 END = "<!-- /hardneg:exports -->"
 SPLITS = ("train", "val", "test")
 
 
+def shapes() -> dict[str, tuple[str, str]]:
+    """Folder -> (title, what it is) of every registered export with a folder, in the registry's order."""
+    return {name: (cls.title, cls.about) for name, cls in EXPORTS.items() if cls.title}
+
+
 def read_summaries(root: Path) -> dict[str, dict[str, Any]]:
     """`RUN/<shape>/summary.json` of every shape the run exported."""
     out = {}
-    for shape in SHAPES:
+    for shape in shapes():
         f = root / shape / "summary.json"
         if f.exists():
             out[shape] = orjson.loads(f.read_bytes())
@@ -61,8 +43,9 @@ def section(summaries: dict[str, dict[str, Any]], heading: str = "##") -> str:
     if not summaries:
         return ""
     parts = [f"{heading} Other benchmark shapes\n"]
+    known = shapes()
     for shape, s in summaries.items():
-        title, what = SHAPES[shape]
+        title, what = known[shape]
         parts.append(f"{heading}# {title} (`{shape}/`)\n\n{what}.\n")
         counts = s.get("counts") or {}
         if not s.get("enabled", True):

@@ -1,10 +1,10 @@
 """The Filter contract: score first, decide later (NeMo Curator's `score_document` / `keep_document`,
 dolma's versioned taggers).
 
-Every scorer is one `Filter` subclass in its own file in `filters/`, registered under its name in
-`filters/registry.py`:
+Every scorer is one `Filter` subclass in its own file in `filters/scorers/`, registered under its name by
+the decorator `@FILTERS.add("name")` (`core/plugins.py`):
 
-- `name` is its registry key and its config key (`filters.scorers.<name>`, `filters.thresholds.<name>`);
+- `name`, set by the decorator, is its config key (`filters.scorers.<name>`, `filters.thresholds.<name>`);
 - `version` labels every score it stores (`"ssim@v1"`): scores made by another version are never
   re-decided as if they were this one's;
 - `targets` says what it scores: `"positive"` (a referring expression and its target), `"text_negative"`
@@ -18,7 +18,14 @@ Every scorer is one `Filter` subclass in its own file in `filters/`, registered 
 - `keep(scores, thresholds)` is a pure function of one item's scores: `(True, None)` or
   `(False, reason)`. Missing scores keep (the filter did not apply);
 - `rank`, when set, names the score that picks the best of an image negative's candidates (FineCops-Ref:
-  the most similar to the original among those that pass).
+  the most similar to the original among those that pass);
+- `legend` says what its scores mean to a reader, a `ScoreLine` each (a name ending in "_" covers a
+  family): the report's legend line, the `Thresholds` key the report draws on the score's histogram and
+  which side of it passes, and, for the review queue (`review/priority.py`), how likely the score makes
+  it that a human rejects the sample.
+
+A filter that scores samples (any target but `"text"`) and is not configured is listed as "not configured"
+in stats.md, never silently absent.
 
 Models load once per worker process (`hardneg.backends.models.shared`), lazily, never at import: a
 filter module imports no torch at module level, so `hardneg split` re-decides without loading any.
@@ -26,7 +33,7 @@ filter module imports no torch at module level, so `hardneg split` re-decides wi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -38,6 +45,7 @@ from hardneg.core.records import SceneGraph
 Box = tuple[int, int, int, int]  # xywh pixels
 Target = Literal["positive", "text_negative", "image_candidate", "text"]
 Scores = dict[str, float]
+Side = Literal["above", "below"]
 
 
 class Settings(BaseModel):
@@ -52,6 +60,17 @@ class NoOptions(Settings):
 
 class NoThresholds(Settings):
     pass
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreLine:
+    """What one score a filter stores means to a reader (`Filter.legend`)."""
+
+    name: str  # the score's name, or a family's prefix ending in "_" ("recolor_")
+    text: str  # what it measures and which way is better: the report's legend line
+    threshold: str | None = None  # its key in the filter's `Thresholds`: the line on the report's histogram
+    passes: Side = "above"  # which side of the threshold passes
+    risk: Callable[[float], float] | None = None  # the chance in [0, 1] that a human rejects the sample
 
 
 @dataclass(slots=True)
@@ -80,6 +99,7 @@ class Filter:
     rank: ClassVar[str | None] = None
     Options: ClassVar[type[Settings]] = NoOptions
     Thresholds: ClassVar[type[Settings]] = NoThresholds
+    legend: ClassVar[tuple[ScoreLine, ...]] = ()
 
     def __init__(self, options: Settings | None = None, batch_size: int = 16) -> None:
         self.options = options if options is not None else self.Options()
@@ -97,6 +117,16 @@ class Filter:
     @classmethod
     def keep(cls, scores: Scores, thresholds: Settings) -> tuple[bool, str | None]:
         return True, None
+
+    @classmethod
+    def scores_samples(cls) -> bool:
+        """Whether it decides samples (a positive, a negative, an image candidate), not text alone."""
+        return bool(cls.targets - {"text"})
+
+
+def probability(v: float) -> float:
+    """A score that is a probability of the sample being wrong is its own risk (clamped to [0, 1])."""
+    return min(1.0, max(0.0, v))
 
 
 def require_skimage() -> Any:

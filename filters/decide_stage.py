@@ -7,8 +7,9 @@ filter's labels (`review/apply.py`): each annotator's latest label is a vote to 
 decides, an adjudicator's label is the final word, and a tie keeps the sample and queues it. A dropped
 positive takes its negatives with it.
 
-Output rows (`scores` flattened by score name: `{"similarity": 0.93, "realism": 0.04}`):
-`positives`: `{"id", "keep", "reason", "scores"}` for each scored or dropped positive;
+Output rows (`PositiveDecisionRow`, `NegativeDecisionRow`; `scores` flattened by score name:
+`{"similarity": 0.93, "realism": 0.04}`):
+`positives`: `{"id", "keep", "reason", "scores", "risk_reasons"}` for every positive;
 `negatives`: `{"id", "keep", "reason", "candidate", "scores"}` for every negative (a kept image negative
 also has `passed`: every candidate each filter keeps).
 """
@@ -20,7 +21,18 @@ from collections import Counter
 from typing import Any
 
 from hardneg.core.config import RunConfig
+from hardneg.core.plugins import FILTERS
 from hardneg.core.records import Reject
+from hardneg.core.rows import (
+    FilterScoreRow,
+    ImageNegativeRow,
+    NegativeDecisionRow,
+    PositiveDecisionRow,
+    PositiveRow,
+    RefineScoreRow,
+    TextNegativeRow,
+)
+from hardneg.core.schema import outputs
 from hardneg.core.stage import Stage, Unit
 from hardneg.filters.base import Scores
 from hardneg.filters.decide import Rule, decide_image, first_failure, flatten, rules
@@ -32,9 +44,12 @@ from hardneg.review.apply import apply_labels, load_labels
 from hardneg.review.apply import summary as review_summary
 from hardneg.review.audit import audit_key, audit_summary
 
-# Filters that decide samples and ship with hardneg; one left out of `filters.scorers` is shown as "not
-# configured" in stats.md and the run summary, never silently absent (the demo runs without CLIP or a detector).
-SAMPLE_FILTERS = ("clip", "detector", "dinov2", "dire", "sharpness")
+
+def not_configured(cfg: RunConfig) -> list[str]:
+    """The registered filters that decide samples and are left out of `filters.scorers`, by name: stats.md
+    and the run summary show them as "not configured", never silently absent (the demo runs without CLIP
+    or a detector)."""
+    return sorted(n for n, cls in FILTERS.items() if cls.scores_samples() and n not in cfg.filters.scorers)
 
 
 class _Tally:
@@ -61,6 +76,7 @@ class DecideStage(Stage):
     name = "decide"
     version = "decide@v5"  # v4: refinement per type and level, the type mix of text negatives; v5: positives' risk
     reads = ("language", "images", "filters", "refine")
+    writes = outputs({"positives": PositiveDecisionRow, "negatives": NegativeDecisionRow})
     config = (
         "seed",
         "filters.scorers",
@@ -91,7 +107,7 @@ class DecideStage(Stage):
         rules_ = rules(cfg)
         ran = set(unit.upstream("filters").get("filters_ran", []))
         active = [r for r in rules_ if r.name in ran]
-        stored = {r["id"]: r for r in unit.read_all("filters", "scores")}
+        stored = {r.id: r for r in unit.records_all("filters", "scores", FilterScoreRow)}
         tally = _Tally()
         positives = self._positives(unit, stored, active, tally)
         dropped = {p["id"]: p["reason"] for p in positives if not p["keep"]}
@@ -105,10 +121,12 @@ class DecideStage(Stage):
         unit.stats["kept:negatives"] = sum(1 for d in negatives if d.get("keep"))
         unit.meta["passes"] = tally.table()
         unit.meta["not_run"] = sorted(r.name for r in rules_ if r.name not in ran)
-        unit.meta["not_configured"] = [n for n in SAMPLE_FILTERS if n not in cfg.filters.scorers]
+        unit.meta["not_configured"] = not_configured(cfg)
         unit.meta["thresholds"] = {r.name: r.thresholds.model_dump() for r in rules_}
 
-    def _positives(self, unit: Unit, stored: dict, active: list[Rule], tally: _Tally) -> list[dict[str, Any]]:
+    def _positives(
+        self, unit: Unit, stored: dict[int, FilterScoreRow], active: list[Rule], tally: _Tally
+    ) -> list[dict[str, Any]]:
         """Each positive's filters, and its risk (`generators/paths/annotation_rules.py`): what the graph cannot
         rule out, plus "no detector looked for an unannotated twin" where none is configured; a positive
         above `risk.max` is dropped."""
@@ -118,14 +136,14 @@ class DecideStage(Stage):
             why = "no detector looked for an unannotated object of the target's name"
             run_reasons.append({"kind": "no_detector", "why": why, "weight": RISK_WEIGHTS["no_detector"]})
         out = []
-        for r in unit.read_all("language", "positives"):
+        for r in unit.records_all("language", "positives", PositiveRow):
             unit.items_in += 1
             unit.stats["positives"] += 1
-            reasons = [*r.get("risk_reasons", []), *run_reasons]
+            reasons = [*r.risk_reasons, *run_reasons]
             risk = combine(x["weight"] for x in reasons)
             unit.stats[f"risk:{risk_band(risk)}"] += 1
             why = None
-            by_version = stored.get(r["id"], {}).get("scores") or {}
+            by_version = _scores(stored, r.id)
             if by_version:  # a positive no filter scored is decided by its risk alone
                 applied, why = first_failure(by_version, active, "positive")
                 tally.rules("positive", applied, why is not None)
@@ -135,48 +153,52 @@ class DecideStage(Stage):
                 why = f"risk: {risk:.2f} above risk.max {cfg.risk.max} ({kinds})"
                 unit.stats["risk_dropped"] += 1
             if why is not None:
-                detail = {"tuple_type": r["tuple_type"], "level": r["level"], "expression": r["expression"], **scores}
-                unit.reject(Reject("risk" if why.startswith("risk: ") else "filter", why, r["image_id"], r["id"],
+                detail = {"tuple_type": r.tuple_type, "level": r.level, "expression": r.expression, **scores}
+                unit.reject(Reject("risk" if why.startswith("risk: ") else "filter", why, r.image_id, r.id,
                                    detail=detail))  # fmt: skip
-            out.append({"id": r["id"], "keep": why is None, "reason": why, "scores": scores, "risk_reasons": reasons})
+            out.append({"id": r.id, "keep": why is None, "reason": why, "scores": scores, "risk_reasons": reasons})
         return out
 
     def _text(
-        self, unit: Unit, stored: dict, active: list[Rule], tally: _Tally, dropped: dict[int, str], positives: int
+        self,
+        unit: Unit,
+        stored: dict[int, FilterScoreRow],
+        active: list[Rule],
+        tally: _Tally,
+        dropped: dict[int, str],
+        positives: int,
     ) -> list[dict[str, Any]]:
         cfg = unit.cfg
-        refine_rows = {r["id"]: r for r in unit.read_all("refine", "scores")}
+        refine_rows = {r.id: r for r in unit.records_all("refine", "scores", RefineScoreRow)}
         refine_kept, refine_dropped, cells, groups = _refine(cfg, refine_rows)
         unit.meta["refine"] = groups
         out: list[dict[str, Any]] = []
         kinds: dict[int, tuple[str, int, int]] = {}  # id -> (negative type, positive id, negative level)
-        for r in unit.read_all("language", "negatives"):
-            kinds[r["id"]] = (r["negative_type"], r["positive_id"], r["negative_level"])
+        for r in unit.records_all("language", "negatives", TextNegativeRow):
+            kinds[r.id] = (r.negative_type, r.positive_id, r.negative_level)
             unit.items_in += 1
-            sc = refine_rows.get(r["id"])
-            scores: Scores = {"refine_s1": sc["s1"], "refine_s2": sc["s2"]} if sc is not None else {}  # type: ignore[dict-item]
-            detail = {"negative_type": r["negative_type"], "expression": r["expression"], **scores}
-            if r["positive_id"] in dropped:
-                out.append(
-                    {"id": r["id"], "keep": False, "reason": f"its positive was dropped: {dropped[r['positive_id']]}"}
-                )
+            sc = refine_rows.get(r.id)
+            scores: Scores = {"refine_s1": sc.s1, "refine_s2": sc.s2} if sc is not None else {}  # type: ignore[dict-item]
+            detail = {"negative_type": r.negative_type, "expression": r.expression, **scores}
+            if r.positive_id in dropped:
+                out.append({"id": r.id, "keep": False, "reason": f"its positive was dropped: {dropped[r.positive_id]}"})
                 continue
             if cfg.refine.enabled:
-                tally.one("refine", r["id"] in refine_kept)
-                if r["id"] not in refine_kept:
-                    why = refine_dropped.get(r["id"], "refine: not scored")
-                    unit.reject(Reject("refine", why, r["image_id"], r["id"], detail=detail))
-                    out.append({"id": r["id"], "keep": False, "reason": why})
+                tally.one("refine", r.id in refine_kept)
+                if r.id not in refine_kept:
+                    why = refine_dropped.get(r.id, "refine: not scored")
+                    unit.reject(Reject("refine", why, r.image_id, r.id, detail=detail))
+                    out.append({"id": r.id, "keep": False, "reason": why})
                     continue
-            by_version = stored.get(r["id"], {}).get("scores", {})
+            by_version = _scores(stored, r.id)
             scores.update(flatten(by_version))
             applied, why = first_failure(by_version, active, "text_negative")
             tally.rules("text_negative", applied, why is not None)
             if why is not None:
-                unit.reject(Reject("filter", why, r["image_id"], r["id"], detail={**detail, **scores}))
-                out.append({"id": r["id"], "keep": False, "reason": why})
+                unit.reject(Reject("filter", why, r.image_id, r.id, detail={**detail, **scores}))
+                out.append({"id": r.id, "keep": False, "reason": why})
                 continue
-            out.append({"id": r["id"], "keep": True, "scores": scores})
+            out.append({"id": r.id, "keep": True, "scores": scores})
         self._mix(unit, out, kinds, cells, positives)
         return out
 
@@ -217,32 +239,30 @@ class DecideStage(Stage):
         }
 
     def _images(
-        self, unit: Unit, stored: dict, active: list[Rule], tally: _Tally, dropped: dict[int, str]
+        self, unit: Unit, stored: dict[int, FilterScoreRow], active: list[Rule], tally: _Tally, dropped: dict[int, str]
     ) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
-        for r in unit.read_all("images", "image-negatives"):
+        for r in unit.records_all("images", "image-negatives", ImageNegativeRow):
             unit.items_in += 1
-            if r["positive_id"] in dropped:
-                out.append(
-                    {"id": r["id"], "keep": False, "reason": f"its positive was dropped: {dropped[r['positive_id']]}"}
-                )
+            if r.positive_id in dropped:
+                out.append({"id": r.id, "keep": False, "reason": f"its positive was dropped: {dropped[r.positive_id]}"})
                 continue
-            cands = stored.get(r["id"], {}).get("candidates") or [{} for _ in r["candidates"]]
+            cands = (stored[r.id].candidates if r.id in stored else []) or [{} for _ in r.candidates]
             d = decide_image(cands, active)
             tally.one("image_negative", d.keep)
             failed = sum(1 for _, why in d.losers if "best of" not in why)  # a candidate that lost on rank passed
             tally.seen["image_candidate"] += len(cands)
             tally.passed["image_candidate"] += len(cands) - failed
             for k, why in d.losers:
-                detail = {"negative_type": r["negative_type"], "file_name": r["candidates"][k], **flatten(cands[k])}
-                unit.reject(Reject("filter", why, r["source_image_id"], r["id"], detail=detail))
+                detail = {"negative_type": r.negative_type, "file_name": r.candidates[k], **flatten(cands[k])}
+                unit.reject(Reject("filter", why, r.source_image_id, r.id, detail=detail))
             if not d.keep:
-                detail = {"negative_type": r["negative_type"]}
-                unit.reject(Reject("filter", d.reason or "", r["source_image_id"], r["id"], detail=detail))
-                out.append({"id": r["id"], "keep": False, "reason": d.reason})
+                detail = {"negative_type": r.negative_type}
+                unit.reject(Reject("filter", d.reason or "", r.source_image_id, r.id, detail=detail))
+                out.append({"id": r.id, "keep": False, "reason": d.reason})
                 continue
             passed = [k for k, c in enumerate(cands) if first_failure(c, active, "image_candidate")[1] is None]
-            row = {"id": r["id"], "keep": True, "candidate": d.candidate, "scores": flatten(cands[d.candidate])}
+            row = {"id": r.id, "keep": True, "candidate": d.candidate, "scores": flatten(cands[d.candidate])}
             out.append({**row, "passed": passed})  # every candidate each filter keeps (the ImageCoDe export)
         return out
 
@@ -255,19 +275,18 @@ class DecideStage(Stage):
             return
         decided = {p["id"]: p for p in positives}
         pos_rows = []
-        for r in unit.read_all("language", "positives"):
-            if r["id"] not in decided:
-                decided[r["id"]] = {"id": r["id"], "keep": True, "reason": None, "scores": {}}
-                positives.append(decided[r["id"]])
-            if decided[r["id"]]["keep"]:
-                pos_rows.append({"id": r["id"], "image_id": r["image_id"]})
+        for r in unit.records_all("language", "positives", PositiveRow):
+            if r.id not in decided:
+                decided[r.id] = {"id": r.id, "keep": True, "reason": None, "scores": {}}
+                positives.append(decided[r.id])
+            if decided[r.id]["keep"]:
+                pos_rows.append({"id": r.id, "image_id": r.image_id})
         kept = {d["id"]: d for d in negatives if d["keep"]}
-        rows = [*unit.read_all("language", "negatives"), *unit.read_all("images", "image-negatives")]
-        neg_rows = [
-            {"id": r["id"], "image_id": r.get("source_image_id", r["image_id"]), "positive_id": r["positive_id"]}
-            for r in rows
-            if r["id"] in kept
+        shown = [  # (negative, the image it is shown on)
+            *((n, n.image_id) for n in unit.records_all("language", "negatives", TextNegativeRow)),
+            *((n, n.source_image_id) for n in unit.records_all("images", "image-negatives", ImageNegativeRow)),
         ]
+        neg_rows = [{"id": n.id, "image_id": image, "positive_id": n.positive_id} for n, image in shown if n.id in kept]
         _, _, dropped = apply_labels(pos_rows, neg_rows, labels)
         for row in dropped:
             unit.reject(Reject("review", row["reason"], row["image_id"], row["sample_id"], detail=row["detail"]))
@@ -277,25 +296,28 @@ class DecideStage(Stage):
         unit.stats["review_dropped"] = len(dropped)
 
 
+def _scores(stored: dict[int, FilterScoreRow], sample_id: int) -> dict[str, Scores]:
+    """A positive's or a text negative's scores by filter version ({} where no filter scored it)."""
+    row = stored.get(sample_id)
+    return row.scores if row is not None else {}
+
+
 def _refine(
-    cfg: RunConfig, rows: dict[int, dict[str, Any]]
+    cfg: RunConfig, rows: dict[int, RefineScoreRow]
 ) -> tuple[set[int], dict[int, str], dict[int, tuple[str, tuple[int, ...]]], dict[str, dict[str, int]]]:
     """Kept ids, dropped ids with reasons, each pair's cell, and what each pair group kept."""
     if not cfg.refine.enabled:
         return set(rows), {}, {}, {}
     # each negative type and level on its own; a type with a level too small to fill one cell per quadrant is
     # balanced as one group
-    sizes = Counter(r.get("group", "") for r in rows.values())
+    sizes = Counter(r.group for r in rows.values())
     small = 4 * max(cfg.refine.min_per_cell, 1)
     pooled = {g.rpartition("/L")[0] for g, n in sizes.items() if n < small and cfg.refine.min_per_cell}
 
-    def group(r: dict[str, Any]) -> str:
-        g = r.get("group", "")
-        return g.rpartition("/L")[0] if g.rpartition("/L")[0] in pooled else g
+    def group(r: RefineScoreRow) -> str:
+        return r.group.rpartition("/L")[0] if r.group.rpartition("/L")[0] in pooled else r.group
 
-    pairs = [
-        RefinePair(str(r["id"]), r["s1"][0] - r["s1"][1], r["s2"][0] - r["s2"][1], group(r)) for r in rows.values()
-    ]
+    pairs = [RefinePair(str(r.id), r.s1[0] - r.s1[1], r.s2[0] - r.s2[1], group(r)) for r in rows.values()]
     result = refine(
         pairs,
         seed=cfg.seed,

@@ -9,6 +9,8 @@ from typing import Any
 
 from hardneg.core.config import RunConfig
 from hardneg.core.gqa.plausibility import fold_of, load_fold_plausibility
+from hardneg.core.rows import RefineScoreRow
+from hardneg.core.schema import outputs
 from hardneg.core.stage import Run, Stage, Unit
 from hardneg.filters.base import Item
 from hardneg.filters.registry import build, filter_class
@@ -27,6 +29,7 @@ class RefineStage(Stage):
     name = "refine"
     version = "refine-scores@v2"  # v2: the plausibility scorer is cross-fit too
     reads = ("language", "plausibility")
+    writes = outputs({"scores": RefineScoreRow})
     config = ("refine.scorers",)
     sharded = False
 

@@ -19,9 +19,10 @@ from typing import Any
 from PIL import Image
 
 from hardneg.core.config import RunConfig
-from hardneg.core.gqa.ingest import row_to_graph
 from hardneg.core.records import SceneGraph
+from hardneg.core.rows import FilterScoreRow, GraphRow
 from hardneg.core.runfolder import image_file, resolve_inputs
+from hardneg.core.schema import outputs
 from hardneg.core.stage import Run, Stage, Unit
 from hardneg.filters.base import Filter, Item
 from hardneg.filters.registry import build, filter_class
@@ -49,6 +50,7 @@ class FiltersStage(Stage):
     name = "filters"
     version = "filters@v1"
     reads = ("hygiene", "language", "images")
+    writes = outputs({"scores": FilterScoreRow})
     config = ("filters.scorers", "filters.batch_size")
     gpu = True
 
@@ -75,7 +77,7 @@ class FiltersStage(Stage):
                 unit.stats[f"not_run:{f.name}:no images"] += 1
         graphs: dict[str, SceneGraph] = {}
         if wants & {"positive", "text_negative"}:
-            graphs = {g.image_id: g for g in map(row_to_graph, unit.read("hygiene", "graphs"))}
+            graphs = {r.image_id: r.scene_graph() for r in unit.records("hygiene", "graphs", GraphRow)}
 
         by_image: dict[str, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
         if "positive" in wants:

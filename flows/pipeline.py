@@ -1,7 +1,10 @@
 """The pipeline: the one ordered stage list that every way of running loops over.
 
     ingest -> hygiene (per shard) -> plausibility -> paths (per shard) -> select -> language (per shard)
-           -> images (per shard) -> filters (per shard) -> refine -> decide -> write -> report
+           -> images (per shard) -> filters (per shard) -> refine -> decide -> write -> exports -> report
+
+The exports are the registered export stages (`exports/base.py`: phrases, probe_b, tricd, probes,
+imagecode, and any other), in the registry's order.
 
 `run_local` runs it in this process; `flows/generate.py` runs the same list as a Prefect flow (one task
 per shard); `resplit` reruns only the decision stages (`Stage.decision`) with new thresholds or split
@@ -19,17 +22,13 @@ from hardneg.core.config import RunConfig, apply_overrides, leaf_keys
 from hardneg.core.gqa.hygiene import HygieneStage
 from hardneg.core.gqa.ingest import IngestStage
 from hardneg.core.gqa.plausibility import PlausibilityStage
+from hardneg.core.plugins import EXPORTS
 from hardneg.core.progress import Progress
 from hardneg.core.publish import publishing, rollback
 from hardneg.core.runfolder import prepare_run, stored_config
 from hardneg.core.runlock import RunLock
 from hardneg.core.stage import Run, Stage
 from hardneg.exports.finecops import WriteStage, read_manifest
-from hardneg.exports.imagecode import ImageCodeStage
-from hardneg.exports.phrases import PhrasesStage
-from hardneg.exports.probes.background import ProbeBStage
-from hardneg.exports.probes.stage import ProbesStage
-from hardneg.exports.tricd.stage import TricdStage
 from hardneg.filters.decide_stage import DecideStage
 from hardneg.filters.refine_stage import RefineStage
 from hardneg.filters.score import FiltersStage
@@ -42,25 +41,28 @@ from hardneg.generators.paths.stage import PathsStage
 from hardneg.generators.text.stage import LanguageStage
 from hardneg.review.report.stage import ReportStage
 
-STAGES: tuple[Stage, ...] = (
-    IngestStage(),
-    HygieneStage(),
-    PlausibilityStage(),
-    PathsStage(),
-    SelectStage(),
-    LanguageStage(),
-    ImagesStage(),
-    FiltersStage(),
-    RefineStage(),
-    DecideStage(),
-    WriteStage(),
-    PhrasesStage(),  # the other benchmark shapes: generation first, then the exports
-    ProbeBStage(),
-    TricdStage(),
-    ProbesStage(),
-    ImageCodeStage(),
-    ReportStage(),
-)
+
+def stages() -> tuple[Stage, ...]:
+    """The stage list: generation, the decision, the write stage, every registered export, the report."""
+    return (
+        IngestStage(),
+        HygieneStage(),
+        PlausibilityStage(),
+        PathsStage(),
+        SelectStage(),
+        LanguageStage(),
+        ImagesStage(),
+        FiltersStage(),
+        RefineStage(),
+        DecideStage(),
+        WriteStage(),
+        *(cls() for _, cls in EXPORTS.items()),  # the other benchmark shapes
+        ReportStage(),
+    )
+
+
+# what every runner loops over; an export registered after this module is imported needs `stages()` again
+STAGES = stages()
 
 
 def plan(cfg: RunConfig, root: Path) -> Run:

@@ -5,3 +5,7 @@ and the related objects in green and blue, and mark each level-2/3 sample Correc
 expression. Decisions live in `RUN/review.sqlite`; `apply.py` turns them into drops for `hardneg split`.
 This package reads run folders defensively (older or newer versions), and imports only `hardneg.core`.
 """
+
+from hardneg import require_full_name
+
+require_full_name(__name__)

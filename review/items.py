@@ -10,6 +10,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from hardneg.core.plugins import IMAGE_NEGATIVES, TEXT_NEGATIVES
 from hardneg.review.boxes import Box, box_source, edit_boxes, has_flip, path_boxes, wanted_objects
 from hardneg.review.labels import kind_of, labels_for
 from hardneg.review.priority import in_default_queue, priority_key, risk
@@ -18,6 +19,16 @@ from hardneg.review.rundata import ImageGraph, RunData
 log = logging.getLogger(__name__)
 
 BLIND_KEYS = ("scores", "risk", "risk_reasons", "reason")  # what an audit's item view leaves out
+
+
+def negative_types() -> dict[str, dict[str, dict[str, str]]]:
+    """The label and description of every registered kind of negative, by item kind and name: the review
+    app shows these beside the bare names (`generators/text/types.py`, `generators/images/types.py`)."""
+    registries = (("text_negative", TEXT_NEGATIVES), ("image_negative", IMAGE_NEGATIVES))
+    return {
+        kind: {name: {"label": cls.label, "description": cls.description} for name, cls in registry.items()}
+        for kind, registry in registries
+    }
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,10 +1,11 @@
 """The review queue's order: the samples the automatic scores most doubt come first.
 
 `risk(record)` turns each score a record carries into a probability-like "this sample is wrong" and
-takes the largest. Scores it does not know are ignored, so a new scorer changes nothing until a line is
-added to `RISKS`; a record with no known score ranks as `UNSCORED`. `priority_key` sorts by risk
-(highest first), then by difficulty (path level, then negative level, highest first), then by a stable
-hash of the id, so the order never depends on file order.
+takes the largest: each filter says how for its scores (`Filter.legend`: the detector's twin, CLIP's
+margin, realism), the run for its own (`RUN_RISKS`). Other scores are ignored, so a new filter changes
+the order only once it declares risks; a record with no known score ranks as `UNSCORED`. `priority_key`
+sorts by risk (highest first), then by difficulty (path level, then negative level, highest first), then
+by a stable hash of the id, so the order never depends on file order.
 """
 
 from __future__ import annotations
@@ -14,25 +15,25 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-CLIP_SCALE = 0.05  # a CLIP margin this far above 0 is ~27% risk; CLIP cosine gaps are a few hundredths
+from hardneg.core.plugins import FILTERS
+
 UNSCORED = 0.5  # a record with no known score: no evidence either way
 
-
-def _logistic(x: float) -> float:
-    return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, x))))
-
-
-# score name -> risk in [0, 1]; higher means more likely that a human rejects the sample.
-RISKS: dict[str, Callable[[float], float]] = {
-    # detector: probability that an unannotated twin of the target exists (the positive is ambiguous)
-    "detector_twin": lambda v: min(1.0, max(0.0, v)),
-    # CLIP margin sim(pos) - sim(neg): near or below 0 the negative may still be true
-    "clip_margin": lambda v: _logistic(-v / CLIP_SCALE),
-    # realism: probability that the edit looks generated (unreadable edits)
-    "realism": lambda v: min(1.0, max(0.0, v)),
+# the run's own scores -> risk in [0, 1]; higher means more likely that a human rejects the sample.
+RUN_RISKS: dict[str, Callable[[float], float]] = {
     # annotation risk: what the positive's graph cannot rule out (generators/paths/annotation_rules.py)
     "annotation_risk": lambda v: min(1.0, max(0.0, v)),
 }
+
+
+def risks() -> dict[str, Callable[[float], float]]:
+    """Score name -> its risk: the run's own, then each registered filter's (`ScoreLine.risk`)."""
+    out = dict(RUN_RISKS)
+    for _, cls in FILTERS.items():
+        for line in cls.legend:
+            if line.risk is not None:
+                out.setdefault(line.name, line.risk)
+    return out
 
 
 def risk(record: dict[str, Any]) -> float | None:
@@ -40,12 +41,12 @@ def risk(record: dict[str, Any]) -> float | None:
     scores = record.get("scores")
     if not isinstance(scores, dict):
         return None
-    risks = [
+    found = [
         fn(float(v))
-        for name, fn in RISKS.items()
+        for name, fn in risks().items()
         if isinstance(v := scores.get(name), int | float) and not isinstance(v, bool) and math.isfinite(v)
     ]
-    return max(risks) if risks else None
+    return max(found) if found else None
 
 
 def _stable_hash(item_id: Any) -> int:

@@ -36,7 +36,7 @@ from starlette.requests import ClientDisconnect
 from hardneg.review.agreement import pairwise
 from hardneg.review.apply import Label, decide_all, summary
 from hardneg.review.audit import audit_order
-from hardneg.review.items import Item, ReviewData
+from hardneg.review.items import Item, ReviewData, negative_types
 from hardneg.review.labels import ALL_LABELS, GUIDELINES, labels_for
 from hardneg.review.rundata import RunData
 from hardneg.review.store import ReviewStore, StaleVersion
@@ -221,6 +221,7 @@ def create_app(
         return {
             "run": run.root.name,
             "facets": data.facets(),
+            "negative_types": negative_types(),
             "labels": {
                 k: [{"label": lab, "text": t, "key": key} for lab, (t, key) in labels_for(k).items()]
                 for k in ("positive", "negative")

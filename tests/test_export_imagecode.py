@@ -15,7 +15,6 @@ import orjson
 import pytest
 from pydantic import ValidationError
 
-from hardneg.core.config_exports import ImageCodeExport
 from hardneg.core.edits import apply_edit
 from hardneg.core.executor import GraphIndex, execute
 from hardneg.core.io import read_jsonl
@@ -24,7 +23,7 @@ from hardneg.core.runfolder import resolve_inputs, stored_config
 from hardneg.core.splits import split_of
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.evaluation.imagecode import imagecode_accuracy, prediction_accuracy, read_official
-from hardneg.exports.imagecode import choose, gather
+from hardneg.exports.imagecode import ImageCodeExport, choose, gather
 from hardneg.flows.pipeline import resplit
 from tests.export_run import EXPORT_RUN, export_run, graphs, records
 
@@ -212,7 +211,7 @@ def test_min_edits_is_checked_against_edits():
 
 def test_the_export_and_the_metrics_name_the_official_layout_alike():
     from hardneg.evaluation import imagecode as metrics
-    from hardneg.generators import export_imagecode as export
+    from hardneg.exports import imagecode as export
 
     for name in ("OFFICIAL_FILES", "UNLABELED_FILE", "IMAGE_SETS", "STATIC_MARK"):
         assert getattr(export, name) == getattr(metrics, name), name

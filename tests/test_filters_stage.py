@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from hardneg.core.config import load_config
-from hardneg.filters import registry
+from hardneg.core.plugins import FILTERS
 from hardneg.filters.base import Filter, Item, Scores
 from hardneg.flows.pipeline import run_local
 
@@ -18,9 +18,9 @@ SEEN: list[list[Item]] = []
 
 
 class CountingFilter(Filter):
-    """Scores the length of the negative expression; records every batch it was given."""
+    """Scores the length of the negative expression; records every batch it was given. Registered as
+    "counting" for this module's run only."""
 
-    name = "counting"
     version = "counting@v1"
     targets = frozenset({"text_negative"})
 
@@ -31,10 +31,9 @@ class CountingFilter(Filter):
 
 @pytest.fixture(scope="module")
 def counted_run(tmp_path_factory) -> Path:
-    mp = pytest.MonkeyPatch()
-    mp.setitem(registry.REGISTRY, "counting", "tests.test_filters_stage:CountingFilter")
     SEEN.clear()
-    try:
+    with FILTERS.scoped():
+        FILTERS.add("counting")(CountingFilter)
         root = tmp_path_factory.mktemp("filters") / "run"
         cfg = {
             "demo": {"n_scenes": 10},
@@ -43,8 +42,6 @@ def counted_run(tmp_path_factory) -> Path:
             "filters": {"scorers": {"counting": {}}, "batch_size": 4},
         }
         run_local(load_config(None, cfg), root)
-    finally:
-        mp.undo()
     return root
 
 

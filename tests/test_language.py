@@ -11,12 +11,14 @@ import pytest
 from hardneg.backends.lexicon import LexiconBackend
 from hardneg.core.executor import GraphIndex, execute
 from hardneg.core.gqa.loader import load_graphs
-from hardneg.core.records import NEGATIVE_TYPES, PathNode
+from hardneg.core.plugins import TEXT_NEGATIVES
+from hardneg.core.records import PathNode
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.vocab import Lexicon
 from hardneg.exports.finecops import SPLITS
-from hardneg.generators.text.negatives import Site, apply_site, map_node, replay
+from hardneg.generators.text.negatives import Site, apply_site, replay
 from hardneg.generators.text.rewrite import RewriteValidator
+from hardneg.generators.text.types import map_node
 from tests.helpers import node
 from tests.runs import NO_IMAGES, shared_run
 
@@ -50,7 +52,7 @@ def test_every_text_negative_matches_nothing_in_its_image(demo_run: Path):
 
 def test_demo_has_all_five_types_at_both_levels(demo_run: Path):
     got = Counter((n["negative_type"], n["negative_level"]) for n in _load(demo_run, "negative"))
-    assert set(got) == {(t, lv) for t in NEGATIVE_TYPES for lv in (1, 2)}, got
+    assert set(got) == {(t, lv) for t in TEXT_NEGATIVES.names() for lv in (1, 2)}, got
 
 
 def test_negative_records_replay_from_their_positive(demo_run: Path):
@@ -204,7 +206,7 @@ def test_no_emitted_replacement_or_swap_is_still_true_by_the_word_tables(demo_ru
             ok, why = words.attributes_contradict(ch["from"], ch["with"])
         assert ok, f"{n['expression']!r}: {why}"
         checked[t] += 1
-    assert set(checked) == set(NEGATIVE_TYPES), checked
+    assert set(checked) == set(TEXT_NEGATIVES.names()), checked
 
 
 def test_a_clean_demo_run_writes_no_reject_twice(demo_run: Path):

@@ -1,23 +1,42 @@
 """The Stage contract and its runner on toy stages: fingerprints from declared keys and upstream output,
-skip-if-done, crash safety, declared reads, and what `problems` reports."""
+skip-if-done, crash safety, declared reads and writes, and what `problems` reports."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from hardneg.core.config import RunConfig
 from hardneg.core.records import Reject
+from hardneg.core.schema import outputs
 from hardneg.core.stage import Run, Stage, Unit
 
 CALLS: list[tuple[str, str]] = []
 OFFSET = {"source": 0}  # stands in for a changed input file or code: what the source stage reads
 
 
+@dataclass(slots=True, kw_only=True)
+class Value:
+    v: int
+
+
+@dataclass(slots=True, kw_only=True)
+class Sum:
+    sum: int
+
+
+@dataclass(slots=True, kw_only=True)
+class Seen:
+    shard: str
+    all: int
+
+
 class Source(Stage):
     name = "source"
     version = "source@v1"
+    writes = outputs({"items": Value})
     config = ("shard_size",)
     sharded = False
 
@@ -33,15 +52,16 @@ class Double(Stage):
     name = "double"
     version = "double@v1"
     reads = ("source",)
+    writes = outputs({"doubled": Value})
     config = ("seed",)
 
     def run(self, unit: Unit) -> None:
         CALLS.append((self.name, unit.shard))
-        rows = list(unit.read("source", "items"))
+        rows = list(unit.records("source", "items", Value))
         unit.items_in = len(rows)
         if unit.cfg.seed == 13 and unit.shard == "00001":
             raise RuntimeError("crash in the middle of a unit")
-        unit.write("doubled", [{"v": r["v"] * 2} for r in rows])
+        unit.write("doubled", [{"v": r.v * 2} for r in rows])
         unit.reject(Reject("double", "just because", detail={"shard": unit.shard}))
         unit.stats["rows"] += len(rows)
 
@@ -50,6 +70,7 @@ class Total(Stage):
     name = "total"
     version = "total@v1"
     reads = ("double",)
+    writes = outputs({"sum": Sum})
     sharded = False
 
     def run(self, unit: Unit) -> None:
@@ -168,6 +189,7 @@ class Shared(Stage):
     name = "shared"
     version = "shared@v1"
     reads = ("source",)
+    writes = outputs({"seen": Seen})
 
     def __init__(self) -> None:
         self.built: list[int] = []
@@ -197,3 +219,53 @@ def test_what_every_unit_builds_alike_from_upstream_is_built_once_and_anew_when_
     assert {r["all"] for r in run.read_all("shared", "seen")} == {sum(range(1, 7))}
     with pytest.raises(RuntimeError, match="without declaring"):
         Unit(run, stage, "00000").shared("shared", "x", lambda: 0)
+
+
+class Reads(Stage):
+    """Reads `kind` of the source stage, as `record` when one is given; writes `rows` as `out`."""
+
+    name = "reads"
+    version = "reads@v1"
+    reads = ("source",)
+    writes = outputs({"doubled": Value})
+    sharded = False
+
+    def __init__(self, kind: str = "items", record: type | None = None, out: str = "doubled", rows=None) -> None:
+        self.kind, self.record, self.out, self.rows = kind, record, out, rows
+
+    def run(self, unit: Unit) -> None:
+        got = unit.records_all("source", self.kind, self.record) if self.record else unit.read_all("source", self.kind)
+        list(got)
+        unit.write(self.out, self.rows if self.rows is not None else [{"v": 1}])
+
+
+def test_a_kind_the_upstream_stage_does_not_write_is_refused_naming_what_it_writes(tmp_path):
+    with pytest.raises(RuntimeError, match=r"stage reads reads 'iterms' of stage source, .*\(it writes items\)"):
+        run_all(tmp_path, RunConfig(shard_size=2), (Source(), Reads(kind="iterms")))
+    with pytest.raises(RuntimeError, match="reads source's 'items' as Sum, but source writes it as Value"):
+        run_all(tmp_path, RunConfig(shard_size=2), (Source(), Reads(record=Sum)))
+    run = run_all(tmp_path, RunConfig(shard_size=2), (Source(), Reads(record=Value)))
+    with pytest.raises(RuntimeError, match="'item' of stage source, which does not write it"):
+        list(run.read_all("source", "item"))
+
+
+def test_a_write_of_an_undeclared_kind_or_a_row_missing_a_field_is_refused(tmp_path):
+    cfg = RunConfig(shard_size=2)
+    with pytest.raises(RuntimeError, match=r"writes 'sums' without declaring it in `writes` \(doubled\)"):
+        run_all(tmp_path / "a", cfg, (Source(), Reads(out="sums")))
+    with pytest.raises(RuntimeError, match="a row lacks v"):
+        run_all(tmp_path / "b", cfg, (Source(), Reads(rows=[{"value": 1}])))
+    with pytest.raises(RuntimeError, match="a row has w, which Value does not declare"):
+        run_all(tmp_path / "c", cfg, (Source(), Reads(rows=[{"v": 1, "w": 2}])))
+    # only each write's first row is checked in a pipeline run; every row when asked
+    run_all(tmp_path / "d", cfg, (Source(), Reads(rows=[{"v": 1}, {"w": 2}])))
+    run = Run(tmp_path / "e", cfg, (Source(), Reads(rows=[{"v": 1}, {"w": 2}])))
+    run.check_every_row = True
+    run.run_stage("source")
+    with pytest.raises(RuntimeError, match="a row lacks v"):
+        run.run_stage("reads")
+
+
+def test_a_record_type_must_be_a_dataclass():
+    with pytest.raises(TypeError, match="is not a dataclass"):
+        outputs({"items": dict})

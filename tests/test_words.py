@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from hardneg.core.resources import data_path
-from hardneg.core.words.table import NAME_RELATIONS, Words
+from hardneg.core.words.nouns import NAME_RELATIONS
+from hardneg.core.words.table import Words
 
 VG_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -411,10 +412,10 @@ def test_verdicts_are_symmetric(words: Words) -> None:
 
 
 def test_an_exclusive_scale_never_makes_a_word_contradict_itself_or_its_spellings(words: Words) -> None:
-    for scale in words._scales:
+    for scale in words.attributes.scales:
         for word in scale.classes:
             assert not words.attributes_contradict(word, word)[0]
-    for spelling, canon in words._attr_synonyms.items():
+    for spelling, canon in words.attributes.synonyms.items():
         assert not words.attributes_contradict(spelling, canon)[0], (spelling, canon)
 
 

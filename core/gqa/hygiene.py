@@ -22,10 +22,12 @@ from typing import Any
 import numpy as np
 
 from hardneg.core.geometry import contradicted, iou
-from hardneg.core.gqa.ingest import graph_to_row, row_to_graph
+from hardneg.core.gqa.ingest import graph_to_row
 from hardneg.core.io import digest, file_digest
 from hardneg.core.records import Reject, Relation, SceneGraph, SceneObject
 from hardneg.core.resources import data_path
+from hardneg.core.rows import GraphRow
+from hardneg.core.schema import outputs
 from hardneg.core.stage import Run, Stage, Unit
 from hardneg.core.words.table import ATTRIBUTES_FILE, NOUNS_FILE, RELATIONS_FILE, Words
 
@@ -126,6 +128,7 @@ class HygieneStage(Stage):
     name = "hygiene"
     version = "hygiene@v2"  # v2: the box rule reads every spelling of a direction ("to left of")
     reads = ("ingest",)
+    writes = outputs({"graphs": GraphRow})
     config = ("hygiene",)
 
     def extra_fingerprint(self, run: Run) -> Any:
@@ -135,9 +138,9 @@ class HygieneStage(Stage):
         h = unit.cfg.hygiene
         words = Words.load()
         rows = []
-        for row in unit.read("ingest", "graphs"):
+        for row in unit.records("ingest", "graphs", GraphRow):
             unit.items_in += 1
-            graph, changes = clean(row_to_graph(row), words, h.merge_iou, h.drop_contradicted_spatial)
+            graph, changes = clean(row.scene_graph(), words, h.merge_iou, h.drop_contradicted_spatial)
             for c in changes:
                 unit.stats[c["kind"]] += 1
                 unit.reject(Reject("hygiene", c["reason"], graph.image_id, detail={"objects": c["objects"]}))

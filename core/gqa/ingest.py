@@ -23,11 +23,13 @@ from typing import Any
 
 from PIL import Image, UnidentifiedImageError
 
-from hardneg.core.gqa.loader import GraphLimits, load_graphs, validate_graph
+from hardneg.core.gqa.loader import GraphLimits, load_graphs
 from hardneg.core.gqa.stream import graph_files
 from hardneg.core.ids import printable_id
 from hardneg.core.records import Reject, SceneGraph
+from hardneg.core.rows import GraphRow
 from hardneg.core.runfolder import image_file, resolve_inputs
+from hardneg.core.schema import outputs
 from hardneg.core.stage import ALL, Run, Stage, Unit
 
 
@@ -36,10 +38,8 @@ def graph_to_row(g: SceneGraph) -> dict[str, Any]:
 
 
 def row_to_graph(row: dict[str, Any]) -> SceneGraph:
-    check = validate_graph(row["image_id"], row["graph"])
-    if check.graph is None:  # the shard was written from a validated graph: this is corruption
-        raise ValueError(f"work shard holds an invalid graph {row['image_id']}: {check.reason}")
-    return check.graph
+    """The scene graph of a stored graph row (a dict: `GraphRow.scene_graph` for a record)."""
+    return GraphRow(**row).scene_graph()
 
 
 DRAFT_SCALE = 8  # JPEGs decode at 1/8 size: every byte of the stream is still read, at a fraction of the cost
@@ -150,6 +150,7 @@ def input_identity(scene_graphs: Path, images: Path | None) -> str:
 class IngestStage(Stage):
     name = "ingest"
     version = "ingest@v2"  # v2: rows hold the image file's digest; the fingerprint, every input file's stat
+    writes = outputs({"graphs": GraphRow})  # one file per shard
     config = ("inputs", "demo", "shard_size")
     sharded = False
     digest_is_content = True  # a rerun for a touched but unchanged input redoes nothing after it

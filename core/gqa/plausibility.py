@@ -29,8 +29,9 @@ from typing import Any
 
 from hardneg.core.gqa.annotations import AnnotationStats
 from hardneg.core.gqa.hygiene import words_digest
-from hardneg.core.gqa.ingest import row_to_graph
 from hardneg.core.records import PathNode, SceneGraph
+from hardneg.core.rows import CountRow, FoldCountRow, GraphRow
+from hardneg.core.schema import outputs
 from hardneg.core.splits import image_unit
 from hardneg.core.stage import Stage, Unit
 from hardneg.core.words.table import Words
@@ -161,6 +162,7 @@ class PlausibilityStage(Stage):
     name = "plausibility"
     version = VERSION
     reads = ("hygiene",)
+    writes = outputs({"counts": CountRow, "foldcounts": FoldCountRow, "annotations": CountRow})
     sharded = False
 
     def extra_fingerprint(self, run: Any) -> Any:
@@ -171,9 +173,9 @@ class PlausibilityStage(Stage):
         folds = (Counts(), Counts())
         annotations = AnnotationStats()
         words = Words.load()
-        for row in unit.read_all("hygiene", "graphs"):
+        for row in unit.records_all("hygiene", "graphs", GraphRow):
             unit.items_in += 1
-            graph = row_to_graph(row)
+            graph = row.scene_graph()
             counts.add(graph)
             folds[fold_of(graph.image_id)].add(graph)
             annotations.add(graph, words)

@@ -1,41 +1,51 @@
-"""Attribute semantics for the word tables (core/words/table.py): attribute categories (the GQA table plus the
-additions), synonyms, exclusive scales, antonyms and the person-describing attributes a swap must never move
-onto a person noun. `_AttributeSemantics` is a mixin of `Words`, whose fields it reads.
+"""Attribute semantics: attribute categories (the GQA table plus the additions), synonyms, exclusive scales,
+antonyms and the person-describing attributes a swap must never move onto a person noun. `Attributes` is read
+from `attributes.v1.yaml` and `attribute_categories.json` (readers.py).
 """
 
 from __future__ import annotations
 
-from hardneg.core.words.common import _norm
+from dataclasses import dataclass
+
+from hardneg.core.words.attribute_table import AttributeTable
+from hardneg.core.words.common import Scale, norm
 
 
-class _AttributeSemantics:
-    """Attribute semantics, a mixin of `Words`: reads `_attr_table`, `_attr_added`, `_attr_synonyms`,
-    `_scales`, `_antonyms`, `_person_attr` and `_attr_free`."""
+@dataclass(slots=True, frozen=True, repr=False, eq=False)  # identity equality: loaded once, with Words
+class Attributes:
+    """What attribute words mean relative to each other: two contradict only when an exclusive scale gives
+    them no shared class."""
 
-    __slots__ = ()
+    table: AttributeTable  # GQA's attribute -> category table
+    added: dict[str, str]  # attribute -> category, for words the GQA table lacks
+    synonyms: dict[str, str]  # spelling -> canonical
+    scales: tuple[Scale, ...]
+    antonyms: dict[str, str]  # both ways
+    person: dict[str, str]  # attribute that describes a person -> "<group>: <reason>"
+    free_on: dict[str, frozenset[str] | None]  # attribute category -> noun categories it fits (None: all)
 
     def _a(self, attribute: str) -> str:
-        n = _norm(attribute)
-        return self._attr_synonyms.get(n, n)
+        n = norm(attribute)
+        return self.synonyms.get(n, n)
 
     def attribute_category(self, attribute: str) -> str | None:
-        n = _norm(attribute)
+        n = norm(attribute)
         for x in (n, self._a(n)):
-            cat = self._attr_table.category(x) or self._attr_added.get(x)
+            cat = self.table.category(x) or self.added.get(x)
             if cat is not None:
                 return cat
         return None
 
     def attributes_contradict(self, a: str, b: str) -> tuple[bool, str]:
         """True only when one object cannot carry both attributes (red/blue, open/closed, big/small)."""
-        na, nb = _norm(a), _norm(b)
+        na, nb = norm(a), norm(b)
         if na == nb:
             return False, f"'{a}' and '{b}' are the same attribute"
         ca, cb = self._a(na), self._a(nb)
         if ca == cb:
             return False, f"'{b}' is a synonym of '{a}'"
         shared: str | None = None
-        for scale in self._scales:
+        for scale in self.scales:
             ok = scale.compatible(ca, cb)
             if ok is False:
                 return True, f"'{a}' and '{b}' exclude each other ({scale.name})"
@@ -55,24 +65,46 @@ class _AttributeSemantics:
         """Whether every word of the attribute's category fits every name of `noun_category` (the table's
         `free_on`: made things come in any colour), so the pair needs no corpus evidence."""
         cat = self.attribute_category(attribute)
-        if cat is None or cat not in self._attr_free:
+        if cat is None or cat not in self.free_on:
             return False
-        kinds = self._attr_free[cat]
+        kinds = self.free_on[cat]
         return kinds is None or noun_category in kinds
 
     def antonym(self, attribute: str) -> str | None:
-        n = _norm(attribute)
-        return self._antonyms.get(n) or self._antonyms.get(self._a(n))
+        n = norm(attribute)
+        return self.antonyms.get(n) or self.antonyms.get(self._a(n))
 
     def is_person_attribute(self, attribute: str) -> bool:
         """Colours, skin, ethnicity and body words: moved onto a person noun they describe the person."""
         return self.person_attribute_reason(attribute) is not None
 
     def person_attribute_reason(self, attribute: str) -> str | None:
-        n = _norm(attribute)
+        n = norm(attribute)
         for x in (n, self._a(n)):
-            if x in self._person_attr:
-                return self._person_attr[x]
+            if x in self.person:
+                return self.person[x]
         if self.attribute_category(n) == "color":
             return "color: a colour moved onto a person noun reads as skin"
         return None
+
+    def check(self, noun_categories: frozenset[str]) -> list[str]:
+        """Structural problems in the attribute tables (the tests require none); `free_on` must name
+        categories of the noun table (`noun_categories`)."""
+        problems: list[str] = []
+        for a, b in self.antonyms.items():
+            if not self.attributes_contradict(a, b)[0]:
+                problems.append(f"antonyms '{a}'/'{b}' do not contradict: {self.attributes_contradict(a, b)[1]}")
+        for spelling, canon in self.synonyms.items():
+            if self.attribute_category(canon) is None:
+                problems.append(f"attribute synonym '{spelling}' -> '{canon}' has no category")
+        for cat, kinds in self.free_on.items():
+            for k in sorted((kinds or frozenset()) - noun_categories):
+                problems.append(f"free_on.{cat} names the noun category '{k}', which does not exist")
+        for scale in self.scales:
+            for word in (*scale.classes, *scale.any):
+                if self.attribute_category(word) is None:
+                    problems.append(f"attribute '{word}' of scale {scale.name!r} has no category")
+        for word in self.added:
+            if self.table.category(word) is not None:
+                problems.append(f"attribute '{word}' is added but the category table has it")
+        return problems

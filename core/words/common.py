@@ -1,6 +1,7 @@
-"""The word tables' common ground (core/words/table.py): name normalisation, the strict YAML reader the three
-tables are read with, and the records they are read into (noun categories, attribute scales, relation
-axes). Nothing here knows the `Words` class; words_readers.py turns the tables into its fields.
+"""What the word package shares: name normalisation, the project's YAML reading (every versioned data file
+under `templates/` and the run configs are read with it), and the records the word tables are read into
+(noun categories, attribute scales, relation axes). Nothing here knows the table classes; readers.py turns
+the tables into them.
 """
 
 from __future__ import annotations
@@ -12,52 +13,72 @@ from typing import Any
 
 import yaml
 
-from hardneg.core.words.vocab import DataLoader
-
 _SPACES = re.compile(r"\s+")
 
 
-def _norm(word: str) -> str:
+def norm(word: str) -> str:
+    """A word as the tables key it: lower case, "_" read as a space, runs of spaces as one."""
     return _SPACES.sub(" ", word.replace("_", " ").strip().lower())
 
 
-class _StrictLoader(yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader):  # type: ignore[misc]
-    """The project's YAML reading (DataLoader's resolvers: "on" stays a string) on libyaml when present,
-    refusing duplicate keys: in a word table a repeated key would silently drop the first list."""
+def word_list(value: Any, where: str) -> list[str]:
+    """A table entry that must be a list of words, normalised; `where` names the entry in the error."""
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"{where} must be a list of strings")
+    return [norm(v) for v in value]
 
 
-_StrictLoader.yaml_implicit_resolvers = dict(DataLoader.yaml_implicit_resolvers)
+class DataLoader(yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader):  # type: ignore[misc]
+    """YAML without 1.1's on/off/yes/no booleans ("on" is a GQA relation, not True), refusing duplicate
+    keys (a repeated config key or table entry would silently drop the first). On libyaml when present:
+    the noun table alone takes a quarter of a second to parse in pure Python."""
 
 
-def _mapping_without_duplicates(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+DataLoader.yaml_implicit_resolvers = {
+    k: [r for r in v if r[0] != "tag:yaml.org,2002:bool"] for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+DataLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+
+
+class DuplicateKeyError(yaml.constructor.ConstructorError, ValueError):
+    """A key repeated in one YAML mapping, which YAML would resolve silently by keeping the last."""
+
+
+def _mapping_without_duplicates(loader: DataLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
     seen: set[Any] = set()
     for key_node, _ in node.value:
         key = loader.construct_object(key_node, deep=deep)
-        if key in seen:
-            raise ValueError(f"duplicate key {key!r} at line {key_node.start_mark.line + 1}")
+        try:
+            repeated = key in seen
+        except TypeError:  # an unhashable key: construct_mapping says so
+            continue
+        if repeated:
+            raise DuplicateKeyError(None, None, f"duplicate key {key!r}", key_node.start_mark)
         seen.add(key)
-    return yaml.SafeLoader.construct_mapping(loader, node, deep)
+    return loader.construct_mapping(node, deep)
 
 
-_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping_without_duplicates)
+DataLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping_without_duplicates)
 
 
-def _read_yaml(path: Path) -> dict[str, Any]:
+def load_yaml_text(text: str) -> Any:
+    """YAML as the project reads it: "on" stays a string, and a repeated key is an error."""
+    return yaml.load(text, Loader=DataLoader)
+
+
+def read_yaml(path: Path) -> dict[str, Any]:
+    """A versioned data file: a mapping with a 'version' key. Every failure is a ValueError naming the file."""
     try:
-        data = yaml.load(path.read_text(), Loader=_StrictLoader)
-    except ValueError as e:
-        raise ValueError(f"{path}: {e}") from None
+        data = load_yaml_text(path.read_text())
     except FileNotFoundError:
-        raise ValueError(f"word table not found: {path}") from None
+        raise ValueError(f"data file not found: {path}") from None
+    except DuplicateKeyError as e:
+        raise ValueError(f"{path}: {e.problem} at line {e.problem_mark.line + 1}") from None
     if not isinstance(data, dict) or "version" not in data:
         raise ValueError(f"{path} must be a mapping with a 'version' key")
     return data
-
-
-def _names(value: Any, where: str) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ValueError(f"{where} must be a list of strings")
-    return [_norm(v) for v in value]
 
 
 @dataclass(slots=True, frozen=True)

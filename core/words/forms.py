@@ -1,14 +1,17 @@
-"""Noun forms for the word tables (core/words/table.py): singular lemma, plural, number, mass nouns and "a"/"an".
-English forms come from inflect, corrected by the noun table's exception lists where it is wrong for GQA's
-words ("glasses", "bus", "sheep"). `_NounForms` is a mixin of `Words`, whose fields it reads.
+"""English forms of object names: singular lemma, plural, number, mass nouns and "a"/"an".
+
+They come from inflect, corrected by the noun table's exception lists where it is wrong for GQA's words
+("glasses", "bus", "sheep"). `NounForms` is read from the first sections of `nouns.v1.yaml` (readers.py);
+the noun and relation semantics use it for every lemma they compare.
 """
 
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass, field
 from types import ModuleType
 
-from hardneg.core.words.common import _norm
+from hardneg.core.words.common import norm
 
 
 def _import_inflect() -> ModuleType:
@@ -31,26 +34,37 @@ def _import_inflect() -> ModuleType:
 inflect = _import_inflect()
 
 
-class _NounForms:
-    """Noun forms, a mixin of `Words`: reads its noun-form fields (`_forms`, `_pluralia`, `_invariant`,
-    `_irregular`, `_irregular_plural`, `_singular_s`, `_article_an`, `_article_a`, `_mass`, `_known_nouns`),
-    its inflect engine `_ie` and its `_cache`."""
+@dataclass(slots=True, frozen=True, repr=False, eq=False)  # identity equality: loaded once, with Words
+class NounForms:
+    """Number and article of object names. A name the noun table lists (`known`) is its own lemma; other
+    words go through inflect, unless an exception list says otherwise. Answers are memoised."""
 
-    __slots__ = ()
+    spellings: dict[str, str]  # spellings and VG lemmatizer artifacts -> the name GQA writes ("pant" -> "pants")
+    pluralia: frozenset[str]  # plural names of one object ("jeans")
+    invariant: frozenset[str]  # plural is the same word, read as singular ("sheep")
+    irregular: dict[str, str]  # plural -> singular
+    irregular_plural: dict[str, str]  # singular -> plural
+    singular_s: frozenset[str]  # singular names ending in "s" ("bus")
+    article_an: frozenset[str]  # first words that take "an" against inflect ("suv")
+    article_a: frozenset[str]  # first words that take "a" against inflect ("uniform")
+    mass: frozenset[str]  # mass nouns: no "a"
+    known: frozenset[str]  # every name the noun table lists
+    ie: inflect.engine = field(default_factory=inflect.engine, init=False)
+    _cache: dict[str, str] = field(default_factory=dict, init=False)
 
     def _lemma_word(self, w: str) -> str:
-        w = self._forms.get(w, w)
-        if w in self._pluralia or w in self._invariant or w in self._singular_s:
+        w = self.spellings.get(w, w)
+        if w in self.pluralia or w in self.invariant or w in self.singular_s:
             return w
-        if w in self._irregular:
-            return self._irregular[w]
-        if w in self._known_nouns:
+        if w in self.irregular:
+            return self.irregular[w]
+        if w in self.known:
             return w
-        s = self._ie.singular_noun(w)
+        s = self.ie.singular_noun(w)
         if not s:
             return w
-        s = self._forms.get(s, s)
-        if s in self._known_nouns:
+        s = self.spellings.get(s, s)
+        if s in self.known:
             return s
         if w.endswith(("ss", "us", "is", "os")):  # inflect strips the s of "lens", "cactus", "tennis"
             return w
@@ -59,66 +73,66 @@ class _NounForms:
     def lemma(self, name: str) -> str:
         """The singular lemma: men -> man, leaves -> leaf, "tennis rackets" -> "tennis racket"; a
         plural-only name (glasses, jeans) stays; VG lemmatizer artifacts (pant, jean) get their name."""
-        n = _norm(name)
+        n = norm(name)
         if not n:
             raise ValueError("a name must not be empty")
-        key = ("lemma", n)
-        if key in self._cache:
-            return self._cache[key]
-        out = self._forms.get(n, n)
-        if out not in self._known_nouns:
+        got = self._cache.get(n)
+        if got is not None:
+            return got
+        out = self.spellings.get(n, n)
+        if out not in self.known:
             words = out.split()
             head = self._lemma_word(words[-1])
             cand = " ".join([*words[:-1], head])
-            out = self._forms.get(cand, cand)
-        self._cache[key] = out
+            out = self.spellings.get(cand, cand)
+        self._cache[n] = out
         return out
 
     def is_plural(self, name: str) -> bool:
         """Grammatically plural: "the bananas are", "the jeans are"; "sheep" and "fish" read singular."""
-        n = _norm(name)
+        n = norm(name)
         if not n:
             raise ValueError("a name must not be empty")
         head = n.split()[-1]
-        if head in self._pluralia or n in self._pluralia:
+        if head in self.pluralia or n in self.pluralia:
             return True
-        if head in self._invariant or head in self._forms or n in self._forms or n in self._known_nouns:
+        if head in self.invariant or head in self.spellings or n in self.spellings or n in self.known:
             return False
         return self._lemma_word(head) != head
 
     def plural(self, name: str) -> str:
-        n = _norm(name)
+        n = norm(name)
         if self.is_plural(n):
             return n
         words = n.split()
         head = words[-1]
-        if head in self._invariant:
+        if head in self.invariant:
             pl = head
-        elif head in self._irregular_plural:
-            pl = self._irregular_plural[head]
+        elif head in self.irregular_plural:
+            pl = self.irregular_plural[head]
         else:
-            pl = self._ie.plural_noun(head)
+            pl = self.ie.plural_noun(head)
         return " ".join([*words[:-1], pl])
 
     def is_mass(self, name: str) -> bool:
         """A mass noun takes no "a": "snow", "food", "rice"."""
         lem = self.lemma(name)
-        return lem in self._mass or lem.split()[-1] in self._mass
+        return lem in self.mass or lem.split()[-1] in self.mass
 
     def indefinite_article(self, phrase: str) -> str:
         """ "a" or "an" for a singular count head noun, "" for a mass or plural head ("snow", "bananas")."""
-        n = _norm(phrase)
+        n = norm(phrase)
         if not n:
             raise ValueError("indefinite_article needs a phrase")
         words = n.split()
         if self.is_plural(words[-1]) or self.is_mass(words[-1]) or self.is_mass(n):
             return ""
         first = words[0]
-        if first in self._article_an:
+        if first in self.article_an:
             return "an"
-        if first in self._article_a:
+        if first in self.article_a:
             return "a"
-        return self._ie.a(first).split()[0]
+        return self.ie.a(first).split()[0]
 
     def be_verb(self, name: str) -> str:
         """ "is" or "are", for number agreement ("the bananas that are yellow")."""

@@ -1,22 +1,40 @@
-"""Noun semantics for the word tables (core/words/table.py): synonyms, is-a (transitive), part-of and worn-by,
-overlapping names, crowd and not-object names, and replacement categories, and from them whether two names
-contradict. A multiword name the tables do not list is a kind of its head noun ("glass window" is a window).
-`_NounSemantics` is a mixin of `Words`, whose fields it reads.
+"""Noun semantics: synonyms, is-a (transitive), part-of and worn-by, overlapping names, crowd and not-object
+names, and replacement categories, and from them whether two names contradict. A multiword name the tables
+do not list is a kind of its head noun ("glass window" is a window). `Nouns` is read from `nouns.v1.yaml`
+(readers.py) and compares names through their lemmas (`NounForms`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
 
-from hardneg.core.words.common import Category, _norm
-from hardneg.core.words.forms import _NounForms
+from hardneg.core.words.common import Category, norm
+from hardneg.core.words.forms import NounForms
+
+# name_relation's answers: each is a reason a replacement of one name by the other contradicts nothing.
+NAME_RELATIONS = ("same", "plural", "synonym", "hypernym", "hyponym", "part", "whole", "overlap")
 
 
-class _NounSemantics(_NounForms):
-    """Noun semantics, a mixin of `Words`: reads its noun fields (`_canon`, `_synsets`, `_parents`, `_wholes`,
-    `_overlaps`, `_crowd`, `_not_object`, `_categories`, `_known_nouns`) and its `_cache`."""
+@dataclass(slots=True, frozen=True, repr=False, eq=False)  # identity equality: loaded once, with Words
+class Nouns:
+    """What object names mean relative to each other. Names are compared by their canonical form (lemma,
+    then synonym); answers the path search and hygiene ask for every pair of an image's names are memoised."""
 
-    __slots__ = ()
+    forms: NounForms
+    canon: dict[str, str]  # name -> canonical synonym
+    synsets: dict[str, tuple[str, ...]]  # canonical -> the names of its synonym set
+    parents: dict[str, frozenset[str]]  # canonical -> direct hypernyms (canonical)
+    wholes: dict[str, dict[str, str]]  # canonical part -> {canonical whole: "part" | "worn"}
+    overlaps: dict[frozenset[str], str]  # two names one object can carry -> why
+    homonyms: dict[str, str]  # names with two senses (they may sit in two categories) -> the senses
+    crowd: dict[str, tuple[str, str]]  # name -> (group, reason)
+    not_object: dict[str, tuple[str, str]]  # name -> (group, reason)
+    surfaces: dict[str, str]  # canonical name -> "text" | "pictures": its box holds print or pictures
+    categories: tuple[Category, ...]
+    known: frozenset[str]  # every name the noun table lists (the forms' `known`)
+    _cache: dict[tuple[str, ...], Any] = field(default_factory=dict, init=False)
 
     def _c(self, name: str) -> str:
         """The canonical name (lemma, then synonym), memoised by the name as given: hygiene compares every
@@ -24,16 +42,16 @@ class _NounSemantics(_NounForms):
         key = ("canon", name)
         got = self._cache.get(key)
         if got is None:
-            lem = self.lemma(name)
-            got = self._cache[key] = self._canon.get(lem, lem)
+            lem = self.forms.lemma(name)
+            got = self._cache[key] = self.canon.get(lem, lem)
         return got
 
     def _parents_of(self, c: str) -> frozenset[str]:
         """Direct hypernyms. A multiword name the tables do not know is a hyponym of its head noun
         ("glass window" is a window, "front wheel" a wheel): English compounds name a kind of their head,
         and the exceptions ("hot dog", "teddy bear", "home plate") are listed in the tables."""
-        parents = self._parents.get(c)
-        if parents is not None or c in self._known_nouns:
+        parents = self.parents.get(c)
+        if parents is not None or c in self.known:
             return parents or frozenset()
         words = c.split()
         if len(words) > 1:
@@ -60,7 +78,7 @@ class _NounSemantics(_NounForms):
     def _descendants(self, c: str) -> frozenset[str]:
         key = ("desc", c)
         if key not in self._cache:
-            self._cache[key] = frozenset(x for x in self._parents if c in self._ancestors(x))
+            self._cache[key] = frozenset(x for x in self.parents if c in self._ancestors(x))
         return self._cache[key]
 
     def _whole_closure(self, c: str) -> dict[str, str]:
@@ -76,7 +94,7 @@ class _NounSemantics(_NounForms):
                 if x in seen:
                     continue
                 seen.add(x)
-                for w, h in self._wholes.get(x, {}).items():
+                for w, h in self.wholes.get(x, {}).items():
                     kind = "worn" if "worn" in (h, how) else "part"
                     out.setdefault(w, kind)
                     stack.append((w, kind))
@@ -93,7 +111,7 @@ class _NounSemantics(_NounForms):
         return None
 
     def is_known(self, name: str) -> bool:
-        return self._c(name) in self._known_nouns or self.lemma(name) in self._known_nouns
+        return self._c(name) in self.known or self.forms.lemma(name) in self.known
 
     def is_a(self, name: str, ancestor: str) -> bool:
         """True when every `name` is an `ancestor` (reflexive, transitive, through synonyms and plurals)."""
@@ -103,24 +121,17 @@ class _NounSemantics(_NounForms):
     def is_person(self, name: str) -> bool:
         return self.is_a(name, "person")
 
-    def synonyms(self, name: str) -> tuple[str, ...]:
-        c = self._c(name)
-        return tuple(s for s in self._synsets.get(c, (c,)) if s != self.lemma(name))
-
-    def hypernyms(self, name: str) -> frozenset[str]:
-        return self._ancestors(self._c(name))
-
     def is_crowd(self, name: str) -> bool:
         return self.crowd_reason(name) is not None
 
     def crowd_reason(self, name: str) -> str | None:
         """Why a name cannot carry a uniqueness claim ("<group>: <reason>"), or None."""
-        lem, c = self.lemma(name), self._c(name)
+        lem, c = self.forms.lemma(name), self._c(name)
         for x in (lem, c):
-            if x in self._crowd:
-                group, reason = self._crowd[x]
+            if x in self.crowd:
+                group, reason = self.crowd[x]
                 return f"{group}: {reason}"
-        if self.is_plural(name) and _norm(name).split()[-1] not in self._pluralia:
+        if self.forms.is_plural(name) and norm(name).split()[-1] not in self.forms.pluralia:
             return "plural: a plural name refers to several objects"
         return None
 
@@ -129,10 +140,10 @@ class _NounSemantics(_NounForms):
         return None if reason is None else reason.split(":", 1)[0]
 
     def _not_object_hit(self, name: str) -> tuple[str, str] | None:
-        n, lem = _norm(name), self.lemma(name)
-        hit = self._not_object.get(n) or self._not_object.get(lem)
-        if hit is None and " " in lem and lem not in self._known_nouns:
-            hit = self._not_object.get(lem.split()[-1])  # "nike logo" is a logo
+        n, lem = norm(name), self.forms.lemma(name)
+        hit = self.not_object.get(n) or self.not_object.get(lem)
+        if hit is None and " " in lem and lem not in self.known:
+            hit = self.not_object.get(lem.split()[-1])  # "nike logo" is a logo
         return hit
 
     def not_object_reason(self, name: str) -> str | None:
@@ -149,8 +160,8 @@ class _NounSemantics(_NounForms):
         key = ("surface", name)
         if key not in self._cache:
             c = self._c(name)
-            kind = self._surfaces.get(c) or next(
-                (self._surfaces[a] for a in self._ancestors(c) if a in self._surfaces), None
+            kind = self.surfaces.get(c) or next(
+                (self.surfaces[a] for a in self._ancestors(c) if a in self.surfaces), None
             )
             hit = self._not_object_hit(name)
             self._cache[key] = kind or ("text" if hit is not None and hit[0] == "marking" else None)
@@ -202,19 +213,38 @@ class _NounSemantics(_NounForms):
         level = {c}
         seen: set[str] = set()
         while level:
-            for cat in self._categories:
+            for cat in self.categories:
                 if level & cat.classes.keys():
                     return cat.name
             seen |= level
             level = {p for x in level for p in self._parents_of(x) if p not in seen}
         anc = self._self_and_ancestors(c)
-        for cat in self._categories:
+        for cat in self.categories:
             if anc & cat.roots:
                 return cat.name
         return None
 
+    def noun_status(self, name: str) -> str | None:
+        """How a name is classified: "category:<c>", "crowd:<group>", "mass", "part", "not_object:<group>"
+        (several joined by "|"), or None when the tables know nothing of it."""
+        out: list[str] = []
+        cat = self.name_category(name)
+        if cat is not None:
+            out.append(f"category:{cat}")
+        group = self.crowd_group(name)
+        if group is not None:
+            out.append(f"crowd:{group}")
+        if self.forms.is_mass(name):
+            out.append("mass")
+        if self.is_part_name(name):
+            out.append("part")
+        hit = self._not_object_hit(name)
+        if hit is not None:
+            out.append(f"not_object:{hit[0]}")
+        return "|".join(out) or None
+
     def category_members(self, category: str) -> tuple[str, ...]:
-        for cat in self._categories:
+        for cat in self.categories:
             if cat.name == category:
                 return tuple(sorted(cat.classes))
         raise ValueError(f"unknown noun category {category!r}")
@@ -224,16 +254,16 @@ class _NounSemantics(_NounForms):
         return self._c(a) == self._c(b)
 
     def _relate(self, a: str, b: str) -> tuple[str | None, str]:
-        na, nb = _norm(a), _norm(b)
+        na, nb = norm(a), norm(b)
         if na == nb:
             return "same", f"'{a}' and '{b}' are the same name"
-        la, lb = self.lemma(na), self.lemma(nb)
+        la, lb = self.forms.lemma(na), self.forms.lemma(nb)
         if la == lb:
-            if self.is_plural(na) == self.is_plural(nb):
+            if self.forms.is_plural(na) == self.forms.is_plural(nb):
                 return "synonym", f"'{a}' and '{b}' are spellings of one name"
-            sing, other = (a, b) if self.is_plural(nb) else (b, a)
+            sing, other = (a, b) if self.forms.is_plural(nb) else (b, a)
             return "plural", f"'{other}' is a plural form of '{sing}'"
-        ca, cb = self._canon.get(la, la), self._canon.get(lb, lb)
+        ca, cb = self.canon.get(la, la), self.canon.get(lb, lb)
         if ca == cb:
             return "synonym", f"'{b}' is a synonym of '{a}'"
         if cb in self._ancestors(ca):
@@ -250,7 +280,7 @@ class _NounSemantics(_NounForms):
         # do not; but two names that share a hyponym always overlap (a minivan is a car and a van)
         for x in (la, ca):
             for y in (lb, cb):
-                why = self._overlaps.get(frozenset((x, y)))
+                why = self.overlaps.get(frozenset((x, y)))
                 if why is not None:
                     return "overlap", f"'{a}' and '{b}' can name one object: {why}"
         shared = self._descendants(ca) & self._descendants(cb)
@@ -265,7 +295,7 @@ class _NounSemantics(_NounForms):
 
     def names_contradict(self, a: str, b: str) -> tuple[bool, str]:
         """True only when an object truly called `a` cannot be called `b`; else False and the reason."""
-        key = ("ncon", f"{_norm(a)}\0{_norm(b)}")
+        key = ("ncon", f"{norm(a)}\0{norm(b)}")
         if key in self._cache:
             return self._cache[key]
         rel, why = self._relate(a, b)
@@ -276,7 +306,7 @@ class _NounSemantics(_NounForms):
     def _category_verdict(self, a: str, b: str) -> tuple[bool, str]:
         ca, cb = self._c(a), self._c(b)
         same_class: str | None = None
-        for cat in self._categories:
+        for cat in self.categories:
             xa, xb = self._classes(cat, ca), self._classes(cat, cb)
             if not xa or not xb:
                 continue
@@ -287,14 +317,14 @@ class _NounSemantics(_NounForms):
         if same_class:
             return False, same_class
         anc_a, anc_b = self._self_and_ancestors(ca), self._self_and_ancestors(cb)
-        for cat in self._categories:
+        for cat in self.categories:
             xa, xb = self._classes(cat, ca), self._classes(cat, cb)
             in_a, in_b = bool(xa or anc_a & cat.roots), bool(xb or anc_b & cat.roots)
             if in_a and in_b:
                 loose = b if xa else a
                 return False, f"'{loose}' has no class of its own in {cat.label}, so it contradicts nothing there"
         for x, orig in ((ca, a), (cb, b)):
-            if x not in self._known_nouns:
+            if x not in self.known:
                 return False, f"'{orig}' is not in the noun table"
         return False, f"no category holds both '{a}' and '{b}'"
 
@@ -318,9 +348,36 @@ class _NounSemantics(_NounForms):
             return True
         ca, cb = self._c(name_a), self._c(name_b)
         anc_a, anc_b = self._self_and_ancestors(ca), self._self_and_ancestors(cb)
-        for cat in self._categories:
+        for cat in self.categories:
             if not cat.similar_size:
                 continue
             if (self._classes(cat, ca) or anc_a & cat.roots) and (self._classes(cat, cb) or anc_b & cat.roots):
                 return True
         return False
+
+    def _nested(self, a: Category, b: Category) -> bool:
+        """Two facets of one kind: a root of one is (a hyponym of) a root of the other."""
+        return any(x == y or y in self._ancestors(x) or x in self._ancestors(y) for x in a.roots for y in b.roots)
+
+    def check(self) -> list[str]:
+        """Structural problems in the noun table (the tests require none)."""
+        problems: list[str] = []
+        # a name listed in two categories must be a declared homonym or sit in facets of one root
+        seen: dict[str, Category] = {}
+        for cat in self.categories:
+            for name in cat.classes:
+                prev = seen.get(name)
+                if prev is None:
+                    seen[name] = cat
+                elif name not in self.homonyms and not self._nested(prev, cat):
+                    problems.append(f"'{name}' is in categories {prev.name!r} and {cat.name!r}")
+        for c in self.parents:
+            if c in self._ancestors(c):
+                problems.append(f"is-a cycle through '{c}'")
+        for name in self.known:
+            if self.noun_status(name) is None:
+                problems.append(f"'{name}' is named in the noun tables but classified nowhere")
+            lem = self.forms.lemma(name)
+            if lem != name and name not in self.forms.spellings:
+                problems.append(f"'{name}' in the noun tables is not a lemma (lemma: '{lem}')")
+        return problems

@@ -3,7 +3,7 @@
 FineCops-Ref replaces a word of a referring expression with "a misleading word of the same category that
 contradicts it". Same category is not enough: a synonym, a plural form, a hypernym or hyponym, a part or
 whole, an attribute that can hold at once or a compatible relation leaves the expression true of the image.
-This module reads three versioned tables under `templates/` and answers, with a reason, whether two words
+`Words` reads three versioned tables under `templates/` and answers, with a reason, whether two words
 contradict:
 
 - `nouns.v1.yaml`: synonym sets, is-a (transitive), part-of and worn-by, names that overlap (one object
@@ -22,28 +22,28 @@ extends the tables: a multiword name they do not list is a kind of its head noun
 window). English forms (singular, plural, "a"/"an") come from inflect, corrected by the noun table's
 exception lists where it is wrong for GQA's words ("glasses", "bus", "sheep").
 
-The code is split by table section (each module says what it holds): `words_tables` (normalisation, the
-strict YAML reader, the category/scale/axis records), `words_readers` (tables -> `Words` fields),
-`words_forms` (noun forms, inflect), `words_nouns`, `words_attributes` and `words_relations` (the semantics,
-as mixins of `Words`). This module keeps `Words` itself (its fields, loading, coverage and self-check).
+The package is split by table (each module says what it holds): `common` (normalisation, the YAML reading,
+the category/scale/axis records), `readers` (tables -> the objects below), `forms` (`NounForms`: English
+forms of names, inflect), `nouns` (`Nouns`), `attributes` (`Attributes`) and `relations` (`Relations`).
+`Words` composes them and is the one facade callers use: its methods hand each question to the part that
+answers it; it adds loading, coverage and the self-check across the tables.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from hardneg.core.resources import data_path
 from hardneg.core.words.attribute_table import AttributeTable
-from hardneg.core.words.attributes import _AttributeSemantics
-from hardneg.core.words.common import Axis, Category, Scale, _read_yaml
-from hardneg.core.words.forms import inflect
-from hardneg.core.words.nouns import _NounSemantics
-from hardneg.core.words.readers import _load_attributes, _load_nouns, _load_relations
-from hardneg.core.words.relations import _RelationSemantics
+from hardneg.core.words.attributes import Attributes
+from hardneg.core.words.common import read_yaml
+from hardneg.core.words.nouns import Nouns
+from hardneg.core.words.readers import read_attributes, read_nouns, read_relations
+from hardneg.core.words.relations import Relations
 
 VERSION = "words@v1"
 NOUNS_FILE = "nouns.v1.yaml"
@@ -51,65 +51,19 @@ ATTRIBUTES_FILE = "attributes.v1.yaml"
 RELATIONS_FILE = "relation_semantics.v1.yaml"
 ATTRIBUTE_TABLE_FILE = "attribute_categories.json"
 
-# name_relation's answers; "overlap" (two names one object can carry) extends the list in the brief.
-NAME_RELATIONS = ("same", "plural", "synonym", "hypernym", "hyponym", "part", "whole", "overlap")
-
 
 @dataclass(slots=True, frozen=True, repr=False, eq=False)  # identity equality: the tables are loaded once
-class Words(_NounSemantics, _AttributeSemantics, _RelationSemantics):
+class Words:
     """The word tables, loaded once. A replacement is accepted only when these say the two words contradict;
-    every answer that refuses says why."""
+    every answer that refuses says why. The methods' documentation is on the parts that answer them."""
 
     version: str
-    # nouns
-    _forms: dict[str, str]
-    _pluralia: frozenset[str]
-    _invariant: frozenset[str]
-    _irregular: dict[str, str]  # plural -> singular
-    _irregular_plural: dict[str, str]  # singular -> plural
-    _singular_s: frozenset[str]
-    _article_an: frozenset[str]
-    _article_a: frozenset[str]
-    _canon: dict[str, str]  # name -> canonical synonym
-    _synsets: dict[str, tuple[str, ...]]
-    _parents: dict[str, frozenset[str]]  # canonical -> direct hypernyms (canonical)
-    _wholes: dict[str, dict[str, str]]  # canonical part -> {canonical whole: "part" | "worn"}
-    _overlaps: dict[frozenset[str], str]
-    _homonyms: dict[str, str]
-    _mass: frozenset[str]
-    _crowd: dict[str, tuple[str, str]]  # name -> (group, reason)
-    _not_object: dict[str, tuple[str, str]]
-    _surfaces: dict[str, str]  # canonical name -> "text" | "pictures": its box holds print or pictures
-    _categories: tuple[Category, ...]
-    _known_nouns: frozenset[str]
-    # attributes
-    _attr_table: AttributeTable
-    _attr_added: dict[str, str]
-    _attr_synonyms: dict[str, str]  # spelling -> canonical
-    _scales: tuple[Scale, ...]
-    _antonyms: dict[str, str]
-    _person_attr: dict[str, str]
-    _attr_free: dict[str, frozenset[str] | None]  # attribute category -> noun categories it fits (None: all)
-    # relations
-    _rel_forms: dict[str, str]
-    _rel_lemmas: dict[str, str]
-    _rel_synonyms: dict[str, frozenset[str]]
-    _rel_implies: dict[str, frozenset[str]]
-    _rel_compatible: dict[frozenset[str], str]
-    _axes: tuple[Axis, ...]
-    _rel_plain: dict[str, str]  # known relations no table contradicts, with the reason
-    _rel_symmetric: frozenset[str]
-    _rel_converse: dict[str, str]
-    _ie: inflect.engine = field(repr=False, compare=False)
-    _cache: dict[tuple[str, str], Any] = field(default_factory=dict, repr=False, compare=False)
+    nouns: Nouns
+    attributes: Attributes
+    relations: Relations
 
     def __repr__(self) -> str:
         return f"Words({self.version!r})"
-
-    @property
-    def known_nouns(self) -> frozenset[str]:
-        """Every object name the tables know (categories, crowds, parts, synonyms, ...)."""
-        return self._known_nouns
 
     # ------------------------------------------------------------------ loading
 
@@ -122,41 +76,149 @@ class Words(_NounSemantics, _AttributeSemantics, _RelationSemantics):
 
     @classmethod
     def _read(cls, d: Path) -> Words:
-        nouns = _read_yaml(d / NOUNS_FILE)
-        attrs = _read_yaml(d / ATTRIBUTES_FILE)
-        rels = _read_yaml(d / RELATIONS_FILE)
+        noun_data, attr_data, rel_data = (read_yaml(d / f) for f in (NOUNS_FILE, ATTRIBUTES_FILE, RELATIONS_FILE))
         table_path = d / ATTRIBUTE_TABLE_FILE
         table = AttributeTable.load(table_path if table_path.exists() else None)
-        kw: dict[str, Any] = {}
-        kw.update(_load_nouns(nouns))
-        kw.update(_load_attributes(attrs))
-        kw.update(_load_relations(rels))
+        nouns = read_nouns(noun_data)
         version = (
-            f"{VERSION}(nouns@{nouns['version']},attributes@{attrs['version']},"
-            f"relation_semantics@{rels['version']},{table.version})"
+            f"{VERSION}(nouns@{noun_data['version']},attributes@{attr_data['version']},"
+            f"relation_semantics@{rel_data['version']},{table.version})"
         )
-        return cls(version=version, _attr_table=table, _ie=inflect.engine(), **kw)
+        return cls(
+            version=version,
+            nouns=nouns,
+            attributes=read_attributes(attr_data, table),
+            relations=read_relations(rel_data, nouns.forms),
+        )
 
-    # ------------------------------------------------------------------ coverage
+    # ------------------------------------------------------------------ English forms of names
+
+    def lemma(self, name: str) -> str:
+        return self.nouns.forms.lemma(name)
+
+    def is_plural(self, name: str) -> bool:
+        return self.nouns.forms.is_plural(name)
+
+    def plural(self, name: str) -> str:
+        return self.nouns.forms.plural(name)
+
+    def is_mass(self, name: str) -> bool:
+        return self.nouns.forms.is_mass(name)
+
+    def indefinite_article(self, phrase: str) -> str:
+        return self.nouns.forms.indefinite_article(phrase)
+
+    def be_verb(self, name: str) -> str:
+        return self.nouns.forms.be_verb(name)
+
+    # ------------------------------------------------------------------ nouns
+
+    @property
+    def known_nouns(self) -> frozenset[str]:
+        """Every object name the tables know (categories, crowds, parts, synonyms, ...)."""
+        return self.nouns.known
+
+    def is_known(self, name: str) -> bool:
+        return self.nouns.is_known(name)
+
+    def is_a(self, name: str, ancestor: str) -> bool:
+        return self.nouns.is_a(name, ancestor)
+
+    def is_person(self, name: str) -> bool:
+        return self.nouns.is_person(name)
+
+    def is_crowd(self, name: str) -> bool:
+        return self.nouns.is_crowd(name)
+
+    def crowd_reason(self, name: str) -> str | None:
+        return self.nouns.crowd_reason(name)
+
+    def crowd_group(self, name: str) -> str | None:
+        return self.nouns.crowd_group(name)
+
+    def not_object_reason(self, name: str) -> str | None:
+        return self.nouns.not_object_reason(name)
+
+    def is_part_name(self, name: str) -> bool:
+        return self.nouns.is_part_name(name)
+
+    def surface_kind(self, name: str) -> str | None:
+        return self.nouns.surface_kind(name)
+
+    def is_part_of_things(self, name: str) -> bool:
+        return self.nouns.is_part_of_things(name)
+
+    def shares_whole(self, part: str, other: str) -> bool:
+        return self.nouns.shares_whole(part, other)
+
+    def name_category(self, name: str) -> str | None:
+        return self.nouns.name_category(name)
 
     def noun_status(self, name: str) -> str | None:
-        """How a name is classified: "category:<c>", "crowd:<group>", "mass", "part", "not_object:<group>"
-        (several joined by "|"), or None when the tables know nothing of it."""
-        out: list[str] = []
-        cat = self.name_category(name)
-        if cat is not None:
-            out.append(f"category:{cat}")
-        group = self.crowd_group(name)
-        if group is not None:
-            out.append(f"crowd:{group}")
-        if self.is_mass(name):
-            out.append("mass")
-        if self.is_part_name(name):
-            out.append("part")
-        hit = self._not_object_hit(name)
-        if hit is not None:
-            out.append(f"not_object:{hit[0]}")
-        return "|".join(out) or None
+        return self.nouns.noun_status(name)
+
+    def category_members(self, category: str) -> tuple[str, ...]:
+        return self.nouns.category_members(category)
+
+    def same_kind(self, a: str, b: str) -> bool:
+        return self.nouns.same_kind(a, b)
+
+    def name_relation(self, a: str, b: str) -> str | None:
+        return self.nouns.name_relation(a, b)
+
+    def names_contradict(self, a: str, b: str) -> tuple[bool, str]:
+        return self.nouns.names_contradict(a, b)
+
+    def contradicting(self, name: str, candidates: Iterable[str]) -> list[str]:
+        return self.nouns.contradicting(name, candidates)
+
+    def size_comparable(self, name_a: str, name_b: str) -> bool:
+        return self.nouns.size_comparable(name_a, name_b)
+
+    # ------------------------------------------------------------------ attributes
+
+    def attribute_category(self, attribute: str) -> str | None:
+        return self.attributes.attribute_category(attribute)
+
+    def attributes_contradict(self, a: str, b: str) -> tuple[bool, str]:
+        return self.attributes.attributes_contradict(a, b)
+
+    def fits_any(self, attribute: str, noun_category: str | None) -> bool:
+        return self.attributes.fits_any(attribute, noun_category)
+
+    def antonym(self, attribute: str) -> str | None:
+        return self.attributes.antonym(attribute)
+
+    def is_person_attribute(self, attribute: str) -> bool:
+        return self.attributes.is_person_attribute(attribute)
+
+    def person_attribute_reason(self, attribute: str) -> str | None:
+        return self.attributes.person_attribute_reason(attribute)
+
+    # ------------------------------------------------------------------ relations
+
+    def relation_form(self, relation: str) -> str | None:
+        return self.relations.relation_form(relation)
+
+    def is_symmetric(self, relation: str) -> bool:
+        return self.relations.is_symmetric(relation)
+
+    def axes_of(self, relation: str) -> frozenset[str]:
+        return self.relations.axes_of(relation)
+
+    def is_positional(self, relation: str) -> bool:
+        return self.relations.is_positional(relation)
+
+    def converse(self, relation: str) -> str | None:
+        return self.relations.converse(relation)
+
+    def relation_synonyms(self, relation: str) -> tuple[str, ...]:
+        return self.relations.relation_synonyms(relation)
+
+    def relations_contradict(self, r1: str, r2: str, obj: str | None = None) -> tuple[bool, str]:
+        return self.relations.relations_contradict(r1, r2, obj)
+
+    # ------------------------------------------------------------------ coverage and self-check
 
     def coverage(
         self, names: Iterable[str], attributes: Iterable[str], relations: Iterable[str]
@@ -177,81 +239,19 @@ class Words(_NounSemantics, _AttributeSemantics, _RelationSemantics):
             return {"total": len(words), "covered": len(words) - len(missing), "by_kind": kinds, "uncovered": missing}
 
         def attr_status(a: str) -> str | None:
-            cat = self.attribute_category(a)
+            cat = self.attributes.attribute_category(a)
             return None if cat is None else f"category:{cat}"
 
-        def rel_status(r: str) -> str | None:
-            f = self.relation_form(r)
-            if f is None:
-                return None
-            if any(f in ax.poles for ax in self._axes):
-                return "contradiction"
-            if f in self._rel_synonyms or f in self._rel_implies:
-                return "synonym"
-            return "no_opposite"
-
         return {
-            "names": tally(names, self.noun_status),
+            "names": tally(names, self.nouns.noun_status),
             "attributes": tally(attributes, attr_status),
-            "relations": tally(relations, rel_status),
+            "relations": tally(relations, self.relations.status),
         }
-
-    # ------------------------------------------------------------------ self-check
-
-    def _nested(self, a: Category, b: Category) -> bool:
-        """Two facets of one kind: a root of one is (a hyponym of) a root of the other."""
-        return any(x == y or y in self._ancestors(x) or x in self._ancestors(y) for x in a.roots for y in b.roots)
 
     def check(self) -> list[str]:
         """Structural problems in the tables (the tests require none)."""
-        problems: list[str] = []
-        # a name listed in two categories must be a declared homonym or sit in facets of one root
-        seen: dict[str, Category] = {}
-        for cat in self._categories:
-            for name in cat.classes:
-                prev = seen.get(name)
-                if prev is None:
-                    seen[name] = cat
-                elif name not in self._homonyms and not self._nested(prev, cat):
-                    problems.append(f"'{name}' is in categories {prev.name!r} and {cat.name!r}")
-        for c in self._parents:
-            if c in self._ancestors(c):
-                problems.append(f"is-a cycle through '{c}'")
-        for name in self._known_nouns:
-            if self.noun_status(name) is None:
-                problems.append(f"'{name}' is named in the noun tables but classified nowhere")
-            lem = self.lemma(name)
-            if lem != name and name not in self._forms:
-                problems.append(f"'{name}' in the noun tables is not a lemma (lemma: '{lem}')")
-        for a, b in self._antonyms.items():
-            if not self.attributes_contradict(a, b)[0]:
-                problems.append(f"antonyms '{a}'/'{b}' do not contradict: {self.attributes_contradict(a, b)[1]}")
-        for spelling, canon in self._attr_synonyms.items():
-            if self.attribute_category(canon) is None:
-                problems.append(f"attribute synonym '{spelling}' -> '{canon}' has no category")
-        categories = {c.name for c in self._categories}
-        for cat, kinds in self._attr_free.items():
-            for k in sorted((kinds or frozenset()) - categories):
-                problems.append(f"free_on.{cat} names the noun category '{k}', which does not exist")
-        for scale in self._scales:
-            for word in (*scale.classes, *scale.any):
-                if self.attribute_category(word) is None:
-                    problems.append(f"attribute '{word}' of scale {scale.name!r} has no category")
-        for word in self._attr_added:
-            if self._attr_table.category(word) is not None:
-                problems.append(f"attribute '{word}' is added but the category table has it")
-        for r, same in self._rel_synonyms.items():
-            for s in same:
-                if s != r and self.relations_contradict(r, s)[0]:
-                    problems.append(f"relation synonyms '{r}'/'{s}' contradict")
-        for r in (*self._rel_symmetric, *self._rel_converse):
-            if self.relation_form(r) is None:
-                problems.append(f"relation '{r}' of symmetric/converse is in no table")
-        for ax in self._axes:
-            for r in ax.poles:
-                if self.relation_form(r) != r:
-                    problems.append(f"relation '{r}' of axis {ax.name!r} does not read as itself")
-        return problems
+        noun_categories = frozenset(c.name for c in self.nouns.categories)
+        return [*self.nouns.check(), *self.attributes.check(noun_categories), *self.relations.check()]
 
 
 @lru_cache(maxsize=1)

@@ -1,62 +1,12 @@
-"""Loaders for the versioned data files under `templates/` (names, relations, English facts)."""
+"""The small versioned data files under `templates/` (poor referents, relations, English facts, name categories,
+the lexicon), each read into a record with its version."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import yaml
-
-
-class DataLoader(yaml.SafeLoader):
-    """YAML without 1.1's on/off/yes/no booleans ("on" is a GQA relation, not True), refusing duplicate
-    keys (a repeated config key or table entry would silently drop the first)."""
-
-
-DataLoader.yaml_implicit_resolvers = {
-    k: [r for r in v if r[0] != "tag:yaml.org,2002:bool"] for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-DataLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
-)
-
-
-class DuplicateKeyError(yaml.constructor.ConstructorError, ValueError):
-    """A key repeated in one YAML mapping, which YAML would resolve silently by keeping the last."""
-
-
-def _mapping_without_duplicates(loader: DataLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
-    seen: set[Any] = set()
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        try:
-            repeated = key in seen
-        except TypeError:  # an unhashable key: construct_mapping says so
-            continue
-        if repeated:
-            raise DuplicateKeyError(None, None, f"duplicate key {key!r}", key_node.start_mark)
-        seen.add(key)
-    return loader.construct_mapping(node, deep)
-
-
-DataLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping_without_duplicates)
-
-
-def load_yaml_text(text: str) -> Any:
-    """YAML as the project reads it: "on" stays a string, and a repeated key is an error."""
-    return yaml.load(text, Loader=DataLoader)
-
-
-def _load_yaml(path: Path) -> dict:
-    try:
-        data = load_yaml_text(path.read_text())
-    except FileNotFoundError:
-        raise ValueError(f"data file not found: {path}") from None
-    if not isinstance(data, dict) or "version" not in data:
-        raise ValueError(f"{path} must be a mapping with a 'version' key")
-    return data
+from hardneg.core.words.common import read_yaml
 
 
 @dataclass(slots=True, frozen=True)
@@ -69,7 +19,7 @@ class PoorReferents:
 
     @classmethod
     def load(cls, path: Path) -> PoorReferents:
-        data = _load_yaml(path)
+        data = read_yaml(path)
         reasons: dict[str, str] = {}
         never: set[str] = set()
         for group, spec in data.get("groups", {}).items():
@@ -90,7 +40,7 @@ class RelationVocab:
 
     @classmethod
     def load(cls, path: Path) -> RelationVocab:
-        data = _load_yaml(path)
+        data = read_yaml(path)
         return cls(
             version=f"relations@{data['version']}",
             skip=frozenset(data["skip"]["names"]),
@@ -111,7 +61,7 @@ class English:
 
     @classmethod
     def load(cls, path: Path) -> English:
-        data = _load_yaml(path)
+        data = read_yaml(path)
         return cls(
             version=f"english@{data['version']}",
             adjective_order=tuple(data["adjective_order"]),
@@ -147,7 +97,7 @@ class NameCategories:
 
     @classmethod
     def load(cls, path: Path) -> NameCategories:
-        data = _load_yaml(path)
+        data = read_yaml(path)
         by_name: dict[str, str] = {}
         for cat, names in data["categories"].items():
             for n in names:
@@ -171,7 +121,7 @@ class Lexicon:
 
     @classmethod
     def load(cls, path: Path) -> Lexicon:
-        data = _load_yaml(path)
+        data = read_yaml(path)
         syn = data.get("synonyms", {})
         rel_cat: dict[str, str] = {}
         for cat, names in data.get("relation_categories", {}).items():

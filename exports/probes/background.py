@@ -25,25 +25,32 @@ from __future__ import annotations
 import random
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import orjson
 from PIL import Image
+from pydantic import Field, field_validator
 
 from hardneg.core.certify import VERSION as CERTIFIER
 from hardneg.core.certify import Certifier
+from hardneg.core.config_exports import ExportOptions
 from hardneg.core.gqa.hygiene import words_digest
 from hardneg.core.gqa.ingest import row_to_graph
 from hardneg.core.gqa.plausibility import Counts
 from hardneg.core.ids import safe_name
 from hardneg.core.io import write_json
+from hardneg.core.plugins import EXPORTS
 from hardneg.core.records import Reject, SceneGraph, SceneObject, content_id, keyed_seed
+from hardneg.core.rows import GraphRow
 from hardneg.core.runfolder import image_file, resolve_inputs
+from hardneg.core.schema import outputs
 from hardneg.core.splits import split_of
-from hardneg.core.stage import Run, Stage, Unit
+from hardneg.core.stage import Run, Unit
 from hardneg.core.words.table import Words
+from hardneg.exports.base import ExportStage
 from hardneg.exports.common import noun_phrase
+from hardneg.exports.rows import ProbeBGroupRow
 from hardneg.generators.paths.targets import PathResources, target_reason
 
 VERSION = f"probe_b@v2+{CERTIFIER}"  # v2: the filler scene's names in the row
@@ -106,12 +113,38 @@ def fillers(kinds: list[str], size: tuple[int, int], scene: np.ndarray | None, s
     return out
 
 
-class ProbeBStage(Stage):
+Filler = Literal["black", "gray", "noise", "scene"]
+FILLERS: tuple[str, ...] = ("black", "gray", "noise", "scene")
+
+
+class ProbeBExport(ExportOptions):
+    """Probe-B: backgrounds replaced by fillers (BMR keeps every object, BR only the target)."""
+
+    enabled: bool = True
+    splits: list[Literal["train", "val", "test"]] = Field(default_factory=lambda: ["test"])
+    fillers: list[Filler] = Field(default_factory=lambda: list(FILLERS))
+    absent_prompts: int = Field(3, ge=1, le=20)  # names absent from the image, scored against the target's
+    patch_frac: float = Field(0.1, gt=0.0, lt=0.5)  # the control patch's share of the image
+    min_background: float = Field(0.2, ge=0.0, lt=1.0)  # share of the image the fillers must replace
+    max_overlap: float = Field(0.25, ge=0.0, le=1.0)  # BR: another object's box may lie this much in the target's
+    max_images: int | None = Field(None, ge=1)  # per shard; None = every eligible image
+
+    @field_validator("fillers")
+    @classmethod
+    def _distinct(cls, v: list[str]) -> list[str]:
+        if not v or len(set(v)) != len(v):
+            raise ValueError("fillers must be a non-empty list without repeats")
+        return v
+
+
+@EXPORTS.add("probe_b", order=20)
+class ProbeBStage(ExportStage):
     """Probe-B images and groups for the images of the configured splits."""
 
-    name = "probe_b"
     version = VERSION
+    Options = ProbeBExport
     reads = ("hygiene", "plausibility")
+    writes = outputs({"groups": ProbeBGroupRow})
     config = ("seed", "splits", "targets", "paths.rules", "exports.probe_b")
     data = ("attribute_table", "targets.poor_referents")
     publishes = ("probes",)  # its images go to probes/generated
@@ -146,9 +179,9 @@ class ProbeBStage(Stage):
         cfg, opts = unit.cfg, unit.cfg.exports.probe_b
         images = resolve_inputs(unit.root, cfg)[1]
         graphs = [
-            g
-            for g in map(row_to_graph, unit.read("hygiene", "graphs"))
-            if split_of(g.image_id, cfg.splits) in opts.splits
+            r.scene_graph()
+            for r in unit.records("hygiene", "graphs", GraphRow)
+            if split_of(r.image_id, cfg.splits) in opts.splits
         ]
         unit.items_in = len(graphs)
         rows: list[dict[str, Any]] = []

@@ -23,17 +23,23 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import Field
+
 from hardneg.core.certify import VERSION as CERTIFIER
 from hardneg.core.certify import Certifier
+from hardneg.core.config_exports import ExportOptions
 from hardneg.core.gqa.hygiene import words_digest
 from hardneg.core.gqa.plausibility import Counts
 from hardneg.core.ids import safe_name
 from hardneg.core.io import write_json
+from hardneg.core.plugins import EXPORTS
 from hardneg.core.records import PathNode, Reject, content_id
 from hardneg.core.runfolder import image_file, resolve_inputs
-from hardneg.core.stage import Run, Stage, Unit
+from hardneg.core.schema import outputs
+from hardneg.core.stage import Run, Unit
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
+from hardneg.exports.base import ExportStage
 from hardneg.exports.common import (
     SPLITS,
     CorpusIndex,
@@ -54,6 +60,7 @@ from hardneg.exports.probes.official import (
     probe_r_records,
 )
 from hardneg.exports.probes.relation_composition import ProbeSearch, balance_categories
+from hardneg.exports.rows import ProbeBGroupRow, ProbeCRow, ProbeRRow
 
 # v2: the paper's own layout beside our tables; implausible predicates first; swapped-subject images;
 # attribute swaps beyond antonyms, categories balanced
@@ -93,13 +100,35 @@ class Shared:
         return cls(words, table, Certifier(words, table), counts, index)
 
 
-class ProbesStage(Stage):
+class ProbesExport(ExportOptions):
+    """Probe-R and Probe-C (the probing paper), from the decided positives."""
+
+    enabled: bool = True
+    # Probe-R subject-only and swapped-subject images per triple (the paper: 10; its script averages
+    # exactly 10, so its layout repeats a smaller set in turn); 0 leaves both sets, and the paper's file, out
+    subject_only_images: int = Field(10, ge=0, le=10)
+    candidates: int = Field(10, ge=1)  # corpus images certified per search (second image; image sets: 3 x theirs)
+    max_category_share: float = Field(0.4, gt=0.0, le=1.0)  # Probe-C composition: no attribute category above it
+    class_min_count: int = Field(5, ge=1)  # Probe-B's class list: corpus names seen at least this often
+
+
+@EXPORTS.add("probes", order=40)
+class ProbesStage(ExportStage):
     """Probe-R and Probe-C from the decided positives; publishes Probe-B's groups beside them; writes all
     three in the paper's layout too."""
 
-    name = "probes"
     version = VERSION
+    Options = ProbesExport
+    title = "Probes (Probe-R, Probe-C, Probe-B)"
+    about = (
+        "Probe-R: a relation prompt against the most implausible contradicting predicate or a subject never "
+        "seen in the corpus, with subject-only and swapped-subject images; Probe-C: 2 images x 2 prompts with "
+        "the attribute swapped for its antonym or another of its category, or the object swapped; Probe-B: "
+        "the background replaced by a filler, keeping every object (BMR) or the target (BR), scored over a "
+        "class list of the corpus's names; in the paper's own layout and as `evaluation.probes` tables"
+    )
     reads = ("hygiene", "plausibility", "language", "decide", "probe_b")
+    writes = outputs({"probe_r": ProbeRRow, "probe_c": ProbeCRow, "probe_b": ProbeBGroupRow})
     config = ("seed", "splits", "exports.probes")
     data = ("attribute_table",)
     sharded = False

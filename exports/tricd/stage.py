@@ -30,16 +30,22 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
+from pydantic import Field
+
 from hardneg.core.certify import VERSION as CERTIFIER
 from hardneg.core.certify import Certifier, context_objects
+from hardneg.core.config_exports import ExportOptions
 from hardneg.core.executor import GraphIndex
 from hardneg.core.gqa.hygiene import words_digest
 from hardneg.core.io import write_json
+from hardneg.core.plugins import EXPORTS
 from hardneg.core.records import PathNode, Reject, SceneGraph, content_id
 from hardneg.core.runfolder import image_file, resolve_inputs
-from hardneg.core.stage import Run, Stage, Unit
+from hardneg.core.schema import outputs
+from hardneg.core.stage import Run, Unit
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
+from hardneg.exports.base import ExportStage
 from hardneg.exports.common import (
     CorpusIndex,
     ExportFolder,
@@ -49,6 +55,7 @@ from hardneg.exports.common import (
     kept_image_negatives,
     kept_positives,
 )
+from hardneg.exports.rows import TricdPairRow
 from hardneg.exports.tricd.official import file_name, official
 from hardneg.exports.tricd.rank import RelationIndex, rank_distractors
 from hardneg.generators.images.edits import falsified
@@ -59,12 +66,33 @@ FOLDER = "tricd"
 Size = tuple[int, int]
 
 
-class TricdStage(Stage):
+class TricdExport(ExportOptions):
+    """TRICD contextual phrase detection pairs (the TRICD paper)."""
+
+    enabled: bool = True
+    distractors: int = Field(1, ge=0, le=10)  # corpus images per positive in which the expression is false
+    # about this many images sampled per positive (the target's name, the expression's relations, the scene's
+    # rarest names) before they are ranked by how confusable they are with the positive image
+    candidates: int = Field(200, ge=1)
+    checked: int = Field(20, ge=1)  # the most confusable of them checked by the certificate, in rank order
+    image_negatives: bool = True  # the run's chosen edited images are negative pairs too
+
+
+@EXPORTS.add("tricd", order=30)
+class TricdStage(ExportStage):
     """TRICD pairs from the decided positives: corpus distractors and the run's image negatives."""
 
-    name = "tricd"
     version = VERSION
+    Options = TricdExport
+    title = "TRICD contextual phrase detection pairs"
+    about = (
+        "a positive pair (image, expression) with its noun phrases' boxes, and negative pairs with the same "
+        "caption and no boxes: the most confusable corpus images (the same names, a similar scene by the "
+        "graph) and the run's edited images in which the expression certainly matches nothing, in TRICD's own "
+        "layout (`TRICD_grounding_<split>.json`) for its official evaluation code; `evaluation.tricd`"
+    )
     reads = ("hygiene", "language", "images", "decide", "phrases")
+    writes = outputs({"pairs": TricdPairRow})
     config = (
         "seed",
         "splits",

@@ -21,13 +21,15 @@ they pass.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Sequence
 from typing import Any
 
 from PIL import Image
 
 from hardneg.backends.models import MODELS_HINT, resolve_device_dtype, shared
-from hardneg.filters.base import Filter, Item, Scores, Settings
+from hardneg.core.plugins import FILTERS
+from hardneg.filters.base import Filter, Item, ScoreLine, Scores, Settings
 
 logger = logging.getLogger(__name__)
 
@@ -138,6 +140,13 @@ class CLIPScorer:
         return [sims[2 * i] - sims[2 * i + 1] for i in range(len(items))]
 
 
+CLIP_SCALE = 0.05  # CLIP cosine gaps are a few hundredths
+
+
+def logistic(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, x))))
+
+
 class ClipOptions(Settings):
     model: str  # hub id or local directory of a CLIPModel and its processor
     device: str | None = None  # None: cuda when available
@@ -184,16 +193,26 @@ def _crop(image: Image.Image, box: tuple[int, int, int, int]) -> Image.Image:
     return image.crop((x0, y0, max(x0 + 1, min(image.width, x + w)), max(y0 + 1, min(image.height, y + h))))
 
 
+@FILTERS.add("clip", order=10)
 class ClipFilter(Filter):
     """FineCops-Ref's CLIP filter, both margins: a text negative's
     sim(image, positive text) - sim(image, negative text), an image candidate's
     sim(source, positive text) - sim(candidate, positive text)."""
 
-    name = "clip"
     version = "clip@v2"  # v2: the crop margin of image candidates
     targets = frozenset({"text_negative", "image_candidate"})
     Options = ClipOptions
     Thresholds = MinMargin
+    legend = (
+        ScoreLine(
+            "clip_margin",
+            "how much CLIP prefers the positive: sim(image, positive) - sim(image, negative) for a text negative, "
+            "sim(source, text) - sim(edited, text) for an image negative; above the threshold passes",
+            "min_margin",
+            # near or below 0 the negative may still be true; a margin of CLIP_SCALE is ~27% risk
+            risk=lambda v: logistic(-v / CLIP_SCALE),
+        ),
+    )
 
     def _scorer(self) -> CLIPScorer:
         o = self.options

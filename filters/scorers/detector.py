@@ -25,8 +25,9 @@ from typing import Any
 
 from hardneg.backends.models import MODELS_HINT, resolve_device_dtype, shared
 from hardneg.core.geometry import intersection, iou
+from hardneg.core.plugins import FILTERS
 from hardneg.core.records import SceneGraph
-from hardneg.filters.base import Box, Filter, Item, Scores, Settings
+from hardneg.filters.base import Box, Filter, Item, ScoreLine, Scores, Settings, probability
 
 log = logging.getLogger(__name__)
 
@@ -56,12 +57,21 @@ def query(name: str) -> str:
     return f"a photo of {'an' if name[:1] in 'aeiou' else 'a'} {name}"
 
 
+@FILTERS.add("detector", order=80)
 class DetectorFilter(Filter):
-    name = "detector"
     version = "detector@v1"
     targets = frozenset({"positive", "text_negative"})
     Options = DetectorOptions
     Thresholds = DetectorThresholds
+    legend = (
+        ScoreLine(
+            "detector_twin",
+            "detector's confidence that another object still matches the edited one; below passes",
+            "max_twin",
+            "below",
+            probability,  # an unannotated twin of the target: the positive is ambiguous
+        ),
+    )
 
     @property
     def identity(self) -> str:

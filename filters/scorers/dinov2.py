@@ -17,7 +17,8 @@ import numpy as np
 from PIL import Image
 
 from hardneg.backends.models import MODELS_HINT, resolve_device_dtype, shared
-from hardneg.filters.base import Filter, Item, Scores, Settings
+from hardneg.core.plugins import FILTERS
+from hardneg.filters.base import Filter, Item, ScoreLine, Scores, Settings
 
 logger = logging.getLogger(__name__)
 
@@ -187,13 +188,20 @@ class Dinov2Options(Settings):
     dtype: str | None = None
 
 
+@FILTERS.add("dinov2", order=30)
 class Dinov2Filter(Filter):
     """Best-of-N by DINOv2 cosine similarity to the source; it never drops by itself."""
 
-    name = "dinov2"
     version = "dinov2@v1"
     targets = frozenset({"image_candidate"})
     rank = "similarity"
+    legend = (
+        ScoreLine(
+            "similarity",
+            "cosine similarity of the DINOv2 features of the edited image and its source (1 = alike); best-of-N "
+            "keeps the most similar candidate that passes",
+        ),
+    )
     Options = Dinov2Options
 
     def _model(self) -> DinoSimilarity:

@@ -35,6 +35,7 @@ import numpy as np
 from PIL import Image
 
 from hardneg.backends.models import resolve_device_dtype, shared
+from hardneg.core.plugins import FILTERS
 from hardneg.filters.base import Box, Filter, Item, Scores, Settings
 from hardneg.filters.scorers.dinov2 import imagenet_tensor, resize_center_crop
 from hardneg.filters.scorers.dire_checkpoint import (
@@ -43,7 +44,7 @@ from hardneg.filters.scorers.dire_checkpoint import (
     resnet_config_from_torchvision,
     torchvision_resnet_key,
 )
-from hardneg.filters.scorers.seam import MaxRealism, keep_realism, realism_over_boxes
+from hardneg.filters.scorers.seam import MaxRealism, SeamFilter, keep_realism, realism_over_boxes
 
 # The checkpoint conversion lives in filters/scorers/dire_checkpoint.py; this module stays the public home of its names.
 __all__ = [
@@ -356,14 +357,15 @@ class DireOptions(Settings):
     dtype: str | None = None
 
 
+@FILTERS.add("dire", order=50)
 class DireFilter(Filter):
     """DIRE-style realism: the probability the edited box is generated, worst box per candidate."""
 
-    name = "dire"
     version = "dire@v1"
     targets = frozenset({"image_candidate"})
     Options = DireOptions
     Thresholds = MaxRealism
+    legend = SeamFilter.legend  # realism, as the seam score
 
     def _model(self) -> DIREScorer:
         o: DireOptions = self.options  # type: ignore[assignment]

@@ -106,7 +106,8 @@ from typing import Any
 
 import numpy as np
 
-from hardneg.filters.base import Box, Filter, Item, Scores, Settings, check_same_size
+from hardneg.core.plugins import FILTERS
+from hardneg.filters.base import Box, Filter, Item, ScoreLine, Scores, Settings, check_same_size
 from hardneg.filters.scorers.edit_pixels import (
     ERODE_PX,
     MASK_SEED,
@@ -232,14 +233,37 @@ def worst(per_region: Sequence[Scores]) -> Scores:
     return out
 
 
+@FILTERS.add("edits", order=70)
 class EditCheckFilter(Filter):
     """Whether each candidate shows its edit without a visible artifact; see the module docstring."""
 
-    name = "edits"
     version = "edits@v1"
     targets = frozenset({"image_candidate"})
     Options = EditOptions
     Thresholds = EditThresholds
+    legend = (
+        ScoreLine("recolor_hit", "edit check: share of the object's old-coloured pixels now in the new colour; higher "
+                  "is better (at least 0.5)", "min_recolor_hit"),
+        ScoreLine("recolor_left", "edit check: share still in the old colour; lower is better (at most 0.3)",
+                  "max_recolor_left", "below"),
+        ScoreLine("recolor_specks", "edit check: share of the new colour scattered in specks or glitter; at most 0.12",
+                  "max_recolor_specks", "below"),
+        ScoreLine("recolor_boxy", "edit check: share of the box outline painted the new colour (a rectangle); at most "
+                  "0.6", "max_recolor_boxy", "below"),
+        ScoreLine("recolor_clipped", "edit check: share of the object blown-out white in the source; at most 0.3",
+                  "max_recolor_clipped", "below"),
+        ScoreLine("recolor_noise", "edit check: fine detail after the recolour over before (1 = unchanged); at most 2",
+                  "max_recolor_noise", "below"),
+        ScoreLine("smear", "edit check: share of the changed area much smoother than its surroundings; at most 0.35",
+                  "max_smear", "below"),
+        ScoreLine("paste_edge", "edit check: strongest straight new edge inside the box (a pasted rectangle); at most "
+                  "0.1", "max_paste_edge", "below"),
+        ScoreLine("trace", "edit check: share of the original object's strong edges that survive a replacement; at "
+                  "most 0.3", "max_trace", "below"),
+        ScoreLine("fill_mismatch", "edit check: share of a removal's fill in colours its surroundings lack; at most "
+                  "0.2", "max_fill_mismatch", "below"),
+        ScoreLine("recolor_", "edit check of a recolour (see the other recolor_ lines)"),
+    )  # fmt: skip
 
     def score(self, items: Sequence[Item]) -> list[Scores]:
         cache: dict[tuple[int, int, Box], SourceWindow | None] = {}  # (negative, source, box): source-only work

@@ -8,13 +8,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from hardneg.core.gqa.plausibility import Plausibility
+from hardneg.core.plugins import FILTERS
 from hardneg.core.records import PathNode
 from hardneg.filters.base import Item, Scores, Settings
 from hardneg.filters.scorers.text import TextFilter
 
 
+@FILTERS.add("plausibility", order=110)
 class PlausibilityFilter(TextFilter):
-    name = "plausibility"
     version = "plausibility@v1"
     needs_counts = True  # the refine stage hands it the run's corpus statistics
 

@@ -12,7 +12,18 @@ from collections.abc import Sequence
 import numpy as np
 from PIL import Image
 
-from hardneg.filters.base import Box, Filter, Item, Scores, Settings, check_same_size, require_skimage
+from hardneg.core.plugins import FILTERS
+from hardneg.filters.base import (
+    Box,
+    Filter,
+    Item,
+    ScoreLine,
+    Scores,
+    Settings,
+    check_same_size,
+    probability,
+    require_skimage,
+)
 
 # skimage's `sobel` gives 1/sqrt(2) at a unit step edge; this factor makes a unit step read 1.0, so
 # gradient values are in "step units": the fraction of the full intensity range the edge jumps.
@@ -127,14 +138,23 @@ class MaxRealism(Settings):
     max: float = 0.2  # FineCops-Ref: drop edits more likely generated than this
 
 
+@FILTERS.add("seam", order=40)
 class SeamFilter(Filter):
     """Realism by seam visibility: the worst (highest) score over the edited boxes; flips score nothing."""
 
-    name = "seam"
     version = "seam@v1"
     targets = frozenset({"image_candidate"})
     Options = SeamOptions
     Thresholds = MaxRealism
+    legend = (
+        ScoreLine(
+            "realism",
+            "how visibly edited the image looks (seam or DIRE score, 0 = untouched); below the threshold passes",
+            "max",
+            "below",
+            probability,  # that the edit looks generated
+        ),
+    )
 
     def score(self, items: Sequence[Item]) -> list[Scores]:
         scorer = SeamScore(outer=self.options.outer, scale=self.options.scale)  # type: ignore[attr-defined]

@@ -1,6 +1,6 @@
 """Sharpness of an edit: an inpainted region that came out blurred is a giveaway, so a candidate whose
-edited boxes lost most of the source's fine detail is dropped. The worked example of adding a filter
-(README, "Adding a generator or a filter").
+edited boxes lost most of the source's fine detail is dropped. A shipped filter as small as the worked
+example of docs/extending.md.
 
 Sharpness is the variance of the discrete Laplacian of the luma (Pech-Pacheco et al., 2000, "Diatom
 autofocusing in brightfield microscopy"), a standard focus measure. The score is the candidate's over
@@ -15,7 +15,8 @@ from collections.abc import Sequence
 import numpy as np
 from PIL import Image
 
-from hardneg.filters.base import Box, Filter, Item, Scores, Settings
+from hardneg.core.plugins import FILTERS
+from hardneg.filters.base import Box, Filter, Item, ScoreLine, Scores, Settings
 
 
 def laplacian_variance(image: Image.Image, box: Box) -> float:
@@ -31,11 +32,18 @@ class MinSharpness(Settings):
     min_ratio: float = 0.25  # below this the edit lost three quarters of the source's detail
 
 
+@FILTERS.add("sharpness", order=60)
 class SharpnessFilter(Filter):
-    name = "sharpness"
     version = "sharpness@v1"
     targets = frozenset({"image_candidate"})
     Thresholds = MinSharpness
+    legend = (
+        ScoreLine(
+            "sharpness_ratio",
+            "fine detail in the edited boxes over the source's (1 = as sharp); above the threshold passes",
+            "min_ratio",
+        ),
+    )
 
     def score(self, items: Sequence[Item]) -> list[Scores]:
         out: list[Scores] = []

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 import numpy as np
 from PIL import Image
 
-from hardneg.filters.base import Filter, Item, Scores, Settings, check_same_size, require_skimage
+from hardneg.core.plugins import FILTERS
+from hardneg.filters.base import Filter, Item, ScoreLine, Scores, Settings, check_same_size, require_skimage
 
 logger = logging.getLogger(__name__)
 
@@ -71,13 +72,20 @@ class SSIMOptions(Settings):
     max_side: int | None = None  # px; downscale both images first, for speed
 
 
+@FILTERS.add("ssim", order=20)
 class SSIMFilter(Filter):
     """Best-of-N by SSIM to the source (`rank`); it never drops a candidate by itself."""
 
-    name = "ssim"
     version = "ssim@v1"
     targets = frozenset({"image_candidate"})
     rank = "similarity"
+    legend = (
+        ScoreLine(
+            "similarity",
+            "SSIM of the edited image to its source (1 = identical); best-of-N keeps the most similar candidate "
+            "that passes",
+        ),
+    )
     Options = SSIMOptions
 
     def score(self, items: Sequence[Item]) -> list[Scores]:

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from hardneg.backends.models import MODELS_HINT, shared
+from hardneg.core.plugins import FILTERS
 from hardneg.filters.base import Filter, Item, Scores, Settings
 from hardneg.filters.scorers.grammar import PENALTY, GrammarRuleScorer, _words
 
@@ -259,10 +260,10 @@ class TextFilter(Filter):
         return [{"score": v} for v in self.scorer().score([it.text for it in items])]
 
 
+@FILTERS.add("ngram", order=90)
 class NGramFilter(TextFilter):
     """Plausibility by a trigram LM; `fitted(texts)` trains one (refinement cross-fits it)."""
 
-    name = "ngram"
     version = NGramScorer.version
 
     def __init__(self, options: Settings | None = None, batch_size: int = 16) -> None:
@@ -280,8 +281,8 @@ class NGramFilter(TextFilter):
         return self._model
 
 
+@FILTERS.add("grammar", order=100)
 class GrammarFilter(TextFilter):
-    name = "grammar"
     version = GrammarRuleScorer.version
 
     def scorer(self) -> TextScorer:
@@ -296,8 +297,8 @@ class TransformersOptions(Settings):
     device: str | None = None
 
 
+@FILTERS.add("transformers", order=120)
 class TransformersTextFilter(TextFilter):
-    name = "transformers"
     version = "transformers-cls@v1"
     Options = TransformersOptions
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ from hardneg.core.certify import Certifier
 from hardneg.core.edits import apply_edit, looks
 from hardneg.core.executor import GraphIndex, execute
 from hardneg.core.geometry import intersection
+from hardneg.core.plugins import IMAGE_NEGATIVES
 from hardneg.core.records import PathNode, SceneGraph, SceneObject, keyed_seed
 from hardneg.core.runfolder import image_file
 from hardneg.core.words.attribute_table import AttributeTable
@@ -152,7 +153,7 @@ class ImageContext:
     chunk_jobs: int = 8  # jobs inpainted per backend call; bounds memory to chunk_jobs x candidates images
     per_positive: int = 1
     max_rounds: int = 3
-    types: tuple[str, ...] = ("replace_object", "replace_attribute", "swap_object", "swap_attribute", "flip")
+    types: tuple[str, ...] = field(default_factory=IMAGE_NEGATIVES.names)  # default: every registered kind
     # Which objects may be edited: the pipeline passes the target filter (no stuff such as "floor", no
     # box covering most of the image), so an edit never repaints the ground or pastes a sky into a cup.
     editable: Callable[[SceneObject, SceneGraph], bool] = lambda obj, graph: True

@@ -1,5 +1,4 @@
-"""Remove an object: the worked example of adding a kind of negative image (README, "Adding a generator
-or a filter").
+"""Remove an object: the worked example of adding a kind of negative image (docs/extending.md).
 
 The grounded object of a node is painted out (the backend's "remove" region: OpenCV Telea inpainting,
 or a diffusers inpainting of the background). With the target gone (level 1), or the object a relation
@@ -15,14 +14,17 @@ from __future__ import annotations
 from PIL import Image
 
 from hardneg.backends.inpaint import EditRegion, InpaintBackend
+from hardneg.core.plugins import IMAGE_NEGATIVES
 from hardneg.core.records import PathNode, SceneGraph, SceneObject
 from hardneg.generators.images.edits import ImageContext, ImageEdit
 from hardneg.generators.images.types import ImageType
 from hardneg.generators.text.sites import Site
 
 
+@IMAGE_NEGATIVES.add("remove_object", order=70)
 class RemoveObject(ImageType):
-    name = "remove_object"
+    label = "object removed"
+    description = "an object painted out, so the expression names something absent"
     rarity = 1
 
     def sites(self, shared: list[Site], path: PathNode, objects: list[SceneObject | None]) -> list[Site]:

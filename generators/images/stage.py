@@ -31,8 +31,11 @@ from hardneg.core.gqa.hygiene import words_digest
 from hardneg.core.gqa.ingest import corpus_vocab, row_to_graph
 from hardneg.core.ids import safe_name
 from hardneg.core.io import write_json
+from hardneg.core.plugins import TEXT_NEGATIVES
 from hardneg.core.records import ImageNegative, PathNode, Reject, SceneGraph
+from hardneg.core.rows import GraphRow, ImageNegativeRow
 from hardneg.core.runfolder import image_file, resolve_inputs
+from hardneg.core.schema import outputs
 from hardneg.core.splits import split_of
 from hardneg.core.stage import Run, Stage, Unit
 from hardneg.core.words.table import Words
@@ -52,6 +55,7 @@ from hardneg.generators.images.edits import (
 from hardneg.generators.images.types import ImageType, image_type
 from hardneg.generators.paths.stage import PathResources, box_reason, target_reason
 from hardneg.generators.text.sites import SearchState, Site, SiteSearch, SiteVocab, enumerate_sites, site_order
+from hardneg.generators.text.types import text_type
 
 GENERATOR = "negatives_image@v2"  # v2: edits describe the pixels and are certified; paste fit; flip rules
 
@@ -138,7 +142,8 @@ class ImageSearch(SiteSearch):
 
     def direct(self, st: SearchState, site: Site) -> bool:
         objects = st.extra["objects"]
-        if site.negative_type.startswith("swap_") and (why := self.vocab.swap_refusal(site, st.path, objects)):
+        text_kind = text_type(site.negative_type) if site.negative_type in TEXT_NEGATIVES else None
+        if text_kind and (why := text_kind.refusal(site, st.path, self.vocab, objects)):  # the word tables' rules
             return self._refuse(st, site, why)
         if site.negative_type == "swap_object" and (why := swap_refusal(*(objects[i] for i in site.nodes))):
             return self._refuse(st, site, why)
@@ -314,6 +319,7 @@ class ImagesStage(Stage):
     name = "images"
     version = GENERATOR
     reads = ("ingest", "hygiene", "language")
+    writes = outputs({"image-negatives": ImageNegativeRow})
     config = ("seed", "images", "splits")
     gpu = True
 
@@ -357,7 +363,7 @@ class ImagesStage(Stage):
         if images is None or not cfg.images.enabled or cfg.images.per_positive == 0:
             unit.stats["skipped_no_images" if images is None else "skipped_disabled"] += len(positives)
         elif positives:
-            graphs = {g.image_id: g for g in map(row_to_graph, unit.read("hygiene", "graphs"))}
+            graphs = {r.image_id: r.scene_graph() for r in unit.records("hygiene", "graphs", GraphRow)}
             res = PathResources.load(cfg)
             lexicon = Lexicon.load(cfg.resolve(cfg.language.lexicon))
             donors = {

@@ -1,22 +1,24 @@
-"""Every kind of negative image by name: one line each (`images.types` in config names them).
+"""The kinds of negative image: `images.types` in config names them.
 
-A kind is an `ImageType`: which sites of a path it offers (`sites`), and how a site becomes an
-`ImageEdit`, either at once (`edit`: flips, swaps, removals) or for a word the language backend chose
-(`needs_word`: replacements; `options` lists the candidate words, `edit_with` renders one). The search,
-the checks (the original path must match nothing in the edited graph) and the inpainting are shared
-(`generators/images/stage.py`). Adding a kind is one file with its class, one line here, one test.
+A kind is an `ImageType` registered under its name (`@IMAGE_NEGATIVES.add("flip")`): which sites of a path
+it offers (`sites`), and how a site becomes an `ImageEdit`, either at once (`edit`: flips, swaps, removals)
+or for a word the language backend chose (`needs_word`: replacements; `options` lists the candidate words,
+`edit_with` renders one); `label` and `description` say what it is to a reader (the review app), and
+`in_paper` whether it is one of FineCops-Ref's five (the default `images.types`). The search, the checks
+(the original path must match nothing in the edited graph) and the inpainting are shared
+(`generators/images/stage.py`). Adding a kind is one file in `generators/images/` with its class, and a
+test (`remove.py` is the worked example).
 """
 
 from __future__ import annotations
 
-import difflib
-from functools import cache
-from importlib import import_module
 from typing import ClassVar
 
 from PIL import Image
 
 from hardneg.backends.inpaint import InpaintBackend
+from hardneg.core.edits import has_left_right
+from hardneg.core.plugins import IMAGE_NEGATIVES
 from hardneg.core.records import PathNode, SceneGraph, SceneObject
 from hardneg.generators.images.edits import (
     ImageContext,
@@ -28,20 +30,14 @@ from hardneg.generators.images.edits import (
 )
 from hardneg.generators.text.sites import Site
 
-REGISTRY: dict[str, str] = {
-    "flip": "hardneg.generators.images.types:Flip",
-    "replace_object": "hardneg.generators.images.types:ReplaceObject",
-    "replace_attribute": "hardneg.generators.images.types:ReplaceAttribute",
-    "swap_object": "hardneg.generators.images.types:SwapObject",
-    "swap_attribute": "hardneg.generators.images.types:SwapAttribute",
-    "remove_object": "hardneg.generators.images.remove:RemoveObject",
-}
-
 
 class ImageType:
-    name: ClassVar[str]
+    name: ClassVar[str]  # set by the registry's decorator
+    label: ClassVar[str]  # a few words for a reader ("objects swapped")
+    description: ClassVar[str]  # what the edit does to the picture
     rarity: ClassVar[int]  # kinds few paths allow come first (generators/text/sites.py)
     needs_word: ClassVar[bool] = False
+    in_paper: ClassVar[bool] = False  # one of FineCops-Ref's kinds: made unless `images.types` says otherwise
 
     def sites(self, shared: list[Site], path: PathNode, objects: list[SceneObject | None]) -> list[Site]:
         """This kind's sites of a path. `shared` are the sites of the algorithm text and image negatives
@@ -85,38 +81,59 @@ class ImageType:
         return replace_edit(site, obj, graph, ctx, backend, word, image)
 
 
-class Flip(ImageType):
-    name = "flip"
-    rarity = 0
-
-
-class SwapAttribute(ImageType):
-    name = "swap_attribute"
-    rarity = 0
-
-
-class SwapObject(ImageType):
-    name = "swap_object"
-    rarity = 1
-
-
-class ReplaceAttribute(ImageType):
-    name = "replace_attribute"
-    rarity = 2
-    needs_word = True
-
-
+@IMAGE_NEGATIVES.add("replace_object", order=10)
 class ReplaceObject(ImageType):
-    name = "replace_object"
+    label = "object replaced"
+    description = "an object painted over as another the language backend chose"
     rarity = 2
     needs_word = True
+    in_paper = True
 
 
-@cache
+@IMAGE_NEGATIVES.add("replace_attribute", order=20)
+class ReplaceAttribute(ImageType):
+    label = "attribute replaced"
+    description = "an object's attribute repainted (a colour recoloured, another attribute inpainted)"
+    rarity = 2
+    needs_word = True
+    in_paper = True
+
+
+@IMAGE_NEGATIVES.add("swap_object", order=40)
+class SwapObject(ImageType):
+    label = "objects swapped"
+    description = "two objects of the expression trade places: each one's crop pasted into the other's box"
+    rarity = 1
+    in_paper = True
+
+
+@IMAGE_NEGATIVES.add("swap_attribute", order=50)
+class SwapAttribute(ImageType):
+    label = "attributes swapped"
+    description = "two objects trade an attribute of one category (their colours repainted)"
+    rarity = 0
+    in_paper = True
+
+
+@IMAGE_NEGATIVES.add("flip", order=60)
+class Flip(ImageType):
+    label = "mirrored"
+    description = "the picture mirrored left to right, where the expression says left or right"
+    rarity = 0
+    in_paper = True
+
+    def sites(self, shared: list[Site], path: PathNode, objects: list[SceneObject | None]) -> list[Site]:
+        """One site where anything in the path says left or right: level 1 when the target's own words do."""
+        nodes = path.nodes()
+        if not any(says_left_right(n) for n in nodes):
+            return []
+        return [Site(self.name, 1 if says_left_right(nodes[0]) else 2, (0,))]
+
+
+def says_left_right(node: PathNode) -> bool:
+    """Whether an attribute or relation of the node says left or right (a mirror image contradicts it)."""
+    return any(has_left_right(a) for a in node.attributes) or any(has_left_right(e.name) for e in node.relations)
+
+
 def image_type(name: str) -> ImageType:
-    if name not in REGISTRY:
-        close = difflib.get_close_matches(name, REGISTRY, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise ValueError(f"images.types: unknown negative image type {name!r}{hint}; known: {', '.join(REGISTRY)}")
-    module, _, cls = REGISTRY[name].partition(":")
-    return getattr(import_module(module), cls)()
+    return IMAGE_NEGATIVES.get(name, "images.types")()

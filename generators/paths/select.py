@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 from hardneg.core.config import BalanceConfig
 from hardneg.core.records import Reject
+from hardneg.core.rows import KeptRow, PositiveRow
+from hardneg.core.schema import outputs
 from hardneg.core.stage import Stage, Unit
 from hardneg.core.words.attribute_table import AttributeTable
 
@@ -86,8 +88,8 @@ def balance(items: list[BalanceItem], cfg: BalanceConfig, seed: int) -> tuple[se
     return kept, dropped
 
 
-def _relation_names(row: dict) -> tuple[str, ...]:
-    return tuple(sorted({t[1] for t in row["tuple"] if t[1] != "has attribute" and not t[1].startswith("same ")}))
+def _relation_names(row: PositiveRow) -> tuple[str, ...]:
+    return tuple(sorted({t[1] for t in row.tuple if t[1] != "has attribute" and not t[1].startswith("same ")}))
 
 
 class SelectStage(Stage):
@@ -96,6 +98,7 @@ class SelectStage(Stage):
     name = "select"
     version = "select@v2"  # v2: candidates that allow a swap of attributes first
     reads = ("paths",)
+    writes = outputs({"kept": KeptRow})
     config = ("balance", "seed", "attribute_table")
     sharded = False
 
@@ -105,18 +108,11 @@ class SelectStage(Stage):
         items: list[BalanceItem] = []
         about: dict[int, tuple[str, str]] = {}  # id -> (image, expression): the reject line's rest is in the item
         table = AttributeTable.load(unit.cfg.resolve(unit.cfg.attribute_table))
-        for r in unit.read_all("paths", "positives"):
+        for r in unit.records_all("paths", "positives", PositiveRow):
             items.append(
-                BalanceItem(
-                    r["id"],
-                    r["tuple_type"],
-                    r["level"],
-                    r["path"]["name"],
-                    _relation_names(r),
-                    swappable(r["path"], table),
-                )
+                BalanceItem(r.id, r.tuple_type, r.level, r.path["name"], _relation_names(r), swappable(r.path, table))
             )
-            about[r["id"]] = (r["image_id"], r["expression"])
+            about[r.id] = (r.image_id, r.expression)
         unit.items_in = len(items)
         if len(about) != len(items):
             raise AssertionError("two positives share an id: content ids collided or a shard was read twice")

@@ -15,9 +15,10 @@ from hardneg.core.config import RunConfig
 from hardneg.core.executor import GraphIndex, execute, matches_exactly
 from hardneg.core.gqa.annotations import AnnotationStats
 from hardneg.core.gqa.hygiene import words_digest
-from hardneg.core.gqa.ingest import row_to_graph
 from hardneg.core.gqa.plausibility import Counts
 from hardneg.core.records import PathEdge, PathNode, Positive, Reject, SameEdge, SceneGraph, SceneObject, keyed_seed
+from hardneg.core.rows import GraphRow, PositiveRow
+from hardneg.core.schema import outputs
 from hardneg.core.stage import Run, Stage, Unit
 from hardneg.core.words.vocab import RelationVocab
 from hardneg.generators.paths.annotation_rules import Evidence, many_refusal, printed_refusal, risk_reasons
@@ -237,6 +238,7 @@ class PathsStage(Stage):
     name = "paths"
     version = GENERATOR
     reads = ("hygiene", "plausibility")
+    writes = outputs({"positives": PositiveRow})  # candidates: the select stage keeps some
     config = ("seed", "attribute_table", "targets", "paths")
     data = ("attribute_table", "targets.poor_referents", "paths.relations", "paths.templates", "paths.english")
 
@@ -254,9 +256,9 @@ class PathsStage(Stage):
             ),
         )
         rows: list[dict] = []
-        for row in unit.read("hygiene", "graphs"):
+        for row in unit.records("hygiene", "graphs", GraphRow):
             unit.items_in += 1
-            positives, rejects, stats = generate_positives(row_to_graph(row), unit.cfg, res, evidence)
+            positives, rejects, stats = generate_positives(row.scene_graph(), unit.cfg, res, evidence)
             rows.extend(p.to_vanilla() for p in positives)
             unit.rejects.extend(rejects)
             unit.stats.update(stats)

@@ -232,20 +232,3 @@ class Context:
         weighed = [(w, self.fill(frame, w)[0]) for w in words]
         kept = sorted(((w, x) for w, x in weighed if x > 0), key=lambda wx: (-wx[1], wx[0]))
         return tuple(w for w, _ in kept), tuple(x for _, x in kept), len(weighed) - len(kept)
-
-
-def change_of(site: Site, replacement: str | None = None) -> Change:
-    """What applying `site` (with `replacement`) changes, in the terms of `Context.touched`."""
-    t = site.negative_type
-    if t == "replace_object":
-        return Change(names=frozenset(site.nodes))
-    if t == "replace_attribute":
-        return Change(attributes=frozenset({(site.nodes[0], replacement or "")}))
-    if t == "replace_relation":
-        return Change(edges=frozenset({(site.nodes[0], site.edge or 0)}))
-    if t == "swap_object":
-        return Change(names=frozenset(site.nodes))
-    if t == "swap_attribute":
-        i, k = site.nodes
-        return Change(attributes=frozenset({(i, site.other or ""), (k, site.word or "")}))
-    raise ValueError(f"no context change for a {t!r} site")

@@ -1,5 +1,6 @@
-"""Negative expressions: replace object / attribute / relation and swap object / attribute,
-at level 1 (the change is on the target) and level 2 (on a related object).
+"""Negative expressions: each kind of text negative (`generators/text/types.py`: replace object /
+attribute / relation, swap object / attribute), at level 1 (the change is on the target) and level 2 (on a
+related object).
 
 Each negative is built as an altered *path*, kept only when the executor says it matches nothing in the
 image's graph and the graph contradicts it for every object that could carry it (a missing annotation
@@ -10,9 +11,8 @@ no model and exchange two parts of the same kind (two object names, or two attri
 
 from __future__ import annotations
 
-import itertools
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,12 +21,13 @@ from hardneg.core.certify import VERSION as CERTIFY_VERSION
 from hardneg.core.certify import Certifier
 from hardneg.core.executor import GraphIndex, execute
 from hardneg.core.gqa.plausibility import Plausibility
-from hardneg.core.records import PathEdge, PathNode, Reject, SameEdge, SceneGraph, TextNegative
+from hardneg.core.plugins import TEXT_NEGATIVES
+from hardneg.core.records import PathNode, Reject, SceneGraph, TextNegative
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
 from hardneg.generators.paths.expressions import Renderer, carry_change
 from hardneg.generators.text.context import VERSION as CONTEXT_VERSION
-from hardneg.generators.text.context import Context, change_of
+from hardneg.generators.text.context import Context
 from hardneg.generators.text.sites import (
     SearchState,
     Site,
@@ -36,23 +37,10 @@ from hardneg.generators.text.sites import (
     refusal_kind,
     site_order,
 )
+from hardneg.generators.text.types import text_type
 
 # v2: certified false, not just unmatched; v3: plausible by construction (the context), worded like the positive
 GENERATOR = f"negatives_text@v3+{CERTIFY_VERSION}+{CONTEXT_VERSION}"
-
-
-def map_node(path: PathNode, index: int, fn: Callable[[PathNode], PathNode]) -> PathNode:
-    """Rebuild `path` with node number `index` (in `PathNode.nodes()` order) replaced by `fn(node)`."""
-    counter = itertools.count()
-
-    def walk(n: PathNode) -> PathNode:
-        i = next(counter)
-        rels = tuple(PathEdge(e.name, walk(e.object)) for e in n.relations)
-        same = tuple(SameEdge(s.category, walk(s.object)) for s in n.same)
-        m = PathNode(n.name, n.attributes, rels, same, n.id)
-        return fn(m) if i == index else m
-
-    return walk(path)
 
 
 @dataclass(slots=True)
@@ -66,13 +54,7 @@ class NegativeContext:
     max_rounds: int = 3
     n_replacements: int = 5
     max_options: int = 40
-    types: tuple[str, ...] = (
-        "replace_object",
-        "replace_attribute",
-        "replace_relation",
-        "swap_object",
-        "swap_attribute",
-    )
+    types: tuple[str, ...] = field(default_factory=TEXT_NEGATIVES.names)  # default: every registered kind
     plausibility: Plausibility | None = None  # corpus statistics: absurd swaps are refused
     context: Context | None = None  # what the corpus attests where a word changes (generators/text/context.py)
     refused: Counter = field(default_factory=Counter)  # corpus words kept out of the options, by rule
@@ -137,43 +119,8 @@ class NegativeContext:
 
 
 def apply_site(path: PathNode, site: Site, replacement: str | None = None) -> PathNode:
-    """The altered path (ids dropped: a negative grounds nothing)."""
-    t = site.negative_type
-    if t == "replace_object":
-        out = map_node(path, site.nodes[0], lambda n: PathNode(replacement, n.attributes, n.relations, n.same, n.id))
-    elif t == "replace_attribute":
-        out = map_node(
-            path,
-            site.nodes[0],
-            lambda n: PathNode(
-                n.name, tuple(replacement if a == site.word else a for a in n.attributes), n.relations, n.same, n.id
-            ),
-        )
-    elif t == "replace_relation":
-
-        def swap_rel(n: PathNode) -> PathNode:
-            rels = list(n.relations)
-            rels[site.edge] = PathEdge(replacement, rels[site.edge].object)  # type: ignore[index, arg-type]
-            return PathNode(n.name, n.attributes, tuple(rels), n.same, n.id)
-
-        out = map_node(path, site.nodes[0], swap_rel)
-    elif t == "swap_object":
-        i, k = site.nodes
-        ni, nk = path.nodes()[i].name, path.nodes()[k].name
-        out = map_node(path, i, lambda n: PathNode(nk, n.attributes, n.relations, n.same, n.id))
-        out = map_node(out, k, lambda n: PathNode(ni, n.attributes, n.relations, n.same, n.id))
-    elif t == "swap_attribute":
-        i, k = site.nodes
-
-        def put(old: str, new: str) -> Callable[[PathNode], PathNode]:
-            return lambda n: PathNode(
-                n.name, tuple(new if a == old else a for a in n.attributes), n.relations, n.same, n.id
-            )
-
-        out = map_node(map_node(path, i, put(site.word, site.other)), k, put(site.other, site.word))  # type: ignore[arg-type]
-    else:
-        raise ValueError(f"unknown negative type {t!r}")
-    return out.without_ids()
+    """The altered path of the site's kind (ids dropped: a negative grounds nothing)."""
+    return text_type(site.negative_type).apply(path, site, replacement).without_ids()
 
 
 class TextSearch(SiteSearch):
@@ -198,16 +145,18 @@ class TextSearch(SiteSearch):
         path = PathNode.from_json(positive["path"])
         if positive["image_id"] not in self.indexes:
             self.indexes[positive["image_id"]] = GraphIndex(self.graphs[positive["image_id"]], self.ctx.table)
-        sites = enumerate_sites(path, self.ctx.site_vocab)
+        sites = enumerate_sites(path, self.ctx.site_vocab, types=self.ctx.types)
         todo = site_order(positive["id"], self.ctx.seed, "negatives", sites, self.ctx.types)
         return SearchState(positive, path, iter(todo))
 
     def direct(self, st: SearchState, site: Site) -> bool:
-        """A swap: refused when it cannot be fair (`SiteVocab.swap_refusal`), says what the positive says
-        in another order, or leaves an object with an attribute or relation the corpus never attests for
-        its name ("the cupboard over the toilet" -> "the toilet over the cupboard"). Where two objects of the
-        image stand (left of, behind, near) is never absurd: they share the scene."""
-        if (why := self.vocab.swap_refusal(site, st.path)) is not None:
+        """A site that needs no word (a swap): refused when its kind says it cannot be fair
+        (`TextNegativeType.refusal`), says what the positive says in another order, or leaves an object with
+        an attribute or relation the corpus never attests for its name ("the cupboard over the toilet" ->
+        "the toilet over the cupboard"). Where two objects of the image stand (left of, behind, near) is
+        never absurd: they share the scene."""
+        kind = text_type(site.negative_type)
+        if (why := kind.refusal(site, st.path, self.vocab)) is not None:
             self._refuse(st, site, why)
             return False
         neg = apply_site(st.path, site)
@@ -219,7 +168,7 @@ class TextSearch(SiteSearch):
             return False
         if self.ctx.context is not None:
             scene = self._scene(st.positive["image_id"])
-            weight, why = self.ctx.context.weigh(neg, change_of(site), scene)
+            weight, why = self.ctx.context.weigh(neg, kind.change(site), scene)
             if weight <= 0:
                 self._refuse(st, site, f"absurd swap: {why}")
                 return False

@@ -1,13 +1,14 @@
 """Where and how a positive can be altered into a negative: one algorithm for text negatives (an altered
 path) and image negatives (an edited image).
 
-1. `enumerate_sites`: every structurally possible alteration of a path, as typed `Site`s: replace the
-   object / an attribute / a relation of node i, swap the objects or two attributes of nodes i and k,
-   flip left and right. Level 1 when the change is on the target (node 0), 2 on a related object. An
-   image negative passes the path's grounded objects, so a node whose object cannot be edited gets no
-   site and attribute swaps are checked against the objects' full attribute sets.
-2. `order_sites`: kinds that few paths allow first (`RARITY`), level 2 before level 1, groups in a keyed
-   random order, sites shuffled within each group, so every (type, level) is represented.
+1. `enumerate_sites`: every structurally possible alteration of a path, as typed `Site`s, each kind of
+   text negative giving its own (`generators/text/types.py`: replace the object / an attribute / a
+   relation of node i, swap the objects or two attributes of nodes i and k). Level 1 when the change is
+   on the target (node 0), 2 on a related object. An image negative passes the path's grounded objects,
+   so a node whose object cannot be edited gets no site and attribute swaps are checked against the
+   objects' full attribute sets.
+2. `order_sites`: kinds that few paths allow first (each kind's `rarity`), level 2 before level 1, groups
+   in a keyed random order, sites shuffled within each group, so every (type, level) is represented.
 3. `SiteSearch`: walk each positive's sites in that order until it has its quota; a site that needs no
    word (a swap, a flip) is tried at once; a replace site becomes one request to the language backend,
    batched over all positives, one outstanding request per positive per round, for `max_rounds` rounds.
@@ -16,7 +17,6 @@ path) and image negatives (an edited image).
 
 from __future__ import annotations
 
-import itertools
 import random
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -24,16 +24,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hardneg.backends.language import Answer, LanguageBackend, ReplaceRequest
-from hardneg.core.edits import has_left_right
 from hardneg.core.geometry import direction
+from hardneg.core.plugins import TEXT_NEGATIVES
 from hardneg.core.records import PathNode, Reject, SceneObject, keyed_seed
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
-
-# Kinds that few paths allow come first, so every (type, level) is represented; the rest in keyed order.
-RARITY = {"flip": 0, "swap_attribute": 0, "swap_object": 1, "replace_relation": 1, "replace_attribute": 2,
-          "replace_object": 2}  # fmt: skip
-NEEDS_WORD = frozenset({"replace_object", "replace_attribute", "replace_relation"})
 
 
 @dataclass(slots=True, frozen=True)
@@ -137,12 +132,12 @@ class SiteVocab:
         obj = path.nodes()[site.nodes[0]].relations[site.edge].object.name  # type: ignore[index]
         return self.words.relations_contradict(old, word, obj=obj)
 
-    def swap_refusal(
+    def names_swap_refusal(
         self, site: Site, path: PathNode, objects: Sequence[SceneObject | None] | None = None
     ) -> str | None:
-        """Why a swap would not make a sensible, fair negative, or None:
+        """Why swapping the names of the site's two nodes would not make a sensible, fair negative, or None:
         - a crowd or background name cannot carry the claim (one of the many trees may fit either way);
-        - two names or attributes that do not contradict swap into a claim that may still hold;
+        - two names that can name one object swap into a claim that may still hold;
         - a colour or other person-describing attribute is never moved onto a person noun;
         - two nodes joined by a symmetric relation (next to, near) with the same attributes swap into the
           same statement read from the other side."""
@@ -150,26 +145,34 @@ class SiteVocab:
         i, k = site.nodes
         a, b = nodes[i], nodes[k]
         w = self.words
-        if site.negative_type == "swap_object":
-            for n in (a, b):
-                if w.is_crowd(n.name):
-                    return f"swap involves the crowd name {n.name!r} ({w.crowd_reason(n.name)})"
-            # a swap exchanges two objects of the image, so the names need not share a category (a chair
-            # and a lamp); they must only be unable to name one object (not synonyms, kinds, parts)
-            for n in (a.name, b.name):
-                if not w.is_known(n):
-                    return f"swap involves {n!r}, which the word tables do not know"
-            if (rel := w.name_relation(a.name, b.name)) is not None:
-                return f"swap of names that can name one object: {a.name!r} and {b.name!r} ({rel})"
-            for noun, attrs in ((b.name, a.attributes), (a.name, b.attributes)):
-                if w.is_person(noun) and (bad := [x for x in attrs if w.is_person_attribute(x)]):
-                    return f"swap would describe the person noun {noun!r} as {bad[0]!r}"
-            attrs_a = set(a.attributes if objects is None else objects[i].attributes)  # type: ignore[union-attr]
-            attrs_b = set(b.attributes if objects is None else objects[k].attributes)  # type: ignore[union-attr]
-            joined = [e.name for e in a.relations if e.object is b] + [e.name for e in b.relations if e.object is a]
-            if attrs_a == attrs_b and any(w.is_symmetric(r) for r in joined):
-                return "swap across a symmetric relation between equally described objects states the same fact"
-            return None
+        for n in (a, b):
+            if w.is_crowd(n.name):
+                return f"swap involves the crowd name {n.name!r} ({w.crowd_reason(n.name)})"
+        # a swap exchanges two objects of the image, so the names need not share a category (a chair
+        # and a lamp); they must only be unable to name one object (not synonyms, kinds, parts)
+        for n in (a.name, b.name):
+            if not w.is_known(n):
+                return f"swap involves {n!r}, which the word tables do not know"
+        if (rel := w.name_relation(a.name, b.name)) is not None:
+            return f"swap of names that can name one object: {a.name!r} and {b.name!r} ({rel})"
+        for noun, attrs in ((b.name, a.attributes), (a.name, b.attributes)):
+            if w.is_person(noun) and (bad := [x for x in attrs if w.is_person_attribute(x)]):
+                return f"swap would describe the person noun {noun!r} as {bad[0]!r}"
+        attrs_a = set(a.attributes if objects is None else objects[i].attributes)  # type: ignore[union-attr]
+        attrs_b = set(b.attributes if objects is None else objects[k].attributes)  # type: ignore[union-attr]
+        joined = [e.name for e in a.relations if e.object is b] + [e.name for e in b.relations if e.object is a]
+        if attrs_a == attrs_b and any(w.is_symmetric(r) for r in joined):
+            return "swap across a symmetric relation between equally described objects states the same fact"
+        return None
+
+    def attributes_swap_refusal(self, site: Site, path: PathNode) -> str | None:
+        """Why swapping two attributes of the site's nodes would not make a sensible, fair negative, or
+        None: two attributes that do not contradict swap into a claim that may still hold, and a
+        person-describing attribute is never moved onto a person noun."""
+        nodes = path.nodes()
+        i, k = site.nodes
+        a, b = nodes[i], nodes[k]
+        w = self.words
         x, y = site.word or "", site.other or ""
         ok, why = w.attributes_contradict(x, y)
         if not ok:
@@ -181,54 +184,32 @@ class SiteVocab:
 
 
 def enumerate_sites(
-    path: PathNode, vocab: SiteVocab, objects: Sequence[SceneObject | None] | None = None
+    path: PathNode,
+    vocab: SiteVocab,
+    objects: Sequence[SceneObject | None] | None = None,
+    types: Sequence[str] | None = None,
 ) -> list[Site]:
-    """Every structurally possible alteration of `path`, in a stable order. `objects`, aligned with
-    `path.nodes()`, are the editable grounded objects of an image negative (None where not editable)."""
-    nodes = path.nodes()
-    usable = [True] * len(nodes) if objects is None else [o is not None for o in objects]
+    """Every structurally possible alteration of `path` by the kinds `types` (default: every registered
+    kind of text negative), in a stable order. `objects`, aligned with `path.nodes()`, are the editable
+    grounded objects of an image negative (None where not editable)."""
+    return [
+        s
+        for name in (TEXT_NEGATIVES.names() if types is None else types)
+        for s in TEXT_NEGATIVES.get(name)().sites(path, vocab, objects)
+    ]
 
-    def attrs(k: int) -> tuple[str, ...]:
-        return nodes[k].attributes if objects is None else objects[k].attributes  # type: ignore[union-attr]
 
-    out: list[Site] = []
-    if any(has_left_right(a) for n in nodes for a in n.attributes) or any(
-        has_left_right(e.name) for n in nodes for e in n.relations
-    ):
-        root = any(has_left_right(a) for a in nodes[0].attributes) or any(
-            has_left_right(e.name) for e in nodes[0].relations
-        )
-        out.append(Site("flip", 1 if root else 2, (0,)))
-    for i, n in enumerate(nodes):
-        if not usable[i]:
-            continue
-        level = 1 if i == 0 else 2
-        if (cat := vocab.object_category(n.name)) is not None:
-            out.append(Site("replace_object", level, (i,), word=n.name, category=cat))
-        for a in n.attributes:
-            if (c := vocab.attribute_category(a)) is not None:
-                out.append(Site("replace_attribute", level, (i,), word=a, category=c))
-        for j, e in enumerate(n.relations):
-            if (c := vocab.relation_category(e.name)) is not None:
-                out.append(Site("replace_relation", level, (i,), word=e.name, edge=j, category=c))
-    for i, k in itertools.combinations(range(len(nodes)), 2):
-        if not (usable[i] and usable[k]):
-            continue
-        if objects is not None and objects[i].id == objects[k].id:  # type: ignore[union-attr]
-            continue
-        level = 1 if i == 0 else 2
-        if nodes[i].name != nodes[k].name:
-            out.append(Site("swap_object", level, (i, k)))
-        for a, b, c in vocab.table.swap_pairs(nodes[i].attributes, nodes[k].attributes, attrs(i), attrs(k)):
-            out.append(Site("swap_attribute", level, (i, k), word=a, other=b, category=c))
-    return out
+def rarities() -> dict[str, int]:
+    """Each kind of text negative's rarity: kinds that few paths allow come first (`order_sites`)."""
+    return {name: cls.rarity for name, cls in TEXT_NEGATIVES.items()}
 
 
 def order_sites(
-    sites: Sequence[Site], types: Sequence[str], rng: random.Random, rarity: dict[str, int] = RARITY
+    sites: Sequence[Site], types: Sequence[str], rng: random.Random, rarity: dict[str, int] | None = None
 ) -> list[Site]:
     """Sites of the wanted types grouped by (type, level): rarer kinds and level 2 first, groups in a
-    keyed random order, sites shuffled within each group."""
+    keyed random order, sites shuffled within each group. `rarity` by kind: default, the text kinds'."""
+    rarity = rarities() if rarity is None else rarity
     groups: dict[tuple[str, int], list[Site]] = {}
     for s in sites:
         if s.negative_type in types:
@@ -270,7 +251,7 @@ class SiteSearch:
 
     def needs_word(self, site: Site) -> bool:
         """Whether the site is a replacement whose word the language backend chooses."""
-        return site.negative_type in NEEDS_WORD
+        return bool(TEXT_NEGATIVES.get(site.negative_type).needs_word)
 
     def direct(self, st: SearchState, site: Site) -> bool:
         """Try a site that needs no word (a swap, a flip); True when it made a negative."""
@@ -329,7 +310,12 @@ class SiteSearch:
 
 
 def site_order(
-    positive_id: int, seed: int, salt: str, sites: Sequence[Site], types: Sequence[str], rarity: dict[str, int] = RARITY
+    positive_id: int,
+    seed: int,
+    salt: str,
+    sites: Sequence[Site],
+    types: Sequence[str],
+    rarity: dict[str, int] | None = None,
 ) -> list[Site]:
     """`order_sites` keyed by (seed, salt, positive): the same positive always walks the same order."""
     return order_sites(sites, types, random.Random(keyed_seed(seed, salt, positive_id)), rarity)

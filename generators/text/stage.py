@@ -10,10 +10,12 @@ from typing import Any
 
 from hardneg.backends.registry import make_language_backend
 from hardneg.core.gqa.hygiene import words_digest
-from hardneg.core.gqa.ingest import corpus_vocab, row_to_graph
+from hardneg.core.gqa.ingest import corpus_vocab
 from hardneg.core.gqa.plausibility import load_plausibility
 from hardneg.core.io import file_digest
 from hardneg.core.resources import bundled_dir
+from hardneg.core.rows import GraphRow, KeptRow, PositiveRow, TextNegativeRow
+from hardneg.core.schema import outputs
 from hardneg.core.stage import Run, Stage, Unit
 from hardneg.core.words.vocab import Lexicon
 from hardneg.generators.paths.stage import PathResources
@@ -31,6 +33,7 @@ class LanguageStage(Stage):
     # and reads rewritten negatives
     version = f"language@v2+{REWRITE_GENERATOR}+{NEGATIVES_GENERATOR}"
     reads = ("ingest", "hygiene", "plausibility", "paths", "select")
+    writes = outputs({"negatives": TextNegativeRow, "positives": PositiveRow})
     config = ("seed", "language")
     data = ("language.lexicon",)
 
@@ -44,10 +47,12 @@ class LanguageStage(Stage):
     def run(self, unit: Unit) -> None:
         cfg = unit.cfg
         lang = cfg.language
-        kept = unit.shared("select", "ids", lambda: frozenset(r["id"] for r in unit.read_all("select", "kept")))
+        kept = unit.shared(
+            "select", "ids", lambda: frozenset(k.id for k in unit.records_all("select", "kept", KeptRow))
+        )
         positives = [r for r in unit.read("paths", "positives") if r["id"] in kept]
         unit.items_in = len(positives)
-        graphs = {g.image_id: g for g in map(row_to_graph, unit.read("hygiene", "graphs"))}
+        graphs = {r.image_id: r.scene_graph() for r in unit.records("hygiene", "graphs", GraphRow)}
         res = PathResources.load(cfg)
         lexicon = Lexicon.load(cfg.resolve(lang.lexicon))
         vocab = corpus_vocab(unit.upstream("ingest"))

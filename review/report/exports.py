@@ -1,9 +1,11 @@
-"""The report's sections for the other benchmark shapes (TRICD pairs, probes, ImageCoDe sets).
+"""The report's sections for the other benchmark shapes: each registered export with a folder of its own
+(`exports/base.py`), in the registry's order.
 
-Each reads its export folder (`RUN/<shape>/`: `summary.json` and the per-split JSON records), shows the
-counts per split, and a seeded sample of cards in the style of the gallery: TRICD positive pairs with
-their phrases' boxes beside their negative pairs; Probe-R comparisons, Probe-C 2 x 2 groups and Probe-B's
-images per filler; ImageCoDe sets with the original marked. A shape that was not exported says so.
+Each reads its export folder (`RUN/<shape>/`: `summary.json` and the per-split JSON records) and shows the
+counts per split; the shapes this module knows (`GALLERIES`) add a seeded sample of cards in the style of
+the gallery: TRICD positive pairs with their phrases' boxes beside their negative pairs; Probe-R
+comparisons, Probe-C 2 x 2 groups and Probe-B's images per filler; ImageCoDe sets with the original
+marked. A shape that was not exported says so.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from hardneg.core.plugins import EXPORTS
 from hardneg.review.boxes import RELATED, TARGET, Box
 from hardneg.review.report.assets import esc, img_tag
 from hardneg.review.report.gallery import sample
@@ -171,10 +174,20 @@ def imagecode_html(r: Any) -> str:
     return "\n".join(parts)
 
 
+# the shapes whose cards this module draws: folder -> (title, make); any other shows its counts
+GALLERIES: dict[str, tuple[str, Callable[[Any], str]]] = {
+    "tricd": ("TRICD pairs: phrases' boxes on the positive image, the negative images", tricd_html),
+    "probes": ("Probes: Probe-R, Probe-C groups, Probe-B fillers", probes_html),
+    "imagecode": ("ImageCoDe sets: the original among its edits", imagecode_html),
+}
+
+
 def export_sections() -> list[tuple[str, str, Callable[[Any], str]]]:
-    """(anchor, title, make) for `review/report/page.py`'s SECTIONS."""
-    return [
-        ("tricd", "TRICD pairs: phrases' boxes on the positive image, the negative images", tricd_html),
-        ("probes", "Probes: Probe-R, Probe-C groups, Probe-B fillers", probes_html),
-        ("imagecode", "ImageCoDe sets: the original among its edits", imagecode_html),
-    ]
+    """(anchor, title, make) for `review/report/page.py`'s SECTIONS: each registered export with a folder
+    of its own (`ExportStage.title`), in the registry's order."""
+    out = []
+    for name, cls in EXPORTS.items():
+        if cls.title:
+            title, make = GALLERIES.get(name, (cls.title, lambda r, name=name: _counts(r.run.root, name)))
+            out.append((name, title, make))
+    return out

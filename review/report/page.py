@@ -16,12 +16,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from hardneg.core.plugins import IMAGE_NEGATIVES, TEXT_NEGATIVES
 from hardneg.review.report.assets import MAX_BYTES, Assets, esc
 from hardneg.review.report.exports import export_sections
 from hardneg.review.report.rejects import RejectCards, rejects_intro
 from hardneg.review.report.site import Item, Section, anchor_pages, reset, write_overview, write_section
 from hardneg.review.report.stats import ReportData, edits_html, manifest_html, na
-from hardneg.review.report.text import legend_html
+from hardneg.review.report.text import kinds_html, legend_html
 from hardneg.review.rundata import RunData
 
 log = logging.getLogger(__name__)
@@ -82,7 +83,7 @@ def _sections(rep: ReportData) -> list[Section]:
             rep,
             lambda: sec(
                 "text-negatives",
-                intro=BOX_LEGEND + legend_html(_score_names(texts)),
+                intro=BOX_LEGEND + kinds_html(TEXT_NEGATIVES, texts) + legend_html(_score_names(texts)),
                 items=pics.text_negative_items(),
             ),
         ),
@@ -91,7 +92,7 @@ def _sections(rep: ReportData) -> list[Section]:
             rep,
             lambda: sec(
                 "image-negatives",
-                intro=BOX_LEGEND + legend_html(_score_names(images)),
+                intro=BOX_LEGEND + kinds_html(IMAGE_NEGATIVES, images) + legend_html(_score_names(images)),
                 items=pics.image_negative_items(rep.scan),
                 per_page=8,
                 grid="",

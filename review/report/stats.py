@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 
+from hardneg.core.plugins import FILTERS
 from hardneg.review.apply import apply_labels, load_labels, summary
 from hardneg.review.labels import kind_of
 from hardneg.review.report import plots
@@ -19,39 +20,35 @@ from hardneg.review.report.gallery import Pictures, RejectScan, _numeric, scan_r
 from hardneg.review.report.text import clean_reason
 from hardneg.review.rundata import RunData
 
-# score name -> where its threshold may be, first found wins, and which side passes. Paths are into the
-# manifest: `thresholds.<filter>.<key>` (resolved thresholds, if the run records them), then the config's
-# `filters.thresholds.<filter>.<key>`, then the older flat keys. A score with none found gets no line.
-THRESHOLDS: dict[str, tuple[tuple[str, ...], str]] = {
-    "clip_margin": (
-        ("thresholds.clip.min_margin", "config.filters.thresholds.clip.min_margin", "config.filters.min_clip_margin"),
-        "above",
-    ),
-    "realism": (
-        (
-            "thresholds.seam.max",
-            "thresholds.dire.max",
-            "config.filters.thresholds.seam.max",
-            "config.filters.thresholds.dire.max",
-            "config.filters.max_realism",
-        ),
-        "below",
-    ),
-    "sharpness_ratio": (("thresholds.sharpness.min_ratio", "config.filters.thresholds.sharpness.min_ratio"), "above"),
-    "detector_twin": (
-        (
-            "thresholds.detector.max_twin",
-            "config.filters.thresholds.detector.max_twin",
-            "config.filters.max_detector_twin",
-        ),
-        "below",
-    ),
+# runs made before thresholds were kept per filter: score -> its flat config key
+OLD_KEYS = {
+    "clip_margin": "config.filters.min_clip_margin",
+    "realism": "config.filters.max_realism",
+    "detector_twin": "config.filters.max_detector_twin",
 }
+
+
+def threshold_paths() -> dict[str, tuple[tuple[str, ...], str]]:
+    """Score name -> where its threshold may be in the manifest, first found wins, and which side passes,
+    from what each registered filter declares (`Filter.legend`): the resolved thresholds the run recorded
+    (`thresholds.<filter>.<key>`), then the config's (`config.filters.thresholds.<filter>.<key>`), then a
+    flat key of an older run. A score no filter declares gets no line."""
+    where: dict[str, tuple[list[str], list[str], str]] = {}
+    for name, cls in FILTERS.items():
+        for line in cls.legend:
+            if line.threshold is not None:
+                resolved, configured, _ = where.setdefault(line.name, ([], [], line.passes))
+                resolved.append(f"thresholds.{name}.{line.threshold}")
+                configured.append(f"config.filters.thresholds.{name}.{line.threshold}")
+    return {
+        score: ((*resolved, *configured, *([OLD_KEYS[score]] if score in OLD_KEYS else [])), side)
+        for score, (resolved, configured, side) in where.items()
+    }
 
 
 def find_threshold(manifest: dict[str, Any], score: str) -> tuple[str, float, str] | None:
     """(manifest path, value, side that passes) of a score's threshold, or None."""
-    paths, side = THRESHOLDS.get(score, ((), ""))
+    paths, side = threshold_paths().get(score, ((), ""))
     for path in paths:
         cur: Any = manifest
         for part in path.split("."):

@@ -10,39 +10,33 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from hardneg.core.plugins import FILTERS
+from hardneg.core.registry import Registry
 from hardneg.review.report.assets import esc
 
 SIG = 3  # significant digits for every score and long number the report shows
 
-# One line per score family: what it measures and which way is better. Keys are exact score names or
-# prefixes ending in "_" (a family). The first matching key wins, so exact names come first.
-SCORE_LEGEND: dict[str, str] = {
+# The run's own scores, beside those of the filters (`Filter.legend`): what each measures and which way is
+# better. A key ending in "_" names a family of scores (a prefix).
+RUN_SCORES: dict[str, str] = {
     "refine_s1": "plausibility under the first blind text scorer (an n-gram model fit on the other fold's "
     "positives), shown positive / negative; higher is more plausible. Refinement keeps as many pairs where "
     "it prefers the negative as where it prefers the positive",
     "refine_s2": "acceptability under the second blind text scorer (grammar rules or a classifier), shown "
     "positive / negative; higher is more acceptable",
-    "clip_margin": "how much CLIP prefers the positive: sim(image, positive) - sim(image, negative) for a text "
-    "negative, sim(source, text) - sim(edited, text) for an image negative; above the threshold passes",
-    "similarity": "SSIM of the edited image to its source (1 = identical); best-of-N keeps the most similar "
-    "candidate that passes",
-    "realism": "how visibly edited the image looks (seam or DIRE score, 0 = untouched); below the threshold passes",
-    "sharpness_ratio": "fine detail in the edited boxes over the source's (1 = as sharp); above the threshold passes",
-    "detector_twin": "detector's confidence that another object still matches the edited one; below passes",
     "annotation_risk": "how likely the scene-graph annotation behind the sample is wrong (0 = safe)",
-    "recolor_hit": "edit check: share of the object's old-coloured pixels now in the new colour; higher is "
-    "better (at least 0.5)",
-    "recolor_left": "edit check: share still in the old colour; lower is better (at most 0.3)",
-    "recolor_specks": "edit check: share of the new colour scattered in specks or glitter; at most 0.12",
-    "recolor_boxy": "edit check: share of the box outline painted the new colour (a rectangle); at most 0.6",
-    "recolor_clipped": "edit check: share of the object blown-out white in the source; at most 0.3",
-    "recolor_noise": "edit check: fine detail after the recolour over before (1 = unchanged); at most 2",
-    "smear": "edit check: share of the changed area much smoother than its surroundings; at most 0.35",
-    "paste_edge": "edit check: strongest straight new edge inside the box (a pasted rectangle); at most 0.1",
-    "trace": "edit check: share of the original object's strong edges that survive a replacement; at most 0.3",
-    "fill_mismatch": "edit check: share of a removal's fill in colours its surroundings lack; at most 0.2",
-    "recolor_": "edit check of a recolour (see the other recolor_ lines)",
 }
+
+
+def score_legend() -> dict[str, str]:
+    """Every score's line: the run's own, then each registered filter's in registry order (the first line
+    for a name wins: two filters that store "realism" mean the same by it)."""
+    out = dict(RUN_SCORES)
+    for _, cls in FILTERS.items():
+        for line in cls.legend:
+            out.setdefault(line.name, line.text)
+    return out
+
 
 _LONG_NUMBER = re.compile(r"(?<![\w.])-?\d+\.\d{5,}(?:e[-+]?\d+)?(?![\w.])")  # noise digits: 0.99933338
 _OBJECT_ID = re.compile(r"\bobject (\d{3,})\b")
@@ -95,9 +89,10 @@ def named_objects(reason: Any) -> list[str]:
 
 def legend_line(name: str) -> str | None:
     """The legend's line for a score name: its own, else its family's, else None."""
-    if name in SCORE_LEGEND:
-        return SCORE_LEGEND[name]
-    return next((line for key, line in SCORE_LEGEND.items() if key.endswith("_") and name.startswith(key)), None)
+    legend = score_legend()
+    if name in legend:
+        return legend[name]
+    return next((line for key, line in legend.items() if key.endswith("_") and name.startswith(key)), None)
 
 
 def is_score(name: str) -> bool:
@@ -120,7 +115,7 @@ def scores_html(scores: Any, skip: set[str] | None = None) -> str:
 
 def legend_html(names: set[str]) -> str:
     """The legend table for the score names a page shows (every family when `names` is empty)."""
-    keys = sorted(names) if names else [k for k in SCORE_LEGEND if not k.endswith("_")]
+    keys = sorted(names) if names else [k for k in score_legend() if not k.endswith("_")]
     rows = [(k, line) for k in keys if (line := legend_line(k)) is not None]
     if not rows:
         return ""
@@ -128,5 +123,20 @@ def legend_html(names: set[str]) -> str:
     return (
         "<details class='legend-scores' open><summary>What the scores mean</summary>"
         f"<p class='small'>Shown to {SIG} significant digits.</p>"
+        f"<div class='scroll'><table class='left legend'>{body}</table></div></details>"
+    )
+
+
+def kinds_html(registry: Registry[Any], records: list[dict[str, Any]]) -> str:
+    """What each kind of negative among `records` is (its registered label and description), in the
+    registry's order; a kind the registry does not know shows its name alone."""
+    present = {str(r.get("negative_type")) for r in records if r.get("negative_type")}
+    if not present:
+        return ""
+    known = [(n, cls.label, cls.description) for n, cls in registry.items() if n in present]
+    known += [(n, "", "") for n in sorted(present - {n for n, _, _ in known})]
+    body = "".join(f"<tr><th>{esc(n)}</th><td>{esc(label)}</td><td>{esc(d)}</td></tr>" for n, label, d in known)
+    return (
+        "<details class='legend-scores' open><summary>The kinds of negative</summary>"
         f"<div class='scroll'><table class='left legend'>{body}</table></div></details>"
     )

@@ -67,6 +67,13 @@ function queueUrl() {
   return `api/queue?${q}`;
 }
 
+// A kind of negative as the server describes it (`/api/meta`'s negative_types), for the item's kind or,
+// in the filter list where a name may be either, whichever knows it.
+function negativeType(name, kind) {
+  const known = (S.meta && S.meta.negative_types) || {};
+  return (known[kind] || {})[name] || (known.text_negative || {})[name] || (known.image_negative || {})[name];
+}
+
 function fillSelect(id, values, fmt) {
   const sel = $(id);
   for (const v of values) {
@@ -90,7 +97,10 @@ async function loadMeta() {
   const f = S.meta.facets;
   fillSelect("f-kind", f.kind, (k) => KIND_TEXT[k] || k);
   fillSelect("f-type", f.type);
-  fillSelect("f-negative_type", f.negative_type);
+  fillSelect("f-negative_type", f.negative_type, (t) => {
+    const d = negativeType(t);
+    return d ? `${t}: ${d.label}` : t;
+  });
   fillSelect("f-level", f.level, (l) => `L${l}`);
   fillSelect("f-split", f.split);
   const saved = JSON.parse(localStorage.getItem("hardneg.filters") || "{}");
@@ -156,7 +166,12 @@ function render() {
   if (it.tied) badges.appendChild(badge("tied: needs an adjudicator", "tied"));
   badges.appendChild(badge(it.tuple_type));
   badges.appendChild(badge(`path L${it.level}`));
-  if (it.negative_type) badges.appendChild(badge(`${it.negative_type} L${it.negative_level}`));
+  if (it.negative_type) {
+    const b = badge(`${it.negative_type} L${it.negative_level}`);
+    const d = negativeType(it.negative_type, it.kind);
+    if (d) b.title = `${d.label}: ${d.description}`;
+    badges.appendChild(b);
+  }
   badges.appendChild(badge(it.split));
   $("expression").textContent = it.expression;
 

@@ -1,0 +1,188 @@
+"""The record types of the pipeline's stage outputs, ingest to decide (`core/schema.py` says what a record
+type is; the export stages' are in `exports/rows.py`).
+
+Each dataclass is one output kind's row as stored (JSON Lines under `work/<stage>/`): its fields are
+the row's keys in the order the writer puts them, and a field with a default is one a row may leave
+out. The samples' rows are the `to_vanilla()` forms of `core/records.py`'s `Positive`, `TextNegative` and
+`ImageNegative`, plus what later stages add to them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from hardneg.core.gqa.loader import validate_graph
+from hardneg.core.records import SceneGraph
+
+Json = dict[str, Any]
+
+
+@dataclass(slots=True, kw_only=True)
+class GraphRow:
+    """One image's scene graph (ingest: as loaded and validated; hygiene: cleaned)."""
+
+    image_id: str
+    graph: Json  # GQA's value for the image: width, height, objects, ...
+    image_digest: str | None = None  # ingest, when the run has images: a digest of the bytes it checked
+
+    def scene_graph(self) -> SceneGraph:
+        check = validate_graph(self.image_id, self.graph)
+        if check.graph is None:  # the shard was written from a validated graph: this is corruption
+            raise ValueError(f"work shard holds an invalid graph {self.image_id}: {check.reason}")
+        return check.graph
+
+
+@dataclass(slots=True, kw_only=True)
+class CountRow:
+    """One corpus count of the plausibility stage (`Counts.rows`, `AnnotationStats.rows`)."""
+
+    kind: str  # what is counted: "names", "triples", ...
+    key: str
+    n: int
+
+
+@dataclass(slots=True, kw_only=True)
+class FoldCountRow:
+    """A count over one half of the corpus (`fold`: 0 or 1), for the cross-fit scorers."""
+
+    kind: str
+    key: str
+    n: int
+    fold: int
+
+
+@dataclass(slots=True, kw_only=True)
+class PositiveRow:
+    """A positive (`Positive.to_vanilla()`); the language stage adds its rewrites."""
+
+    id: int
+    image_id: str
+    objects_id: list[str]
+    tuple: list[list[str]]
+    tuple_type: str
+    level: int
+    spatial: bool
+    attribute: bool
+    expression: str
+    path: Json  # `PathNode.to_json()`
+    bbox: list[int]
+    width: int
+    height: int
+    distractors: int
+    template: str
+    generator: str
+    risk_reasons: list[Json]
+    template_expression: str | None = None  # rewritten: the template's text
+    rewrites: list[str] = field(default_factory=list)
+    expression_source: str = "template"  # or "rewrite#k"
+    rewrite_backend: str | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class KeptRow:
+    """A positive the select stage keeps."""
+
+    id: int
+
+
+@dataclass(slots=True, kw_only=True)
+class TextNegativeRow:
+    """A text negative (`TextNegative.to_vanilla()`), with its rewrites when they were asked for."""
+
+    id: int
+    image_id: str
+    positive_id: int
+    negative_level: int
+    negative_type: str
+    shuffle_index: list[int]
+    ori_type: str
+    negative_cate: str
+    tuple_type: str
+    level: int
+    expression: str
+    template_expression: str
+    expression_source: str
+    path: Json
+    change: Json
+    bbox: list[int]
+    width: int
+    height: int
+    template: str
+    generator: str
+    backend: str
+    rewrites: list[str] = field(default_factory=list)
+    rewrite_backend: str | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class ImageNegativeRow:
+    """An image negative (`ImageNegative.to_vanilla()`): `candidates` are run-relative image files."""
+
+    id: int
+    image_id: str
+    source_image_id: str
+    positive_id: int
+    negative_level: int
+    negative_type: str
+    shuffle_index: list[int]
+    ori_type: str
+    negative_cate: str
+    tuple_type: str
+    level: int
+    expression: str
+    path: Json
+    edit: Json
+    edit_boxes: list[list[int]]
+    file_name: str
+    candidates: list[str]
+    bbox: list[int]
+    width: int
+    height: int
+    generator: str
+    backend: str
+
+
+@dataclass(slots=True, kw_only=True)
+class FilterScoreRow:
+    """The filters stage's scores of one sample, by filter version: `scores` for a positive or a text
+    negative, `candidates` (one dict per candidate image) for an image negative."""
+
+    id: int
+    target: str  # "positive", "text_negative" or "image_negative"
+    scores: dict[str, Json] = field(default_factory=dict)
+    candidates: list[dict[str, Json]] = field(default_factory=list)
+
+
+@dataclass(slots=True, kw_only=True)
+class RefineScoreRow:
+    """One text negative's blind scores, (positive, negative) per scorer, and the group it is balanced in."""
+
+    id: int
+    group: str  # "<negative type>/L<level>"
+    s1: list[float]
+    s2: list[float]
+
+
+@dataclass(slots=True, kw_only=True)
+class PositiveDecisionRow:
+    """Whether a positive is kept, why not, its flattened scores and its risk reasons."""
+
+    id: int
+    keep: bool
+    reason: str | None = None
+    scores: dict[str, float] = field(default_factory=dict)
+    risk_reasons: list[Json] = field(default_factory=list)
+
+
+@dataclass(slots=True, kw_only=True)
+class NegativeDecisionRow:
+    """Whether a negative is kept and why not; a kept image negative's chosen `candidate` and the
+    candidates every filter keeps (`passed`)."""
+
+    id: int
+    keep: bool
+    reason: str | None = None
+    candidate: int | None = None
+    scores: dict[str, float] = field(default_factory=dict)
+    passed: list[int] = field(default_factory=list)

@@ -1,0 +1,65 @@
+"""Record types: the shape of one kind of stage output, and a cheap check of a row against it.
+
+Every output kind a stage writes has a record type (`Stage.writes`): a dataclass whose fields are the
+row's JSON keys, in the order the writer puts them, required unless the field has a default. The runner
+checks the first row of every write against it (every row in `core/stage_alone.py`'s runs), so a writer
+that drops or misspells a key fails in the stage that wrote it, not in a reader three stages later; and
+`Unit.records` hands readers the rows as those dataclasses. Rows stay plain dicts on disk and for the
+writers: a record type describes a row, it does not serialise one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, TypeVar
+
+R = TypeVar("R")
+
+
+@dataclasses.dataclass(slots=True, frozen=True)
+class Schema:
+    name: str
+    required: frozenset[str]
+    allowed: frozenset[str]
+
+
+@functools.cache
+def schema(record: type) -> Schema:
+    """The fields of a record type: all of them, and those without a default."""
+    if not dataclasses.is_dataclass(record):
+        raise TypeError(f"{record!r} is not a dataclass: a record type lists a row's fields")
+    fields = dataclasses.fields(record)
+    missing = dataclasses.MISSING
+    required = frozenset(f.name for f in fields if f.default is missing and f.default_factory is missing)
+    return Schema(record.__name__, required, frozenset(f.name for f in fields))
+
+
+def outputs(kinds: dict[str, type]) -> Mapping[str, type]:
+    """A stage's `writes`: its output kinds and their record types, each checked to be one, read-only."""
+    for record in kinds.values():
+        schema(record)
+    return MappingProxyType(dict(kinds))
+
+
+def row_problem(row: Any, record: type) -> str | None:
+    """What is wrong with `row` as a `record` (None: nothing): not a JSON object, a required field
+    missing, a field the record type does not have."""
+    if not isinstance(row, dict):
+        return f"a row is a {type(row).__name__}, not a dict"
+    s = schema(record)
+    if missing := s.required - row.keys():
+        return f"a row lacks {', '.join(sorted(missing))} (required by {s.name})"
+    if unknown := row.keys() - s.allowed:
+        return f"a row has {', '.join(sorted(map(str, unknown)))}, which {s.name} does not declare"
+    return None
+
+
+def to_record(row: dict[str, Any], record: type[R]) -> R:
+    """A stored row as its record type; a row of another shape names what is wrong with it."""
+    try:
+        return record(**row)
+    except TypeError:
+        raise ValueError(row_problem(row, record) or f"a row does not fit {record.__name__}") from None

@@ -1,0 +1,131 @@
+"""One unit of a stage's work (`core/stage.py`): what `Stage.run` reads from and writes to.
+
+A unit reads only what its stage declares: the stages in `reads`, the kinds those stages declare in
+`writes` (`Run.record_type`); and writes only the kinds its own stage declares, each write's first row
+checked against the kind's record type (`core/schema.py`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from hardneg.core.config import RunConfig
+from hardneg.core.io import atomic_write_bytes, dumps
+from hardneg.core.records import Reject
+from hardneg.core.schema import row_problem, to_record
+from hardneg.core.shared import shared
+
+if TYPE_CHECKING:
+    from hardneg.core.stage import Run, Stage
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class Unit:
+    """One unit of a stage's work: a shard, or the whole corpus (`ALL`)."""
+
+    def __init__(self, run: Run, stage: Stage, shard: str) -> None:
+        self.run = run
+        self.stage = stage
+        self.shard = shard
+        self.dir = run.stage_dir(stage.name)
+        self.rejects: list[Reject] = []
+        self.stats: Counter = Counter()
+        self.meta: dict[str, Any] = {}
+        self.written: Counter = Counter()
+        self.files: dict[str, dict[str, Any]] = {}  # name -> size and content hash
+        self.items_in = 0
+
+    @property
+    def cfg(self) -> RunConfig:
+        return self.run.cfg
+
+    @property
+    def root(self) -> Path:
+        return self.run.root
+
+    def path(self, kind: str, shard: str | None = None) -> Path:
+        return self.dir / f"{kind}-{shard or self.shard}.jsonl"
+
+    def _check_declared(self, stage: str) -> None:
+        if stage not in self.run.reads[self.stage.name]:
+            raise RuntimeError(f"stage {self.stage.name} reads {stage!r} without declaring it in `reads`")
+
+    def _record_type(self, stage: str, kind: str, record: type | None = None) -> type:
+        """The record type of a declared upstream stage's `kind`; with `record`, checked to be that type."""
+        self._check_declared(stage)
+        declared = self.run.record_type(stage, kind, reader=self.stage.name)
+        if record is not None and record is not declared:
+            raise RuntimeError(
+                f"stage {self.stage.name} reads {stage}'s {kind!r} as {record.__name__}, "
+                f"but {stage} writes it as {declared.__name__}"
+            )
+        return declared
+
+    def read(self, stage: str, kind: str, shard: str | None = None) -> Iterator[Any]:
+        """Rows (dicts) a declared upstream stage wrote for this unit's shard (or `shard`)."""
+        self._record_type(stage, kind)
+        yield from self.run.read(stage, kind, shard or self.shard)
+
+    def read_all(self, stage: str, kind: str) -> Iterator[Any]:
+        """Rows (dicts) of every unit of a declared upstream stage, in unit order."""
+        self._record_type(stage, kind)
+        yield from self.run.read_all(stage, kind)
+
+    def records(self, stage: str, kind: str, record: type[R], shard: str | None = None) -> Iterator[R]:
+        """`read`, each row as `record`, the type `stage` declares for `kind`."""
+        self._record_type(stage, kind, record)
+        for row in self.run.read(stage, kind, shard or self.shard):
+            yield to_record(row, record)
+
+    def records_all(self, stage: str, kind: str, record: type[R]) -> Iterator[R]:
+        """`read_all`, each row as `record`, the type `stage` declares for `kind`."""
+        self._record_type(stage, kind, record)
+        for row in self.run.read_all(stage, kind):
+            yield to_record(row, record)
+
+    def upstream(self, stage: str) -> dict[str, Any]:
+        """The summary (`_stage.json`) of a declared upstream stage."""
+        self._check_declared(stage)
+        return self.run.summary(stage)
+
+    def shared(self, stage: str, what: str, build: Callable[[], T]) -> T:
+        """`build()`, something every unit makes alike from a declared upstream stage's whole output (a model
+        of the corpus, a set of ids), made once per worker (`core/shared.py`): a worker runs many units. Kept
+        under the run folder, the stage and `what`, for the upstream's output digest: a changed upstream
+        builds anew."""
+        self._check_declared(stage)
+        return shared((str(self.root), stage, what), build, version=self.run.summary(stage)["digest"])
+
+    def upstream_file(self, stage: str, name: str) -> Path:
+        """A stage-level file (written by `Stage.prepare`) of a declared upstream stage."""
+        self._check_declared(stage)
+        return self.run.stage_dir(stage) / name
+
+    def write(self, kind: str, rows: Iterable[dict[str, Any]], shard: str | None = None) -> Path:
+        """Write one output file of a declared kind atomically; rows are JSON-able dicts, the first (every
+        one, with `Run.check_every_row`) checked against the kind's record type. Returns its path."""
+        record = self.stage.writes.get(kind)
+        if record is None:
+            declared = ", ".join(sorted(self.stage.writes)) or "nothing"
+            raise RuntimeError(f"stage {self.stage.name} writes {kind!r} without declaring it in `writes` ({declared})")
+        every = self.run.check_every_row
+        chunks = []
+        for row in rows:
+            if (every or not chunks) and (why := row_problem(row, record)):
+                raise RuntimeError(f"stage {self.stage.name} writes a bad {kind!r} row: {why}")
+            chunks.append(dumps(row) + b"\n")
+        path = self.path(kind, shard)
+        data = b"".join(chunks)
+        atomic_write_bytes(path, data)
+        self.written[kind] += len(chunks)
+        self.files[path.name] = {"size": len(data), "sha1": hashlib.sha1(data).hexdigest()[:16]}
+        return path
+
+    def reject(self, reject: Reject) -> None:
+        self.rejects.append(reject)

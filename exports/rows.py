@@ -1,0 +1,117 @@
+"""The record types of the export stages' outputs under `work/` (`core/schema.py`): the rows each export
+stage keeps beside the files it publishes, as its `writes` declares them. Field order is the writer's."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+Json = dict[str, Any]
+
+
+@dataclass(slots=True, kw_only=True)
+class PhrasesRow:
+    """A positive's noun chunks tied to its path's nodes (`{"text", "start", "end", "node"}` each) and how
+    many chunks the parser found."""
+
+    id: int
+    phrases: list[Json]
+    chunks: int
+
+
+@dataclass(slots=True, kw_only=True)
+class TricdPairRow:
+    """One TRICD pair: the positive image (`positive_id` None) or a negative one, with the caption's
+    phrases and their boxes (none on a negative)."""
+
+    id: int
+    image: str | None  # run-relative, None without source images
+    image_id: str
+    width: int
+    height: int
+    phrases: dict[str, list[list[int]]]
+    positive_id: int | None
+    negative: str | None  # "distractor" or "image_edit"
+    certificate: Json | None
+    caption: str
+    phrase_text: dict[str, str]
+    phrase_span: dict[str, list[int]]
+    phrase_node: dict[str, int]
+    subset: str
+    split: str
+    sample_id: int
+    level: int
+    path: Json
+
+
+@dataclass(slots=True, kw_only=True)
+class ImageCodeSetRow:
+    """One ImageCoDe set: the positive's image and its negatives' candidates, `target` the positive's index."""
+
+    id: int
+    set: str
+    images: list[str]
+    target: int
+    description: str
+    split: str
+    positive_id: int
+    image_id: str
+    is_video: bool
+    tuple_type: str
+    level: int
+    path: Json
+    edits: list[Json]
+
+
+@dataclass(slots=True, kw_only=True)
+class ProbeRRow:
+    """One Probe-R comparison on one image: the `correct` prompt against the `swapped` one."""
+
+    split: str
+    positive_id: int
+    triple: list[str]
+    kind: str  # "probe_r/predicate", "probe_r/subject", "probe_r/subject_only", "probe_r/swapped_subject"
+    image_id: str
+    correct: str
+    swapped: str
+    swap: Json | None = None  # the predicate and subject swaps
+    plausibility: Json | None = None  # the predicate swaps: how often the corpus shows the swapped triple
+    certificate: Json
+    id: int
+    image: str | None
+
+
+@dataclass(slots=True, kw_only=True)
+class ProbeCRow:
+    """One Probe-C group: 2 images x 2 prompts, prompt i true of image i and false of the other."""
+
+    split: str
+    positive_id: int
+    image_ids: list[str]
+    kind: str  # "probe_c/composition" or "probe_c/object"
+    category: str | None = None  # composition: the swapped attribute's category
+    swap: Json
+    prompts: list[str]
+    certificate: Json
+    id: int
+    images: list[str | None]
+
+
+@dataclass(slots=True, kw_only=True)
+class ProbeBGroupRow:
+    """One Probe-B group: an image's target, the names certainly absent, and the images made of it."""
+
+    id: int
+    image_id: str
+    split: str
+    target: Json
+    objects: list[str]
+    present: list[str]
+    absent: list[str]
+    prompts: Json
+    images: Json
+    fillers: list[str]
+    background_fraction: float
+    patch_box: list[int]
+    scene_image_id: str | None
+    scene_names: list[str]

@@ -1,0 +1,84 @@
+"""One copy of every module: the layers are only ever imported as `hardneg.<layer>`.
+
+The repository's top-level folders are mapped into the package `hardneg` (pyproject's package-dir). From the
+repository root a folder is also importable by its own name, which would load a second copy of each module:
+two `Stage` classes, two registries, and `isinstance` checks that fail for no visible reason.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+
+from tests.helpers import REPO_ROOT
+
+LAYERS = ("core", "backends", "generators", "exports", "filters", "flows", "evaluation", "review")
+DATA = ("templates", "prompts", "configs")
+
+
+def _run(code: str, *args: str) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-c", code, *args]
+    return subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+
+
+def test_a_layer_imported_by_its_folder_name_is_refused():
+    for layer in (*LAYERS, *DATA):
+        r = _run(f"import {layer}")
+        assert r.returncode == 1, (layer, r.stdout, r.stderr)
+        assert f"import hardneg.{layer}, not {layer}" in r.stderr, r.stderr
+
+
+def test_every_module_loads_once_under_its_full_name():
+    code = """
+import importlib, pkgutil, sys
+def walk(name):
+    pkg = importlib.import_module(name)
+    for m in pkgutil.iter_modules(pkg.__path__):
+        if m.name != "__main__":
+            full = f"{name}.{m.name}"
+            walk(full) if m.ispkg else importlib.import_module(full)
+for top in sys.argv[1].split(","):
+    walk("hardneg." + top)
+import hardneg.cli
+files = {}
+for name, mod in list(sys.modules.items()):
+    f = getattr(mod, "__file__", None)
+    if name.split(".")[0] in sys.argv[2].split(","):
+        print("BARE", name)
+    if f and (name == "hardneg" or name.startswith("hardneg.")):
+        files.setdefault(f, []).append(name)
+print("MODULES", sum(len(v) for v in files.values()))
+for f, names in files.items():
+    if len(names) > 1:
+        print("TWICE", f, names)
+"""
+    r = _run(code, ",".join(LAYERS), ",".join(LAYERS + DATA))
+    assert r.returncode == 0, r.stderr
+    assert "BARE" not in r.stdout and "TWICE" not in r.stdout, r.stdout
+    assert int(r.stdout.split("MODULES ")[1].split()[0]) > 100  # the walk really imported the package
+
+
+def test_no_source_imports_a_layer_by_its_bare_name():
+    bad = []
+    for folder in (*LAYERS, "hardneg", "tests", "benchmarks"):
+        for f in sorted((REPO_ROOT / folder).glob("**/*.py")):
+            for node in ast.walk(ast.parse(f.read_text(), str(f))):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+                if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    names = [node.module]
+                bad += [f"{f.relative_to(REPO_ROOT)}: {n}" for n in names if n.split(".")[0] in LAYERS + DATA]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_editor_link_tree_maps_every_layer_like_the_install(tmp_path, monkeypatch):
+    import dev
+
+    monkeypatch.setattr(dev, "EDITOR", tmp_path)
+    dev.link_tree()
+    dev.link_tree()  # idempotent: a second set-up keeps the links
+    pkg = tmp_path / "hardneg"
+    for layer in (*LAYERS, *DATA):
+        assert (pkg / layer).resolve() == (REPO_ROOT / layer).resolve(), layer
+        assert (pkg / layer / "__init__.py").is_file()
+    assert (pkg / "cli.py").resolve() == (REPO_ROOT / "hardneg" / "cli.py").resolve()
