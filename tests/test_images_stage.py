@@ -23,16 +23,15 @@ from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.exports.finecops import SPLITS
 from hardneg.flows.pipeline import run_local
 from tests.helpers import REPO_ROOT
+from tests.runs import shared_run
 
 IMAGE_TYPES = {"replace_object", "replace_attribute", "swap_object", "swap_attribute", "flip"}
 CONFIG = {"images": {"candidates": 3}}
 
 
 @pytest.fixture(scope="module")
-def demo_run(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("images") / "run"
-    run_local(load_config(None, CONFIG), root)
-    return root
+def demo_run() -> Path:
+    return shared_run(CONFIG)
 
 
 def _negatives(root: Path, cate: str) -> list[dict]:
