@@ -11,11 +11,9 @@ import orjson
 from hardneg.core.gqa.ingest import row_to_graph
 from hardneg.core.io import read_jsonl
 from hardneg.core.records import SceneGraph
-from tests.runs import shared_run
+from tests.runs import SIXTEEN, shared_run
 
-# 16 scenes, two candidates per image negative: ImageCoDe sets of 1 + 3 images (the demo's 4 candidates
-# make sets of 10; here the point is the round trip and the certificates).
-EXPORT_RUN = {"demo": {"n_scenes": 16}, "images": {"candidates": 2}, "exports": {"imagecode": {"edits": 3}}}
+EXPORT_RUN = SIXTEEN  # the 16-scene run the flow, evaluation and images-stage tests read too
 
 
 def export_run() -> Path:
