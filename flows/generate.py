@@ -1,4 +1,5 @@
-"""The generation flow: a thin Prefect shell over the stage list of `flows/pipeline.py` (STYLE habit 7).
+"""The generation flow: a thin Prefect shell over the stage loop of `flows/pipeline.py`; the stages, their
+resuming and their outputs are plain Python that runs the same without Prefect.
 
     generate(config="gqa", output="/data/runs/gqa-train", seed=0, overrides={"inputs": {...}})
 
@@ -11,12 +12,13 @@ page) and the counts per split (a table). A run into a folder another process is
 named Skipped, with who holds the lock as its message: nothing failed, so no traceback and no failure
 alert (`refused`).
 
-`hardneg-stages` runs one Prefect task per stage, named after it, once per pending unit (a shard, or the
-whole corpus); a finished stage is skipped before any task is submitted. Resuming is file-based
-(`core/stage.py`), so Prefect's result caching is off. Tasks take and return small JSON: the run folder,
-the stage, the unit. Each stage's line (time, items in and out, rejects) goes to the run logger of the
-top-level `hardneg-generate` run, the one a user opens in the UI (and a deployment's run), with the
-run's counts at the end; and to the terminal when `hardneg run` started the flow.
+`hardneg-stages` runs `run_stages`, the loop `hardneg run --no-prefect` runs, with a pool that makes one
+Prefect task per pending unit (a shard, or the whole corpus), named after its stage; a finished stage is
+skipped before any task is submitted. Resuming is file-based (`core/stage.py`), so Prefect's result
+caching is off. Tasks take and return small JSON: the run folder, the stage, the unit. Each stage's line
+(time, items in and out, rejects) goes to the run logger of the top-level `hardneg-generate` run, the one
+a user opens in the UI (and a deployment's run), with the run's counts at the end; and to the terminal
+when `hardneg run` started the flow.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections.abc import Iterator
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
@@ -35,16 +38,17 @@ from prefect.states import Completed, State
 from hardneg.core.config import RunConfig, load_config
 from hardneg.core.config_files import diff_tree
 from hardneg.core.progress import Progress, Tee, stage_line
-from hardneg.core.publish import publishing
 from hardneg.core.runfolder import prepare_run, stored_config
 from hardneg.core.runlock import RunBusy, RunLock
 from hardneg.core.stage import Run
 from hardneg.exports.finecops import read_manifest
 from hardneg.flows import runners
 from hardneg.flows.local_server import start_tied_server
-from hardneg.flows.pipeline import STAGES, plan
+from hardneg.flows.pipeline import plan, run_stages
 from hardneg.flows.progress import closing_summary, split_counts
 from hardneg.flows.request import config_label, config_param, resolve_run
+from hardneg.flows.runners import Pool
+from hardneg.flows.stages import STAGES
 
 # The terminal of the `hardneg run` that started this flow in its own process (None in a deployment).
 TERMINAL: ContextVar[Progress | None] = ContextVar("hardneg_terminal", default=None)
@@ -89,23 +93,26 @@ class RunLog(Progress):
         self.log.info(stage_line(stage, summary, skipped=True))
 
 
+def task_pool(cfg: RunConfig, run_dir: str) -> Pool:
+    """`run_stages`'s pool on Prefect: a stage's pending units become parallel tasks, every one submitted
+    before the first result is awaited; markers come back in unit order."""
+
+    def submit(stage: str, units: list[str]) -> Iterator[dict[str, Any]]:
+        with runners.gpu_stage(cfg, stage):  # on Dask, a GPU stage's tasks each hold one GPU
+            futures = [TASKS[stage].submit(run_dir, stage, u) for u in units]
+        for f in futures:
+            yield f.result()
+
+    return submit
+
+
 @flow(name="hardneg-stages", flow_run_name="stages of {run_dir}", log_prints=False)
 def stages(run_dir: str) -> dict[str, Any]:
     """Every stage in order over the run folder's stored config; a stage's pending units run as parallel
     tasks."""
     root = Path(run_dir)
-    progress = Tee(RunLog(top_log()), terminal())
-    run = Run(root, stored_config(root), STAGES, progress)
-    with publishing(root):  # the outputs stand when every stage finished; a failure puts the old ones back
-        for name in run.order:
-            if run.is_complete(name):
-                progress.stage_skipped(name, run.summary(name))
-                continue
-            with runners.gpu_stage(run.cfg, name):  # on Dask, a GPU stage's tasks each hold one GPU
-                futures = [TASKS[name].submit(run_dir, name, u) for u in run.open(name)]
-            for f in futures:
-                progress.unit_done(name, f.result())
-            run.close(name)
+    run = Run(root, stored_config(root), STAGES, Tee(RunLog(top_log()), terminal()))
+    run_stages(run, task_pool(run.cfg, run_dir))
     return {"run_folder": run_dir}
 
 
@@ -145,7 +152,7 @@ def generate(
             prepare_run(cfg, root)
             token = TOP_LOG.set(log)
             try:
-                stages.with_options(task_runner=task_runner(cfg))(str(root))
+                stages.with_options(task_runner=runners.task_runner(cfg))(str(root))
             finally:
                 TOP_LOG.reset(token)
     except RunBusy as busy:
@@ -171,11 +178,6 @@ def run_name_or_default() -> str:
     from prefect.runtime import flow_run
 
     return flow_run.name or "hardneg-generate"
-
-
-def task_runner(cfg: RunConfig) -> Any:
-    """The task runner the config asks for: threads, processes or Dask (`flows/runners.py`)."""
-    return runners.task_runner(cfg)
 
 
 def _artifacts(root: Path, manifest: dict[str, Any]) -> None:

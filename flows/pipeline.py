@@ -1,10 +1,8 @@
-"""The pipeline: the one ordered stage list that every way of running loops over.
+"""The pipeline: the stage list (`flows/stages.py`) checked, run and re-split.
 
-    ingest -> hygiene (per shard) -> plausibility -> paths (per shard) -> select -> language (per shard)
-           -> images (per shard) -> filters (per shard) -> refine -> decide -> write -> report
-
-`run_local` runs it in this process; `flows/generate.py` runs the same list as a Prefect flow (one task
-per shard); `resplit` reruns only the decision stages (`Stage.decision`) with new thresholds or split
+`run_stages` is the one loop over the stages, inside the run's output transaction: `run_local` runs it
+in this process (or a pool of workers), `flows/generate.py` as a Prefect flow (one task per shard);
+`resplit` reruns only the decision stages (`Stage.decision`) with new thresholds or split
 proportions, after checking that everything they read is complete and was made for the run's config.
 Plain Python: no Prefect here.
 """
@@ -16,51 +14,16 @@ from pathlib import Path
 from typing import Any
 
 from hardneg.core.config import RunConfig, apply_overrides, leaf_keys
-from hardneg.core.gqa.hygiene import HygieneStage
-from hardneg.core.gqa.ingest import IngestStage
-from hardneg.core.gqa.plausibility import PlausibilityStage
 from hardneg.core.progress import Progress
 from hardneg.core.publish import publishing, rollback
 from hardneg.core.runfolder import prepare_run, stored_config
 from hardneg.core.runlock import RunLock
-from hardneg.core.stage import Run, Stage
-from hardneg.exports.finecops import WriteStage, read_manifest
-from hardneg.exports.imagecode import ImageCodeStage
-from hardneg.exports.phrases import PhrasesStage
-from hardneg.exports.probes.background import ProbeBStage
-from hardneg.exports.probes.stage import ProbesStage
-from hardneg.exports.tricd.stage import TricdStage
-from hardneg.filters.decide_stage import DecideStage
-from hardneg.filters.refine_stage import RefineStage
-from hardneg.filters.score import FiltersStage
+from hardneg.core.stage import Run
+from hardneg.exports.finecops import read_manifest
 from hardneg.flows.request import check_request
 from hardneg.flows.resplit_guard import keep_if_refused, refuse_emptying
-from hardneg.flows.runners import unit_pool
-from hardneg.generators.images.stage import ImagesStage
-from hardneg.generators.paths.select import SelectStage
-from hardneg.generators.paths.stage import PathsStage
-from hardneg.generators.text.stage import LanguageStage
-from hardneg.review.report.stage import ReportStage
-
-STAGES: tuple[Stage, ...] = (
-    IngestStage(),
-    HygieneStage(),
-    PlausibilityStage(),
-    PathsStage(),
-    SelectStage(),
-    LanguageStage(),
-    ImagesStage(),
-    FiltersStage(),
-    RefineStage(),
-    DecideStage(),
-    WriteStage(),
-    PhrasesStage(),  # the other benchmark shapes: generation first, then the exports
-    ProbeBStage(),
-    TricdStage(),
-    ProbesStage(),
-    ImageCodeStage(),
-    ReportStage(),
-)
+from hardneg.flows.runners import Pool, unit_pool
+from hardneg.flows.stages import STAGES
 
 
 def plan(cfg: RunConfig, root: Path) -> Run:
@@ -82,10 +45,17 @@ def run_local(
     run.progress = progress or run.progress
     with RunLock(root), unit_pool(cfg, root, workers) as pool:
         prepare_run(cfg, root)
-        with publishing(root):
-            for name in run.order:
-                run.run_stage(name, pool)
+        run_stages(run, pool)
     return read_manifest(root)
+
+
+def run_stages(run: Run, pool: Pool | None = None) -> None:
+    """Every stage in order through `Run.run_stage` (a finished one is skipped; a stage's pending units
+    run here, or by `pool`), inside the run's output transaction: the outputs stand when every stage
+    finished, and a failure puts the old ones back."""
+    with publishing(run.root):
+        for name in run.order:
+            run.run_stage(name, pool)
 
 
 def resplittable_keys() -> set[str]:

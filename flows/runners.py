@@ -30,7 +30,9 @@ from typing import Any
 from uuid import uuid4
 
 from hardneg.core.config import RunConfig
-from hardneg.core.stage import Stage
+from hardneg.core.runfolder import stored_config
+from hardneg.core.stage import Run, Stage
+from hardneg.flows.stages import STAGES
 
 GPU = "GPU"  # the Dask worker resource a GPU stage's unit needs (`dask worker --resources GPU=1`)
 
@@ -40,10 +42,6 @@ Pool = Callable[[str, list[str]], Iterable[dict[str, Any]]]  # (stage, units) ->
 def run_unit(run_dir: str, stage: str, unit: str, workers: int | None = None) -> dict[str, Any]:
     """One unit of one stage in whatever worker runs it; the config is the one stored in the run.
     `workers`: how many processes share this machine's cores (default: the config's)."""
-    from hardneg.core.runfolder import stored_config
-    from hardneg.core.stage import Run
-    from hardneg.flows.pipeline import STAGES
-
     root = Path(run_dir)
     cfg = stored_config(root)
     share_cores(workers or local_workers(cfg))
@@ -140,8 +138,6 @@ def task_runner(cfg: RunConfig) -> Any:
 
 def needs_gpu_worker(cfg: RunConfig, stage: str | Stage) -> bool:
     """Whether a stage's units must run on a worker holding the resource GPU=1."""
-    from hardneg.flows.pipeline import STAGES
-
     s = stage if isinstance(stage, Stage) else {x.name: x for x in STAGES}[stage]
     return cfg.task_runner == "dask" and s.gpu and (cfg.dask.gpu_resource or bool(cfg.dask.gpus))
 
