@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from hardneg.core.config_exports import ExportsConfig
 from hardneg.core.config_files import describe_errors, find_config, merge, read_layers
+from hardneg.core.errors import ConfigError
 from hardneg.core.gqa.stream import DEFAULT_LIMITS, MAX_PARSEABLE_DEPTH
 from hardneg.core.ids import id_problem
 from hardneg.core.resources import bundled_dir, data_path, is_bundled
@@ -350,11 +351,7 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
     try:
         return RunConfig.model_validate(raw)
     except ValidationError as e:
-        raise ValueError(f"config {p} is invalid: {describe_errors(e, RunConfig)}") from None
-
-
-def _merge(base: dict[str, Any], extra: dict[str, Any]) -> None:
-    merge(base, extra)
+        raise ConfigError(f"config {p} is invalid: {describe_errors(e, RunConfig)}") from None
 
 
 def leaf_keys(tree: dict[str, Any], prefix: str = "") -> list[str]:
@@ -373,11 +370,11 @@ def leaf_keys(tree: dict[str, Any], prefix: str = "") -> list[str]:
 def apply_overrides(cfg: RunConfig, overrides: dict[str, Any]) -> RunConfig:
     """`cfg` with nested `overrides` merged on top, validated like a config file."""
     raw = cfg.model_dump(mode="json")
-    _merge(raw, overrides)
+    merge(raw, overrides)
     try:
         return RunConfig.model_validate(raw)
     except ValidationError as e:
-        raise ValueError(f"overrides are invalid: {describe_errors(e, RunConfig)}") from None
+        raise ConfigError(f"overrides are invalid: {describe_errors(e, RunConfig)}") from None
 
 
 def config_value(cfg: RunConfig, dotted: str) -> Any:

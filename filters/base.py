@@ -26,18 +26,20 @@ filter module imports no torch at module level, so `hardneg split` re-decides wi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 from PIL import Image
 from pydantic import BaseModel, ConfigDict
 
+from hardneg.core.errors import ConfigError, MissingDependency
 from hardneg.core.records import SceneGraph
 
 Box = tuple[int, int, int, int]  # xywh pixels
 Target = Literal["positive", "text_negative", "image_candidate", "text"]
 Scores = dict[str, float]
+T = TypeVar("T")
 
 
 class Settings(BaseModel):
@@ -98,13 +100,22 @@ class Filter:
     def keep(cls, scores: Scores, thresholds: Settings) -> tuple[bool, str | None]:
         return True, None
 
+    def configured(self, make: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """`make(*args, **kwargs)`: the scorer this filter's options build. `Options` checks their types and
+        the scorer its own ranges (it is used without a config too), so what it refuses is the config's to
+        fix. Scorers load their models later, on first use (`hardneg.backends.models.loading`)."""
+        try:
+            return make(*args, **kwargs)
+        except ValueError as e:
+            raise ConfigError(f"{self.name} options: {e}") from None
+
 
 def require_skimage() -> Any:
     try:
         import skimage.filters
         import skimage.metrics
     except ImportError as e:
-        raise ImportError("this filter needs scikit-image: pip install 'scikit-image>=0.22'") from e
+        raise MissingDependency("this filter needs scikit-image: pip install 'scikit-image>=0.22'") from e
     return skimage
 
 

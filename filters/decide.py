@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from hardneg.core.config import RunConfig
+from hardneg.core.errors import ConfigError
 from hardneg.filters.base import Filter, Scores, Settings
 from hardneg.filters.registry import filter_class, thresholds
 
@@ -41,7 +42,7 @@ def rules(cfg: RunConfig) -> list[Rule]:
     for name in cfg.filters.thresholds:
         filter_class(name)
         if name not in cfg.filters.scorers:
-            raise ValueError(f"filters.thresholds.{name}: {name} does not run; add it to filters.scorers")
+            raise ConfigError(f"filters.thresholds.{name}: {name} does not run; add it to filters.scorers")
     return [Rule(filter_class(n), thresholds(n, cfg.filters.thresholds.get(n))) for n in cfg.filters.scorers]
 
 

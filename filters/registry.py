@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from hardneg.core.errors import ConfigError
 from hardneg.filters.base import Filter, Settings
 
 REGISTRY: dict[str, str] = {
@@ -35,7 +36,7 @@ def filter_class(name: str) -> type[Filter]:
     if name not in REGISTRY:
         close = difflib.get_close_matches(name, REGISTRY, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise ValueError(f"unknown filter {name!r}{hint}; known: {', '.join(sorted(REGISTRY))}")
+        raise ConfigError(f"unknown filter {name!r}{hint}; known: {', '.join(sorted(REGISTRY))}")
     module, _, cls = REGISTRY[name].partition(":")
     return getattr(import_module(module), cls)
 
@@ -47,7 +48,7 @@ def _settings(model: type[Settings], values: dict[str, Any] | None, where: str) 
         first = e.errors()[0]
         key = ".".join(str(x) for x in first["loc"])
         msg = "unknown key" if first["type"] == "extra_forbidden" else first["msg"]
-        raise ValueError(f"config {where}{'.' + key if key else ''}: {msg}") from None
+        raise ConfigError(f"config {where}{'.' + key if key else ''}: {msg}") from None
 
 
 def build(name: str, options: dict[str, Any] | None, batch_size: int = 16, where: str = "") -> Filter:

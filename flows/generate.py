@@ -10,7 +10,8 @@ subflow with the task runner the config asks for, and ends with two artifacts a 
 (markdown, naming where `report.html` is as a path to copy: browsers refuse `file://` links from a web
 page) and the counts per split (a table). A run into a folder another process is writing ends Completed,
 named Skipped, with who holds the lock as its message: nothing failed, so no traceback and no failure
-alert (`refused`).
+alert (`refused`). A run the user must fix (a `HardnegError`: a config edited wrong, a missing input)
+ends Failed with that one line as its message, not a traceback.
 
 `hardneg-stages` runs `run_stages`, the loop `hardneg run --no-prefect` runs, with a pool that makes one
 Prefect task per pending unit (a shard, or the whole corpus), named after its stage; a finished stage is
@@ -33,10 +34,11 @@ from typing import Any
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
-from prefect.states import Completed, State
+from prefect.states import Completed, Failed, State
 
 from hardneg.core.config import RunConfig, load_config
 from hardneg.core.config_files import diff_tree
+from hardneg.core.errors import HardnegError
 from hardneg.core.progress import Progress, Tee, stage_line
 from hardneg.core.runfolder import prepare_run, stored_config
 from hardneg.core.runlock import RunBusy, RunLock
@@ -123,7 +125,7 @@ def run_name() -> str:
     p = flow_run.parameters
     try:
         folder = resolve_run(p.get("config"), p.get("output"), p.get("seed"), p.get("overrides"))[1].name
-    except ValueError:  # the run itself will say what is wrong
+    except HardnegError:  # the run itself will say what is wrong
         folder = Path(p.get("output") or "run").name
     return f"{folder} ({config_label(p.get('config'))})"
 
@@ -135,7 +137,8 @@ def generate(
     seed: int | None = None,
     overrides: dict[str, Any] | None = None,
 ) -> dict[str, Any] | State:
-    """Build a hard-negative benchmark (Completed as Skipped when another run is writing the folder).
+    """Build a hard-negative benchmark (Completed as Skipped when another run is writing the folder; Failed
+    with one line when the user must fix something).
 
     Args:
         config: a config file, or a bundled config's name (demo, gqa, openai); default demo
@@ -144,10 +147,10 @@ def generate(
         overrides: nested config keys applied on top, e.g. {"inputs": {"scene_graphs": "/data/gqa"}}
     """
     t0 = time.perf_counter()
-    cfg, root = resolve_run(config, output, seed, overrides)
-    plan(cfg, root)  # every check before anything is written
     log = get_run_logger()
     try:
+        cfg, root = resolve_run(config, output, seed, overrides)
+        plan(cfg, root)  # every check before anything is written
         with RunLock(root, f"Prefect flow run {run_name_or_default()}"):
             prepare_run(cfg, root)
             token = TOP_LOG.set(log)
@@ -157,6 +160,8 @@ def generate(
                 TOP_LOG.reset(token)
     except RunBusy as busy:
         return refused(busy)
+    except HardnegError as e:
+        return user_error(e)
     manifest = read_manifest(root)
     log.info(closing_summary(root, manifest, time.perf_counter() - t0))
     _artifacts(root, manifest)
@@ -171,6 +176,13 @@ def refused(busy: RunBusy) -> State:
     run then logs "Engine execution exited with unexpected exception" with a traceback."""
     get_run_logger().warning("skipped: %s", busy)
     return Completed(name=SKIPPED, message=f"skipped: {busy}")
+
+
+def user_error(e: HardnegError) -> State:
+    """The end of a run the user must fix: Failed, with the one line that says what as its message and no
+    traceback (it is no bug). The error rides in the state, so `run_flow` raises it again for the CLI."""
+    get_run_logger().error("hardneg: error: %s", e)
+    return Failed(message=str(e), data=e)
 
 
 def run_name_or_default() -> str:
@@ -222,7 +234,7 @@ def run_flow(
         TERMINAL.reset(token)
     if state.name == SKIPPED:
         raise RunBusy(str(state.message).removeprefix("skipped: "))
-    state.result()  # a failed run raises its error here
+    state.result()  # a failed run raises its error here (a HardnegError as it was raised)
     return read_manifest(output)
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from hardneg.core.config import RunConfig, apply_overrides, leaf_keys
+from hardneg.core.errors import ConfigError, HardnegError
 from hardneg.core.progress import Progress
 from hardneg.core.publish import publishing, rollback
 from hardneg.core.runfolder import prepare_run, stored_config
@@ -77,7 +78,7 @@ def resplit(
     for key in leaf_keys(overrides):
         if not any(key == a or key.startswith(a + ".") for a in allowed):
             close = difflib.get_close_matches(key, sorted(allowed), n=1, cutoff=0.6)
-            raise ValueError(
+            raise ConfigError(
                 f"split cannot change {key}"
                 + (f" (did you mean {close[0]}?)" if close and not key.startswith(close[0]) else "")
                 + f": it needs new samples or scores, or is no config key; rerun `hardneg run` for that "
@@ -93,7 +94,7 @@ def _resplit(root: Path, cfg: RunConfig, force: bool, progress: Progress | None)
     rollback(root)  # an interrupted run's or split's outputs: back to the last finished one's
     problems = [p for name in run.order if not run.stages[name].decision for p in run.problems(name)]
     if problems:
-        raise ValueError(
+        raise HardnegError(
             f"{root} cannot be re-split: " + "; ".join(problems[:5]) + "; rerun `hardneg run` to complete it"
         )
     decision = [name for name in run.order if run.stages[name].decision]

@@ -30,6 +30,7 @@ from typing import Any
 from uuid import uuid4
 
 from hardneg.core.config import RunConfig
+from hardneg.core.errors import MissingDependency
 from hardneg.core.runfolder import stored_config
 from hardneg.core.stage import Run, Stage
 from hardneg.flows.stages import STAGES
@@ -127,7 +128,7 @@ def task_runner(cfg: RunConfig) -> Any:
     try:
         from prefect_dask import DaskTaskRunner
     except ImportError:
-        raise ValueError("task_runner: dask needs prefect-dask: pip install -e '.[dask]'") from None
+        raise MissingDependency("task_runner: dask needs prefect-dask: pip install -e '.[dask]'") from None
     if cfg.dask.address:
         return DaskTaskRunner(address=cfg.dask.address)
     return DaskTaskRunner(

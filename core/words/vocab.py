@@ -9,6 +9,8 @@ from typing import Any
 
 import yaml
 
+from hardneg.core.errors import ConfigError
+
 
 class DataLoader(yaml.SafeLoader):
     """YAML without 1.1's on/off/yes/no booleans ("on" is a GQA relation, not True), refusing duplicate
@@ -49,13 +51,17 @@ def load_yaml_text(text: str) -> Any:
     return yaml.load(text, Loader=DataLoader)
 
 
-def _load_yaml(path: Path) -> dict:
+def load_data_file(path: Path) -> dict:
+    """A versioned YAML data file the config names (`templates/...`, or the user's own), every way it can
+    fail to be one as a ConfigError line."""
     try:
         data = load_yaml_text(path.read_text())
     except FileNotFoundError:
-        raise ValueError(f"data file not found: {path}") from None
+        raise ConfigError(f"data file not found: {path}") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"data file {path} is not valid YAML: {e}") from None
     if not isinstance(data, dict) or "version" not in data:
-        raise ValueError(f"{path} must be a mapping with a 'version' key")
+        raise ConfigError(f"{path} must be a mapping with a 'version' key")
     return data
 
 
@@ -69,7 +75,7 @@ class PoorReferents:
 
     @classmethod
     def load(cls, path: Path) -> PoorReferents:
-        data = _load_yaml(path)
+        data = load_data_file(path)
         reasons: dict[str, str] = {}
         never: set[str] = set()
         for group, spec in data.get("groups", {}).items():
@@ -90,7 +96,7 @@ class RelationVocab:
 
     @classmethod
     def load(cls, path: Path) -> RelationVocab:
-        data = _load_yaml(path)
+        data = load_data_file(path)
         return cls(
             version=f"relations@{data['version']}",
             skip=frozenset(data["skip"]["names"]),
@@ -111,7 +117,7 @@ class English:
 
     @classmethod
     def load(cls, path: Path) -> English:
-        data = _load_yaml(path)
+        data = load_data_file(path)
         return cls(
             version=f"english@{data['version']}",
             adjective_order=tuple(data["adjective_order"]),
@@ -147,7 +153,7 @@ class NameCategories:
 
     @classmethod
     def load(cls, path: Path) -> NameCategories:
-        data = _load_yaml(path)
+        data = load_data_file(path)
         by_name: dict[str, str] = {}
         for cat, names in data["categories"].items():
             for n in names:
@@ -171,7 +177,7 @@ class Lexicon:
 
     @classmethod
     def load(cls, path: Path) -> Lexicon:
-        data = _load_yaml(path)
+        data = load_data_file(path)
         syn = data.get("synonyms", {})
         rel_cat: dict[str, str] = {}
         for cat, names in data.get("relation_categories", {}).items():

@@ -137,7 +137,7 @@ class SeamFilter(Filter):
     Thresholds = MaxRealism
 
     def score(self, items: Sequence[Item]) -> list[Scores]:
-        scorer = SeamScore(outer=self.options.outer, scale=self.options.scale)  # type: ignore[attr-defined]
+        scorer = self.configured(SeamScore, outer=self.options.outer, scale=self.options.scale)  # type: ignore[attr-defined]
         return realism_over_boxes(items, scorer.score)
 
     @classmethod

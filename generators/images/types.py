@@ -17,6 +17,7 @@ from typing import ClassVar
 from PIL import Image
 
 from hardneg.backends.inpaint import InpaintBackend
+from hardneg.core.errors import ConfigError
 from hardneg.core.records import PathNode, SceneGraph, SceneObject
 from hardneg.generators.images.edits import (
     ImageContext,
@@ -117,6 +118,6 @@ def image_type(name: str) -> ImageType:
     if name not in REGISTRY:
         close = difflib.get_close_matches(name, REGISTRY, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise ValueError(f"images.types: unknown negative image type {name!r}{hint}; known: {', '.join(REGISTRY)}")
+        raise ConfigError(f"images.types: unknown negative image type {name!r}{hint}; known: {', '.join(REGISTRY)}")
     module, _, cls = REGISTRY[name].partition(":")
     return getattr(import_module(module), cls)()
