@@ -148,7 +148,7 @@ class OpenAIBackend:
         self._counters = _Counters()
         self._client: openai.OpenAI | None = None  # created on first use: no network or heavy import at construction
         self._client_lock = threading.Lock()
-        self._cache = ResponseCache(settings.cache_path) if settings.cache_path is not None else None
+        self._cache = ResponseCache(settings.cache) if settings.cache is not None else None
 
     def _load(self, name: str, task: str) -> Prompt:
         path = self.settings.prompt_dir / name

@@ -155,20 +155,22 @@ class BalanceConfig(_Strict):
 
 
 NegativeType = Literal["replace_object", "replace_attribute", "replace_relation", "swap_object", "swap_attribute"]
+JsonMode = Literal["json_object", "json_schema", "none"]
 
 
 class OpenAIConfig(_Strict):
-    """An OpenAI-compatible endpoint. The key is read from the env var `api_key_env`, never stored."""
+    """An OpenAI-compatible endpoint. The key is read from the env var `api_key_env`, never stored. The
+    backend's settings (`backends/openai_settings.py`) extend this model: its defaults and checks are theirs."""
 
     base_url: str | None = None  # None = the OPENAI_BASE_URL env var
     model: str = "gpt-4o-mini"
-    api_key_env: str = "OPENAI_API_KEY"
-    timeout_s: float = Field(30.0, gt=0)
-    max_retries: int = Field(4, ge=0)  # transport retries: 429, 5xx, timeouts
+    api_key_env: str = "OPENAI_API_KEY"  # unset means a local server that needs no key
+    timeout_s: float = Field(30.0, gt=0)  # per HTTP request
+    max_retries: int = Field(4, ge=0)  # transport retries per call: 429, 5xx, timeouts, connection errors
     max_attempts: int = Field(3, ge=1)  # answers that fail validation are asked again this many times in all
     concurrency: int = Field(4, ge=1, le=256)
-    temperature: float = Field(0.7, ge=0.0, le=2.0)
-    json_mode: Literal["json_object", "json_schema", "none"] = "json_object"
+    temperature: float = Field(0.7, ge=0.0, le=2.0)  # of the first attempt
+    json_mode: JsonMode = "json_object"
     cache: Path | None = None  # SQLite response cache; None = <run>/work/llm_cache.sqlite
     rewrite_prompt: str = "rewrite.v1.md"
     replace_prompt: str = "replace.v2.md"
@@ -252,13 +254,18 @@ SplitName = Literal["train", "val", "test"]
 
 
 class DiffusersConfig(_Strict):
-    model: str = "runwayml/stable-diffusion-inpainting"  # hub id or local dir (weights are never downloaded here)
-    mode: Literal["sd", "powerpaint"] = "sd"
-    steps: int = Field(30, ge=1)
-    guidance_scale: float = 7.5
-    batch_size: int = Field(4, ge=1)
-    dilate_px: int = Field(8, ge=0)
-    padding_mask_crop: int | None = 32
+    """The diffusers inpainting backend; its settings (`backends/inpaint_diffusers.py`) extend this model."""
+
+    # hub id or local folder of an inpainting pipeline (9-channel UNet); weights are never downloaded here
+    model: str = "runwayml/stable-diffusion-inpainting"
+    mode: Literal["sd", "powerpaint"] = "sd"  # plain prompts, or PowerPaint v1's task words in them
+    steps: int = Field(30, ge=1)  # denoising steps (times the backend's `strength` are run)
+    guidance_scale: float = 7.5  # classifier-free guidance; <= 1 turns it off
+    batch_size: int = Field(4, ge=1)  # candidates per pipeline call
+    dilate_px: int = Field(8, ge=0)  # px the box grows by: the mask and the paste-back region (the object's rim)
+    # px of context around the dilated box the model sees, at full model resolution; None = the whole image,
+    # scaled so its long side is the model resolution
+    padding_mask_crop: int | None = Field(32, ge=0)
 
 
 class ImagesConfig(_Strict):
