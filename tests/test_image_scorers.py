@@ -15,7 +15,7 @@ import pytest
 import torch
 from PIL import Image, ImageFilter
 
-from hardneg.core.demo.catalog import COLORS
+from hardneg.core.demo.catalog import PAINT
 from hardneg.core.demo.graphs import generate_graphs
 from hardneg.core.demo.render import render_scene
 from hardneg.core.errors import HardnegError
@@ -291,7 +291,7 @@ def _hue_rotated(image: Image.Image, box, degrees: int, feather: float) -> Image
 def _recolored(graph: dict, oid: str) -> dict:
     g = copy.deepcopy(graph)
     attrs = g["objects"][oid]["attributes"]
-    i = next(i for i, a in enumerate(attrs) if a in COLORS)
+    i = next(i for i, a in enumerate(attrs) if a in PAINT)
     attrs[i] = "green" if attrs[i] != "green" else "red"
     return g
 
