@@ -26,6 +26,8 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from hardneg.evaluation.numbers import finite_numbers
+
 
 @dataclass(frozen=True, slots=True)
 class ProbeSample:
@@ -46,16 +48,6 @@ class ProbeGroup:
     scores: tuple[tuple[float, float], tuple[float, float]]
 
 
-def _finite(value: Any, what: str) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{what}: expected a number, got {value!r}") from None
-    if not math.isfinite(v):
-        raise ValueError(f"{what}: expected a finite number, got {value!r}")
-    return v
-
-
 def _coerce_sample(obj: ProbeSample | Mapping[str, Any]) -> ProbeSample:
     if isinstance(obj, ProbeSample):
         sid, kind, c, s = obj.id, obj.kind, obj.score_correct, obj.score_swapped
@@ -63,7 +55,8 @@ def _coerce_sample(obj: ProbeSample | Mapping[str, Any]) -> ProbeSample:
         sid, kind, c, s = obj["id"], obj["kind"], obj["score_correct"], obj["score_swapped"]
     else:
         raise ValueError(f"probe sample: id, kind, score_correct, score_swapped expected, got {obj!r:.200}")
-    return ProbeSample(sid, str(kind), _finite(c, f"sample {sid!r}"), _finite(s, f"sample {sid!r}"))
+    correct, swapped = finite_numbers((c, s), f"sample {sid!r}: a score")
+    return ProbeSample(sid, str(kind), correct, swapped)
 
 
 def _coerce_group(obj: ProbeGroup | Mapping[str, Any]) -> ProbeGroup:
@@ -75,7 +68,7 @@ def _coerce_group(obj: ProbeGroup | Mapping[str, Any]) -> ProbeGroup:
         raise ValueError(f"probe group: id, kind, scores expected, got {obj!r:.200}")
     if not isinstance(scores, Sequence) or len(scores) != 2 or any(len(row) != 2 for row in scores):
         raise ValueError(f"group {gid!r}: scores must be 2 x 2 (prompts x images), got {scores!r}")
-    (a, b), (c, d) = ([_finite(v, f"group {gid!r}") for v in row] for row in scores)
+    (a, b), (c, d) = (finite_numbers(row, f"group {gid!r}: a score") for row in scores)
     return ProbeGroup(gid, str(kind), ((a, b), (c, d)))
 
 

@@ -38,7 +38,6 @@ for "N_0"); here every negative of the group counts.
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -47,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from hardneg.evaluation.boxes import check_box, iou_xywh
+from hardneg.evaluation.numbers import finite_number
 
 IOU_THRESHOLDS: tuple[float, ...] = tuple(float(t) for t in np.linspace(0.5, 0.95, 10))  # COCO's 0.50:0.05:0.95
 RECALL_POINTS = 101  # COCO's interpolated AP
@@ -103,12 +103,7 @@ def _coerce_prediction(obj: CPDPrediction | Mapping[str, Any]) -> CPDPrediction:
             f"prediction: a CPDPrediction or a dict with pair_id, phrase_id, bbox, score expected, got {obj!r:.200}"
         )
     what = f"prediction for pair {pair_id!r} phrase {phrase_id!r}"
-    try:
-        value = float(score)
-    except (TypeError, ValueError):
-        raise ValueError(f"{what}: score must be a number, got {score!r}") from None
-    if not math.isfinite(value):
-        raise ValueError(f"{what}: score must be finite, got {score!r}")
+    value = finite_number(score, f"{what}: score")
     return CPDPrediction(pair_id, phrase_id, check_box(box, what), value)
 
 
