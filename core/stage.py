@@ -155,11 +155,6 @@ class Unit:
         self._check_declared(stage)
         return shared((str(self.root), stage, what), build, version=self.run.summary(stage)["digest"])
 
-    def upstream_file(self, stage: str, name: str) -> Path:
-        """A stage-level file (written by `Stage.prepare`) of a declared upstream stage."""
-        self._check_declared(stage)
-        return self.run.stage_dir(stage) / name
-
     def write(self, kind: str, rows: Iterable[Any], shard: str | None = None) -> Path:
         """Write one output file atomically; rows are JSON-able. Returns its path."""
         path = self.path(kind, shard)

@@ -24,8 +24,6 @@ ALL_LABELS = {**POSITIVE_LABELS, **NEGATIVE_LABELS}
 SEVERITY = {"correct": 0, "ambiguous": 1, "wrong": 2, "negative": 0, "unreadable": 1, "still_true": 2}
 DROPPING = frozenset({"ambiguous", "wrong", "still_true", "unreadable"})
 
-KINDS = ("positive", "text_negative", "image_negative")
-
 GUIDELINES = (
     "Decide whether the description refers accurately and unambiguously to the target in the red box. "
     "Green and blue boxes mark the other objects the description mentions. "
