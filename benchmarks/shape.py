@@ -9,7 +9,7 @@ Runs ingest -> ... -> decide (text negatives only: no images) in a temp folder w
 (the demo's, unless `--config`) and prints markdown:
 
 - one row per negative type: candidates the language stage made, how many refinement and the type mix
-  dropped, how many are emitted, the emitted share against the paper's test split (Table 10: replace
+  dropped, how many are emitted, the emitted share against the paper's test split (as it counts it: replace
   object 40%, attribute 18%, relation 19%, swap object 18%, swap attribute 5%), and whether the share is
   at least half the paper's;
 - negatives per positive (candidates, after refinement, emitted; the paper's test split has 1.02);
@@ -34,7 +34,7 @@ from hardneg.core.stage import Run
 from hardneg.flows.pipeline import STAGES
 
 TYPES = ("replace_object", "replace_attribute", "replace_relation", "swap_object", "swap_attribute")
-# FineCops-Ref's test split (its Table 10): 9,814 text negatives for 9,605 positives
+# FineCops-Ref's test split, as the paper counts it: 9,814 text negatives for 9,605 positives
 PAPER = {"replace_object": 3951, "replace_attribute": 1725, "replace_relation": 1891, "swap_object": 1722,
          "swap_attribute": 525}  # fmt: skip
 PAPER_PER_POSITIVE = 9814 / 9605

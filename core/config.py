@@ -216,7 +216,7 @@ class RefineConfig(_Strict):
         return v
 
 
-# FineCops-Ref's test split (its Table 10): 9,814 text negatives for 9,605 positives
+# FineCops-Ref's test split, as the paper counts it: 9,814 text negatives for 9,605 positives
 PAPER_MIX = {"replace_object": 3951, "replace_attribute": 1725, "replace_relation": 1891, "swap_object": 1722,
              "swap_attribute": 525}  # fmt: skip
 

@@ -2,7 +2,7 @@
 
 Implements the evaluation of "Image Retrieval from Contextual Descriptions" (the ImageCoDe paper, Krojer et
 al., ImageCoDe): the model scores every image of a set against the description
-and is right when the target scores highest. Like the paper's Table 5, accuracy is reported for all sets and
+and is right when the target scores highest. As the paper reports it, accuracy is given for all sets and
 separately for video-frame and static-picture sets when the sets say which they are.
 
 Inputs: `ImageSet(id, scores, target, is_video=None)`: one score per image of the set (any real scale; higher

@@ -1,14 +1,14 @@
 """Probe-R / Probe-C image-text matching: does the model prefer the correct prompt to the swapped one?
 
-Implements the evaluation metrics of section 3.2 of "Probing Conceptual Understanding of Large Visual-Language
+Implements the image-text matching metrics of "Probing Conceptual Understanding of Large Visual-Language
 Models" (the probing paper, Schiappa et al.):
 
-- **Accuracy** (their equation 5): a sample is correct when score(image, correct prompt) > score(image, swapped
+- **Accuracy**: a sample is correct when score(image, correct prompt) > score(image, swapped
   prompt), strictly: a tie is wrong ("0 otherwise").
-- **Mean confidence** mu(c) (equations 1-2): the softmax probability of the correct prompt over the two, c1 =
+- **Mean confidence** mu(c): the softmax probability of the correct prompt over the two, c1 =
   exp(s_correct) / (exp(s_correct) + exp(s_swapped)), averaged. Pass logits (e.g. CLIP's scaled similarities)
   for this to mean what the paper means; accuracy only needs the order.
-- **Text, image and group scores** for Probe-C's 2 images x 2 prompts groups (equations 9, 13, 17, Winoground's).
+- **Text, image and group scores** for Probe-C's 2 images x 2 prompts groups (Winoground's definitions).
 
 Inputs: `ProbeSample(id, kind, score_correct, score_swapped)`, `kind` naming the probe and subset (e.g.
 "probe_r/predicate", "probe_r/swapped_subject", "probe_c/composition"), as the export's comparison tables

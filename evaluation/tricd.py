@@ -1,6 +1,6 @@
 """TRICD contextual phrase detection (CPD): AP over IoU 0.50:0.95, and Group-Recall@1.
 
-Implements section 3 ("Metric") and the appendix's Group-Recall@1 of TRICD (the TRICD paper, "TRICD: Testing
+Implements the contextual phrase detection metric and the Group-Recall@1 of TRICD (the TRICD paper, "TRICD: Testing
 Robust Image Understanding Through Contextual Phrase Detection").
 
 Inputs (dataclasses, or dicts of the same shape):
@@ -23,7 +23,7 @@ are used only for matching: all predictions of the dataset make one precision-re
 reached count as precision 0), averaged over t = 0.50, 0.55, ..., 0.95. Predictions with equal scores keep
 their input order (a stable sort, as pycocotools does), so ties are deterministic.
 
-Group-Recall@1 (appendix): for each phrase of a positive pair that has boxes, pool the predictions for that
+Group-Recall@1: for each phrase of a positive pair that has boxes, pool the predictions for that
 phrase on the positive pair and on every negative pair naming it as `positive_id`; success when the top-scored
 one is on the positive pair with IoU >= 0.5 with any of the phrase's boxes. Tied top scores earn the expected
 success of a uniformly random pick among them.

@@ -1,4 +1,5 @@
-"""The decision rules: the one place thresholds are applied (STYLE habit 3: score first, decide later).
+"""The decision rules: the one place thresholds are applied (score first, decide later: a new threshold
+never re-scores).
 
 Pure functions of stored scores and the config's thresholds: each configured filter's `keep` in config
 order, and for an image negative the best candidate among those every filter keeps (FineCops-Ref: the most

@@ -1,4 +1,5 @@
-"""The human filter's choices (FineCops-Ref appendix A.5, plus the same gate for negatives)."""
+"""The human filter's choices (FineCops-Ref's Correct, Ambiguous or Wrong expression, plus the same gate for
+negatives)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ Two kinds of defect, handled differently:
   `InputError` naming the file and byte offset. The caller sees all good data and still fails loudly:
   a truncated download must not pass for a smaller dataset.
 - Image-level (a malformed graph): `validate_graph` rejects the image with a reason, or repairs it
-  where the repair is obvious and counts the repair; the run goes on (STYLE habit 2).
+  where the repair is obvious and counts the repair; the run goes on, and the rejects are data.
 """
 
 from __future__ import annotations

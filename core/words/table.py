@@ -51,7 +51,7 @@ ATTRIBUTES_FILE = "attributes.v1.yaml"
 RELATIONS_FILE = "relation_semantics.v1.yaml"
 ATTRIBUTE_TABLE_FILE = "attribute_categories.json"
 
-# name_relation's answers; "overlap" (two names one object can carry) extends the list in the brief.
+# name_relation's answers; "overlap": two names one object can carry at once (a man and a skier).
 NAME_RELATIONS = ("same", "plural", "synonym", "hypernym", "hyponym", "part", "whole", "overlap")
 
 
