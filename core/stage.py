@@ -90,7 +90,7 @@ class Stage:
         return None
 
     def validate(self, cfg: RunConfig) -> None:
-        """Raise ValueError for a config this stage cannot run with; called before any work starts."""
+        """Raise a ConfigError for a config this stage cannot run with; called before any work starts."""
 
     def prepare(self, run: Run, folder: Path) -> None:
         """Once per opening of the stage, before its units run (e.g. an index over the whole corpus)."""

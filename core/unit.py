@@ -102,11 +102,6 @@ class Unit:
         self._check_declared(stage)
         return shared((str(self.root), stage, what), build, version=self.run.summary(stage)["digest"])
 
-    def upstream_file(self, stage: str, name: str) -> Path:
-        """A stage-level file (written by `Stage.prepare`) of a declared upstream stage."""
-        self._check_declared(stage)
-        return self.run.stage_dir(stage) / name
-
     def write(self, kind: str, rows: Iterable[dict[str, Any]], shard: str | None = None) -> Path:
         """Write one output file of a declared kind atomically; rows are JSON-able dicts, the first (every
         one, with `Run.check_every_row`) checked against the kind's record type. Returns its path."""

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from hardneg.core.config import load_config
+from hardneg.core.errors import HardnegError
 from hardneg.core.publish import TXN
 from hardneg.flows.pipeline import resplit, run_local
 from tests.test_split_safety import TINY, outputs  # outputs(root): every published file
@@ -106,7 +107,7 @@ def test_split_refuses_a_score_shard_changed_in_place(tiny_run, tmp_path):
     data = shard.read_bytes()
     i = data.index(b'":0.') + 4  # the first digit of a score
     shard.write_bytes(data[:i] + (b"1" if data[i : i + 1] != b"1" else b"2") + data[i + 1 :])  # same size
-    with pytest.raises(ValueError, match=r"scores-.* changed since it was written"):
+    with pytest.raises(HardnegError, match=r"scores-.* changed since it was written"):
         resplit(root, {"refine": {"enabled": False}})
     assert outputs(root) == before
 

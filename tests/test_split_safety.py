@@ -13,6 +13,7 @@ import pytest
 
 from hardneg.core import publish
 from hardneg.core.config import load_config
+from hardneg.core.errors import HardnegError
 from hardneg.core.publish import BACKUP, OUTPUTS, STAGING
 from hardneg.core.runfolder import prepare_run, stored_config
 from hardneg.core.stage import Run
@@ -152,7 +153,7 @@ def test_split_refuses_a_run_whose_work_is_incomplete(tiny_run, tmp_path, damage
     root = _copy(tiny_run, tmp_path)
     before = outputs(root)
     damage(root)
-    with pytest.raises(ValueError, match=f"cannot be re-split: {problem}"):
+    with pytest.raises(HardnegError, match=f"cannot be re-split: {problem}"):
         resplit(root, RESPLIT)
     assert outputs(root) == before
 
@@ -175,7 +176,7 @@ def test_split_refuses_a_run_left_half_redone_under_another_config(tiny_run, tmp
     with pytest.raises(KeyboardInterrupt):
         run_local(load_config(None, {**TINY, "seed": 5}), root)
     monkeypatch.undo()
-    with pytest.raises(ValueError, match="cannot be re-split"):
+    with pytest.raises(HardnegError, match="cannot be re-split"):
         resplit(root, RESPLIT)
     assert outputs(root) == before
 
