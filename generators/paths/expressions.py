@@ -18,9 +18,8 @@ from hardneg.core.errors import ConfigError
 from hardneg.core.executor import GraphIndex, execute
 from hardneg.core.records import PathNode
 from hardneg.core.words.attribute_table import AttributeTable
-from hardneg.core.words.common import load_yaml_text
-from hardneg.core.words.table import Words
 from hardneg.core.words.common import read_yaml
+from hardneg.core.words.table import Words
 from hardneg.core.words.vocab import English, RelationVocab
 
 
