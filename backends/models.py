@@ -1,7 +1,7 @@
 """Model loading shared by every model role: one instance per worker process, device and dtype choice.
 
 A worker (a thread of the thread runner, a process of the process or Dask runner) builds each model once
-and reuses it for every shard it runs: `shared` (`core/shared.py`) keys instances by what defines the model
+and reuses it for every shard it runs: `shared` (`core/runner/shared.py`) keys instances by what defines the model
 (its class, id or directory, dtype, device, options), so two stages or two shards asking for the same model
 get one.
 """
@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from hardneg.core.errors import HardnegError
-from hardneg.core.shared import clear, loaded_keys, shared
+from hardneg.core.runner.shared import clear, loaded_keys, shared
 
 __all__ = ["MODELS_HINT", "clear", "loaded_keys", "loading", "resolve_device_dtype", "shared"]
 

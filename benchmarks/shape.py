@@ -30,8 +30,8 @@ from typing import Any
 
 from hardneg.core.config import load_config
 from hardneg.core.plugins import TEXT_NEGATIVES
-from hardneg.core.runfolder import prepare_run
-from hardneg.core.stage import Run
+from hardneg.core.runner.folder import prepare_run
+from hardneg.core.runner.stage import Run
 from hardneg.flows.pipeline import STAGES
 
 TYPES = TEXT_NEGATIVES.names()

@@ -28,8 +28,8 @@ from hardneg.core.executor import GraphIndex
 from hardneg.core.io import atomic_write_bytes, dumps, temp_path, write_json
 from hardneg.core.records import SceneGraph, keyed_seed
 from hardneg.core.rows import GraphRow
+from hardneg.core.runner.stage import Unit
 from hardneg.core.splits import split_of
-from hardneg.core.stage import Unit
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
 

@@ -34,7 +34,7 @@ import orjson
 
 from hardneg.core.errors import HardnegError
 from hardneg.core.ids import safe_name
-from hardneg.core.runfolder import image_file
+from hardneg.core.runner.folder import image_file
 
 DATA = "data"
 CONFIGS = ("positives", "negatives")

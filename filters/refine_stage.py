@@ -11,8 +11,8 @@ from hardneg.core.config import RunConfig
 from hardneg.core.errors import ConfigError
 from hardneg.core.gqa.plausibility import fold_of, load_fold_plausibility
 from hardneg.core.rows import RefineScoreRow
+from hardneg.core.runner.stage import Run, Stage, Unit
 from hardneg.core.schema import outputs
-from hardneg.core.stage import Run, Stage, Unit
 from hardneg.filters.base import Item
 from hardneg.filters.registry import build, filter_class
 from hardneg.filters.scorers.text import NGramFilter, TextFilter

@@ -22,9 +22,9 @@ from hardneg.core.config import RunConfig
 from hardneg.core.errors import ConfigError
 from hardneg.core.records import SceneGraph
 from hardneg.core.rows import FilterScoreRow, GraphRow
-from hardneg.core.runfolder import image_file, resolve_inputs
+from hardneg.core.runner.folder import image_file, resolve_inputs
+from hardneg.core.runner.stage import Run, Stage, Unit
 from hardneg.core.schema import outputs
-from hardneg.core.stage import Run, Stage, Unit
 from hardneg.filters.base import Filter, Item
 from hardneg.filters.registry import build, filter_class
 

@@ -7,9 +7,9 @@ Schedules fire only against a running Prefect server (`prefect server start`, th
 `PREFECT_API_URL=http://127.0.0.1:4200/api`); ephemeral mode never triggers them. The config file is read
 when each scheduled run starts, so editing it changes the next run, and each run resumes in the same run
 folder (finished shards are skipped, changed stages redone). Two runs never write one folder at once: the
-second ends Completed as Skipped, saying who holds the folder (`core/runlock.py`). The deployment's entrypoint is the
-module path `hardneg.flows.generate.generate`, so it does not depend on the directory `serve` was started
-from. SIGTERM or Ctrl+C stops `serve` cleanly and leaves no scheduled run queued (`StoppingRunner`).
+second ends Completed as Skipped, saying who holds the folder (`core/runner/lock.py`). The deployment's
+entrypoint is the module path `hardneg.flows.generate.generate`, so it does not depend on the directory
+`serve` was started from. SIGTERM or Ctrl+C stops `serve` cleanly and leaves no scheduled run queued (`StoppingRunner`).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ ends Failed with that one line as its message, not a traceback.
 
 `hardneg-stages` runs `run_stages`, the loop `hardneg run --no-prefect` runs, with a pool that makes one
 Prefect task per pending unit (a shard, or the whole corpus), named after its stage; a finished stage is
-skipped before any task is submitted. Resuming is file-based (`core/stage.py`), so Prefect's result
+skipped before any task is submitted. Resuming is file-based (`core/runner/stage.py`), so Prefect's result
 caching is off. Tasks take and return small JSON: the run folder, the stage, the unit. Each stage's line
 (time, items in and out, rejects) goes to the run logger of the top-level `hardneg-generate` run, the one
 a user opens in the UI (and a deployment's run), with the run's counts at the end; and to the terminal
@@ -39,10 +39,10 @@ from prefect.states import Completed, Failed, State
 from hardneg.core.config import RunConfig, load_config
 from hardneg.core.config_files import diff_tree
 from hardneg.core.errors import HardnegError
-from hardneg.core.progress import Progress, Tee, stage_line
-from hardneg.core.runfolder import prepare_run, stored_config
-from hardneg.core.runlock import RunBusy, RunLock
-from hardneg.core.stage import Run
+from hardneg.core.runner.folder import prepare_run, stored_config
+from hardneg.core.runner.lock import RunBusy, RunLock
+from hardneg.core.runner.progress import Progress, Tee, stage_line
+from hardneg.core.runner.stage import Run
 from hardneg.exports.finecops import read_manifest
 from hardneg.flows import runners
 from hardneg.flows.local_server import start_tied_server

@@ -16,11 +16,11 @@ from typing import Any
 
 from hardneg.core.config import RunConfig, apply_overrides, leaf_keys
 from hardneg.core.errors import ConfigError, HardnegError
-from hardneg.core.progress import Progress
-from hardneg.core.publish import publishing, rollback
-from hardneg.core.runfolder import prepare_run, stored_config
-from hardneg.core.runlock import RunLock
-from hardneg.core.stage import Run
+from hardneg.core.runner.folder import prepare_run, stored_config
+from hardneg.core.runner.lock import RunLock
+from hardneg.core.runner.progress import Progress
+from hardneg.core.runner.publish import publishing, rollback
+from hardneg.core.runner.stage import Run
 from hardneg.exports.finecops import read_manifest
 from hardneg.flows.request import check_request
 from hardneg.flows.resplit_guard import keep_if_refused, refuse_emptying

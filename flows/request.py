@@ -18,8 +18,8 @@ from hardneg.core.errors import ConfigError, HardnegError, InputError
 from hardneg.core.gqa.stream import graph_files, iter_raw_graphs
 from hardneg.core.ids import id_problem
 from hardneg.core.io import not_writable
-from hardneg.core.runfolder import CONFIG_FILE
-from hardneg.core.runlock import LOCK_FILE
+from hardneg.core.runner.folder import CONFIG_FILE
+from hardneg.core.runner.lock import LOCK_FILE
 
 
 def resolve_run(

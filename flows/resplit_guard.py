@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from hardneg.core.errors import HardnegError
-from hardneg.core.stage import SUMMARY, Run
+from hardneg.core.runner.stage import SUMMARY, Run
 
 
 class EmptiedByRule(HardnegError):

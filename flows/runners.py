@@ -31,8 +31,8 @@ from uuid import uuid4
 
 from hardneg.core.config import RunConfig
 from hardneg.core.errors import MissingDependency
-from hardneg.core.runfolder import stored_config
-from hardneg.core.stage import Run, Stage
+from hardneg.core.runner.folder import stored_config
+from hardneg.core.runner.stage import Run, Stage
 from hardneg.flows.stages import STAGES
 
 GPU = "GPU"  # the Dask worker resource a GPU stage's unit needs (`dask worker --resources GPU=1`)

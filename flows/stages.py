@@ -13,7 +13,7 @@ from hardneg.core.gqa.hygiene import HygieneStage
 from hardneg.core.gqa.ingest import IngestStage
 from hardneg.core.gqa.plausibility import PlausibilityStage
 from hardneg.core.plugins import EXPORTS
-from hardneg.core.stage import Stage
+from hardneg.core.runner.stage import Stage
 from hardneg.exports.finecops import WriteStage
 from hardneg.filters.decide_stage import DecideStage
 from hardneg.filters.refine_stage import RefineStage

@@ -18,7 +18,7 @@ import orjson
 
 from hardneg.core.errors import HardnegError, InputError
 from hardneg.core.ids import id_problem
-from hardneg.core.runfolder import image_file
+from hardneg.core.runner.folder import image_file
 
 log = logging.getLogger(__name__)
 

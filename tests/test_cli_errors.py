@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from hardneg.cli import main
-from hardneg.core.runlock import RunLock
+from hardneg.core.runner.lock import RunLock
 from tests.helpers import REPO_ROOT
 
 

@@ -50,7 +50,7 @@ def test_a_run_into_a_locked_folder_is_skipped_not_failed(prefect_harness, tmp_p
     from prefect import get_client
     from prefect.client.schemas.sorting import FlowRunSort
 
-    from hardneg.core.runlock import RunBusy, RunLock
+    from hardneg.core.runner.lock import RunBusy, RunLock
     from hardneg.flows.generate import run_flow
 
     with RunLock(tmp_path / "run", "the test"), pytest.raises(RunBusy, match="is being written by the test"):

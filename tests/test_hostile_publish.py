@@ -16,7 +16,7 @@ import pytest
 
 from hardneg.core.config import load_config
 from hardneg.core.errors import HardnegError
-from hardneg.core.publish import TXN
+from hardneg.core.runner.publish import TXN
 from hardneg.flows.pipeline import resplit, run_local
 from tests.test_split_safety import TINY, outputs  # outputs(root): every published file
 
@@ -84,7 +84,7 @@ def test_a_crash_after_the_splits_is_undone_on_the_next_start(tiny_run, changed_
     """kill -9 runs no handler: the transaction is still open when the next run starts."""
     root = _copy(tiny_run, tmp_path)
     before = outputs(root)
-    monkeypatch.setattr("hardneg.core.publish.rollback", lambda root: [])  # the dying process does nothing
+    monkeypatch.setattr("hardneg.core.runner.publish.rollback", lambda root: [])  # the dying process does nothing
     monkeypatch.setattr("hardneg.exports.finecops.write_card", no_space)
     with pytest.raises(OSError):
         run_local(load_config(None, CHANGED), root)

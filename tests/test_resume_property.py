@@ -15,8 +15,8 @@ import pytest
 from hardneg.core.config import RunConfig, apply_overrides, config_value, leaf_keys, load_config
 from hardneg.core.demo.world import build_demo_world
 from hardneg.core.errors import ConfigError
-from hardneg.core.runfolder import prepare_run
-from hardneg.core.stage import Run
+from hardneg.core.runner.folder import prepare_run
+from hardneg.core.runner.stage import Run
 from hardneg.flows.pipeline import STAGES
 
 pytestmark = pytest.mark.slow

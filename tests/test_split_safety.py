@@ -11,12 +11,12 @@ from pathlib import Path
 import orjson
 import pytest
 
-from hardneg.core import publish
 from hardneg.core.config import load_config
 from hardneg.core.errors import HardnegError
-from hardneg.core.publish import BACKUP, OUTPUTS, STAGING
-from hardneg.core.runfolder import prepare_run, stored_config
-from hardneg.core.stage import Run
+from hardneg.core.runner import publish
+from hardneg.core.runner.folder import prepare_run, stored_config
+from hardneg.core.runner.publish import BACKUP, OUTPUTS, STAGING
+from hardneg.core.runner.stage import Run
 from hardneg.flows.pipeline import STAGES, resplit, run_local
 
 TINY = {
@@ -163,7 +163,7 @@ def test_split_refuses_a_run_left_half_redone_under_another_config(tiny_run, tmp
     root = _copy(tiny_run, tmp_path)
     before = outputs(root)
     calls = []
-    real = __import__("hardneg.core.stage", fromlist=["Run"]).Run.run_unit
+    real = __import__("hardneg.core.runner.stage", fromlist=["Run"]).Run.run_unit
 
     def interrupted(self, name, unit):
         if name == "language":
@@ -172,7 +172,7 @@ def test_split_refuses_a_run_left_half_redone_under_another_config(tiny_run, tmp
                 raise KeyboardInterrupt
         return real(self, name, unit)
 
-    monkeypatch.setattr("hardneg.core.stage.Run.run_unit", interrupted)
+    monkeypatch.setattr("hardneg.core.runner.stage.Run.run_unit", interrupted)
     with pytest.raises(KeyboardInterrupt):
         run_local(load_config(None, {**TINY, "seed": 5}), root)
     monkeypatch.undo()

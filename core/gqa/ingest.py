@@ -29,9 +29,9 @@ from hardneg.core.gqa.stream import graph_files
 from hardneg.core.ids import printable_id
 from hardneg.core.records import Reject, SceneGraph
 from hardneg.core.rows import GraphRow
-from hardneg.core.runfolder import image_file, resolve_inputs
+from hardneg.core.runner.folder import image_file, resolve_inputs
+from hardneg.core.runner.stage import ALL, Run, Stage, Unit
 from hardneg.core.schema import outputs
-from hardneg.core.stage import ALL, Run, Stage, Unit
 
 
 def graph_to_row(g: SceneGraph) -> dict[str, Any]:

@@ -32,7 +32,7 @@ from hardneg.core.edits import apply_edit, looks
 from hardneg.core.geometry import intersection
 from hardneg.core.plugins import IMAGE_NEGATIVES
 from hardneg.core.records import PathNode, SceneGraph, SceneObject, keyed_seed
-from hardneg.core.runfolder import image_file
+from hardneg.core.runner.folder import image_file
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
 from hardneg.generators.text.sites import Site

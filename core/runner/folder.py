@@ -3,7 +3,7 @@
 <run>/manifest.json, attribute_categories.json, stats.*, rejects.jsonl, splits/<split>/...
 <run>/inputs/demo/        the demo world, when the run uses it
 <run>/work/config.json    the validated config of the last `hardneg run`
-<run>/work/<stage>/       each stage's units, rejects, markers and summary (core/stage.py)
+<run>/work/<stage>/       each stage's units, rejects, markers and summary (core/runner/stage.py)
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from hardneg.core.demo.world import build_demo_world
 from hardneg.core.errors import ConfigError, HardnegError, InputError
 from hardneg.core.ids import id_problem
 from hardneg.core.io import atomic_write_bytes, clean_temp_files, digest, write_json
-from hardneg.core.publish import recover, rollback
+from hardneg.core.runner.publish import recover, rollback
 from hardneg.core.words.attribute_table import AttributeTable
 
 log = logging.getLogger("hardneg")
