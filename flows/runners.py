@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import multiprocessing
+import os
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -54,16 +55,24 @@ def share_cores(workers: int) -> int:
     """Limit this process's BLAS (numpy's OpenBLAS: spaCy's tagger, `generators/rewrite.numpy_blas`) to its
     share of the cores it may run on, and return it. OpenBLAS starts a thread per core in every process: two
     workers on two cores tagged 1.6x slower than with one thread each. Set again whenever `workers` changes
-    (a long-lived Dask worker may serve runs of another size); one worker gets every core."""
-    import os
-
+    (a long-lived Dask worker may serve runs of another size); one worker gets every core. A count set in
+    the environment (OPENBLAS_NUM_THREADS, else OMP_NUM_THREADS) wins: whoever starts several processes
+    on one machine (parallel test workers, a batch scheduler) knows their share better."""
     import numpy  # noqa: F401  # threadpoolctl limits the libraries loaded so far
     from threadpoolctl import threadpool_limits
 
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    threads = max(1, cores // max(1, workers))
+    threads = _threads_from_env() or max(1, cores // max(1, workers))
     threadpool_limits(limits=threads, user_api="blas")
     return threads
+
+
+def _threads_from_env() -> int | None:
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+        first = os.environ.get(var, "").split(",")[0].strip()  # OMP_NUM_THREADS may list nested levels
+        if first.isdigit() and int(first) > 0:
+            return int(first)
+    return None
 
 
 def local_workers(cfg: RunConfig, workers: int | None = None) -> int:

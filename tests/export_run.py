@@ -1,4 +1,4 @@
-"""One small demo run shared by the export tests (built once per pytest process), and what they re-read."""
+"""One small demo run shared by the export tests (built once per test session), and what they re-read."""
 
 from __future__ import annotations
 
@@ -11,17 +11,16 @@ import orjson
 from hardneg.core.gqa.ingest import row_to_graph
 from hardneg.core.io import read_jsonl
 from hardneg.core.records import SceneGraph
-from tests.runs import finished_run
+from tests.runs import shared_run
 
 # 16 scenes, two candidates per image negative: ImageCoDe sets of 1 + 3 images (the demo's 4 candidates
 # make sets of 10; here the point is the round trip and the certificates).
 EXPORT_RUN = {"demo": {"n_scenes": 16}, "images": {"candidates": 2}, "exports": {"imagecode": {"edits": 3}}}
 
 
-@functools.cache
 def export_run() -> Path:
     """A finished run of EXPORT_RUN; copy it before changing it."""
-    return finished_run(EXPORT_RUN, "hardneg-export-")
+    return shared_run(EXPORT_RUN)
 
 
 def records(root: Path, rel: str) -> list[dict[str, Any]]:

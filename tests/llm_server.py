@@ -114,5 +114,7 @@ def llm_server_url() -> Iterator[str]:
     """Base URL of a real SmolLM2 server for the session; skips when llama_cpp or the GGUF is missing."""
     if (reason := missing_reason()) is not None:
         pytest.skip(reason)
-    with llama_server() as url:
+    # One thread: two of llama.cpp's spinning threads on a shared 2-core machine took 47 s wall and 59 s of
+    # CPU for the test, one thread 31 s and 40 s.
+    with llama_server(n_threads=1) as url:
         yield url

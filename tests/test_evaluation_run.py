@@ -8,16 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from hardneg.core.config import load_config
 from hardneg.evaluation.finecops import evaluate, to_markdown
-from hardneg.flows.pipeline import run_local
+from tests.runs import SIXTEEN, shared_run
 
 
 @pytest.fixture(scope="module")
-def coco_file(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("eval") / "run"
-    run_local(load_config(None, {"demo": {"n_scenes": 16}, "images": {"candidates": 2}}), root)
-    return root / "splits" / "test" / "coco.json"
+def coco_file() -> Path:
+    return shared_run(SIXTEEN) / "splits" / "test" / "coco.json"
 
 
 def _predictions(coco: dict, oracle: bool) -> list[dict]:

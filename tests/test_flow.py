@@ -16,6 +16,7 @@ from hardneg.core.demo.world import build_demo_world
 from hardneg.exports.finecops import SPLITS
 from hardneg.flows.pipeline import run_local
 from tests.helpers import REPO_ROOT, prefect_harness_in
+from tests.runs import SIXTEEN, shared_run
 
 
 @pytest.fixture(scope="module")
@@ -30,16 +31,13 @@ def test_flow_writes_the_same_run_folder_as_the_plain_stages(prefect_harness, tm
     from hardneg.flows.generate import run_generate
 
     # A small world so every task runs (negative images and filters too) in reasonable time.
-    cfg = load_config(None, {"demo": {"n_scenes": 16}, "images": {"candidates": 2}})
-    manifest = run_generate(cfg, tmp_path / "flow")
-    run_local(cfg, tmp_path / "plain")
+    manifest = run_generate(load_config(None, SIXTEEN), tmp_path / "flow")
+    plain = shared_run(SIXTEEN)
     assert sum(manifest["counts"]["positives"].values()) > 50
     assert sum(manifest["counts"]["negatives"].values()) > 50
     for s in SPLITS:
         for f in ("positive.json", "negative.json", "coco.json"):
-            assert (tmp_path / "flow" / "splits" / s / f).read_bytes() == (
-                tmp_path / "plain" / "splits" / s / f
-            ).read_bytes()
+            assert (tmp_path / "flow" / "splits" / s / f).read_bytes() == (plain / "splits" / s / f).read_bytes()
     # One task per shard: 16 demo images in shards of 16.
     assert len(list((tmp_path / "flow" / "work" / "ingest").glob("graphs-*.jsonl"))) == 1
     assert (tmp_path / "flow" / "stats.md").exists()

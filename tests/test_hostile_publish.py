@@ -18,6 +18,7 @@ from hardneg.core.config import load_config
 from hardneg.core.errors import HardnegError
 from hardneg.core.runner.publish import TXN
 from hardneg.flows.pipeline import resplit, run_local
+from tests.runs import shared_run
 from tests.test_split_safety import TINY, outputs  # outputs(root): every published file
 
 CHANGED = {**TINY, "refine": {"enabled": False}}  # keeps more text negatives: every output changes
@@ -28,18 +29,14 @@ def no_space(*args, **kwargs):
 
 
 @pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("publish") / "run"
-    run_local(load_config(None, TINY), root)
-    return root
+def tiny_run() -> Path:
+    return shared_run(TINY)
 
 
 @pytest.fixture(scope="module")
-def changed_run(tmp_path_factory) -> dict[str, bytes]:
+def changed_run() -> dict[str, bytes]:
     """What a clean run of CHANGED publishes (for comparing a resumed run with)."""
-    root = tmp_path_factory.mktemp("changed") / "run"
-    run_local(load_config(None, CHANGED), root)
-    return outputs(root)
+    return outputs(shared_run(CHANGED))
 
 
 def _copy(tiny_run: Path, tmp_path: Path) -> Path:

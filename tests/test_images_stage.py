@@ -23,16 +23,17 @@ from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.exports.finecops import SPLITS
 from hardneg.flows.pipeline import run_local
 from tests.helpers import REPO_ROOT
+from tests.runs import SIXTEEN, shared_run
 
 IMAGE_TYPES = {"replace_object", "replace_attribute", "swap_object", "swap_attribute", "flip"}
-CONFIG = {"images": {"candidates": 3}}
+# 16 scenes, two candidates per image negative: every kind of negative image, a choice among candidates,
+# and the filters; the run other test files read too.
+CONFIG = SIXTEEN
 
 
 @pytest.fixture(scope="module")
-def demo_run(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("images") / "run"
-    run_local(load_config(None, CONFIG), root)
-    return root
+def demo_run() -> Path:
+    return shared_run(CONFIG)
 
 
 def _negatives(root: Path, cate: str) -> list[dict]:
@@ -71,7 +72,8 @@ def test_candidates_are_real_images_changed_only_in_their_boxes(demo_run: Path):
     checked = 0
     for r in _negatives(demo_run, "image"):
         src = np.asarray(Image.open(src_dir / f"{r['source_image_id']}.jpg").convert("RGB"), dtype=np.int16)
-        assert r["file_name"] in r["candidates"] and len(r["candidates"]) == (1 if r["negative_type"] == "flip" else 3)
+        want = 1 if r["negative_type"] == "flip" else CONFIG["images"]["candidates"]
+        assert r["file_name"] in r["candidates"] and len(r["candidates"]) == want
         for f in r["candidates"]:
             cand = np.asarray(Image.open(demo_run / f).convert("RGB"), dtype=np.int16)
             assert cand.shape == src.shape

@@ -9,7 +9,6 @@ import orjson
 import pytest
 
 from hardneg.backends.lexicon import LexiconBackend
-from hardneg.core.config import load_config
 from hardneg.core.executor import GraphIndex, execute
 from hardneg.core.gqa.loader import load_graphs
 from hardneg.core.plugins import TEXT_NEGATIVES
@@ -17,20 +16,18 @@ from hardneg.core.records import PathNode
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.vocab import Lexicon
 from hardneg.exports.finecops import SPLITS
-from hardneg.flows.pipeline import run_local
 from hardneg.generators.text.negatives import Site, apply_site, replay
 from hardneg.generators.text.rewrite import RewriteValidator
 from hardneg.generators.text.types import map_node
 from tests.helpers import node
+from tests.runs import NO_IMAGES, shared_run
 
 LEXICON = Lexicon.load(Path("templates/lexicon.v1.yaml"))
 
 
 @pytest.fixture(scope="module")
-def demo_run(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("lang") / "run"
-    run_local(load_config(None, {"images": {"enabled": False}}), root)
-    return root
+def demo_run() -> Path:
+    return shared_run(NO_IMAGES)
 
 
 def _load(root: Path, kind: str) -> list[dict]:

@@ -69,7 +69,7 @@ def test_pages_cut_at_a_fixed_size_with_prev_and_next():
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    run = copy_run(build_demo_run(tmp_path_factory.getbasetemp()), tmp_path_factory.mktemp("site") / "run")
+    run = copy_run(build_demo_run(), tmp_path_factory.mktemp("site") / "run")
     build_report(run)
     return run
 

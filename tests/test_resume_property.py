@@ -24,7 +24,7 @@ pytestmark = pytest.mark.slow
 BASE = {
     "demo": {"n_scenes": 4},
     "shard_size": 2,
-    "images": {"candidates": 1},
+    "images": {"candidates": 1, "per_positive": 1},  # one image negative a positive: half the edits to try
     "language": {"negatives_per_positive": 1},
 }
 # The stages up to the one that writes the splits and rejects (the exports and the report after it write

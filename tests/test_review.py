@@ -31,22 +31,23 @@ from hardneg.review.report.page import build_report
 from hardneg.review.rundata import RunData
 from hardneg.review.server import ReviewServer
 from hardneg.review.store import FILENAME, ReviewStore
+from tests.runs import shared_folder
 
 SMALL_DEMO = {"demo": {"n_scenes": 6}, "images": {"candidates": 2}}
 
 
-def build_demo_run(base: Path) -> Path:
-    """`hardneg run` on a 6-scene demo world, once per pytest session (both review test files use it)."""
-    run = base / "review_demo_run"
-    if (run / "manifest.json").is_file():
-        return run
+def build_demo_run() -> Path:
+    """`hardneg run` on a 6-scene demo world, once per test session (both review test files use it)."""
+    return shared_folder("review-demo", _cli_run)
+
+
+def _cli_run(run: Path) -> None:
     cfg = yaml.safe_load(Path(DEFAULT_CONFIG).read_text())
     for section, values in SMALL_DEMO.items():
         cfg.setdefault(section, {}).update(values)
-    config = base / "review_demo.yaml"
+    config = run.parent / "review_demo.yaml"
     config.write_text(yaml.safe_dump(cfg))
     assert main(["run", "--no-prefect", "--config", str(config), "--output", str(run)]) == 0
-    return run
 
 
 def copy_run(src: Path, dst: Path) -> Path:
@@ -56,8 +57,8 @@ def copy_run(src: Path, dst: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_demo_run(tmp_path_factory.getbasetemp())
+def demo_run() -> Path:
+    return build_demo_run()
 
 
 @pytest.fixture

@@ -55,8 +55,8 @@ def browser():
 
 
 @pytest.fixture(scope="module")
-def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_demo_run(tmp_path_factory.getbasetemp())
+def demo_run() -> Path:
+    return build_demo_run()
 
 
 def save_screenshot(png: bytes, name: str, tmp_path: Path) -> Path:

@@ -17,17 +17,14 @@ from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.exports.finecops import SPLITS
 from hardneg.flows.pipeline import run_local
 from hardneg.generators.paths.stage import path_level, path_type
+from tests.runs import NO_IMAGES, shared_run
 
-# Negative images have their own tests (test_images_stage.py); here they would only cost time.
-NO_IMAGES = {"images": {"enabled": False}}
 ALL_TYPES = {"0_hop", "1_hop", "and", "2_hop", "same_attr", "same_attr_2hop"}
 
 
 @pytest.fixture(scope="module")
-def demo_run(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("demo") / "run"
-    run_local(load_config(None, NO_IMAGES), root)
-    return root
+def demo_run() -> Path:
+    return shared_run(NO_IMAGES)
 
 
 def _positives(root: Path) -> list[dict]:

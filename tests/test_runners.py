@@ -14,6 +14,7 @@ from hardneg.exports.finecops import SPLITS
 from hardneg.flows.pipeline import run_local
 from hardneg.flows.runners import gpu_stage, local_workers, needs_gpu_worker, task_runner
 from tests.helpers import prefect_harness_in
+from tests.runs import shared_run
 
 distributed = pytest.importorskip("distributed")
 pytest.importorskip("prefect_dask")
@@ -34,10 +35,8 @@ def _same_splits(a: Path, b: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def serial_run(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("serial") / "run"
-    run_local(load_config(None, SMALL), root)
-    return root
+def serial_run() -> Path:
+    return shared_run(SMALL)
 
 
 @pytest.fixture(scope="module")

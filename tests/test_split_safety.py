@@ -18,6 +18,7 @@ from hardneg.core.runner.folder import prepare_run, stored_config
 from hardneg.core.runner.publish import BACKUP, OUTPUTS, STAGING
 from hardneg.core.runner.stage import Run
 from hardneg.flows.pipeline import STAGES, resplit, run_local
+from tests.runs import shared_run
 
 TINY = {
     "demo": {"n_scenes": 6},
@@ -44,10 +45,8 @@ def outputs(root: Path, elsewhere: bool = False) -> dict[str, bytes]:
 
 
 @pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("split") / "run"
-    run_local(load_config(None, TINY), root)
-    return root
+def tiny_run() -> Path:
+    return shared_run(TINY)
 
 
 @pytest.fixture(scope="module")
