@@ -64,6 +64,12 @@ class FakeServer:
                 try:
                     reply = server.responder(body, n)
                     time.sleep(reply.delay)
+                finally:
+                    # out of flight before the reply goes out: a client's next request, sent once it has read
+                    # this reply, must not find this one still counted (a busy machine delays this thread)
+                    with server.lock:
+                        server.in_flight -= 1
+                try:
                     if reply.status == 200:
                         payload = {
                             "id": f"chatcmpl-{n}",
@@ -90,9 +96,6 @@ class FakeServer:
                     self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client timed out and left
-                finally:
-                    with server.lock:
-                        server.in_flight -= 1
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
