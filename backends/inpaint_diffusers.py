@@ -49,8 +49,12 @@ from typing import Any, Literal
 
 import numpy as np
 from PIL import Image
+from pydantic import Field
 
 from hardneg.backends.inpaint import EditRegion, InpaintJob, Rect
+from hardneg.backends.models import loading
+from hardneg.core.config import DiffusersConfig
+from hardneg.core.errors import MissingDependency
 
 logger = logging.getLogger(__name__)
 
@@ -112,75 +116,37 @@ def _crop_around(box: Rect, pad: int, aspect: float, width: int, height: int) ->
     return Rect(x0, y0, x1, y1)
 
 
+class DiffusersSettings(DiffusersConfig):
+    """What `DiffusersInpainter` runs with: the config's `images.diffusers` section (`core.config.
+    DiffusersConfig`, the one statement of those keys, their defaults and checks) plus what no config sets."""
+
+    strength: float = Field(1.0, gt=0.0, le=1.0)  # 1.0 starts from pure noise in the mask; lower keeps more
+    resolution: int | None = Field(None, ge=8, multiple_of=8)  # model input side in px; None: the pipeline's
+    device: str | None = None  # "cuda", "cpu", ...; None = CUDA when available
+    dtype: Literal["float16", "float32"] | None = None  # None = float16 on CUDA, float32 elsewhere
+    negative_prompt: str = ""  # added to every call (PowerPaint mode wraps it as PowerPaint does)
+    powerpaint_vectors: int = Field(10, ge=1)  # learned vectors per PowerPaint task word (10 in v1)
+
+    @classmethod
+    def from_config(cls, cfg: DiffusersConfig, **options: Any) -> DiffusersSettings:
+        """The settings of a config section, with any of the backend's own options."""
+        return cls(**{**cfg.model_dump(), **options})
+
+
 class DiffusersInpainter:
     """Stable Diffusion inpainting candidates for FineCops-Ref negative images, with a
     PowerPaint v1 prompt mode (see the module docstring for what is and is not PowerPaint here)."""
 
     copies_donors = False  # paints the prompt; a donor crop is not used
 
-    def __init__(
-        self,
-        model: str,
-        steps: int = 30,
-        guidance_scale: float = 7.5,
-        strength: float = 1.0,
-        dilate_px: int = 8,
-        padding_mask_crop: int | None = 32,
-        batch_size: int = 4,
-        resolution: int | None = None,
-        device: str | None = None,
-        dtype: Literal["float16", "float32"] | None = None,
-        mode: Literal["sd", "powerpaint"] = "sd",
-        negative_prompt: str = "",
-        powerpaint_vectors: int = 10,
-    ) -> None:
-        """
-        model: hub id or local diffusers folder of an inpainting pipeline (9-channel UNet).
-        steps: denoising steps (times `strength` are run).
-        guidance_scale: classifier-free guidance; <= 1 turns it off.
-        strength: 1.0 starts from pure noise inside the mask; lower keeps more of the old object.
-        dilate_px: px the box grows by to make the mask and the paste-back region (covers the object's rim).
-        padding_mask_crop: px of context around the dilated box the model sees, at full model resolution;
-            None = the whole image, scaled so its long side is the model resolution.
-        batch_size: candidates per pipeline call.
-        resolution: model input side in px (multiple of 8); None = the pipeline's default (512 for SD-1.5).
-        device: "cuda", "cpu", ...; None = CUDA when available.
-        dtype: None = float16 on CUDA, float32 elsewhere.
-        mode: "sd" (plain prompts) or "powerpaint" (PowerPaint v1 task words in the prompts).
-        negative_prompt: added to every call (PowerPaint mode wraps it as PowerPaint does).
-        powerpaint_vectors: learned vectors per PowerPaint task word (10 in PowerPaint v1).
-        """
-        for name, value, low in (("steps", steps, 1), ("batch_size", batch_size, 1), ("dilate_px", dilate_px, 0)):
-            if value < low:
-                raise ValueError(f"{name} must be >= {low}, got {value}")
-        if not 0.0 < strength <= 1.0:
-            raise ValueError(f"strength must be in (0, 1], got {strength}")
-        if resolution is not None and (resolution < 8 or resolution % 8):
-            raise ValueError(f"resolution must be a positive multiple of 8, got {resolution}")
-        if padding_mask_crop is not None and padding_mask_crop < 0:
-            raise ValueError(f"padding_mask_crop must be >= 0 or None, got {padding_mask_crop}")
-        if mode not in ("sd", "powerpaint"):
-            raise ValueError(f"mode must be 'sd' or 'powerpaint', got {mode!r}")
-        if powerpaint_vectors < 1:
-            raise ValueError(f"powerpaint_vectors must be >= 1, got {powerpaint_vectors}")
+    def __init__(self, settings: DiffusersSettings) -> None:
         missing = [m for m in ("torch", "diffusers", "transformers") if importlib.util.find_spec(m) is None]
         if missing:
-            raise ImportError(f"DiffusersInpainter needs {', '.join(missing)}: {INSTALL_HINT}")
-        self.model = model
-        self.steps = steps
-        self.guidance_scale = guidance_scale
-        self.strength = strength
-        self.dilate_px = dilate_px
-        self.padding_mask_crop = padding_mask_crop
-        self.batch_size = batch_size
-        self.resolution = resolution
-        self.device = device
-        self.dtype = dtype
-        self.mode = mode
-        self.negative_prompt = negative_prompt
-        self.powerpaint_vectors = powerpaint_vectors
+            raise MissingDependency(f"DiffusersInpainter needs {', '.join(missing)}: {INSTALL_HINT}")
+        self.settings = settings
+        model = settings.model
         name = Path(model).name if Path(model).exists() else model  # a local folder is named by its leaf
-        self.version = f"diffusers-inpaint:{name}@v1" if mode == "sd" else f"diffusers-inpaint:{name}+powerpaint@v1"
+        self.version = f"diffusers-inpaint:{name}{'+powerpaint' if settings.mode == 'powerpaint' else ''}@v1"
         self._pipe: Any = None
 
     def supports(self, region: EditRegion) -> bool:
@@ -196,25 +162,28 @@ class DiffusersInpainter:
         """The pipeline, loaded on first use and kept."""
         if self._pipe is not None:
             return self._pipe
-        try:
-            import torch
-            from diffusers import AutoPipelineForInpainting
-        except ImportError as e:
-            raise ImportError(f"DiffusersInpainter needs torch and diffusers: {INSTALL_HINT}") from e
-        device = self.device or ("cuda" if torch.cuda.is_available() else "cpu")
-        dtype_name = self.dtype or ("float16" if device.startswith("cuda") else "float32")
-        t0 = time.perf_counter()
-        pipe = AutoPipelineForInpainting.from_pretrained(self.model, dtype=getattr(torch, dtype_name))
-        pipe = pipe.to(device)
-        pipe.set_progress_bar_config(disable=True)
-        if self.mode == "powerpaint":
-            self._ensure_task_tokens(pipe)
-        logger.info("loaded %s on %s (%s) in %.1fs", self.model, device, dtype_name, time.perf_counter() - t0)
+        with loading(self.settings.model):
+            try:
+                import torch
+                from diffusers import AutoPipelineForInpainting
+            except ImportError as e:
+                raise MissingDependency(f"DiffusersInpainter needs torch and diffusers: {INSTALL_HINT}") from e
+            device = self.settings.device or ("cuda" if torch.cuda.is_available() else "cpu")
+            dtype_name = self.settings.dtype or ("float16" if device.startswith("cuda") else "float32")
+            t0 = time.perf_counter()
+            pipe = AutoPipelineForInpainting.from_pretrained(self.settings.model, dtype=getattr(torch, dtype_name))
+            pipe = pipe.to(device)
+            pipe.set_progress_bar_config(disable=True)
+            if self.settings.mode == "powerpaint":
+                self._ensure_task_tokens(pipe)
+            logger.info(
+                "loaded %s on %s (%s) in %.1fs", self.settings.model, device, dtype_name, time.perf_counter() - t0
+            )
         self._pipe = pipe
         return pipe
 
     def _task_tokens(self, word: str) -> list[str]:
-        n = self.powerpaint_vectors
+        n = self.settings.powerpaint_vectors
         return [word] if n == 1 else [f"{word}_{i}" for i in range(n)]
 
     def _ensure_task_tokens(self, pipe: Any) -> None:
@@ -223,20 +192,24 @@ class DiffusersInpainter:
         wanted = [t for w in POWERPAINT_TASK_WORDS for t in self._task_tokens(w)]
         missing = [t for t in wanted if t not in vocab]
         if missing and len(missing) < len(wanted):
-            raise ValueError(f"{self.model}: tokenizer has only some PowerPaint task tokens (missing {missing[:3]}...)")
+            raise ValueError(
+                f"{self.settings.model}: tokenizer has only some PowerPaint task tokens (missing {missing[:3]}...)"
+            )
         if missing:
             tokenizer.add_tokens(missing)
             encoder.resize_token_embeddings(len(tokenizer))
             logger.warning(
                 "%s: tokenizer had no PowerPaint task tokens; added %d with RANDOM embeddings. Real PowerPaint "
                 "weights ship trained embeddings for them; these mean nothing.",
-                self.model,
+                self.settings.model,
                 len(missing),
             )
         n_embed = encoder.get_input_embeddings().weight.shape[0]
         top = max(tokenizer.convert_tokens_to_ids(wanted))
         if top >= n_embed:
-            raise ValueError(f"{self.model}: task token id {top} is past the text encoder's {n_embed} embeddings")
+            raise ValueError(
+                f"{self.settings.model}: task token id {top} is past the text encoder's {n_embed} embeddings"
+            )
 
     # -- prompts ---------------------------------------------------------------------------------------
 
@@ -249,8 +222,8 @@ class DiffusersInpainter:
             text = f"a {region.color} object"
         if region.op == "replace" and not text:
             raise ValueError(f"replace region {region.box} has no prompt")
-        neg = self.negative_prompt.strip()
-        if self.mode == "sd":
+        neg = self.settings.negative_prompt.strip()
+        if self.settings.mode == "sd":
             return (text or "background") if region.op == "remove" else text, neg
         obj, ctxt = (" ".join(self._task_tokens(w)) for w in POWERPAINT_TASK_WORDS[:2])
         if region.op == "remove":  # PowerPaint v1's object-removal prompts
@@ -261,8 +234,8 @@ class DiffusersInpainter:
 
     def _model_size(self, pipe: Any, width: int, height: int) -> tuple[int, int]:
         """(width, height) of the model input for a crop (square) or the whole image (aspect kept)."""
-        side = self.resolution or int(pipe.unet.config.sample_size * pipe.vae_scale_factor)
-        if self.padding_mask_crop is not None:
+        side = self.settings.resolution or int(pipe.unet.config.sample_size * pipe.vae_scale_factor)
+        if self.settings.padding_mask_crop is not None:
             return side, side
         scale = side / max(width, height)
         return max(8, round(width * scale / 8) * 8), max(8, round(height * scale / 8) * 8)
@@ -283,7 +256,7 @@ class DiffusersInpainter:
         chunk: list[InpaintJob] = []
         for job in jobs:  # bounded working memory; candidates do not depend on the chunking
             chunk.append(job)
-            if sum(j.n for j in chunk) >= self.batch_size * CHUNK_BATCHES:
+            if sum(j.n for j in chunk) >= self.settings.batch_size * CHUNK_BATCHES:
                 out += self._run_chunk(pipe, chunk)
                 chunk = []
         if chunk:
@@ -296,7 +269,7 @@ class DiffusersInpainter:
         sources = [np.asarray(job.image.convert("RGB")) for job in jobs]
         current = [[src.copy() for _ in range(job.n)] for src, job in zip(sources, jobs, strict=True)]
         boxes = [
-            [_dilated_box(r.box, self.dilate_px, src.shape[1], src.shape[0]) for r in job.regions]
+            [_dilated_box(r.box, self.settings.dilate_px, src.shape[1], src.shape[0]) for r in job.regions]
             for src, job in zip(sources, jobs, strict=True)
         ]
         for r in range(max(len(job.regions) for job in jobs)):  # region r of every job, then region r + 1
@@ -307,10 +280,10 @@ class DiffusersInpainter:
                 height, width = sources[j].shape[:2]
                 box = boxes[j][r]
                 size = self._model_size(pipe, width, height)
-                if self.padding_mask_crop is None:
+                if self.settings.padding_mask_crop is None:
                     crop = Rect(0, 0, width, height)
                 else:
-                    crop = _crop_around(box, self.padding_mask_crop, size[0] / size[1], width, height)
+                    crop = _crop_around(box, self.settings.padding_mask_crop, size[0] / size[1], width, height)
                 prompt, negative = self._prompts(job.regions[r])
                 for k in range(job.n):
                     seed = _candidate_seed(job.seed, job.key, k, r)
@@ -337,8 +310,8 @@ class DiffusersInpainter:
         for item in items:
             by_size[item.size].append(item)
         for size, group in by_size.items():
-            for start in range(0, len(group), self.batch_size):
-                batch = group[start : start + self.batch_size]
+            for start in range(0, len(group), self.settings.batch_size):
+                batch = group[start : start + self.settings.batch_size]
                 images, masks = [], []
                 for it in batch:
                     c = it.crop
@@ -354,9 +327,9 @@ class DiffusersInpainter:
                     mask_image=masks,
                     height=size[1],
                     width=size[0],
-                    num_inference_steps=self.steps,
-                    guidance_scale=self.guidance_scale,
-                    strength=self.strength,
+                    num_inference_steps=self.settings.steps,
+                    guidance_scale=self.settings.guidance_scale,
+                    strength=self.settings.strength,
                     generator=[torch.Generator("cpu").manual_seed(it.seed) for it in batch],
                 )
                 flagged = result.nsfw_content_detected or [False] * len(batch)

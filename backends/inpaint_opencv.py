@@ -29,11 +29,12 @@ from PIL import Image
 
 from hardneg.backends.inpaint import EditRegion, InpaintJob, Rect
 from hardneg.core.colors import COLORS
+from hardneg.core.errors import MissingDependency
 
 try:
     import cv2
 except ImportError as e:  # pragma: no cover - depends on the environment
-    raise ImportError("OpenCVInpainter needs OpenCV: pip install 'opencv-python-headless>=4.8'") from e
+    raise MissingDependency("OpenCVInpainter needs OpenCV: pip install 'opencv-python-headless>=4.8'") from e
 
 logger = logging.getLogger(__name__)
 

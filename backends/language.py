@@ -11,6 +11,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from hardneg.core.errors import HardnegError
+
 Part = Literal["object", "attribute", "relation"]
 
 
@@ -76,5 +78,6 @@ class LanguageBackend(Protocol):
         ...
 
 
-class BackendUnavailable(RuntimeError):
-    """The backend cannot serve at all (server down after retries): the stage fails with this message."""
+class BackendUnavailable(HardnegError):
+    """The backend cannot serve at all (server down after retries): the stage fails with this message, and
+    a rerun resumes (finished shards and cached answers are kept)."""

@@ -56,6 +56,7 @@ from hardneg.backends.untrusted import (
     clean,
     contains_secret,
 )
+from hardneg.core.errors import ConfigError, MissingDependency
 
 if TYPE_CHECKING:
     import openai
@@ -139,7 +140,7 @@ class OpenAIBackend:
         self.settings = settings
         base_url = settings.base_url or os.environ.get("OPENAI_BASE_URL")
         if not base_url:
-            raise ValueError("OpenAISettings.base_url is None and OPENAI_BASE_URL is not set")
+            raise ConfigError("language.openai.base_url is null and $OPENAI_BASE_URL is not set")
         self.base_url = base_url
         self._shown_url = _redact_url(base_url)
         self.rewrite_prompt = self._load(settings.rewrite_prompt, "rewrite")
@@ -147,13 +148,13 @@ class OpenAIBackend:
         self._counters = _Counters()
         self._client: openai.OpenAI | None = None  # created on first use: no network or heavy import at construction
         self._client_lock = threading.Lock()
-        self._cache = ResponseCache(settings.cache_path) if settings.cache_path is not None else None
+        self._cache = ResponseCache(settings.cache) if settings.cache is not None else None
 
     def _load(self, name: str, task: str) -> Prompt:
         path = self.settings.prompt_dir / name
         prompt = load_prompt(path)
         if prompt.task != task:
-            raise ValueError(f"{path}: is a {prompt.task!r} prompt, expected {task!r}")
+            raise ConfigError(f"{path}: is a {prompt.task!r} prompt, expected {task!r}")
         _check_examples(prompt, path)
         return prompt
 
@@ -357,7 +358,7 @@ class OpenAIBackend:
                 try:
                     import openai
                 except ImportError as e:
-                    raise ImportError("OpenAIBackend needs the openai client: pip install 'openai>=1.40'") from e
+                    raise MissingDependency("OpenAIBackend needs the openai client: pip install 'openai>=1.40'") from e
                 # max_retries=0: retries are ours (counted, seeded, Retry-After capped, BackendUnavailable).
                 self._client = openai.OpenAI(
                     base_url=self.base_url,

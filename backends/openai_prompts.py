@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from hardneg.backends.language import ReplaceRequest, RewriteRequest
 from hardneg.backends.untrusted import has_unsafe_chars
+from hardneg.core.errors import ConfigError
 
 Task = Literal["rewrite", "replace"]
 _MAX_REPLACEMENT_WORDS = 4  # "to the left of" is the longest same-category phrase we expect
@@ -91,22 +92,25 @@ def load_prompt(path: Path) -> Prompt:
     path = Path(path)
     m = _FILE_VERSION.match(path.name)
     if m is None:
-        raise ValueError(f"prompt file name {path.name!r} is not <task>.v<N>.md")
-    text = path.read_text(encoding="utf-8")
+        raise ConfigError(f"prompt file name {path.name!r} is not <task>.v<N>.md")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"prompt file not found: {path}") from None
     header: dict[str, str] = {}
     if text.startswith("---\n"):
         end = text.find("\n---\n", 4)
         if end < 0:
-            raise ValueError(f"{path}: header opened with --- is never closed")
+            raise ConfigError(f"{path}: header opened with --- is never closed")
         for line in text[4:end].splitlines():
             if line.strip():
                 k, sep, v = line.partition(":")
                 if not sep:
-                    raise ValueError(f"{path}: header line {line!r} is not key: value")
+                    raise ConfigError(f"{path}: header line {line!r} is not key: value")
                 header[k.strip()] = v.strip()
         text = text[end + 5 :]
     if header.get("version") != m.group("v"):
-        raise ValueError(f"{path}: header version {header.get('version')!r} != file name version {m.group('v')!r}")
+        raise ConfigError(f"{path}: header version {header.get('version')!r} != file name version {m.group('v')!r}")
 
     marks = list(_SECTION.finditer(text))
     system, user, examples = None, None, []
@@ -120,15 +124,15 @@ def load_prompt(path: Path) -> Prompt:
         elif name == "example":
             blocks = {k: v for k, v in _FENCED.findall(body)}
             if set(blocks) != {"input", "output"}:
-                raise ValueError(f"{path}: example {len(examples) + 1} needs input: and output: JSON blocks")
+                raise ConfigError(f"{path}: example {len(examples) + 1} needs input: and output: JSON blocks")
             try:
                 examples.append((json.loads(blocks["input"]), json.loads(blocks["output"])))
             except json.JSONDecodeError as e:
-                raise ValueError(f"{path}: example {len(examples) + 1} is not valid JSON: {e}") from None
+                raise ConfigError(f"{path}: example {len(examples) + 1} is not valid JSON: {e}") from None
         else:
-            raise ValueError(f"{path}: unknown section '## {mark.group(1)}'")
+            raise ConfigError(f"{path}: unknown section '## {mark.group(1)}'")
     if not system or not user:
-        raise ValueError(f"{path}: needs a '## system' and a '## user' section")
+        raise ConfigError(f"{path}: needs a '## system' and a '## user' section")
     return Prompt(
         f"{m.group('task')}.{m.group('v')}", header.get("task", m.group("task")), system, tuple(examples), user
     )
@@ -282,7 +286,7 @@ def _check_examples(prompt: Prompt, path: Path) -> None:
                 )
                 _, reason = check_replace(req, raw)
         except (KeyError, TypeError) as e:
-            raise ValueError(f"{path}: example {i} input lacks field {e}") from None
+            raise ConfigError(f"{path}: example {i} input lacks field {e}") from None
         if reason is not None:
-            raise ValueError(f"{path}: example {i} breaks the answer rules: {reason}")
+            raise ConfigError(f"{path}: example {i} breaks the answer rules: {reason}")
         prompt.render_user(inp)  # every slot filled

@@ -158,10 +158,13 @@ def sync() -> None:
 
 
 def bench_batched(model: Path, jobs: list[InpaintJob], batch_size: int, steps: int, res: int, device: str) -> float:
-    from hardneg.backends.inpaint_diffusers import DiffusersInpainter
+    from hardneg.backends.inpaint_diffusers import DiffusersInpainter, DiffusersSettings
 
     dtype = "float16" if device == "cuda" else "float32"
-    inp = DiffusersInpainter(str(model), steps=steps, batch_size=batch_size, resolution=res, device=device, dtype=dtype)
+    settings = DiffusersSettings(
+        model=str(model), steps=steps, batch_size=batch_size, resolution=res, device=device, dtype=dtype
+    )
+    inp = DiffusersInpainter(settings)
     warm = InpaintJob("warm", jobs[0].image, jobs[0].regions, batch_size, 0)
     inp.run([warm])  # loads the model, warms kernels at this batch size
     sync()

@@ -71,7 +71,7 @@ def make_requests(n: int) -> tuple[list[RewriteRequest], list[ReplaceRequest]]:
 def run_once(
     url: str, concurrency: int, rewrites: list[RewriteRequest], replaces: list[ReplaceRequest], cache: Path
 ) -> tuple[float, dict[str, int], list[Answer], list[Answer]]:
-    s = OpenAISettings(base_url=url, model=MODEL_NAME, timeout_s=120.0, concurrency=concurrency, cache_path=cache)
+    s = OpenAISettings(base_url=url, model=MODEL_NAME, timeout_s=120.0, concurrency=concurrency, cache=cache)
     with OpenAIBackend(s) as backend:
         t0 = time.monotonic()
         rw = backend.rewrite(rewrites, validate)

@@ -116,7 +116,7 @@ def _child_orjson(corpus: Path) -> dict[str, Any]:
 def _child_pipeline(config: Path, run_dir: Path, workers: int) -> dict[str, Any]:
     """The cold run through `run_local`, timed per stage by the runner's progress hooks."""
     from hardneg.core.config import load_config
-    from hardneg.core.progress import Progress
+    from hardneg.core.runner.progress import Progress
     from hardneg.flows.pipeline import run_local
 
     cfg = load_config(config)
@@ -165,8 +165,8 @@ def _images(run_dir: Path) -> int | None:
 
 def _child_profile(run_dir: Path, stage: str) -> dict[str, Any]:
     """cProfile the first unit of `stage` in a finished run (its output is rewritten with equal bytes)."""
-    from hardneg.core.runfolder import stored_config
-    from hardneg.core.stage import Run, Unit
+    from hardneg.core.runner.folder import stored_config
+    from hardneg.core.runner.stage import Run, Unit
     from hardneg.flows.pipeline import STAGES
 
     run = Run(run_dir, stored_config(run_dir), STAGES)

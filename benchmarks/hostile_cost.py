@@ -6,7 +6,7 @@ dense relations, deep nesting, a 1 MB graph, a coordinate of 1.2e29), which inge
 and graphs just inside them (a thousand objects of one name, relations by boxes or stored, a hub object,
 a hundred attributes each, a crowd), whose path search the step budget (`paths.max_image_steps`) bounds.
 
-1. The real stages run over the whole corpus (`core.stage.Run`, ingest to paths): no exception escapes,
+1. The real stages run over the whole corpus (`core.runner.stage.Run`, ingest to paths): no exception escapes,
    the rejects and `budget_exhausted` are printed.
 2. Each image is timed alone through the functions those stages call (parse and validate one member,
    hygiene, the path search with the corpus evidence), after a warm-up pass, so a time is the image's own
@@ -38,8 +38,8 @@ from hardneg.core.gqa.hygiene import clean
 from hardneg.core.gqa.loader import GraphLimits, load_graphs
 from hardneg.core.gqa.plausibility import Counts
 from hardneg.core.io import read_jsonl
-from hardneg.core.runfolder import prepare_run
-from hardneg.core.stage import Run
+from hardneg.core.runner.folder import prepare_run
+from hardneg.core.runner.stage import Run
 from hardneg.core.words.table import Words
 from hardneg.flows.pipeline import STAGES
 from hardneg.generators.paths.annotation_rules import Evidence

@@ -9,7 +9,7 @@ Runs ingest -> ... -> decide (text negatives only: no images) in a temp folder w
 (the demo's, unless `--config`) and prints markdown:
 
 - one row per negative type: candidates the language stage made, how many refinement and the type mix
-  dropped, how many are emitted, the emitted share against the paper's test split (Table 10: replace
+  dropped, how many are emitted, the emitted share against the paper's test split (as it counts it: replace
   object 40%, attribute 18%, relation 19%, swap object 18%, swap attribute 5%), and whether the share is
   at least half the paper's;
 - negatives per positive (candidates, after refinement, emitted; the paper's test split has 1.02);
@@ -30,8 +30,8 @@ from typing import Any
 
 from hardneg.core.config import load_config
 from hardneg.core.plugins import TEXT_NEGATIVES
-from hardneg.core.runfolder import prepare_run
-from hardneg.core.stage import Run
+from hardneg.core.runner.folder import prepare_run
+from hardneg.core.runner.stage import Run
 from hardneg.flows.pipeline import STAGES
 
 TYPES = TEXT_NEGATIVES.names()

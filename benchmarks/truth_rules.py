@@ -26,8 +26,8 @@ from pathlib import Path
 import orjson
 
 from hardneg.core.config import PATH_RULES, load_config
-from hardneg.core.runfolder import prepare_run
-from hardneg.core.stage import Run
+from hardneg.core.runner.folder import prepare_run
+from hardneg.core.runner.stage import Run
 from hardneg.flows.pipeline import STAGES
 
 UPTO = ("ingest", "hygiene", "plausibility", "paths", "select", "language")

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from hardneg.core.config_exports import ExportsConfig
 from hardneg.core.config_files import describe_errors, find_config, merge, read_layers
+from hardneg.core.errors import ConfigError
 from hardneg.core.gqa.stream import DEFAULT_LIMITS, MAX_PARSEABLE_DEPTH
 from hardneg.core.ids import id_problem
 from hardneg.core.plugins import IMAGE_NEGATIVES, TEXT_NEGATIVES
@@ -154,18 +155,22 @@ class BalanceConfig(_Strict):
     per_target_name: int | None = Field(None, ge=1)
 
 
+JsonMode = Literal["json_object", "json_schema", "none"]
+
+
 class OpenAIConfig(_Strict):
-    """An OpenAI-compatible endpoint. The key is read from the env var `api_key_env`, never stored."""
+    """An OpenAI-compatible endpoint. The key is read from the env var `api_key_env`, never stored. The
+    backend's settings (`backends/openai_settings.py`) extend this model: its defaults and checks are theirs."""
 
     base_url: str | None = None  # None = the OPENAI_BASE_URL env var
     model: str = "gpt-4o-mini"
-    api_key_env: str = "OPENAI_API_KEY"
-    timeout_s: float = Field(30.0, gt=0)
-    max_retries: int = Field(4, ge=0)  # transport retries: 429, 5xx, timeouts
+    api_key_env: str = "OPENAI_API_KEY"  # unset means a local server that needs no key
+    timeout_s: float = Field(30.0, gt=0)  # per HTTP request
+    max_retries: int = Field(4, ge=0)  # transport retries per call: 429, 5xx, timeouts, connection errors
     max_attempts: int = Field(3, ge=1)  # answers that fail validation are asked again this many times in all
     concurrency: int = Field(4, ge=1, le=256)
-    temperature: float = Field(0.7, ge=0.0, le=2.0)
-    json_mode: Literal["json_object", "json_schema", "none"] = "json_object"
+    temperature: float = Field(0.7, ge=0.0, le=2.0)  # of the first attempt
+    json_mode: JsonMode = "json_object"
     cache: Path | None = None  # SQLite response cache; None = <run>/work/llm_cache.sqlite
     rewrite_prompt: str = "rewrite.v1.md"
     replace_prompt: str = "replace.v2.md"
@@ -251,13 +256,18 @@ SplitName = Literal["train", "val", "test"]
 
 
 class DiffusersConfig(_Strict):
-    model: str = "runwayml/stable-diffusion-inpainting"  # hub id or local dir (weights are never downloaded here)
-    mode: Literal["sd", "powerpaint"] = "sd"
-    steps: int = Field(30, ge=1)
-    guidance_scale: float = 7.5
-    batch_size: int = Field(4, ge=1)
-    dilate_px: int = Field(8, ge=0)
-    padding_mask_crop: int | None = 32
+    """The diffusers inpainting backend; its settings (`backends/inpaint_diffusers.py`) extend this model."""
+
+    # hub id or local folder of an inpainting pipeline (9-channel UNet); weights are never downloaded here
+    model: str = "runwayml/stable-diffusion-inpainting"
+    mode: Literal["sd", "powerpaint"] = "sd"  # plain prompts, or PowerPaint v1's task words in them
+    steps: int = Field(30, ge=1)  # denoising steps (times the backend's `strength` are run)
+    guidance_scale: float = 7.5  # classifier-free guidance; <= 1 turns it off
+    batch_size: int = Field(4, ge=1)  # candidates per pipeline call
+    dilate_px: int = Field(8, ge=0)  # px the box grows by: the mask and the paste-back region (the object's rim)
+    # px of context around the dilated box the model sees, at full model resolution; None = the whole image,
+    # scaled so its long side is the model resolution
+    padding_mask_crop: int | None = Field(32, ge=0)
 
 
 class ImagesConfig(_Strict):
@@ -349,11 +359,7 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
     try:
         return RunConfig.model_validate(raw)
     except ValidationError as e:
-        raise ValueError(f"config {p} is invalid: {describe_errors(e, RunConfig)}") from None
-
-
-def _merge(base: dict[str, Any], extra: dict[str, Any]) -> None:
-    merge(base, extra)
+        raise ConfigError(f"config {p} is invalid: {describe_errors(e, RunConfig)}") from None
 
 
 def leaf_keys(tree: dict[str, Any], prefix: str = "") -> list[str]:
@@ -372,11 +378,11 @@ def leaf_keys(tree: dict[str, Any], prefix: str = "") -> list[str]:
 def apply_overrides(cfg: RunConfig, overrides: dict[str, Any]) -> RunConfig:
     """`cfg` with nested `overrides` merged on top, validated like a config file."""
     raw = cfg.model_dump(mode="json")
-    _merge(raw, overrides)
+    merge(raw, overrides)
     try:
         return RunConfig.model_validate(raw)
     except ValidationError as e:
-        raise ValueError(f"overrides are invalid: {describe_errors(e, RunConfig)}") from None
+        raise ConfigError(f"overrides are invalid: {describe_errors(e, RunConfig)}") from None
 
 
 def config_value(cfg: RunConfig, dotted: str) -> Any:

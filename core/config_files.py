@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from hardneg.core.errors import ConfigError
 from hardneg.core.resources import bundled_config, bundled_dir
 from hardneg.core.words.common import load_yaml_text
 
@@ -43,14 +44,14 @@ def find_config(name: str | Path, relative_to: Path | None = None) -> Path:
     if p.is_file():
         return p
     if p.exists():  # a folder, or a pipe (read twice when Prefect runs the flow: not supported)
-        raise ValueError(f"config {name} is {'a folder' if p.is_dir() else 'not a regular file'}, not a file")
+        raise ConfigError(f"config {name} is {'a folder' if p.is_dir() else 'not a regular file'}, not a file")
     parts = Path(name).parts
     if len(parts) == 2 and parts[0] == "configs" and (b := bundled_config(Path(name).stem)) is not None:
         return b  # `configs/gqa.yaml` from any working directory
     names = bundled_names()
     close = difflib.get_close_matches(Path(name).stem, names, n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
-    raise ValueError(f"config file not found: {name} (bundled configs: {', '.join(names)}){hint}")
+    raise ConfigError(f"config file not found: {name} (bundled configs: {', '.join(names)}){hint}")
 
 
 def read_layers(path: Path) -> tuple[dict[str, Any], list[Path]]:
@@ -62,18 +63,18 @@ def _read(path: Path, seen: list[Path]) -> tuple[dict[str, Any], list[Path]]:
     real = path.resolve()
     if real in seen:
         cycle = " -> ".join(p.name for p in [*seen, real])
-        raise ValueError(f"config {path}: its bases form a cycle ({cycle})")
+        raise ConfigError(f"config {path}: its bases form a cycle ({cycle})")
     raw = read_mapping(path)
     is_root = real == (bundled_dir("configs") / f"{DEFAULT_BASE}.yaml").resolve()
     base = raw.pop(BASE_KEY, None if is_root else DEFAULT_BASE)
     if base is None or (isinstance(base, str) and base.lower() in ("none", "null", "")):
         return raw, [path]
     if not isinstance(base, str):
-        raise ValueError(f"config {path}: base must be a config name or file, got {base!r}")
+        raise ConfigError(f"config {path}: base must be a config name or file, got {base!r}")
     try:
         base_path = find_config(base, relative_to=path.parent)
-    except ValueError as e:
-        raise ValueError(f"config {path}: base {base!r}: {e}") from None
+    except ConfigError as e:
+        raise ConfigError(f"config {path}: base {base!r}: {e}") from None
     merged, chain = _read(base_path, [*seen, real])
     merge(merged, raw)
     return merged, [*chain, path]
@@ -84,17 +85,17 @@ def read_mapping(path: Path) -> dict[str, Any]:
     try:
         raw = load_yaml_text(path.read_text())
     except FileNotFoundError:
-        raise ValueError(f"config file not found: {path}") from None
+        raise ConfigError(f"config file not found: {path}") from None
     except (OSError, UnicodeDecodeError) as e:
-        raise ValueError(f"cannot read config {path}: {getattr(e, 'strerror', None) or e}") from None
+        raise ConfigError(f"cannot read config {path}: {getattr(e, 'strerror', None) or e}") from None
     except yaml.YAMLError as e:
         where = getattr(e, "problem_mark", None)
         at = f" at line {where.line + 1}" if where is not None else ""
-        raise ValueError(f"config {path} is not valid YAML{at}: {getattr(e, 'problem', None) or e}") from None
+        raise ConfigError(f"config {path} is not valid YAML{at}: {getattr(e, 'problem', None) or e}") from None
     if raw is None:
         return {}
     if not isinstance(raw, dict):
-        raise ValueError(f"config {path} must be a mapping of keys, got {type(raw).__name__}")
+        raise ConfigError(f"config {path} must be a mapping of keys, got {type(raw).__name__}")
     return raw
 
 

@@ -164,7 +164,7 @@ class PathNode:
 
 @dataclass(slots=True)
 class Reject:
-    """A dropped candidate and why (STYLE habit 2: rejects are data)."""
+    """A dropped candidate and why: a reject is data (a row of `rejects.jsonl`), not a log line."""
 
     stage: str
     reason: str

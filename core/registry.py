@@ -21,12 +21,19 @@ from contextlib import contextmanager
 from importlib import import_module
 from typing import Any, Generic, TypeVar
 
+from hardneg.core.errors import ConfigError
+
 T = TypeVar("T")
 LAST = 1000  # the order of a plugin that names none: after every built-in
 
 
 def _qualname(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
+
+
+class UnknownName(ConfigError, ValueError):
+    """A name the config gives that no class registered (a ValueError too, so a config validator that looks
+    it up reports it under the config key)."""
 
 
 class Registry(Generic[T]):
@@ -78,7 +85,7 @@ class Registry(Generic[T]):
             close = difflib.get_close_matches(str(name), list(self._entries), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             prefix = f"{where}: " if where else ""
-            raise ValueError(f"{prefix}unknown {self.what} {name!r}{hint}; known: {', '.join(self.names())}")
+            raise UnknownName(f"{prefix}unknown {self.what} {name!r}{hint}; known: {', '.join(self.names())}")
         return entry[1]
 
     def items(self) -> list[tuple[str, type[T]]]:

@@ -2,7 +2,7 @@
 
 Every output kind a stage writes has a record type (`Stage.writes`): a dataclass whose fields are the
 row's JSON keys, in the order the writer puts them, required unless the field has a default. The runner
-checks the first row of every write against it (every row in `core/stage_alone.py`'s runs), so a writer
+checks the first row of every write against it (every row in `core/runner/alone.py`'s runs), so a writer
 that drops or misspells a key fails in the stage that wrote it, not in a reader three stages later; and
 `Unit.records` hands readers the rows as those dataclasses. Rows stay plain dicts on disk and for the
 writers: a record type describes a row, it does not serialise one.

@@ -1,4 +1,4 @@
-"""Split assignment by a hash of the image id (STYLE habit 5).
+"""Split assignment by a hash of the image id.
 
 A sample's split depends only on its image id and the proportions, never on what else is in the run, so
 adding images never moves old ones, and a negative always lands in its positive's split.

@@ -1,6 +1,6 @@
 """FineCops-Ref metrics: Precision@1, Recall@1 over negative-positive pairs, AUROC.
 
-Implements section 3.4 of FineCops-Ref (the FineCops-Ref paper, Liu et al.),
+Implements the evaluation metrics of FineCops-Ref (the FineCops-Ref paper, Liu et al.),
 reading the COCO file a hardneg run writes (`splits/<split>/coco.json`).
 
 Ground truth (the COCO file): one `images[]` entry per sample, whose id is the sample id, and exactly one

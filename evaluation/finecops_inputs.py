@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from hardneg.evaluation.boxes import check_box
+from hardneg.evaluation.numbers import finite_numbers
 
 NEGATIVE_KEYS = ("negative_type", "negative_level", "positive_id", "negative_cate")
 
@@ -123,12 +124,7 @@ def parse_prediction(entry: Mapping[str, Any]) -> Prediction:
     if len(boxes) != len(scores):
         raise ValueError(f"prediction {sid!r}: {len(boxes)} boxes but {len(scores)} scores")
     checked = tuple(check_box(b, f"prediction {sid!r}") for b in boxes)
-    try:
-        values = tuple(float(s) for s in scores)
-    except (TypeError, ValueError):
-        raise ValueError(f"prediction {sid!r}: scores must be numbers") from None
-    if not all(math.isfinite(v) for v in values):
-        raise ValueError(f"prediction {sid!r}: scores must be finite")
+    values = finite_numbers(scores, f"prediction {sid!r}: each score")
     return Prediction(sid, checked, values)
 
 

@@ -1,6 +1,6 @@
 """Q-GroundCAM: grounding metrics of an activation map (e.g. GradCAM) against a ground-truth box.
 
-Implements section 2 of Q-GroundCAM (the Q-GroundCAM paper, Rajabi and Kosecka, "Q-GroundCAM: Quantifying
+Implements the metrics of Q-GroundCAM (the Q-GroundCAM paper, Rajabi and Kosecka, "Q-GroundCAM: Quantifying
 Grounding in Vision Language Models via GradCAM"). The paper's equations are
 images in our copy, so where the text leaves a choice it is stated here (and in the hardneg README).
 
@@ -18,8 +18,8 @@ Inputs: an activation map `A` (2D, any non-negative scale) and a box `[x, y, w, 
 - **WDP** (weighted distance penalty): activation weighted by its distance to the box, normalised to [0, 1]:
   WDP = sum(A * D / max(D)) / sum(A). Only activation outside the box adds to it; 0 when all of it is inside, 1 if
   it all sat on the farthest pixel. Reported for the soft map (`wdp_soft`) and the binary one (`wdp_binary`),
-  like the paper's two WDP columns. The paper's exact normalisation (its equation 2) is not recoverable from the
-  text, so our values are not comparable with its Table 1; lower is better either way.
+  like the paper's two WDP columns. The paper's exact normalisation of WDP is not recoverable from the
+  text, so our values are not comparable with the ones it reports; lower is better either way.
 - **IO ratio**: mean activation inside the box over mean activation outside, `io_ratio_raw`, and squashed to
   [0, 1] as sigmoid(log(ratio)) = inside / (inside + outside), `io_ratio` (the paper's "LogSig" column; 0.5
   means no preference for the box, 1 all activation inside). Means, not sums, so the box's size does not decide it.

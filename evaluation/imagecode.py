@@ -2,7 +2,7 @@
 
 Implements the evaluation of "Image Retrieval from Contextual Descriptions" (the ImageCoDe paper, Krojer et
 al., ImageCoDe): the model scores every image of a set against the description
-and is right when the target scores highest. Like the paper's Table 5, accuracy is reported for all sets and
+and is right when the target scores highest. As the paper reports it, accuracy is given for all sets and
 separately for video-frame and static-picture sets when the sets say which they are.
 
 Inputs: `ImageSet(id, scores, target, is_video=None)`: one score per image of the set (any real scale; higher
@@ -25,11 +25,12 @@ the leaderboard's form, `{set: [k, ...]}`, one index per description in the file
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from hardneg.evaluation.numbers import finite_numbers
 
 OFFICIAL_FILES = {"train": "train_data.json", "val": "valid_data.json", "test": "test_data.json"}
 UNLABELED_FILE = "test_data_unlabeled.json"  # the test split without targets, as ImageCoDe hands it out
@@ -56,12 +57,7 @@ def _coerce(obj: ImageSet | Mapping[str, Any]) -> ImageSet:
         raise ValueError(f"image set: id, scores, target expected, got {obj!r:.200}")
     if not isinstance(scores, Sequence) or len(scores) < 2:
         raise ValueError(f"set {sid!r}: scores must list at least 2 images, got {scores!r}")
-    try:
-        values = tuple(float(s) for s in scores)
-    except (TypeError, ValueError):
-        raise ValueError(f"set {sid!r}: scores must be numbers") from None
-    if not all(math.isfinite(v) for v in values):
-        raise ValueError(f"set {sid!r}: scores must be finite")
+    values = finite_numbers(scores, f"set {sid!r}: each score")
     if isinstance(target, bool) or not isinstance(target, int) or not 0 <= target < len(values):
         raise ValueError(f"set {sid!r}: target must be an index in 0..{len(values) - 1}, got {target!r}")
     if is_video is not None and not isinstance(is_video, bool):

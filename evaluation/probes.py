@@ -1,14 +1,14 @@
 """Probe-R / Probe-C image-text matching: does the model prefer the correct prompt to the swapped one?
 
-Implements the evaluation metrics of section 3.2 of "Probing Conceptual Understanding of Large Visual-Language
+Implements the image-text matching metrics of "Probing Conceptual Understanding of Large Visual-Language
 Models" (the probing paper, Schiappa et al.):
 
-- **Accuracy** (their equation 5): a sample is correct when score(image, correct prompt) > score(image, swapped
+- **Accuracy**: a sample is correct when score(image, correct prompt) > score(image, swapped
   prompt), strictly: a tie is wrong ("0 otherwise").
-- **Mean confidence** mu(c) (equations 1-2): the softmax probability of the correct prompt over the two, c1 =
+- **Mean confidence** mu(c): the softmax probability of the correct prompt over the two, c1 =
   exp(s_correct) / (exp(s_correct) + exp(s_swapped)), averaged. Pass logits (e.g. CLIP's scaled similarities)
   for this to mean what the paper means; accuracy only needs the order.
-- **Text, image and group scores** for Probe-C's 2 images x 2 prompts groups (equations 9, 13, 17, Winoground's).
+- **Text, image and group scores** for Probe-C's 2 images x 2 prompts groups (Winoground's definitions).
 
 Inputs: `ProbeSample(id, kind, score_correct, score_swapped)`, `kind` naming the probe and subset (e.g.
 "probe_r/predicate", "probe_r/swapped_subject", "probe_c/composition"), as the export's comparison tables
@@ -25,6 +25,8 @@ from collections import defaultdict
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from hardneg.evaluation.numbers import finite_numbers
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,16 +48,6 @@ class ProbeGroup:
     scores: tuple[tuple[float, float], tuple[float, float]]
 
 
-def _finite(value: Any, what: str) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{what}: expected a number, got {value!r}") from None
-    if not math.isfinite(v):
-        raise ValueError(f"{what}: expected a finite number, got {value!r}")
-    return v
-
-
 def _coerce_sample(obj: ProbeSample | Mapping[str, Any]) -> ProbeSample:
     if isinstance(obj, ProbeSample):
         sid, kind, c, s = obj.id, obj.kind, obj.score_correct, obj.score_swapped
@@ -63,7 +55,8 @@ def _coerce_sample(obj: ProbeSample | Mapping[str, Any]) -> ProbeSample:
         sid, kind, c, s = obj["id"], obj["kind"], obj["score_correct"], obj["score_swapped"]
     else:
         raise ValueError(f"probe sample: id, kind, score_correct, score_swapped expected, got {obj!r:.200}")
-    return ProbeSample(sid, str(kind), _finite(c, f"sample {sid!r}"), _finite(s, f"sample {sid!r}"))
+    correct, swapped = finite_numbers((c, s), f"sample {sid!r}: a score")
+    return ProbeSample(sid, str(kind), correct, swapped)
 
 
 def _coerce_group(obj: ProbeGroup | Mapping[str, Any]) -> ProbeGroup:
@@ -75,7 +68,7 @@ def _coerce_group(obj: ProbeGroup | Mapping[str, Any]) -> ProbeGroup:
         raise ValueError(f"probe group: id, kind, scores expected, got {obj!r:.200}")
     if not isinstance(scores, Sequence) or len(scores) != 2 or any(len(row) != 2 for row in scores):
         raise ValueError(f"group {gid!r}: scores must be 2 x 2 (prompts x images), got {scores!r}")
-    (a, b), (c, d) = ([_finite(v, f"group {gid!r}") for v in row] for row in scores)
+    (a, b), (c, d) = (finite_numbers(row, f"group {gid!r}: a score") for row in scores)
     return ProbeGroup(gid, str(kind), ((a, b), (c, d)))
 
 

@@ -1,6 +1,6 @@
 """TRICD contextual phrase detection (CPD): AP over IoU 0.50:0.95, and Group-Recall@1.
 
-Implements section 3 ("Metric") and the appendix's Group-Recall@1 of TRICD (the TRICD paper, "TRICD: Testing
+Implements the contextual phrase detection metric and the Group-Recall@1 of TRICD (the TRICD paper, "TRICD: Testing
 Robust Image Understanding Through Contextual Phrase Detection").
 
 Inputs (dataclasses, or dicts of the same shape):
@@ -23,7 +23,7 @@ are used only for matching: all predictions of the dataset make one precision-re
 reached count as precision 0), averaged over t = 0.50, 0.55, ..., 0.95. Predictions with equal scores keep
 their input order (a stable sort, as pycocotools does), so ties are deterministic.
 
-Group-Recall@1 (appendix): for each phrase of a positive pair that has boxes, pool the predictions for that
+Group-Recall@1: for each phrase of a positive pair that has boxes, pool the predictions for that
 phrase on the positive pair and on every negative pair naming it as `positive_id`; success when the top-scored
 one is on the positive pair with IoU >= 0.5 with any of the phrase's boxes. Tied top scores earn the expected
 success of a uniformly random pick among them.
@@ -38,7 +38,6 @@ for "N_0"); here every negative of the group counts.
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -47,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from hardneg.evaluation.boxes import check_box, iou_xywh
+from hardneg.evaluation.numbers import finite_number
 
 IOU_THRESHOLDS: tuple[float, ...] = tuple(float(t) for t in np.linspace(0.5, 0.95, 10))  # COCO's 0.50:0.05:0.95
 RECALL_POINTS = 101  # COCO's interpolated AP
@@ -103,12 +103,7 @@ def _coerce_prediction(obj: CPDPrediction | Mapping[str, Any]) -> CPDPrediction:
             f"prediction: a CPDPrediction or a dict with pair_id, phrase_id, bbox, score expected, got {obj!r:.200}"
         )
     what = f"prediction for pair {pair_id!r} phrase {phrase_id!r}"
-    try:
-        value = float(score)
-    except (TypeError, ValueError):
-        raise ValueError(f"{what}: score must be a number, got {score!r}") from None
-    if not math.isfinite(value):
-        raise ValueError(f"{what}: score must be finite, got {score!r}")
+    value = finite_number(score, f"{what}: score")
     return CPDPrediction(pair_id, phrase_id, check_box(box, what), value)
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from hardneg.core.config_exports import ExportOptions
-from hardneg.core.stage import Stage
+from hardneg.core.runner.stage import Stage
 
 
 class ExportStage(Stage):

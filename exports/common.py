@@ -23,12 +23,13 @@ from typing import Any
 import orjson
 
 from hardneg.core.config import SplitsConfig
+from hardneg.core.errors import HardnegError
 from hardneg.core.executor import GraphIndex
 from hardneg.core.io import atomic_write_bytes, dumps, temp_path, write_json
 from hardneg.core.records import SceneGraph, keyed_seed
 from hardneg.core.rows import GraphRow
+from hardneg.core.runner.stage import Unit
 from hardneg.core.splits import split_of
-from hardneg.core.stage import Unit
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
 
@@ -227,7 +228,7 @@ class ExportFolder:
             try:
                 os.link(src, dst)
             except FileNotFoundError:
-                raise ValueError(f"export: image {src} is missing; rerun `hardneg run` to redo the images") from None
+                raise HardnegError(f"export: image {src} is missing; rerun `hardneg run` to redo the images") from None
             except OSError:  # another file system, or links not allowed there
                 shutil.copyfile(src, dst)
         return dst.relative_to(self.root).as_posix()

@@ -32,8 +32,9 @@ from typing import Any
 
 import orjson
 
+from hardneg.core.errors import HardnegError
 from hardneg.core.ids import safe_name
-from hardneg.core.runfolder import image_file
+from hardneg.core.runner.folder import image_file
 
 DATA = "data"
 CONFIGS = ("positives", "negatives")
@@ -246,7 +247,7 @@ def _place(src: Path, dst: Path, placed: Counter) -> None:
         os.link(src, dst)
         placed["linked"] += 1
     except FileNotFoundError:
-        raise ValueError(f"dataset: image {src} is missing; rerun `hardneg run` to redo the images") from None
+        raise HardnegError(f"dataset: image {src} is missing; rerun `hardneg run` to redo the images") from None
     except OSError:  # another file system (EXDEV), or links not allowed there
         shutil.copyfile(src, dst)
         placed["copied"] += 1

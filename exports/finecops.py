@@ -5,7 +5,7 @@ negatives from the images stage, each kept or dropped by the decide stage (which
 negative's candidate); `splits/<split>/{positive,negative,coco}.json`, `rejects.jsonl` (every stage's
 rejects in stage order), `stats.{md,json}`, `manifest.json`, and the Hugging Face dataset (`data/`,
 `README.md`: `exports/dataset.py`). It reruns in seconds (`hardneg split`). The splits, rejects, stats and
-manifest are written beside the old ones and swapped in together when complete (`core/publish.py`), so
+manifest are written beside the old ones and swapped in together when complete (`core/runner/publish.py`), so
 a write that fails half-way leaves the previous outputs whole.
 """
 
@@ -21,10 +21,10 @@ import orjson
 from hardneg import __version__
 from hardneg.core.demo.world import GENERATOR_VERSION as DEMO_WORLD_VERSION
 from hardneg.core.io import JsonArrayWriter, temp_path, write_json
-from hardneg.core.publish import begin, publish
-from hardneg.core.runfolder import created_on, resolve_inputs
+from hardneg.core.runner.folder import created_on, resolve_inputs
+from hardneg.core.runner.publish import begin, publish
+from hardneg.core.runner.stage import Run, Stage, Unit
 from hardneg.core.splits import split_of
-from hardneg.core.stage import Run, Stage, Unit
 from hardneg.exports.card import write_card
 from hardneg.exports.coco import CocoWriter
 from hardneg.exports.dataset import source_dir, write_dataset
@@ -55,7 +55,7 @@ class WriteStage(Stage):
     def run(self, unit: Unit) -> None:
         cfg = unit.cfg
         root = unit.root
-        out = begin(root)  # written beside the old outputs, swapped in when complete (core/publish.py)
+        out = begin(root)  # written beside the old outputs, swapped in when complete (core/runner/publish.py)
         decisions = {r["id"]: r for r in unit.read_all("decide", "negatives")}
         positive_decisions = {r["id"]: r for r in unit.read_all("decide", "positives")}
         dropped_positives = {i for i, d in positive_decisions.items() if not d["keep"]}

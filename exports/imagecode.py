@@ -47,9 +47,9 @@ from hardneg.core.executor import GraphIndex
 from hardneg.core.io import write_json
 from hardneg.core.plugins import EXPORTS
 from hardneg.core.records import PathNode, Reject, SceneGraph, content_id, keyed_seed
-from hardneg.core.runfolder import image_file, resolve_inputs
+from hardneg.core.runner.folder import image_file, resolve_inputs
+from hardneg.core.runner.stage import Unit
 from hardneg.core.schema import outputs
-from hardneg.core.stage import Unit
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
 from hardneg.exports.base import ExportStage

@@ -23,8 +23,8 @@ from typing import Any
 from hardneg.core.gqa.hygiene import words_digest
 from hardneg.core.plugins import EXPORTS
 from hardneg.core.records import PathNode
+from hardneg.core.runner.stage import Run, Unit
 from hardneg.core.schema import outputs
-from hardneg.core.stage import Run, Unit
 from hardneg.core.words.table import Words
 from hardneg.exports.base import ExportStage
 from hardneg.exports.rows import PhrasesRow

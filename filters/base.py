@@ -35,17 +35,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 from PIL import Image
 from pydantic import BaseModel, ConfigDict
 
+from hardneg.core.errors import ConfigError, MissingDependency
 from hardneg.core.records import SceneGraph
 
 Box = tuple[int, int, int, int]  # xywh pixels
 Target = Literal["positive", "text_negative", "image_candidate", "text"]
 Scores = dict[str, float]
 Side = Literal["above", "below"]
+T = TypeVar("T")
 
 
 class Settings(BaseModel):
@@ -123,6 +125,15 @@ class Filter:
         """Whether it decides samples (a positive, a negative, an image candidate), not text alone."""
         return bool(cls.targets - {"text"})
 
+    def configured(self, make: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """`make(*args, **kwargs)`: the scorer this filter's options build. `Options` checks their types and
+        the scorer its own ranges (it is used without a config too), so what it refuses is the config's to
+        fix. Scorers load their models later, on first use (`hardneg.backends.models.loading`)."""
+        try:
+            return make(*args, **kwargs)
+        except ValueError as e:
+            raise ConfigError(f"{self.name} options: {e}") from None
+
 
 def probability(v: float) -> float:
     """A score that is a probability of the sample being wrong is its own risk (clamped to [0, 1])."""
@@ -134,7 +145,7 @@ def require_skimage() -> Any:
         import skimage.filters
         import skimage.metrics
     except ImportError as e:
-        raise ImportError("this filter needs scikit-image: pip install 'scikit-image>=0.22'") from e
+        raise MissingDependency("this filter needs scikit-image: pip install 'scikit-image>=0.22'") from e
     return skimage
 
 

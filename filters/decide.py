@@ -1,4 +1,5 @@
-"""The decision rules: the one place thresholds are applied (STYLE habit 3: score first, decide later).
+"""The decision rules: the one place thresholds are applied (score first, decide later: a new threshold
+never re-scores).
 
 Pure functions of stored scores and the config's thresholds: each configured filter's `keep` in config
 order, and for an image negative the best candidate among those every filter keeps (FineCops-Ref: the most
@@ -11,6 +12,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from hardneg.core.config import RunConfig
+from hardneg.core.errors import ConfigError
 from hardneg.filters.base import Filter, Scores, Settings
 from hardneg.filters.registry import filter_class, thresholds
 
@@ -41,7 +43,7 @@ def rules(cfg: RunConfig) -> list[Rule]:
     for name in cfg.filters.thresholds:
         filter_class(name)
         if name not in cfg.filters.scorers:
-            raise ValueError(f"filters.thresholds.{name}: {name} does not run; add it to filters.scorers")
+            raise ConfigError(f"filters.thresholds.{name}: {name} does not run; add it to filters.scorers")
     return [Rule(filter_class(n), thresholds(n, cfg.filters.thresholds.get(n))) for n in cfg.filters.scorers]
 
 

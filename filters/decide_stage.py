@@ -32,8 +32,8 @@ from hardneg.core.rows import (
     RefineScoreRow,
     TextNegativeRow,
 )
+from hardneg.core.runner.stage import Stage, Unit
 from hardneg.core.schema import outputs
-from hardneg.core.stage import Stage, Unit
 from hardneg.filters.base import Scores
 from hardneg.filters.decide import Rule, decide_image, first_failure, flatten, rules
 from hardneg.filters.mix import VERSION as MIX_VERSION

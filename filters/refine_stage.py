@@ -8,10 +8,11 @@ from __future__ import annotations
 from typing import Any
 
 from hardneg.core.config import RunConfig
+from hardneg.core.errors import ConfigError
 from hardneg.core.gqa.plausibility import fold_of, load_fold_plausibility
 from hardneg.core.rows import RefineScoreRow
+from hardneg.core.runner.stage import Run, Stage, Unit
 from hardneg.core.schema import outputs
-from hardneg.core.stage import Run, Stage, Unit
 from hardneg.filters.base import Item
 from hardneg.filters.registry import build, filter_class
 from hardneg.filters.scorers.text import NGramFilter, TextFilter
@@ -21,7 +22,7 @@ def text_filter(spec: dict[str, Any], i: int) -> TextFilter:
     options = {k: v for k, v in spec.items() if k != "kind"}
     f = build(spec["kind"], options, where=f"refine.scorers[{i}]")
     if not isinstance(f, TextFilter):
-        raise ValueError(f"refine.scorers[{i}]: {spec['kind']!r} does not score text alone")
+        raise ConfigError(f"refine.scorers[{i}]: {spec['kind']!r} does not score text alone")
     return f
 
 

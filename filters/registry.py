@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from hardneg.core.errors import ConfigError
 from hardneg.core.plugins import FILTERS
 from hardneg.filters.base import Filter, Settings
 
@@ -27,7 +28,7 @@ def _settings(model: type[Settings], values: dict[str, Any] | None, where: str) 
         first = e.errors()[0]
         key = ".".join(str(x) for x in first["loc"])
         msg = "unknown key" if first["type"] == "extra_forbidden" else first["msg"]
-        raise ValueError(f"config {where}{'.' + key if key else ''}: {msg}") from None
+        raise ConfigError(f"config {where}{'.' + key if key else ''}: {msg}") from None
 
 
 def build(name: str, options: dict[str, Any] | None, batch_size: int = 16, where: str = "") -> Filter:

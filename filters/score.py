@@ -19,11 +19,12 @@ from typing import Any
 from PIL import Image
 
 from hardneg.core.config import RunConfig
+from hardneg.core.errors import ConfigError
 from hardneg.core.records import SceneGraph
 from hardneg.core.rows import FilterScoreRow, GraphRow
-from hardneg.core.runfolder import image_file, resolve_inputs
+from hardneg.core.runner.folder import image_file, resolve_inputs
+from hardneg.core.runner.stage import Run, Stage, Unit
 from hardneg.core.schema import outputs
-from hardneg.core.stage import Run, Stage, Unit
 from hardneg.filters.base import Filter, Item
 from hardneg.filters.registry import build, filter_class
 
@@ -36,7 +37,7 @@ def configured_filters(cfg: RunConfig) -> list[Filter]:
     for name, options in cfg.filters.scorers.items():
         f = build(name, options, cfg.filters.batch_size)
         if not f.targets & set(SCORE_TARGETS):
-            raise ValueError(f"filters.scorers.{name}: scores {sorted(f.targets)}, not samples; use refine.scorers")
+            raise ConfigError(f"filters.scorers.{name}: scores {sorted(f.targets)}, not samples; use refine.scorers")
         out.append(f)
     return out
 

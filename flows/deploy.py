@@ -7,9 +7,9 @@ Schedules fire only against a running Prefect server (`prefect server start`, th
 `PREFECT_API_URL=http://127.0.0.1:4200/api`); ephemeral mode never triggers them. The config file is read
 when each scheduled run starts, so editing it changes the next run, and each run resumes in the same run
 folder (finished shards are skipped, changed stages redone). Two runs never write one folder at once: the
-second ends Completed as Skipped, saying who holds the folder (`core/runlock.py`). The deployment's entrypoint is the
-module path `hardneg.flows.generate.generate`, so it does not depend on the directory `serve` was started
-from. SIGTERM or Ctrl+C stops `serve` cleanly and leaves no scheduled run queued (`StoppingRunner`).
+second ends Completed as Skipped, saying who holds the folder (`core/runner/lock.py`). The deployment's
+entrypoint is the module path `hardneg.flows.generate.generate`, so it does not depend on the directory
+`serve` was started from. SIGTERM or Ctrl+C stops `serve` cleanly and leaves no scheduled run queued (`StoppingRunner`).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from uuid import UUID
 from prefect.deployments.runner import EntrypointType
 from prefect.runner import Runner
 
+from hardneg.core.errors import HardnegError
 from hardneg.flows.generate import generate
 from hardneg.flows.request import config_param
 
@@ -43,26 +44,26 @@ def make_deployment(config: str | None, output: str, cron: str, name: str = "har
 
 
 def check_cron(cron: str) -> None:
-    """A cron string Prefect accepts, or ValueError in one line."""
+    """A cron string Prefect accepts, or a HardnegError in one line."""
     from prefect.client.schemas.schedules import CronSchedule
     from pydantic import ValidationError
 
     try:
         CronSchedule(cron=cron)
     except ValidationError:
-        raise ValueError(
+        raise HardnegError(
             f'--cron "{cron}" is not a cron schedule: five fields, minute hour day month weekday, e.g. "0 3 * * 1"'
         ) from None
 
 
 def check_server(api_url: str, timeout_s: float = 5.0) -> None:
-    """The Prefect server answers at `api_url`, or ValueError in one line."""
+    """The Prefect server answers at `api_url`, or a HardnegError in one line."""
     import httpx
 
     try:
         httpx.get(api_url.rstrip("/") + "/health", timeout=timeout_s).raise_for_status()
     except httpx.HTTPError as e:
-        raise ValueError(
+        raise HardnegError(
             f"no Prefect server answers at PREFECT_API_URL={api_url} ({type(e).__name__}); start one with "
             "`prefect server start`"
         ) from None

@@ -1,4 +1,5 @@
-"""The generation flow: a thin Prefect shell over the stage list of `flows/pipeline.py` (STYLE habit 7).
+"""The generation flow: a thin Prefect shell over the stage loop of `flows/pipeline.py`; the stages, their
+resuming and their outputs are plain Python that runs the same without Prefect.
 
     generate(config="gqa", output="/data/runs/gqa-train", seed=0, overrides={"inputs": {...}})
 
@@ -9,14 +10,16 @@ subflow with the task runner the config asks for, and ends with two artifacts a 
 (markdown, naming where `report.html` is as a path to copy: browsers refuse `file://` links from a web
 page) and the counts per split (a table). A run into a folder another process is writing ends Completed,
 named Skipped, with who holds the lock as its message: nothing failed, so no traceback and no failure
-alert (`refused`).
+alert (`refused`). A run the user must fix (a `HardnegError`: a config edited wrong, a missing input)
+ends Failed with that one line as its message, not a traceback.
 
-`hardneg-stages` runs one Prefect task per stage, named after it, once per pending unit (a shard, or the
-whole corpus); a finished stage is skipped before any task is submitted. Resuming is file-based
-(`core/stage.py`), so Prefect's result caching is off. Tasks take and return small JSON: the run folder,
-the stage, the unit. Each stage's line (time, items in and out, rejects) goes to the run logger of the
-top-level `hardneg-generate` run, the one a user opens in the UI (and a deployment's run), with the
-run's counts at the end; and to the terminal when `hardneg run` started the flow.
+`hardneg-stages` runs `run_stages`, the loop `hardneg run --no-prefect` runs, with a pool that makes one
+Prefect task per pending unit (a shard, or the whole corpus), named after its stage; a finished stage is
+skipped before any task is submitted. Resuming is file-based (`core/runner/stage.py`), so Prefect's result
+caching is off. Tasks take and return small JSON: the run folder, the stage, the unit. Each stage's line
+(time, items in and out, rejects) goes to the run logger of the top-level `hardneg-generate` run, the one
+a user opens in the UI (and a deployment's run), with the run's counts at the end; and to the terminal
+when `hardneg run` started the flow.
 """
 
 from __future__ import annotations
@@ -24,27 +27,30 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections.abc import Iterator
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
-from prefect.states import Completed, State
+from prefect.states import Completed, Failed, State
 
 from hardneg.core.config import RunConfig, load_config
 from hardneg.core.config_files import diff_tree
-from hardneg.core.progress import Progress, Tee, stage_line
-from hardneg.core.publish import publishing
-from hardneg.core.runfolder import prepare_run, stored_config
-from hardneg.core.runlock import RunBusy, RunLock
-from hardneg.core.stage import Run
+from hardneg.core.errors import HardnegError
+from hardneg.core.runner.folder import prepare_run, stored_config
+from hardneg.core.runner.lock import RunBusy, RunLock
+from hardneg.core.runner.progress import Progress, Tee, stage_line
+from hardneg.core.runner.stage import Run
 from hardneg.exports.finecops import read_manifest
 from hardneg.flows import runners
 from hardneg.flows.local_server import start_tied_server
-from hardneg.flows.pipeline import STAGES, plan
+from hardneg.flows.pipeline import plan, run_stages
 from hardneg.flows.progress import closing_summary, split_counts
 from hardneg.flows.request import config_label, config_param, resolve_run
+from hardneg.flows.runners import Pool
+from hardneg.flows.stages import STAGES
 
 # The terminal of the `hardneg run` that started this flow in its own process (None in a deployment).
 TERMINAL: ContextVar[Progress | None] = ContextVar("hardneg_terminal", default=None)
@@ -89,23 +95,26 @@ class RunLog(Progress):
         self.log.info(stage_line(stage, summary, skipped=True))
 
 
+def task_pool(cfg: RunConfig, run_dir: str) -> Pool:
+    """`run_stages`'s pool on Prefect: a stage's pending units become parallel tasks, every one submitted
+    before the first result is awaited; markers come back in unit order."""
+
+    def submit(stage: str, units: list[str]) -> Iterator[dict[str, Any]]:
+        with runners.gpu_stage(cfg, stage):  # on Dask, a GPU stage's tasks each hold one GPU
+            futures = [TASKS[stage].submit(run_dir, stage, u) for u in units]
+        for f in futures:
+            yield f.result()
+
+    return submit
+
+
 @flow(name="hardneg-stages", flow_run_name="stages of {run_dir}", log_prints=False)
 def stages(run_dir: str) -> dict[str, Any]:
     """Every stage in order over the run folder's stored config; a stage's pending units run as parallel
     tasks."""
     root = Path(run_dir)
-    progress = Tee(RunLog(top_log()), terminal())
-    run = Run(root, stored_config(root), STAGES, progress)
-    with publishing(root):  # the outputs stand when every stage finished; a failure puts the old ones back
-        for name in run.order:
-            if run.is_complete(name):
-                progress.stage_skipped(name, run.summary(name))
-                continue
-            with runners.gpu_stage(run.cfg, name):  # on Dask, a GPU stage's tasks each hold one GPU
-                futures = [TASKS[name].submit(run_dir, name, u) for u in run.open(name)]
-            for f in futures:
-                progress.unit_done(name, f.result())
-            run.close(name)
+    run = Run(root, stored_config(root), STAGES, Tee(RunLog(top_log()), terminal()))
+    run_stages(run, task_pool(run.cfg, run_dir))
     return {"run_folder": run_dir}
 
 
@@ -116,7 +125,7 @@ def run_name() -> str:
     p = flow_run.parameters
     try:
         folder = resolve_run(p.get("config"), p.get("output"), p.get("seed"), p.get("overrides"))[1].name
-    except ValueError:  # the run itself will say what is wrong
+    except HardnegError:  # the run itself will say what is wrong
         folder = Path(p.get("output") or "run").name
     return f"{folder} ({config_label(p.get('config'))})"
 
@@ -128,7 +137,8 @@ def generate(
     seed: int | None = None,
     overrides: dict[str, Any] | None = None,
 ) -> dict[str, Any] | State:
-    """Build a hard-negative benchmark (Completed as Skipped when another run is writing the folder).
+    """Build a hard-negative benchmark (Completed as Skipped when another run is writing the folder; Failed
+    with one line when the user must fix something).
 
     Args:
         config: a config file, or a bundled config's name (demo, gqa, openai); default demo
@@ -137,19 +147,21 @@ def generate(
         overrides: nested config keys applied on top, e.g. {"inputs": {"scene_graphs": "/data/gqa"}}
     """
     t0 = time.perf_counter()
-    cfg, root = resolve_run(config, output, seed, overrides)
-    plan(cfg, root)  # every check before anything is written
     log = get_run_logger()
     try:
+        cfg, root = resolve_run(config, output, seed, overrides)
+        plan(cfg, root)  # every check before anything is written
         with RunLock(root, f"Prefect flow run {run_name_or_default()}"):
             prepare_run(cfg, root)
             token = TOP_LOG.set(log)
             try:
-                stages.with_options(task_runner=task_runner(cfg))(str(root))
+                stages.with_options(task_runner=runners.task_runner(cfg))(str(root))
             finally:
                 TOP_LOG.reset(token)
     except RunBusy as busy:
         return refused(busy)
+    except HardnegError as e:
+        return user_error(e)
     manifest = read_manifest(root)
     log.info(closing_summary(root, manifest, time.perf_counter() - t0))
     _artifacts(root, manifest)
@@ -166,16 +178,18 @@ def refused(busy: RunBusy) -> State:
     return Completed(name=SKIPPED, message=f"skipped: {busy}")
 
 
+def user_error(e: HardnegError) -> State:
+    """The end of a run the user must fix: Failed, with the one line that says what as its message and no
+    traceback (it is no bug). The error rides in the state, so `run_flow` raises it again for the CLI."""
+    get_run_logger().error("hardneg: error: %s", e)
+    return Failed(message=str(e), data=e)
+
+
 def run_name_or_default() -> str:
     """The flow run's name, for the lock file's "who holds it"."""
     from prefect.runtime import flow_run
 
     return flow_run.name or "hardneg-generate"
-
-
-def task_runner(cfg: RunConfig) -> Any:
-    """The task runner the config asks for: threads, processes or Dask (`flows/runners.py`)."""
-    return runners.task_runner(cfg)
 
 
 def _artifacts(root: Path, manifest: dict[str, Any]) -> None:
@@ -220,7 +234,7 @@ def run_flow(
         TERMINAL.reset(token)
     if state.name == SKIPPED:
         raise RunBusy(str(state.message).removeprefix("skipped: "))
-    state.result()  # a failed run raises its error here
+    state.result()  # a failed run raises its error here (a HardnegError as it was raised)
     return read_manifest(output)
 
 

@@ -1,12 +1,8 @@
-"""The pipeline: the one ordered stage list that every way of running loops over.
+"""The pipeline: the stage list (`flows/stages.py`) checked, run and re-split.
 
-    ingest -> hygiene (per shard) -> plausibility -> paths (per shard) -> select -> language (per shard)
-           -> images (per shard) -> filters (per shard) -> refine -> decide -> write -> exports -> report
-
-The exports are the registered export stages (`exports/base.py`: phrases, probe_b, tricd, probes,
-imagecode, and any other), in the registry's order.
-
-`run_local` runs it in this process; `flows/generate.py` runs the same list as a Prefect flow (one task
+`run_stages` is the one loop over the stages (`flows/stages.py`: generation, the decision, the write stage,
+every registered export in the registry's order, the report), inside the run's output transaction:
+`run_local` runs it in this process (or a pool of workers), `flows/generate.py` as a Prefect flow (one task
 per shard); `resplit` reruns only the decision stages (`Stage.decision`) with new thresholds or split
 proportions, after checking that everything they read is complete and was made for the run's config.
 Plain Python: no Prefect here.
@@ -19,50 +15,17 @@ from pathlib import Path
 from typing import Any
 
 from hardneg.core.config import RunConfig, apply_overrides, leaf_keys
-from hardneg.core.gqa.hygiene import HygieneStage
-from hardneg.core.gqa.ingest import IngestStage
-from hardneg.core.gqa.plausibility import PlausibilityStage
-from hardneg.core.plugins import EXPORTS
-from hardneg.core.progress import Progress
-from hardneg.core.publish import publishing, rollback
-from hardneg.core.runfolder import prepare_run, stored_config
-from hardneg.core.runlock import RunLock
-from hardneg.core.stage import Run, Stage
-from hardneg.exports.finecops import WriteStage, read_manifest
-from hardneg.filters.decide_stage import DecideStage
-from hardneg.filters.refine_stage import RefineStage
-from hardneg.filters.score import FiltersStage
+from hardneg.core.errors import ConfigError, HardnegError
+from hardneg.core.runner.folder import prepare_run, stored_config
+from hardneg.core.runner.lock import RunLock
+from hardneg.core.runner.progress import Progress
+from hardneg.core.runner.publish import publishing, rollback
+from hardneg.core.runner.stage import Run
+from hardneg.exports.finecops import read_manifest
 from hardneg.flows.request import check_request
 from hardneg.flows.resplit_guard import keep_if_refused, refuse_emptying
-from hardneg.flows.runners import unit_pool
-from hardneg.generators.images.stage import ImagesStage
-from hardneg.generators.paths.select import SelectStage
-from hardneg.generators.paths.stage import PathsStage
-from hardneg.generators.text.stage import LanguageStage
-from hardneg.review.report.stage import ReportStage
-
-
-def stages() -> tuple[Stage, ...]:
-    """The stage list: generation, the decision, the write stage, every registered export, the report."""
-    return (
-        IngestStage(),
-        HygieneStage(),
-        PlausibilityStage(),
-        PathsStage(),
-        SelectStage(),
-        LanguageStage(),
-        ImagesStage(),
-        FiltersStage(),
-        RefineStage(),
-        DecideStage(),
-        WriteStage(),
-        *(cls() for _, cls in EXPORTS.items()),  # the other benchmark shapes
-        ReportStage(),
-    )
-
-
-# what every runner loops over; an export registered after this module is imported needs `stages()` again
-STAGES = stages()
+from hardneg.flows.runners import Pool, unit_pool
+from hardneg.flows.stages import STAGES, stages  # noqa: F401  (stages: for code that registers an export later)
 
 
 def plan(cfg: RunConfig, root: Path) -> Run:
@@ -84,10 +47,17 @@ def run_local(
     run.progress = progress or run.progress
     with RunLock(root), unit_pool(cfg, root, workers) as pool:
         prepare_run(cfg, root)
-        with publishing(root):
-            for name in run.order:
-                run.run_stage(name, pool)
+        run_stages(run, pool)
     return read_manifest(root)
+
+
+def run_stages(run: Run, pool: Pool | None = None) -> None:
+    """Every stage in order through `Run.run_stage` (a finished one is skipped; a stage's pending units
+    run here, or by `pool`), inside the run's output transaction: the outputs stand when every stage
+    finished, and a failure puts the old ones back."""
+    with publishing(run.root):
+        for name in run.order:
+            run.run_stage(name, pool)
 
 
 def resplittable_keys() -> set[str]:
@@ -109,7 +79,7 @@ def resplit(
     for key in leaf_keys(overrides):
         if not any(key == a or key.startswith(a + ".") for a in allowed):
             close = difflib.get_close_matches(key, sorted(allowed), n=1, cutoff=0.6)
-            raise ValueError(
+            raise ConfigError(
                 f"split cannot change {key}"
                 + (f" (did you mean {close[0]}?)" if close and not key.startswith(close[0]) else "")
                 + f": it needs new samples or scores, or is no config key; rerun `hardneg run` for that "
@@ -125,7 +95,7 @@ def _resplit(root: Path, cfg: RunConfig, force: bool, progress: Progress | None)
     rollback(root)  # an interrupted run's or split's outputs: back to the last finished one's
     problems = [p for name in run.order if not run.stages[name].decision for p in run.problems(name)]
     if problems:
-        raise ValueError(
+        raise HardnegError(
             f"{root} cannot be re-split: " + "; ".join(problems[:5]) + "; rerun `hardneg run` to complete it"
         )
     decision = [name for name in run.order if run.stages[name].decision]

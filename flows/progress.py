@@ -1,6 +1,6 @@
 """The terminal while a run works: a progress bar per stage (on a terminal only; quiet in a pipe or a log
 file), one line per stage when it finishes (wall time, items in and out, rejects), and the closing summary
-naming `stats.md` and `report.html`. A `core.progress.Progress` listener, so `run_local` and the Prefect
+naming `stats.md` and `report.html`. A `core.runner.progress.Progress` listener, so `run_local` and the Prefect
 flow drive it the same way. Writes to stderr; the CLI prints its results to stdout."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from hardneg.core import progress as hooks
+from hardneg.core.runner import progress as hooks
 
 
 class Terminal(hooks.Progress):

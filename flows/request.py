@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from hardneg.core.config import DEFAULT_CONFIG, RunConfig, load_config
+from hardneg.core.errors import ConfigError, HardnegError, InputError
 from hardneg.core.gqa.stream import graph_files, iter_raw_graphs
 from hardneg.core.ids import id_problem
 from hardneg.core.io import not_writable
-from hardneg.core.runfolder import CONFIG_FILE
-from hardneg.core.runlock import LOCK_FILE
+from hardneg.core.runner.folder import CONFIG_FILE
+from hardneg.core.runner.lock import LOCK_FILE
 
 
 def resolve_run(
@@ -53,7 +54,7 @@ def config_param(config: str | Path | None) -> str | None:
 
 
 def check_request(cfg: RunConfig, root: Path) -> None:
-    """Raise ValueError (one line) when the run cannot start; writes nothing."""
+    """Raise a HardnegError (one line) when the run cannot start; writes nothing."""
     check_inputs(cfg)
     check_backends(cfg)
     check_output(root)
@@ -63,7 +64,7 @@ def check_backends(cfg: RunConfig) -> None:
     """Settings a backend needs from the environment, found now rather than after the first stages."""
     o = cfg.language.openai
     if cfg.language.backend == "openai" and not (o.base_url or os.environ.get("OPENAI_BASE_URL")):
-        raise ValueError(
+        raise ConfigError(
             "language.backend is openai but language.openai.base_url is null and $OPENAI_BASE_URL is not set; "
             "set one (https://api.openai.com/v1 for OpenAI)"
         )
@@ -74,19 +75,19 @@ def check_inputs(cfg: RunConfig) -> None:
         return
     sg = cfg.resolve(cfg.inputs.scene_graphs)
     if not sg.exists():
-        raise ValueError(f"scene graphs not found: {sg} (give a *_sceneGraphs.json file or a folder of them)")
+        raise InputError(f"scene graphs not found: {sg} (give a *_sceneGraphs.json file or a folder of them)")
     try:
         files = graph_files(sg)
-    except (OSError, ValueError) as e:
-        raise ValueError(f"scene graphs: {e}") from None
+    except (OSError, InputError) as e:
+        raise InputError(f"scene graphs: {e}") from None
     for f in files:
         if not os.access(f, os.R_OK):
-            raise ValueError(f"scene graphs: cannot read {f} (permission denied)")
+            raise InputError(f"scene graphs: cannot read {f} (permission denied)")
     if cfg.inputs.images is not None:
         images = cfg.resolve(cfg.inputs.images)
         if not images.is_dir():
             what = "is not a folder" if images.exists() else "not found"
-            raise ValueError(f"images folder {what}: {images} (give the folder of <image_id>.jpg)")
+            raise InputError(f"images folder {what}: {images} (give the folder of <image_id>.jpg)")
         check_images_present(sg, images, cfg.inputs.images_checked, cfg.inputs.min_images_present)
 
 
@@ -102,7 +103,7 @@ def check_images_present(scene_graphs: Path, images: Path, checked: int, share: 
                 ids.append(image_id)
             if len(ids) >= checked:
                 break
-    except ValueError:
+    except InputError:
         pass  # a broken file: ingest reports it with its byte offset; the ids read so far still count
     if not ids:
         return
@@ -110,7 +111,7 @@ def check_images_present(scene_graphs: Path, images: Path, checked: int, share: 
     if len(present) < share * len(ids):
         have = set(present)
         missing = next(i for i in ids if i not in have)
-        raise ValueError(
+        raise InputError(
             f"images folder {images} holds {len(present)} of the first {len(ids)} images the scene graphs name "
             f"(e.g. no {missing}.jpg); give the folder of <image_id>.jpg (inputs.min_images_present: {share:g})"
         )
@@ -119,14 +120,14 @@ def check_images_present(scene_graphs: Path, images: Path, checked: int, share: 
 def check_output(root: Path) -> None:
     """The run folder is new, empty, or a hardneg run folder (which the run resumes)."""
     if root.exists() and not root.is_dir():
-        raise ValueError(f"output {root} is a file; give a folder for the run")
+        raise HardnegError(f"output {root} is a file; give a folder for the run")
     if root.is_dir() and not (root / CONFIG_FILE).exists():
         others = [p.name for p in root.iterdir() if p.name != LOCK_FILE]
         if others:
-            raise ValueError(
+            raise HardnegError(
                 f"output {root} is a folder that is not a hardneg run (it holds {others[0]!r}"
                 f"{f' and {len(others) - 1} more' if len(others) > 1 else ''}); give a new or empty folder"
             )
     parent = next((p for p in [root, *root.parents] if p.exists()), None)
     if parent is not None and (why := not_writable(parent)):
-        raise ValueError(f"output {root}: {why}")
+        raise HardnegError(f"output {root}: {why}")

@@ -10,10 +10,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from hardneg.core.stage import SUMMARY, Run
+from hardneg.core.errors import HardnegError
+from hardneg.core.runner.stage import SUMMARY, Run
 
 
-class EmptiedByRule(ValueError):
+class EmptiedByRule(HardnegError):
     """A split whose rules would drop everything some rule sees."""
 
 

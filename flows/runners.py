@@ -31,7 +31,10 @@ from typing import Any
 from uuid import uuid4
 
 from hardneg.core.config import RunConfig
-from hardneg.core.stage import Stage
+from hardneg.core.errors import MissingDependency
+from hardneg.core.runner.folder import stored_config
+from hardneg.core.runner.stage import Run, Stage
+from hardneg.flows.stages import STAGES
 
 GPU = "GPU"  # the Dask worker resource a GPU stage's unit needs (`dask worker --resources GPU=1`)
 
@@ -41,10 +44,6 @@ Pool = Callable[[str, list[str]], Iterable[dict[str, Any]]]  # (stage, units) ->
 def run_unit(run_dir: str, stage: str, unit: str, workers: int | None = None) -> dict[str, Any]:
     """One unit of one stage in whatever worker runs it; the config is the one stored in the run.
     `workers`: how many processes share this machine's cores (default: the config's)."""
-    from hardneg.core.runfolder import stored_config
-    from hardneg.core.stage import Run
-    from hardneg.flows.pipeline import STAGES
-
     root = Path(run_dir)
     cfg = stored_config(root)
     share_cores(workers or local_workers(cfg))
@@ -138,7 +137,7 @@ def task_runner(cfg: RunConfig) -> Any:
     try:
         from prefect_dask import DaskTaskRunner
     except ImportError:
-        raise ValueError("task_runner: dask needs prefect-dask: pip install -e '.[dask]'") from None
+        raise MissingDependency("task_runner: dask needs prefect-dask: pip install -e '.[dask]'") from None
     if cfg.dask.address:
         return DaskTaskRunner(address=cfg.dask.address)
     return DaskTaskRunner(
@@ -149,8 +148,6 @@ def task_runner(cfg: RunConfig) -> Any:
 
 def needs_gpu_worker(cfg: RunConfig, stage: str | Stage) -> bool:
     """Whether a stage's units must run on a worker holding the resource GPU=1."""
-    from hardneg.flows.pipeline import STAGES
-
     s = stage if isinstance(stage, Stage) else {x.name: x for x in STAGES}[stage]
     return cfg.task_runner == "dask" and s.gpu and (cfg.dask.gpu_resource or bool(cfg.dask.gpus))
 

@@ -4,9 +4,11 @@ hardneg run [--config FILE|NAME] [--scene-graphs PATH --images DIR] [--output DI
 hardneg split RUN [--config FILE] [--force]
 hardneg serve --cron CRON --output DIR [--config FILE|NAME]
 
-Every user error is one line on stderr and exit status 2, found before Prefect starts and before any
-folder is made. The terminal shows a bar per stage, a line per finished stage and a closing summary;
-Prefect's and httpx's logs stay out unless -v.
+Exit status: 0 done; 2 a user error (`HardnegError`: a bad config, a missing input, a busy run folder,
+a folder that cannot be written), one line on stderr, found before Prefect starts and before any folder
+is made wherever it can be; 3 a server that stays unreachable (rerun to resume); 1 a bug in hardneg: its
+traceback, to report. The terminal shows a bar per stage, a line per finished stage and a closing
+summary; Prefect's and httpx's logs stay out unless -v.
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ import os
 import sys
 import tempfile
 import time
+import traceback
 from pathlib import Path
 
 from hardneg.core.config_files import read_mapping
+from hardneg.core.errors import ConfigError, HardnegError
 from hardneg.core.io import os_error_message
 from hardneg.review.cli import add_commands, cmd_report, cmd_review
 
@@ -62,7 +66,7 @@ def _overrides(args: argparse.Namespace) -> dict:
         if args.images is not None:
             o["inputs"]["images"] = str(Path(args.images).resolve())
     elif args.images is not None:
-        raise ValueError("--images needs --scene-graphs (the demo world brings its own images)")
+        raise ConfigError("--images needs --scene-graphs (the demo world brings its own images)")
     return o
 
 
@@ -96,7 +100,7 @@ def cmd_split(args: argparse.Namespace) -> int:
 
     root = Path(args.run).resolve()
     if not root.is_dir():
-        raise ValueError(f"run folder not found: {args.run}")
+        raise HardnegError(f"run folder not found: {args.run}")
     overrides = read_mapping(Path(args.config)) if args.config is not None else {}
     before = read_manifest(root) if (root / "manifest.json").is_file() else None
     t0 = time.perf_counter()
@@ -119,7 +123,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     check_cron(args.cron)
     if not os.environ.get("PREFECT_API_URL"):
-        raise ValueError("schedules need a running Prefect server: `prefect server start`, then set PREFECT_API_URL")
+        raise HardnegError("schedules need a running Prefect server: `prefect server start`, then set PREFECT_API_URL")
     check_server(os.environ["PREFECT_API_URL"])
     print(f"serving hardneg-generate/hardneg-scheduled on {args.cron!r} into {run_dir} (Ctrl+C or SIGTERM stops)")
     serve(args.config, str(run_dir), args.cron)
@@ -186,17 +190,24 @@ def main(argv: list[str] | None = None) -> int:
     try:
         handlers = {"run": cmd_run, "split": cmd_split, "serve": cmd_serve, "report": cmd_report, "review": cmd_review}
         return handlers[args.command](args)
-    except ValueError as e:
-        print(f"hardneg: error: {e}", file=sys.stderr)
-        return 2
     except BackendUnavailable as e:  # finished shards and cached answers are kept: rerun to resume
         print(f"hardneg: error: {e}\nhardneg: finished work is kept; rerun the same command to resume", file=sys.stderr)
         return 3
+    except HardnegError as e:
+        print(f"hardneg: error: {e}", file=sys.stderr)
+        return 2
     except OSError as e:  # a folder read-only, full or missing: the user's to fix, not a bug to trace back
         where = getattr(args, "output", None) or getattr(args, "run", None)
         msg = os_error_message(e, Path(where) if where else None)
         print(f"hardneg: error: {msg}; then rerun the same command (finished work is kept)", file=sys.stderr)
         return 2
+    except Exception:  # a bug, not the user's to fix: its traceback is what a report of it needs
+        traceback.print_exc()
+        print(
+            "hardneg: internal error (a bug in hardneg, not in your input); please report it with the traceback above",
+            file=sys.stderr,
+        )
+        return 1
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """See and judge a run: the HTML report (`hardneg report`) and the human-filter app (`hardneg review`).
 
-FineCops-Ref's last quality gate is a human filter (appendix A.5): annotators see the target in a red box
+FineCops-Ref's last quality gate is a human filter: annotators see the target in a red box
 and the related objects in green and blue, and mark each level-2/3 sample Correct, Ambiguous or Wrong
 expression. Decisions live in `RUN/review.sqlite`; `apply.py` turns them into drops for `hardneg split`.
 This package reads run folders defensively (older or newer versions), and imports only `hardneg.core`.

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hardneg.core.errors import HardnegError
 from hardneg.review.agreement import pairwise
 from hardneg.review.labels import DROPPING, NEGATIVE_LABELS, POSITIVE_LABELS, SEVERITY
 from hardneg.review.store import FILENAME, ReviewStore
@@ -95,7 +96,7 @@ def load_labels(run_dir: str | Path) -> dict[int, Label]:
     try:
         return decide_all(ReviewStore(run_dir, create=False))
     except sqlite3.DatabaseError as e:  # a corrupt or foreign file: say which, do not guess
-        raise ValueError(f"{Path(run_dir) / FILENAME}: not a readable review store ({e})") from None
+        raise HardnegError(f"{Path(run_dir) / FILENAME}: not a readable review store ({e})") from None
 
 
 def _drop(record: dict[str, Any], reason: str, label: Label) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from hardneg.core.errors import HardnegError
 from hardneg.review.apply import Label, load_labels
 from hardneg.review.labels import kind_of
 from hardneg.review.store import FILENAME, AuditSample, ReviewStore
@@ -117,15 +118,15 @@ def draw_audit(run_dir: str | Path, n: int, seed: int) -> DrawResult:
     from hardneg.review.rundata import RunData  # here: the decide stage imports this module, not the reader
 
     if n < 1:
-        raise ValueError(f"--audit must be at least 1, got {n}")
+        raise HardnegError(f"--audit must be at least 1, got {n}")
     run = RunData(run_dir)
     records = [*run.positives, *run.negatives]
     if not records:
-        raise ValueError(f"{run_dir}: the final dataset (splits/) is empty; nothing to audit")
+        raise HardnegError(f"{run_dir}: the final dataset (splits/) is empty; nothing to audit")
     store = ReviewStore(run.root)
     before = store.audit()
     if before is not None and before.seed != seed:
-        raise ValueError(
+        raise HardnegError(
             f"this run's audit was drawn with --seed {before.seed}; draw more with that seed "
             f"(or delete the audit tables of {FILENAME} to start another)"
         )

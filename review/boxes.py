@@ -1,4 +1,4 @@
-"""Which boxes to draw on a sample, in the paper's colours (FineCops-Ref appendix A.5).
+"""Which boxes to draw on a sample, in the colours FineCops-Ref's human filter shows its annotators.
 
 The target is red; the related objects of the path are green, then blue, in path order (depth first,
 relations before `same`, as `PathNode.nodes()` numbers them). Boxes come from the scene graph through

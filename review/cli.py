@@ -9,6 +9,8 @@ import threading
 import webbrowser
 from pathlib import Path
 
+from hardneg.core.errors import HardnegError
+
 log = logging.getLogger(__name__)
 
 
@@ -44,7 +46,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
 def _run_dir(raw: str) -> Path:
     p = Path(raw).resolve()
     if not p.is_dir():
-        raise ValueError(f"run folder not found: {raw}")
+        raise HardnegError(f"run folder not found: {raw}")
     return p
 
 
@@ -52,7 +54,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from hardneg.review.report.page import build_report
 
     if args.per_group < 1:
-        raise ValueError(f"--per-group must be at least 1, got {args.per_group}")
+        raise HardnegError(f"--per-group must be at least 1, got {args.per_group}")
     out = build_report(_run_dir(args.run), per_group=args.per_group, seed=args.seed)
     print(f"report: {out}")
     return 0
@@ -78,7 +80,7 @@ def cmd_review(args: argparse.Namespace) -> int:
     from hardneg.review.server import ReviewServer
 
     if not 0 <= args.port <= 65535:
-        raise ValueError(f"--port must be 0-65535, got {args.port}")
+        raise HardnegError(f"--port must be 0-65535, got {args.port}")
     run_dir = _run_dir(args.run)
     if args.audit is not None:
         _draw(run_dir, args.audit, args.seed)

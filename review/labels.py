@@ -1,4 +1,5 @@
-"""The human filter's choices (FineCops-Ref appendix A.5, plus the same gate for negatives)."""
+"""The human filter's choices (FineCops-Ref's Correct, Ambiguous or Wrong expression, plus the same gate for
+negatives)."""
 
 from __future__ import annotations
 
@@ -23,8 +24,6 @@ ALL_LABELS = {**POSITIVE_LABELS, **NEGATIVE_LABELS}
 # when the drop voters split evenly between two reasons, the more severe one is recorded.
 SEVERITY = {"correct": 0, "ambiguous": 1, "wrong": 2, "negative": 0, "unreadable": 1, "still_true": 2}
 DROPPING = frozenset({"ambiguous", "wrong", "still_true", "unreadable"})
-
-KINDS = ("positive", "text_negative", "image_negative")
 
 GUIDELINES = (
     "Decide whether the description refers accurately and unambiguously to the target in the red box. "

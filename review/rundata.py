@@ -16,8 +16,9 @@ from typing import Any
 
 import orjson
 
+from hardneg.core.errors import HardnegError, InputError
 from hardneg.core.ids import id_problem
-from hardneg.core.runfolder import image_file
+from hardneg.core.runner.folder import image_file
 
 log = logging.getLogger(__name__)
 
@@ -98,9 +99,9 @@ class RunData:
     def __init__(self, root: str | Path):
         self.root = Path(root).resolve()
         if not self.root.is_dir():
-            raise ValueError(f"run folder not found: {root}")
+            raise HardnegError(f"run folder not found: {root}")
         if not (self.root / "splits").is_dir() and not (self.root / "manifest.json").is_file():
-            raise ValueError(f"{root} is not a run folder: it has neither splits/ nor manifest.json")
+            raise HardnegError(f"{root} is not a run folder: it has neither splits/ nor manifest.json")
         self.notes: list[str] = []
 
     # ---- small files ------------------------------------------------------------------------
@@ -252,7 +253,7 @@ class RunData:
                 out[image_id] = g
                 if len(out) == len(wanted):
                     break
-        except (ValueError, OSError) as e:  # a broken file still gives the images before the break
+        except (InputError, OSError) as e:  # a broken file still gives the images before the break
             log.warning("scene graphs %s: %s", self.scene_graphs_path, e)
             self.notes.append(f"scene graphs partly unreadable: {e}")
         return out

@@ -33,6 +33,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
+from hardneg.core.errors import HardnegError
 from hardneg.review.agreement import pairwise
 from hardneg.review.apply import Label, decide_all, summary
 from hardneg.review.audit import audit_order
@@ -124,12 +125,12 @@ def create_app(
     try:
         names = [parse_annotator(n) for n in adjudicators]
     except ClientError as e:
-        raise ValueError(f"--adjudicator: {e.message}") from None
+        raise HardnegError(f"--adjudicator: {e.message}") from None
     run = RunData(run_dir)
     store = ReviewStore(run.root)
     sample = store.audit() if audit else None
     if audit and sample is None:
-        raise ValueError(f"{run.root} has no audit yet: draw one with `hardneg review RUN --audit N`")
+        raise HardnegError(f"{run.root} has no audit yet: draw one with `hardneg review RUN --audit N`")
     data = ReviewData(run, audit_order(sample) if sample is not None else None)
     if names:
         store.add_adjudicators(names)
@@ -377,7 +378,7 @@ class ReviewServer:
             self.sock.bind((host, port))
         except OSError as e:
             self.sock.close()
-            raise ValueError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+            raise HardnegError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
         self.sock.listen(128)  # connections wait in the backlog until uvicorn accepts them
         self.port = self.sock.getsockname()[1]
         shown = f"[{host}]" if ":" in host else host

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from hardneg.core.errors import HardnegError
 from hardneg.review.labels import ALL_LABELS
 
 FILENAME = "review.sqlite"
@@ -234,7 +235,7 @@ class ReviewStore:
             row = con.execute("SELECT value FROM meta WHERE key = 'audit'").fetchone()
             old = json.loads(row[0]) if row else {}
             if old and int(old["seed"]) != seed:
-                raise ValueError(f"the audit was drawn with seed {old['seed']}, not {seed}")
+                raise HardnegError(f"the audit was drawn with seed {old['seed']}, not {seed}")
             before = con.execute("SELECT COUNT(*) FROM audit").fetchone()[0]
             con.executemany("INSERT OR IGNORE INTO audit VALUES (?, ?, ?)", [(i, k, at) for i, k in items.items()])
             after = con.execute("SELECT COUNT(*) FROM audit").fetchone()[0]

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from hardneg.cli import main
-from hardneg.core.runlock import RunLock
+from hardneg.core.runner.lock import RunLock
 from tests.helpers import REPO_ROOT
 
 
@@ -162,3 +162,25 @@ def test_the_default_prefect_home_is_created(tmp_path: Path, monkeypatch):
     prefect_env_defaults()
     assert Path(os.environ["PREFECT_HOME"]) == tmp_path / ".hardneg" / "prefect"
     assert (tmp_path / ".hardneg" / "prefect").is_dir()
+
+
+def test_a_bug_shows_its_traceback_and_exit_1_while_a_user_error_stays_one_line(
+    tmp_path: Path, graphs_folder: Path, capsys, monkeypatch
+):
+    """A scorer that returns one score too few is a bug in hardneg, not something the user can fix: it
+    used to print "hardneg: error: zip() argument 2 is shorter than argument 1" and exit 2 like a typo in a
+    config. It shows its traceback and exits 1; a user error in the same run stays one line and exit 2."""
+    from hardneg.filters.scorers.text import NGramFilter
+
+    score = NGramFilter.score
+    monkeypatch.setattr(NGramFilter, "score", lambda self, items: score(self, items)[:-1])
+    small = tmp_path / "small.yaml"
+    small.write_text("demo: {n_scenes: 6}\n")
+    argv = ["run", "--no-prefect", "--config", str(small), "--output", str(tmp_path / "run")]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err and "zip() argument 2 is shorter than argument 1" in err
+    assert "hardneg: internal error" in err and "hardneg: error:" not in err
+    assert "images folder not found" in _error(
+        capsys, [*argv, "--scene-graphs", str(graphs_folder), "--images", str(tmp_path / "nope")]
+    )

@@ -10,6 +10,7 @@ import pytest
 
 from hardneg.core.config import RunConfig, load_config
 from hardneg.core.config_files import diff_tree, merge
+from hardneg.core.errors import ConfigError
 
 
 def _write(tmp_path: Path, name: str, text: str) -> Path:
@@ -67,7 +68,7 @@ def test_openai_config_is_the_demo_with_another_backend():
     ],
 )
 def test_config_errors_are_one_line_and_say_what_was_meant(tmp_path: Path, text: str, message: str):
-    with pytest.raises(ValueError) as e:
+    with pytest.raises(ConfigError) as e:
         load_config(_write(tmp_path, "bad.yaml", text))
     assert message in str(e.value) and "\n" not in str(e.value)
 
@@ -75,14 +76,14 @@ def test_config_errors_are_one_line_and_say_what_was_meant(tmp_path: Path, text:
 def test_a_base_cycle_is_named(tmp_path: Path):
     _write(tmp_path, "a.yaml", "base: b.yaml\n")
     _write(tmp_path, "b.yaml", "base: a.yaml\n")
-    with pytest.raises(ValueError, match=r"cycle \(a.yaml -> b.yaml -> a.yaml\)"):
+    with pytest.raises(ConfigError, match=r"cycle \(a.yaml -> b.yaml -> a.yaml\)"):
         load_config(tmp_path / "a.yaml")
 
 
 def test_unreadable_and_missing_configs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    with pytest.raises(ValueError, match=r"config file not found: .*did you mean 'gqa'"):
+    with pytest.raises(ConfigError, match=r"config file not found: .*did you mean 'gqa'"):
         load_config("gqaa")
-    with pytest.raises(ValueError, match="is a folder, not a file"):
+    with pytest.raises(ConfigError, match="is a folder, not a file"):
         load_config(tmp_path)
     p = _write(tmp_path, "locked.yaml", "seed: 1\n")
     real = Path.read_text
@@ -93,7 +94,7 @@ def test_unreadable_and_missing_configs(tmp_path: Path, monkeypatch: pytest.Monk
         return real(self, *a, **k)
 
     monkeypatch.setattr(Path, "read_text", read_text)
-    with pytest.raises(ValueError, match=r"cannot read config .*locked\.yaml: Permission denied"):
+    with pytest.raises(ConfigError, match=r"cannot read config .*locked\.yaml: Permission denied"):
         load_config(p)
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from hardneg.core.config import RunConfig, apply_overrides, load_config
+from hardneg.core.errors import ConfigError
 
 
 def _cfg(tmp_path: Path, text: str) -> Path:
@@ -31,7 +32,7 @@ def _cfg(tmp_path: Path, text: str) -> Path:
     ],
 )
 def test_values_of_the_wrong_type_are_errors_not_coerced(tmp_path: Path, text: str, key: str):
-    with pytest.raises(ValueError, match=key.replace(".", r"\.")):
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
         load_config(_cfg(tmp_path, text))
 
 
@@ -48,13 +49,13 @@ def test_ints_for_floats_and_strings_for_paths_are_fine(tmp_path: Path):
     ["seed: 1\nshard_size: 4\nseed: 2\n", "images:\n  candidates: 2\n  enabled: true\n  candidates: 3\n"],
 )
 def test_a_duplicate_yaml_key_is_an_error(tmp_path: Path, text: str):
-    with pytest.raises(ValueError, match=r"duplicate key '(seed|candidates)'"):
+    with pytest.raises(ConfigError, match=r"duplicate key '(seed|candidates)'"):
         load_config(_cfg(tmp_path, text))
 
 
 @pytest.mark.parametrize("name", ["../../x", "/abs", "", "a/b", "..", "run\n", "x" * 201])
 def test_a_run_name_must_be_a_plain_folder_name(tmp_path: Path, name: str):
-    with pytest.raises(ValueError, match="name"):
+    with pytest.raises(ConfigError, match="name"):
         load_config(None, {"name": name})
 
 
@@ -77,5 +78,5 @@ def test_the_cli_says_which_key_is_wrong_in_one_line(tmp_path: Path, capsys, mon
 
 def test_refine_bins_must_be_even(tmp_path: Path):
     """Found by the resume property test: an odd bin count passed the config and failed mid-run."""
-    with pytest.raises(ValueError, match=r"refine\.bins_2d"):
+    with pytest.raises(ConfigError, match=r"refine\.bins_2d"):
         load_config(_cfg(tmp_path, "refine: {bins_2d: 3}\n"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hardneg.core.config import load_config
+from hardneg.core.errors import ConfigError
 from hardneg.filters.decide import Rule, decide_image, decide_text, rules
 from hardneg.filters.registry import filter_class, thresholds
 
@@ -88,11 +89,11 @@ def test_sharpness_rule():
 def test_thresholds_of_a_filter_that_does_not_run_are_refused(tmp_path):
     f = tmp_path / "c.yaml"
     f.write_text("filters:\n  thresholds:\n    clip: {min_margin: 0.1}\n")
-    with pytest.raises(ValueError, match=r"filters\.thresholds\.clip: clip does not run; add it to filters\.scorers"):
+    with pytest.raises(ConfigError, match=r"filters\.thresholds\.clip: clip does not run; add it to filters\.scorers"):
         rules(load_config(f))
     f.write_text("filters:\n  thresholds:\n    seam: {maximum: 0.1}\n")
-    with pytest.raises(ValueError, match=r"filters\.thresholds\.seam\.maximum: unknown key"):
+    with pytest.raises(ConfigError, match=r"filters\.thresholds\.seam\.maximum: unknown key"):
         rules(load_config(f))
     f.write_text("filters:\n  scorers: {ssim: {}, seem: {}}\n")
-    with pytest.raises(ValueError, match="unknown filter 'seem' \\(did you mean 'seam'\\?\\)"):
+    with pytest.raises(ConfigError, match="unknown filter 'seem' \\(did you mean 'seam'\\?\\)"):
         rules(load_config(f))

@@ -13,7 +13,7 @@ import orjson
 import pytest
 from PIL import Image
 
-from hardneg.core.demo.catalog import BASE_SIZE, COLORS, FOREGROUND_NAMES, SIZE_SCALE, STUFF_NAMES
+from hardneg.core.demo.catalog import BASE_SIZE, FOREGROUND_NAMES, PAINT, SIZE_SCALE, STUFF_NAMES
 from hardneg.core.demo.graphs import generate_graphs
 from hardneg.core.demo.render import glyph_masks, render_scene
 from hardneg.core.demo.world import DemoWorld, build_demo_world
@@ -305,7 +305,7 @@ def test_enough_repetition_for_every_difficulty(graphs: dict[str, dict[str, Any]
         once += any(c == 1 for c in counts.values())
         colors = defaultdict(set)
         for o in fg:
-            for a in set(o["attributes"]) & set(COLORS):
+            for a in set(o["attributes"]) & set(PAINT):
                 colors[a].add(o["name"])
         shared_color += any(len(names) > 1 for names in colors.values())
         by_name = defaultdict(list)
@@ -335,7 +335,7 @@ def test_rerendering_an_edited_graph_changes_only_the_edited_box() -> None:
     before = np.asarray(render_scene(graph), dtype=np.int16)
     edited = copy.deepcopy(graph)
     oid, obj = next((k, o) for k, o in edited["objects"].items() if o["name"] not in STUFF_NAMES)
-    old = next(a for a in obj["attributes"] if a in COLORS)
+    old = next(a for a in obj["attributes"] if a in PAINT)
     obj["attributes"] = [("blue" if old != "blue" else "red") if a == old else a for a in obj["attributes"]]
     after = np.asarray(render_scene(edited), dtype=np.int16)
     changed = np.abs(after - before).sum(axis=2) > 0
@@ -343,3 +343,12 @@ def test_rerendering_an_edited_graph_changes_only_the_edited_box() -> None:
     inside[obj["y"] : obj["y"] + obj["h"], obj["x"] : obj["x"] + obj["w"]] = True
     assert changed[inside].mean() > 0.2, f"recoloring {oid} barely shows"
     assert not changed[~inside].any(), "pixels outside the edited box changed"
+
+
+def test_the_demo_paint_reads_as_the_colour_it_names() -> None:
+    """The demo draws with its own RGB values (its images must not change), a few units off the colour
+    table's references; the table's range rule must still read each as the colour the graph names."""
+    from hardneg.core import colors
+
+    for name, rgb in PAINT.items():
+        assert colors.in_range(colors.to_lab(np.array([rgb], np.uint8)), name)[0], name

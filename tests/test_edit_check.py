@@ -15,6 +15,7 @@ pytest.importorskip("cv2", reason="OpenCV not installed (pip install opencv-pyth
 from hardneg.backends.inpaint import EditRegion, InpaintJob
 from hardneg.backends.inpaint_opencv import COLORS, OpenCVInpainter
 from hardneg.core import colors
+from hardneg.core.errors import ConfigError
 from hardneg.filters.base import Item
 from hardneg.filters.decide import Rule, decide_image
 from hardneg.filters.registry import build, filter_class, thresholds
@@ -278,7 +279,7 @@ def test_registered_and_thresholds_re_decide_without_re_scoring() -> None:
     assert "needs 50%" in reasons[0] and "specks" in reasons[1]
     loose = decide_image(stored, [Rule(filter_class("edits"), thresholds("edits", {"min_recolor_hit": 0.4}))])
     assert loose.keep and loose.candidate == 0
-    with pytest.raises(ValueError, match="unknown key"):
+    with pytest.raises(ConfigError, match="unknown key"):
         thresholds("edits", {"min_hit": 0.4})
 
 

@@ -19,7 +19,7 @@ from hardneg.core.edits import apply_edit
 from hardneg.core.executor import GraphIndex, execute
 from hardneg.core.io import read_jsonl
 from hardneg.core.records import PathNode
-from hardneg.core.runfolder import resolve_inputs, stored_config
+from hardneg.core.runner.folder import resolve_inputs, stored_config
 from hardneg.core.splits import split_of
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.evaluation.imagecode import imagecode_accuracy, prediction_accuracy, read_official

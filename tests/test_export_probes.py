@@ -16,7 +16,7 @@ from hardneg.core.executor import GraphIndex, execute
 from hardneg.core.gqa.plausibility import Counts
 from hardneg.core.io import read_jsonl
 from hardneg.core.records import PathNode
-from hardneg.core.runfolder import stored_config
+from hardneg.core.runner.folder import stored_config
 from hardneg.core.splits import split_of
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words

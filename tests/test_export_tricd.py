@@ -17,7 +17,7 @@ from hardneg.core.config import SplitsConfig
 from hardneg.core.edits import apply_edit
 from hardneg.core.executor import GraphIndex, execute
 from hardneg.core.records import PathEdge, PathNode, Relation, SceneGraph, SceneObject
-from hardneg.core.runfolder import stored_config
+from hardneg.core.runner.folder import stored_config
 from hardneg.core.splits import split_of
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words

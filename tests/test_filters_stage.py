@@ -70,7 +70,7 @@ def test_a_batch_never_spans_more_than_a_chunk_of_source_images(counted_run: Pat
 def test_a_new_filter_version_scores_again(tmp_path: Path, monkeypatch, stage: str):
     """Scores are stored under each filter's version; a new version with the config unchanged must change
     the stage's fingerprint, or decide finds no scores under the new name and keeps everything."""
-    from hardneg.core.stage import Run
+    from hardneg.core.runner.stage import Run
     from hardneg.filters.scorers.seam import SeamFilter
     from hardneg.filters.scorers.text import NGramFilter
     from hardneg.flows.pipeline import STAGES

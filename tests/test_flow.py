@@ -48,7 +48,7 @@ def test_a_run_into_a_locked_folder_is_skipped_not_failed(prefect_harness, tmp_p
     from prefect import get_client
     from prefect.client.schemas.sorting import FlowRunSort
 
-    from hardneg.core.runlock import RunBusy, RunLock
+    from hardneg.core.runner.lock import RunBusy, RunLock
     from hardneg.flows.generate import run_flow
 
     with RunLock(tmp_path / "run", "the test"), pytest.raises(RunBusy, match="is being written by the test"):
@@ -57,6 +57,27 @@ def test_a_run_into_a_locked_folder_is_skipped_not_failed(prefect_harness, tmp_p
         [last] = client.read_flow_runs(sort=FlowRunSort.START_TIME_DESC, limit=1)
     assert last.state is not None and last.state.is_completed() and last.state.name == "Skipped", last.state
     assert "skipped: " in str(last.state.message) and "is being written by the test" in str(last.state.message)
+
+
+@pytest.mark.slow
+def test_a_user_error_inside_the_flow_fails_it_with_one_line(prefect_harness, tmp_path: Path):
+    """A config a deployment reads when its run starts may have been edited wrong: the run ends Failed
+    with the error's line as its message (no traceback), and `hardneg run` gets the error back as raised."""
+    from prefect import get_client
+    from prefect.client.schemas.sorting import FlowRunSort
+
+    from hardneg.core.errors import ConfigError
+    from hardneg.flows.generate import run_flow
+
+    typo = tmp_path / "typo.yaml"
+    typo.write_text("seeed: 1\n")
+    with pytest.raises(ConfigError, match="seeed: unknown key"):
+        run_flow(str(typo), tmp_path / "run")
+    with get_client(sync_client=True) as client:
+        [last] = client.read_flow_runs(sort=FlowRunSort.START_TIME_DESC, limit=1)
+    assert last.state is not None and last.state.is_failed(), last.state
+    assert "seeed: unknown key" in str(last.state.message) and "Traceback" not in str(last.state.message)
+    assert not (tmp_path / "run").exists()
 
 
 def _gqa_with_problems(tmp_path: Path) -> tuple[Path, Path]:

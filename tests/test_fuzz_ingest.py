@@ -1,7 +1,7 @@
 """Fuzzing ingest and the path stage with malformed graphs, ids, names and images.
 
 Each example is a small corpus of good and bad images, run through the real stages (ingest up to paths,
-`core.stage.Run`) on a scene-graph file and an images folder written for it. Whatever the mix:
+`core.runner.stage.Run`) on a scene-graph file and an images folder written for it. Whatever the mix:
 - no exception escapes;
 - every bad image has an ingest reject with its (printable) id and a reason;
 - every good image is kept, and the path stage's output is exactly what a run of the good images
@@ -27,8 +27,8 @@ from PIL import Image
 from hardneg.core.config import load_config
 from hardneg.core.ids import printable_id
 from hardneg.core.io import read_jsonl
-from hardneg.core.runfolder import prepare_run
-from hardneg.core.stage import Run
+from hardneg.core.runner.folder import prepare_run
+from hardneg.core.runner.stage import Run
 from hardneg.flows.pipeline import STAGES
 from tests.test_bad_input import snapshot
 

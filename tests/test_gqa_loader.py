@@ -14,6 +14,7 @@ import orjson
 import pytest
 
 from benchmarks.synthetic_gqa import write_synthetic_gqa
+from hardneg.core.errors import InputError
 from hardneg.core.gqa.loader import iter_raw_graphs, load_graphs
 
 CHUNK_SIZES = (1, 7, 64, 1000, 8 << 20)
@@ -117,16 +118,16 @@ def test_folder_loads_scene_graph_files_in_name_order(tmp_path: Path) -> None:
 
 def test_folder_without_scene_graphs_is_an_error(tmp_path: Path) -> None:
     _write(tmp_path / "other.json", {"5": _graph()})
-    with pytest.raises(ValueError, match=r"no \*sceneGraphs\*\.json"):
+    with pytest.raises(InputError, match=r"no \*sceneGraphs\*\.json"):
         list(iter_raw_graphs(tmp_path))
 
 
-def _collect(path: Path, chunk_size: int) -> tuple[list[str], ValueError | None]:
+def _collect(path: Path, chunk_size: int) -> tuple[list[str], InputError | None]:
     ids: list[str] = []
     try:
         for image_id, _ in iter_raw_graphs(path, chunk_size):
             ids.append(image_id)
-    except ValueError as e:
+    except InputError as e:
         return ids, e
     return ids, None
 
@@ -172,10 +173,10 @@ def test_syntax_error_raises_with_its_byte_offset(tmp_path: Path) -> None:
         (b'{"1": 5]', "']' closes the top-level object"),
     ],
 )
-def test_file_level_defects_raise_value_error(tmp_path: Path, raw: bytes, message: str) -> None:
+def test_file_level_defects_raise_an_input_error(tmp_path: Path, raw: bytes, message: str) -> None:
     path = _write(tmp_path / "bad.json", raw)
     for chunk_size in (1, 4096):
-        with pytest.raises(ValueError, match=re.escape(message)):
+        with pytest.raises(InputError, match=re.escape(message)):
             list(iter_raw_graphs(path, chunk_size))
 
 
@@ -186,7 +187,7 @@ def test_empty_top_level_object_yields_nothing(tmp_path: Path) -> None:
 def test_unbalanced_quote_is_caught_by_the_member_size_cap(tmp_path: Path) -> None:
     raw = b'{"1": {"name": "open quote}, "2": {}' + b" " * 5000 + b"}"
     path = _write(tmp_path / "q.json", raw)
-    with pytest.raises(ValueError, match="member longer than 1000 bytes"):
+    with pytest.raises(InputError, match="member longer than 1000 bytes"):
         list(iter_raw_graphs(path, 64, max_member_bytes=1000))
 
 

@@ -20,9 +20,10 @@ from PIL import Image
 from hardneg.cli import main
 from hardneg.core.config import load_config
 from hardneg.core.demo.world import DemoWorld, build_demo_world
+from hardneg.core.errors import HardnegError
 from hardneg.core.io import os_error_message, read_jsonl
-from hardneg.core.runfolder import prepare_run
-from hardneg.core.stage import SUMMARY, Run, Stage
+from hardneg.core.runner.folder import prepare_run
+from hardneg.core.runner.stage import SUMMARY, Run, Stage
 from hardneg.flows.pipeline import STAGES
 from hardneg.flows.request import check_output
 
@@ -277,7 +278,7 @@ def test_a_read_only_file_system_for_the_output_is_named_as_such(tmp_path):
         if subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(folder)]).returncode != 0:
             pytest.skip("cannot mount a tmpfs")
         try:
-            with pytest.raises(ValueError, match="read-only file system") as e:
+            with pytest.raises(HardnegError, match="read-only file system") as e:
                 check_output(folder / "run")
         finally:
             subprocess.run(["umount", "-l", str(folder)])
@@ -285,7 +286,7 @@ def test_a_read_only_file_system_for_the_output_is_named_as_such(tmp_path):
     else:
         folder.chmod(0o555)
         try:
-            with pytest.raises(ValueError, match="permission denied"):
+            with pytest.raises(HardnegError, match="permission denied"):
                 check_output(folder / "run")
         finally:
             folder.chmod(0o755)

@@ -15,8 +15,8 @@ import pytest
 from hardneg.core.config import load_config
 from hardneg.core.gqa.loader import RawDefect, iter_raw_graphs, validate_graph
 from hardneg.core.io import read_jsonl
-from hardneg.core.runfolder import prepare_run
-from hardneg.core.stage import Run
+from hardneg.core.runner.folder import prepare_run
+from hardneg.core.runner.stage import Run
 from hardneg.flows.pipeline import STAGES
 from tests.test_gqa_loader import _graph
 

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from hardneg.core.config import load_config
-from hardneg.core.publish import TXN
+from hardneg.core.errors import HardnegError
+from hardneg.core.runner.publish import TXN
 from hardneg.flows.pipeline import resplit, run_local
 from tests.runs import shared_run
 from tests.test_split_safety import TINY, outputs  # outputs(root): every published file
@@ -80,7 +81,7 @@ def test_a_crash_after_the_splits_is_undone_on_the_next_start(tiny_run, changed_
     """kill -9 runs no handler: the transaction is still open when the next run starts."""
     root = _copy(tiny_run, tmp_path)
     before = outputs(root)
-    monkeypatch.setattr("hardneg.core.publish.rollback", lambda root: [])  # the dying process does nothing
+    monkeypatch.setattr("hardneg.core.runner.publish.rollback", lambda root: [])  # the dying process does nothing
     monkeypatch.setattr("hardneg.exports.finecops.write_card", no_space)
     with pytest.raises(OSError):
         run_local(load_config(None, CHANGED), root)
@@ -103,7 +104,7 @@ def test_split_refuses_a_score_shard_changed_in_place(tiny_run, tmp_path):
     data = shard.read_bytes()
     i = data.index(b'":0.') + 4  # the first digit of a score
     shard.write_bytes(data[:i] + (b"1" if data[i : i + 1] != b"1" else b"2") + data[i + 1 :])  # same size
-    with pytest.raises(ValueError, match=r"scores-.* changed since it was written"):
+    with pytest.raises(HardnegError, match=r"scores-.* changed since it was written"):
         resplit(root, {"refine": {"enabled": False}})
     assert outputs(root) == before
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hardneg.core.ids import MAX_ID_BYTES, PLAIN_MAX, id_problem, printable_id, safe_name
-from hardneg.core.runfolder import image_file
+from hardneg.core.runner.folder import image_file
 
 UNUSABLE = {
     "": "empty",

@@ -15,9 +15,10 @@ import pytest
 import torch
 from PIL import Image, ImageFilter
 
-from hardneg.core.demo.catalog import COLORS
+from hardneg.core.demo.catalog import PAINT
 from hardneg.core.demo.graphs import generate_graphs
 from hardneg.core.demo.render import render_scene
+from hardneg.core.errors import HardnegError
 from hardneg.filters.scorers.clip import CLIPScorer
 from hardneg.filters.scorers.dinov2 import DinoSimilarity, imagenet_tensor, resize_center_crop
 from hardneg.filters.scorers.seam import SeamScore
@@ -165,11 +166,11 @@ def test_clip_margins_sign_convention(clip_dir, images):
 def test_clip_loads_lazily_and_checks_arguments(tmp_path):
     lazy = CLIPScorer(model=str(tmp_path / "missing"))  # nothing loaded yet: no error
     assert lazy.similarity([]) == []
-    with pytest.raises(OSError):
+    with pytest.raises(HardnegError, match="missing does not load"):
         lazy.similarity([(Image.new("RGB", (8, 8)), "a cup")])
     with pytest.raises(ValueError, match="batch_size"):
         CLIPScorer(model="x", batch_size=0)
-    with pytest.raises(ValueError, match="dtype"):
+    with pytest.raises(HardnegError, match="does not load: dtype"):
         CLIPScorer(model="x", dtype="float8")._load()
 
 
@@ -290,7 +291,7 @@ def _hue_rotated(image: Image.Image, box, degrees: int, feather: float) -> Image
 def _recolored(graph: dict, oid: str) -> dict:
     g = copy.deepcopy(graph)
     attrs = g["objects"][oid]["attributes"]
-    i = next(i for i, a in enumerate(attrs) if a in COLORS)
+    i = next(i for i, a in enumerate(attrs) if a in PAINT)
     attrs[i] = "green" if attrs[i] != "green" else "red"
     return g
 

@@ -13,6 +13,7 @@ import pytest
 import torch
 from PIL import Image
 
+from hardneg.core.errors import HardnegError
 from hardneg.filters.scorers.clip import CLIPScorer
 from hardneg.filters.scorers.dinov2 import DinoSimilarity
 from hardneg.filters.scorers.dire import (
@@ -143,7 +144,7 @@ def test_dire_checks_arguments_and_models(dire_dirs, tmp_path):
     two = tiny_resnet_config()
     two.num_labels = 2
     ResNetForImageClassification(two).save_pretrained(tmp_path / "two")
-    with pytest.raises(ValueError, match="one logit"):
+    with pytest.raises(HardnegError, match=r"does not load: .*one logit"):
         DIREScorer(unet=str(dire_dirs["unet"]), classifier=str(tmp_path / "two"))._load()
     with pytest.raises(ValueError, match="candidate is"):
         _dire(dire_dirs).prepare(Image.new("RGB", (40, 40)), Image.new("RGB", (41, 40)), (1, 1, 5, 5))

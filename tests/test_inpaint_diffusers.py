@@ -19,13 +19,17 @@ pytest.importorskip("diffusers", reason="diffusers not installed (pip install 'd
 import torch
 
 from hardneg.backends.inpaint import EditRegion, InpaintJob
-from hardneg.backends.inpaint_diffusers import POWERPAINT_TASK_WORDS, DiffusersInpainter
+from hardneg.backends.inpaint_diffusers import POWERPAINT_TASK_WORDS, DiffusersInpainter, DiffusersSettings
 from hardneg.core.demo.catalog import STUFF_NAMES
 from hardneg.core.demo.graphs import generate_graphs
 from hardneg.core.demo.render import render_scene
 from tests.tiny_models import save_tiny_sd_inpaint
 
 Box = tuple[int, int, int, int]
+
+
+def inpainter(model: Path | str, **settings: Any) -> DiffusersInpainter:
+    return DiffusersInpainter(DiffusersSettings(model=str(model), **settings))
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -71,12 +75,12 @@ def inside_change(src: Image.Image, cand: Image.Image, box: Box) -> float:
 
 def test_candidates_sized_pasted_back_and_changed(model_dir: Path, scene: tuple[Image.Image, list[Box]]) -> None:
     src, (box, _) = scene
-    inp = DiffusersInpainter(str(model_dir), steps=2, batch_size=4)
+    inp = inpainter(model_dir, steps=2, batch_size=4)
     job = InpaintJob("neg-1", src, (EditRegion(box, "recolor", "a blue cup", "blue"),), 3, 11)
     cands = inp.run([job])[0]
 
     assert len(cands) == 3
-    keep = outside((src.height, src.width), [box], inp.dilate_px)
+    keep = outside((src.height, src.width), [box], inp.settings.dilate_px)
     for cand in cands:
         assert cand.size == src.size and cand.mode == "RGB"
         assert np.array_equal(arr(cand)[keep], arr(src)[keep])
@@ -89,15 +93,13 @@ def test_candidate_k_does_not_depend_on_the_batch(model_dir: Path, scene: tuple[
     src, (a, b) = scene
     job = InpaintJob("neg-2", src, (EditRegion(a, "replace", "a red ball"),), 5, 5)
     other = InpaintJob("neg-3", src, (EditRegion(b, "remove", ""),), 3, 9)
-    one = DiffusersInpainter(str(model_dir), steps=2, batch_size=1).run([job])[0]
-    four = DiffusersInpainter(str(model_dir), steps=2, batch_size=4).run([other, job])[1]  # mixed with another job
+    one = inpainter(model_dir, steps=2, batch_size=1).run([job])[0]
+    four = inpainter(model_dir, steps=2, batch_size=4).run([other, job])[1]  # mixed with another job
 
     for k, (x, y) in enumerate(zip(one, four, strict=True)):
         diff = np.abs(arr(x) - arr(y))
         assert diff.max() <= 3 and diff.mean() < 0.05, f"candidate {k} changed with the batch layout"
-    reseeded = DiffusersInpainter(str(model_dir), steps=2, batch_size=4).run(
-        [InpaintJob("neg-2", src, job.regions, 5, 6)]
-    )
+    reseeded = inpainter(model_dir, steps=2, batch_size=4).run([InpaintJob("neg-2", src, job.regions, 5, 6)])
     assert np.abs(arr(reseeded[0][0]) - arr(one[0])).max() > 20, "a different seed must give different candidates"
 
 
@@ -105,11 +107,11 @@ def test_regions_apply_in_order(model_dir: Path, scene: tuple[Image.Image, list[
     src, (a, b) = scene
     first = EditRegion(a, "recolor", "a red cup", "red")
     second = EditRegion(b, "recolor", "a green box", "green")
-    inp = DiffusersInpainter(str(model_dir), steps=2, batch_size=4)
+    inp = inpainter(model_dir, steps=2, batch_size=4)
     swap = inp.run([InpaintJob("neg-swap", src, (first, second), 2, 3)])[0]
     only_first = inp.run([InpaintJob("neg-swap", src, (first,), 2, 3)])[0]
 
-    keep = outside((src.height, src.width), [a, b], inp.dilate_px)
+    keep = outside((src.height, src.width), [a, b], inp.settings.dilate_px)
     x, y, w, h = a
     for k, cand in enumerate(swap):
         assert inside_change(src, cand, a) > 5 and inside_change(src, cand, b) > 5
@@ -120,7 +122,7 @@ def test_regions_apply_in_order(model_dir: Path, scene: tuple[Image.Image, list[
 
 def test_whole_image_mode_keeps_source_size(model_dir: Path, scene: tuple[Image.Image, list[Box]]) -> None:
     src, (box, _) = scene
-    inp = DiffusersInpainter(str(model_dir), steps=2, padding_mask_crop=None, resolution=48, dilate_px=4)
+    inp = inpainter(model_dir, steps=2, padding_mask_crop=None, resolution=48, dilate_px=4)
     cand = inp.run([InpaintJob("neg-4", src, (EditRegion(box, "remove", "floor"),), 1, 0)])[0][0]
     assert cand.size == src.size
     keep = outside((src.height, src.width), [box], 4)
@@ -130,7 +132,7 @@ def test_whole_image_mode_keeps_source_size(model_dir: Path, scene: tuple[Image.
 
 def test_powerpaint_mode_adds_task_tokens_and_runs(model_dir: Path, scene: tuple[Image.Image, list[Box]]) -> None:
     src, (a, b) = scene
-    inp = DiffusersInpainter(str(model_dir), steps=2, mode="powerpaint")
+    inp = inpainter(model_dir, steps=2, mode="powerpaint")
     regions = (EditRegion(a, "replace", "a red ball"), EditRegion(b, "remove", ""))
     cands = inp.run([InpaintJob("neg-pp", src, regions, 2, 1)])[0]
     assert len(cands) == 2 and all(c.size == src.size for c in cands)
@@ -149,15 +151,15 @@ def test_powerpaint_mode_adds_task_tokens_and_runs(model_dir: Path, scene: tuple
 
 
 def test_lazy_and_validated(model_dir: Path) -> None:
-    inp = DiffusersInpainter("/nonexistent/model", steps=2)  # nothing is loaded yet, so nothing fails yet
+    inp = inpainter("/nonexistent/model", steps=2)  # nothing is loaded yet, so nothing fails yet
     assert inp._pipe is None
     assert all(inp.supports(EditRegion((0, 0, 4, 4), op, "x")) for op in ("recolor", "replace", "remove"))
     assert inp.run([InpaintJob("k", Image.new("RGB", (8, 8)), (EditRegion((0, 0, 4, 4), "remove", ""),), 0, 0)]) == [[]]
     assert inp._pipe is None
     for bad in ({"steps": 0}, {"strength": 0.0}, {"resolution": 30}, {"mode": "sdxl"}, {"batch_size": 0}):
         with pytest.raises(ValueError):
-            DiffusersInpainter(str(model_dir), **bad)
+            inpainter(model_dir, **bad)
     with pytest.raises(ValueError, match="no prompt"):
-        DiffusersInpainter(str(model_dir), steps=2).run(
+        inpainter(model_dir, steps=2).run(
             [InpaintJob("k", Image.new("RGB", (64, 64)), (EditRegion((8, 8, 16, 16), "replace", ""),), 1, 0)]
         )

@@ -83,7 +83,7 @@ def test_real_llm_rewrite_and_replace(llm_server_url: str, tmp_path: Path, capsy
         timeout_s=60.0,
         concurrency=2,
         max_attempts=2,  # keeps the test near a minute; the benchmark uses the default 3
-        cache_path=tmp_path / "llm.sqlite",
+        cache=tmp_path / "llm.sqlite",
     )
     rewrites = [
         RewriteRequest(f"rw{i}", e, tuple(w for _, w in iter_keep_words(p))) for i, (e, p, _) in enumerate(CASES)

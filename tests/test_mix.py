@@ -108,17 +108,19 @@ def test_a_type_with_a_level_too_small_to_balance_is_refined_as_one_group():
     """Pairs of swap_object L2 alone (3 here) cannot fill a quadrant grid; they join the type's L1 pairs in
     one group instead of a group of their own where nearly every mirror cell is empty."""
     from hardneg.core.config import load_config
+    from hardneg.core.rows import RefineScoreRow
     from hardneg.filters.decide_stage import _refine
 
     rng = random.Random(3)
     rows = {}
     for i in range(60):
         g1, g2 = rng.gauss(0, 1), rng.gauss(0, 1)
-        rows[i] = {"id": i, "group": "swap_object/L1", "s1": [g1, 0.0], "s2": [g2, 0.0]}
+        rows[i] = RefineScoreRow(id=i, group="swap_object/L1", s1=[g1, 0.0], s2=[g2, 0.0])
     for i, (g1, g2) in enumerate([(0.5, 0.4), (-0.6, -0.3), (0.2, -0.1)], start=100):
-        rows[i] = {"id": i, "group": "swap_object/L2", "s1": [g1, 0.0], "s2": [g2, 0.0]}
+        rows[i] = RefineScoreRow(id=i, group="swap_object/L2", s1=[g1, 0.0], s2=[g2, 0.0])
     for i in range(200, 260):
-        rows[i] = {"id": i, "group": "replace_object/L1", "s1": [rng.gauss(0, 1), 0.0], "s2": [rng.gauss(0, 1), 0.0]}
+        g1, g2 = rng.gauss(0, 1), rng.gauss(0, 1)
+        rows[i] = RefineScoreRow(id=i, group="replace_object/L1", s1=[g1, 0.0], s2=[g2, 0.0])
     kept, _, cells, groups = _refine(load_config(), rows)
     assert set(groups) == {"swap_object", "replace_object/L1"}
     assert groups["swap_object"]["pairs"] == 63

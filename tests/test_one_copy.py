@@ -8,6 +8,7 @@ two `Stage` classes, two registries, and `isinstance` checks that fail for no vi
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 
@@ -82,3 +83,32 @@ def test_the_editor_link_tree_maps_every_layer_like_the_install(tmp_path, monkey
         assert (pkg / layer).resolve() == (REPO_ROOT / layer).resolve(), layer
         assert (pkg / layer / "__init__.py").is_file()
     assert (pkg / "cli.py").resolve() == (REPO_ROOT / "hardneg" / "cli.py").resolve()
+
+
+def test_no_source_folder_holds_more_than_20_modules():
+    crowded = []
+    for layer in (*LAYERS, "hardneg"):
+        for folder in [REPO_ROOT / layer, *(p for p in (REPO_ROOT / layer).glob("**/") if p.name != "__pycache__")]:
+            n = len(list(folder.glob("*.py")))
+            if n > 20:
+                crowded.append(f"{folder.relative_to(REPO_ROOT)}: {n} modules")
+    assert not crowded, "\n".join(crowded)
+
+
+def test_the_readme_architecture_names_every_source_folder_and_only_real_ones():
+    text = (REPO_ROOT / "README.md").read_text()
+    section = text[text.index("## Architecture") : text.index("\n## ", text.index("## Architecture") + 5)]
+    source = "\n".join(line for line in section.splitlines() if "the run folder:" not in line)  # outputs
+    named = set(re.findall(r"\b([a-z_]+(?:/[a-z_]+)*)/", source))
+    assert named, "the README has no architecture section"
+    missing = sorted(
+        n
+        for n in named
+        if not (REPO_ROOT / n).is_dir() and not any((REPO_ROOT / layer / n).is_dir() for layer in LAYERS)
+    )  # "report/" is review/report/
+    assert not missing, f"the README names folders that do not exist: {missing}"
+    packages = {
+        str(p.parent.relative_to(REPO_ROOT)) for layer in LAYERS for p in (REPO_ROOT / layer).glob("**/__init__.py")
+    }
+    unnamed = sorted(p for p in packages if p not in named and p.split("/")[-1] not in named)
+    assert not unnamed, f"source folders the README's architecture does not show: {unnamed}"

@@ -21,6 +21,7 @@ import pytest
 
 from hardneg.backends.language import ReplaceRequest, RewriteRequest
 from hardneg.backends.openai_backend import OpenAIBackend, OpenAISettings, load_prompt
+from hardneg.core.errors import ConfigError
 
 # --- the scripted server ------------------------------------------------------------------------------
 
@@ -315,13 +316,13 @@ def test_prompt_errors_name_the_file(tmp_path: Path) -> None:
     src = (Path(__file__).resolve().parent.parent / "prompts" / "rewrite.v1.md").read_text()
     bad_version = tmp_path / "rewrite.v2.md"
     bad_version.write_text(src)
-    with pytest.raises(ValueError, match=r"rewrite\.v2\.md.*version 'v1' != file name version 'v2'"):
+    with pytest.raises(ConfigError, match=r"rewrite\.v2\.md.*version 'v1' != file name version 'v2'"):
         load_prompt(bad_version)
     broken = tmp_path / "rewrite.v1.md"
     broken.write_text(
         src.replace('"the plate with the same color as the rice"', '"the plate that has the same color as the rice"')
     )
-    with pytest.raises(ValueError, match="example 4 breaks the answer rules: repeats the original"):
+    with pytest.raises(ConfigError, match="example 4 breaks the answer rules: repeats the original"):
         OpenAIBackend(settings("http://127.0.0.1:9/v1", prompt_dir=tmp_path))
-    with pytest.raises(ValueError, match=r"not <task>\.v<N>\.md"):
+    with pytest.raises(ConfigError, match=r"not <task>\.v<N>\.md"):
         load_prompt(tmp_path / "rewrite.md")

@@ -138,18 +138,18 @@ def test_cache_rerun_makes_zero_requests(serve: Callable[[Responder], FakeServer
     server = serve(responder)
     cache = tmp_path / "llm.sqlite"
     reqs = [rw(i) for i in range(5)]
-    with OpenAIBackend(settings(server.url, cache_path=cache)) as first:
+    with OpenAIBackend(settings(server.url, cache=cache)) as first:
         answers = first.rewrite(reqs)
         assert first.stats()["calls"] == 6
     sent = len(server.bodies)
-    with OpenAIBackend(settings(server.url, cache_path=cache)) as second:  # a new process, same cache file
+    with OpenAIBackend(settings(server.url, cache=cache)) as second:  # a new process, same cache file
         again = second.rewrite(reqs)
         assert second.stats() == {"calls": 0, "cache_hits": 6, "retries": 0, "invalid_answers": 1}
     assert len(server.bodies) == sent
     assert [a.values for a in again] == [a.values for a in answers]
     assert all(a.cached for a in again) and again[0].attempts == 2
     # A changed setting (temperature) is a different key: asked again.
-    with OpenAIBackend(settings(server.url, cache_path=cache, temperature=0.2)) as third:
+    with OpenAIBackend(settings(server.url, cache=cache, temperature=0.2)) as third:
         third.rewrite(reqs[1:2])
         assert third.stats()["calls"] == 1
 
@@ -164,7 +164,7 @@ def test_key_never_reaches_disk_logs_or_errors(
     monkeypatch.setenv("HARDNEG_TEST_KEY", secret)
     caplog.set_level(logging.DEBUG)
     server = serve(lambda body, n: Reply(status=500) if n == 0 else good_rewrite(body, n))
-    s = settings(server.url, api_key_env="HARDNEG_TEST_KEY", cache_path=tmp_path / "c" / "llm.sqlite")
+    s = settings(server.url, api_key_env="HARDNEG_TEST_KEY", cache=tmp_path / "c" / "llm.sqlite")
     with OpenAIBackend(s) as backend:
         backend.rewrite([rw(0)])
         assert secret not in backend.version and secret not in repr(backend.settings)

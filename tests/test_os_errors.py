@@ -15,8 +15,8 @@ import pytest
 
 from hardneg.cli import main
 from hardneg.core.io import TEMP_MARK
-from hardneg.core.publish import BACKUP, STAGING
-from hardneg.core.stage import Run
+from hardneg.core.runner.publish import BACKUP, STAGING
+from hardneg.core.runner.stage import Run
 
 TINY = "demo: {n_scenes: 6}\nimages: {candidates: 1}\nlanguage: {negatives_per_positive: 1}\n"
 SPLIT_FILES = [f"splits/{s}/{f}" for s in ("train", "val", "test") for f in ("positive.json", "negative.json")]

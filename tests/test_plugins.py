@@ -14,6 +14,7 @@ import orjson
 import pytest
 
 from hardneg.core.config import load_config
+from hardneg.core.errors import ConfigError
 from hardneg.core.plugins import EXPORTS, FILTERS, TEXT_NEGATIVES
 from hardneg.core.registry import Registry
 from hardneg.core.words.attribute_table import AttributeTable
@@ -94,9 +95,9 @@ def test_the_new_kind_alters_a_path_its_way():
 
 def test_config_names_the_new_plugins_only_once_they_are_registered():
     wanted = {"language": {"negative_types": ["swap_relation"]}, "exports": {"kind_counts": {"enabled": False}}}
-    with pytest.raises(ValueError, match="unknown text negative type 'swap_relation'"):
+    with pytest.raises(ConfigError, match="unknown text negative type 'swap_relation'"):
         load_config(None, {"language": wanted["language"]})
-    with pytest.raises(ValueError, match=r"exports\.kind_counts: unknown key"):
+    with pytest.raises(ConfigError, match=r"exports\.kind_counts: unknown key"):
         load_config(None, {"exports": wanted["exports"]})
     with registered(*EXAMPLES):
         cfg = load_config(None, wanted)
@@ -104,9 +105,9 @@ def test_config_names_the_new_plugins_only_once_they_are_registered():
         default = load_config()
         assert default.language.negative_types[-1] == "swap_relation"  # every registered kind, in order
         assert 0 < default.negative_mix.shares["swap_relation"] < default.negative_mix.shares["swap_attribute"]
-        with pytest.raises(ValueError, match=r"exports\.kind_counts\.enabld: unknown key \(did you mean"):
+        with pytest.raises(ConfigError, match=r"exports\.kind_counts\.enabld: unknown key \(did you mean"):
             load_config(None, {"exports": {"kind_counts": {"enabld": True}}})
-        with pytest.raises(ValueError, match=r"unknown filter 'lenght' \(did you mean 'length'\?\)"):
+        with pytest.raises(ConfigError, match=r"unknown filter 'lenght' \(did you mean 'length'\?\)"):
             pipeline.plan(load_config(None, {"filters": {"scorers": {"lenght": {}}}}), Path("/nonexistent/run"))
 
 

@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 import pytest
 
-from hardneg.core.runlock import RunLock
+from hardneg.core.runner.lock import RunLock
 from tests.helpers import REPO_ROOT
 
 pytestmark = pytest.mark.slow

@@ -1,6 +1,6 @@
 """A terminal that talks: a line per finished stage (time, items in and out, rejects), a closing summary
 naming stats.md and report.html, bars only on a terminal, and Prefect's and httpx's chatter only with -v.
-The runner's progress hooks (`core/progress.py`) drive it the same way for `run_local` and the Prefect
+The runner's progress hooks (`core/runner/progress.py`) drive it the same way for `run_local` and the Prefect
 flow. All of it fails on the code before this was built, which printed nothing for the whole run, then a dict."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from rich.console import Console
 
 from hardneg.cli import main, setup_logging
 from hardneg.core.config import load_config
-from hardneg.core.progress import Progress
+from hardneg.core.runner.progress import Progress
 from hardneg.flows.pipeline import STAGES, run_local
 from hardneg.flows.progress import Terminal
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from hardneg.review.report.page import PER_PAGE, build_report
-from hardneg.review.report.site import Item, Section, anchor_pages, page_file, pager_html
+from hardneg.review.report.page import build_report
+from hardneg.review.report.site import PER_PAGE, Item, Section, anchor_pages, page_file, pager_html
 from hardneg.review.report.text import clean_reason, fmt_num, fmt_value, legend_html, legend_line, named_objects
 from tests.test_review import build_demo_run, copy_run
 from tests.test_review_browser import browser  # noqa: F401  (the fixture: Chromium, or a clean skip)

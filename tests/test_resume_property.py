@@ -14,8 +14,9 @@ import pytest
 
 from hardneg.core.config import RunConfig, apply_overrides, config_value, leaf_keys, load_config
 from hardneg.core.demo.world import build_demo_world
-from hardneg.core.runfolder import prepare_run
-from hardneg.core.stage import Run
+from hardneg.core.errors import ConfigError
+from hardneg.core.runner.folder import prepare_run
+from hardneg.core.runner.stage import Run
 from hardneg.flows.pipeline import STAGES
 
 pytestmark = pytest.mark.slow
@@ -79,7 +80,7 @@ def _auto_change(cfg: RunConfig, key: str) -> dict[str, Any] | None:
             node[parts[-1]] = new
             try:
                 apply_overrides(cfg, tree)
-            except ValueError:
+            except ConfigError:  # a value the config refuses: try the next
                 continue
             return tree
     return None

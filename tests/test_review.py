@@ -22,6 +22,7 @@ import yaml
 
 from hardneg.cli import main
 from hardneg.core.config import DEFAULT_CONFIG
+from hardneg.core.errors import HardnegError
 from hardneg.review.agreement import cohen_kappa, pairwise
 from hardneg.review.apply import Label, apply_labels, decide, load_labels, summary
 from hardneg.review.priority import in_default_queue, priority_key, risk
@@ -638,7 +639,7 @@ def test_cli_review_prints_a_loopback_url_and_serves(run_copy: Path):
 
 def test_a_corrupt_review_store_is_a_clear_error(tmp_path: Path):
     (tmp_path / FILENAME).write_bytes(b"this is not sqlite" * 100)
-    with pytest.raises(ValueError, match="not a readable review store"):
+    with pytest.raises(HardnegError, match="not a readable review store"):
         load_labels(tmp_path)
 
 

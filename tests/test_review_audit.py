@@ -16,6 +16,7 @@ import httpx
 import orjson
 import pytest
 
+from hardneg.core.errors import HardnegError
 from hardneg.review.apply import Label, decide
 from hardneg.review.audit import allocate, draw, draw_audit, estimate, stratum_of, wilson
 from hardneg.review.items import BLIND_KEYS
@@ -88,7 +89,7 @@ def test_the_draw_covers_every_stratum_is_deterministic_and_idempotent(base_run:
     assert all(per_stratum[k] >= min(3, n) for k, n in strata.items())  # 150 items: 3 per stratum first
     smaller = draw_audit(root, 10, seed=1)
     assert smaller.added == 0 and len(smaller.sample.items) == 150 and smaller.sample.asked == 150
-    with pytest.raises(ValueError, match="drawn with --seed 1"):
+    with pytest.raises(HardnegError, match="drawn with --seed 1"):
         draw_audit(root, 60, seed=2)
 
 
@@ -97,7 +98,7 @@ def test_the_draw_covers_every_stratum_is_deterministic_and_idempotent(base_run:
 
 def test_the_audit_app_serves_only_the_sample_and_no_scores(base_run: Path, tmp_path: Path):
     root = shutil.copytree(base_run, tmp_path / "run", ignore=shutil.ignore_patterns("review.sqlite*", "work"))
-    with pytest.raises(ValueError, match="no audit yet"):
+    with pytest.raises(HardnegError, match="no audit yet"):
         ReviewServer(root, audit=True)
     sample = draw_audit(root, 40, seed=3).sample
     outside = next(r["id"] for r in _records(root) if r["id"] not in sample.items)

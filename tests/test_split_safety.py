@@ -11,11 +11,12 @@ from pathlib import Path
 import orjson
 import pytest
 
-from hardneg.core import publish
 from hardneg.core.config import load_config
-from hardneg.core.publish import BACKUP, OUTPUTS, STAGING
-from hardneg.core.runfolder import prepare_run, stored_config
-from hardneg.core.stage import Run
+from hardneg.core.errors import HardnegError
+from hardneg.core.runner import publish
+from hardneg.core.runner.folder import prepare_run, stored_config
+from hardneg.core.runner.publish import BACKUP, OUTPUTS, STAGING
+from hardneg.core.runner.stage import Run
 from hardneg.flows.pipeline import STAGES, resplit, run_local
 from tests.runs import shared_run
 
@@ -151,7 +152,7 @@ def test_split_refuses_a_run_whose_work_is_incomplete(tiny_run, tmp_path, damage
     root = _copy(tiny_run, tmp_path)
     before = outputs(root)
     damage(root)
-    with pytest.raises(ValueError, match=f"cannot be re-split: {problem}"):
+    with pytest.raises(HardnegError, match=f"cannot be re-split: {problem}"):
         resplit(root, RESPLIT)
     assert outputs(root) == before
 
@@ -161,7 +162,7 @@ def test_split_refuses_a_run_left_half_redone_under_another_config(tiny_run, tmp
     root = _copy(tiny_run, tmp_path)
     before = outputs(root)
     calls = []
-    real = __import__("hardneg.core.stage", fromlist=["Run"]).Run.run_unit
+    real = __import__("hardneg.core.runner.stage", fromlist=["Run"]).Run.run_unit
 
     def interrupted(self, name, unit):
         if name == "language":
@@ -170,11 +171,11 @@ def test_split_refuses_a_run_left_half_redone_under_another_config(tiny_run, tmp
                 raise KeyboardInterrupt
         return real(self, name, unit)
 
-    monkeypatch.setattr("hardneg.core.stage.Run.run_unit", interrupted)
+    monkeypatch.setattr("hardneg.core.runner.stage.Run.run_unit", interrupted)
     with pytest.raises(KeyboardInterrupt):
         run_local(load_config(None, {**TINY, "seed": 5}), root)
     monkeypatch.undo()
-    with pytest.raises(ValueError, match="cannot be re-split"):
+    with pytest.raises(HardnegError, match="cannot be re-split"):
         resplit(root, RESPLIT)
     assert outputs(root) == before
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from hardneg.core.config import BalanceConfig, SplitsConfig, load_config
+from hardneg.core.errors import ConfigError
 from hardneg.core.splits import split_of
 from hardneg.generators.paths.select import BalanceItem, balance
 
@@ -42,14 +43,14 @@ def test_splits_must_sum_to_one():
 def test_config_unknown_key_is_named(tmp_path: Path):
     p = tmp_path / "c.yaml"
     p.write_text("seed: 1\npaths:\n  tyeps: [0_hop]\n")
-    with pytest.raises(ValueError, match=r"paths\.tyeps: unknown key"):
+    with pytest.raises(ConfigError, match=r"paths\.tyeps: unknown key"):
         load_config(p)
 
 
 def test_config_bad_value_is_named(tmp_path: Path):
     p = tmp_path / "c.yaml"
     p.write_text("paths:\n  types: [3_hop]\nshard_size: 0\n")
-    with pytest.raises(ValueError) as e:
+    with pytest.raises(ConfigError) as e:
         load_config(p)
     assert "paths.types.0" in str(e.value) and "shard_size" in str(e.value)
 
@@ -57,9 +58,9 @@ def test_config_bad_value_is_named(tmp_path: Path):
 def test_config_not_a_mapping_and_missing_file(tmp_path: Path):
     p = tmp_path / "c.yaml"
     p.write_text("- a\n- b\n")
-    with pytest.raises(ValueError, match="must be a mapping"):
+    with pytest.raises(ConfigError, match="must be a mapping"):
         load_config(p)
-    with pytest.raises(ValueError, match="not found"):
+    with pytest.raises(ConfigError, match="not found"):
         load_config(tmp_path / "missing.yaml")
 
 

@@ -10,8 +10,8 @@ import pytest
 
 from hardneg.core.config import RunConfig
 from hardneg.core.records import Reject
+from hardneg.core.runner.stage import Run, Stage, Unit
 from hardneg.core.schema import outputs
-from hardneg.core.stage import Run, Stage, Unit
 
 CALLS: list[tuple[str, str]] = []
 OFFSET = {"source": 0}  # stands in for a changed input file or code: what the source stage reads

@@ -1,4 +1,4 @@
-"""Stages run alone (`core/stage_alone.py`) on small hand-written upstream rows: hygiene, select, decide and
+"""Stages run alone (`core/runner/alone.py`) on small hand-written upstream rows: hygiene, select, decide and
 the TRICD export, each in well under a second, with no demo run; and the record types against the
 records they describe."""
 
@@ -10,9 +10,9 @@ from hardneg.core.config import RunConfig
 from hardneg.core.gqa.ingest import graph_to_row
 from hardneg.core.records import ImageNegative, PathNode, Positive, TextNegative
 from hardneg.core.rows import ImageNegativeRow, PositiveRow, TextNegativeRow
+from hardneg.core.runner.alone import run_alone
 from hardneg.core.schema import row_problem
 from hardneg.core.splits import split_of
-from hardneg.core.stage_alone import run_alone
 from hardneg.flows.pipeline import STAGES
 from tests.helpers import graph, node, obj
 

@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from hardneg.core.errors import ConfigError, HardnegError, MissingDependency
 from hardneg.filters.scorers.text import (
     EOS,
     PENALTY,
@@ -145,13 +146,13 @@ def test_registry_builds_each_text_kind_and_rejects_bad_specs():
     assert isinstance(t, TransformersTextFilter)
     assert isinstance(t.scorer(), TransformersClassifierScorer) and t.scorer().batch_size == 4
     assert t.identity == "transformers-cls@v1:/nowhere:label=1"
-    with pytest.raises(ValueError, match="'clip' does not score text alone"):
+    with pytest.raises(ConfigError, match="'clip' does not score text alone"):
         text_filter({"kind": "clip", "model": "x"}, 0)
-    with pytest.raises(ValueError, match="unknown filter 'ngrm' \\(did you mean 'ngram'\\?\\)"):
+    with pytest.raises(ConfigError, match="unknown filter 'ngrm' \\(did you mean 'ngram'\\?\\)"):
         text_filter({"kind": "ngrm"}, 0)
-    with pytest.raises(ValueError, match=r"refine.scorers\[1\].bins: unknown key"):
+    with pytest.raises(ConfigError, match=r"refine.scorers\[1\].bins: unknown key"):
         text_filter({"kind": "grammar", "bins": 3}, 1)
-    with pytest.raises(ValueError, match="batch_size"):
+    with pytest.raises(ConfigError, match="batch_size"):
         text_filter({"kind": "transformers", "model": "x", "batch_size": 0}, 0).scorer()
 
 
@@ -235,7 +236,7 @@ def test_transformers_scorer_label_choice_and_range(tiny_dir):
     first = TransformersClassifierScorer(model=str(tiny_dir), label=0).score(TEXTS)
     for a, b in zip(first, last, strict=True):
         assert math.exp(a) + math.exp(b) == pytest.approx(1.0, abs=1e-6)
-    with pytest.raises(ValueError, match="label 2 out of range"):
+    with pytest.raises(HardnegError, match="does not load: label 2 out of range"):
         TransformersClassifierScorer(model=str(tiny_dir), label=2).score(["the cup"])
 
 
@@ -256,5 +257,5 @@ def test_transformers_scorer_loads_lazily_and_hints_missing_dependencies(tmp_pat
     lazy = TransformersClassifierScorer(model=str(tmp_path / "missing"))  # nothing loaded yet: no error
     assert lazy.version.endswith("label=-1")
     monkeypatch.setitem(sys.modules, "transformers", None)  # import now raises ImportError
-    with pytest.raises(ImportError, match=r"pip install 'torch==2\.13\.0' 'transformers>=5,<6'"):
+    with pytest.raises(MissingDependency, match=r"pip install 'torch==2\.13\.0' 'transformers>=5,<6'"):
         lazy.score(["the cup"])

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from hardneg.core.errors import ConfigError
 from hardneg.core.resources import data_path
 from hardneg.core.words.nouns import NAME_RELATIONS
 from hardneg.core.words.table import Words
@@ -429,7 +430,7 @@ def test_a_duplicate_key_is_an_error(tmp_path: Path) -> None:
         shutil.copy(data_path(f"templates/{f}"), tmp_path / f)
     nouns = tmp_path / "nouns.v1.yaml"
     nouns.write_text(nouns.read_text().replace("\nis_a:\n", "\nis_a:\n  person: [robot]\n", 1))
-    with pytest.raises(ValueError, match="duplicate key 'person'"):
+    with pytest.raises(ConfigError, match="duplicate key 'person'"):
         Words.load(tmp_path)
 
 

@@ -9,7 +9,12 @@ from __future__ import annotations
 
 RGB = tuple[int, int, int]
 
-COLORS: dict[str, RGB] = {
+# The demo's paint: the sRGB each colour name is drawn with. Not the colour table (`core/colors.py`, the
+# reference an edit paints and a check measures): every demo image, and so every output of a demo run, is
+# drawn with these values, a few units off the references, and they stay as they are. Each lies inside its
+# name's range by that table's rule (tests/test_demo_world.py checks it), so a check reading a demo image
+# sees the colour its graph names.
+PAINT: dict[str, RGB] = {
     "red": (210, 40, 40),
     "green": (40, 160, 60),
     "blue": (40, 80, 215),

@@ -15,12 +15,12 @@ import numpy as np
 from hardneg.core.demo.catalog import (
     BASE_SIZE,
     CHAIR_BACK,
-    COLORS,
     INDOOR_NAMES,
     MATERIALS,
     NAME_COLORS,
     ONABLE,
     OUTDOOR_NAMES,
+    PAINT,
     PATTERNED_NAMES,
     PATTERNS,
     PLAIN_ONLY_MATERIALS,
@@ -73,7 +73,7 @@ def _pick(rng: np.random.Generator, options: tuple[str, ...] | list[str]) -> str
 
 
 def _colors_for(name: str) -> tuple[str, ...]:
-    return NAME_COLORS.get(name, tuple(COLORS))
+    return NAME_COLORS.get(name, tuple(PAINT))
 
 
 def _sample_obj(

@@ -17,7 +17,7 @@ from PIL import Image, ImageDraw
 
 from hardneg.core.demo.catalog import (
     CHAIR_BACK,
-    COLORS,
+    PAINT,
     PATTERNS,
     RGB,
     STUFF,
@@ -209,8 +209,8 @@ def _draw_object(canvas: np.ndarray, obj: dict[str, Any]) -> None:
     if w < 4 or h < 4:
         return
     attrs = obj.get("attributes", [])
-    color = next((a for a in attrs if a in COLORS), "gray")
-    base = COLORS[color]
+    color = next((a for a in attrs if a in PAINT), "gray")
+    base = PAINT[color]
     material = next((a for a in attrs if a in ("wooden", "metal", "glass", "plastic")), None)
     pattern = next((a for a in attrs if a in PATTERNS), None)
     body, parts = glyph_masks(obj["name"], w, h)

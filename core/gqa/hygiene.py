@@ -27,8 +27,8 @@ from hardneg.core.io import digest, file_digest
 from hardneg.core.records import Reject, Relation, SceneGraph, SceneObject
 from hardneg.core.resources import data_path
 from hardneg.core.rows import GraphRow
+from hardneg.core.runner.stage import Run, Stage, Unit
 from hardneg.core.schema import outputs
-from hardneg.core.stage import Run, Stage, Unit
 from hardneg.core.words.table import ATTRIBUTES_FILE, NOUNS_FILE, RELATIONS_FILE, Words
 
 

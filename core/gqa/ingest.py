@@ -23,14 +23,15 @@ from typing import Any
 
 from PIL import Image, UnidentifiedImageError
 
+from hardneg.core.errors import InputError
 from hardneg.core.gqa.loader import GraphLimits, load_graphs
 from hardneg.core.gqa.stream import graph_files
 from hardneg.core.ids import printable_id
 from hardneg.core.records import Reject, SceneGraph
 from hardneg.core.rows import GraphRow
-from hardneg.core.runfolder import image_file, resolve_inputs
+from hardneg.core.runner.folder import image_file, resolve_inputs
+from hardneg.core.runner.stage import ALL, Run, Stage, Unit
 from hardneg.core.schema import outputs
-from hardneg.core.stage import ALL, Run, Stage, Unit
 
 
 def graph_to_row(g: SceneGraph) -> dict[str, Any]:
@@ -50,10 +51,10 @@ IMAGE_MODES = ("RGB", "L")
 MAX_IMAGE_BYTES = 256 << 20  # an image is read whole (to hash and decode it): far above any real photo
 
 
-def unreadable_input(path: Path, e: OSError) -> ValueError:
+def unreadable_input(path: Path, e: OSError) -> InputError:
     """The one-line user error for an input the run cannot read: its permissions are the fix, not --output."""
     why = e.strerror or str(e)
-    return ValueError(
+    return InputError(
         f"cannot read the input {path}: {why}; make it readable for this user, then rerun the same command"
     )
 

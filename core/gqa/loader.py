@@ -8,11 +8,11 @@ by the chunk size plus one image's graph whatever the file size.
 Two kinds of defect, handled differently:
 - File-level (top level not an object, invalid JSON, a truncated file, trailing garbage): once the
   syntax is broken no later boundary can be trusted (one unbalanced quote shifts every member after
-  it), so `iter_raw_graphs` first yields every complete image before the defect and then raises a
-  `ValueError` naming the file and byte offset. The caller sees all good data and still fails loudly:
+  it), so `iter_raw_graphs` first yields every complete image before the defect and then raises an
+  `InputError` naming the file and byte offset. The caller sees all good data and still fails loudly:
   a truncated download must not pass for a smaller dataset.
 - Image-level (a malformed graph): `validate_graph` rejects the image with a reason, or repairs it
-  where the repair is obvious and counts the repair; the run goes on (STYLE habit 2).
+  where the repair is obvious and counts the repair; the run goes on, and the rejects are data.
 """
 
 from __future__ import annotations

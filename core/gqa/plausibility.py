@@ -31,9 +31,9 @@ from hardneg.core.gqa.annotations import AnnotationStats
 from hardneg.core.gqa.hygiene import words_digest
 from hardneg.core.records import PathNode, SceneGraph
 from hardneg.core.rows import CountRow, FoldCountRow, GraphRow
+from hardneg.core.runner.stage import Stage, Unit
 from hardneg.core.schema import outputs
 from hardneg.core.splits import image_unit
-from hardneg.core.stage import Stage, Unit
 from hardneg.core.words.table import Words
 
 VERSION = "plausibility@v3"  # v2: the counts of each half of the corpus (cross-fitting); v3: annotations

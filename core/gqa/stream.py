@@ -20,6 +20,8 @@ from typing import Any, BinaryIO
 import numpy as np
 import orjson
 
+from hardneg.core.errors import InputError
+
 # The public module's name, so the log lines read as they did before the loader was split in two.
 log = logging.getLogger("hardneg.core.gqa.loader")
 
@@ -193,8 +195,8 @@ class _FileStream:
         self.max_member = max_member
         self.limits = limits
 
-    def _error(self, offset: int, what: str) -> ValueError:
-        return ValueError(f"{self.path}, byte {offset}: {what}")
+    def _error(self, offset: int, what: str) -> InputError:
+        return InputError(f"{self.path}, byte {offset}: {what}")
 
     def _blocks(self, f: BinaryIO) -> Iterator[bytes]:
         # One reused read buffer: `f.read(n)` would allocate n bytes per call and briefly hold two.
@@ -365,7 +367,7 @@ def graph_files(path: str | Path) -> list[Path]:
     if p.is_dir():
         files = sorted(q for q in p.glob("*sceneGraphs*.json") if q.is_file())
         if not files:
-            raise ValueError(f"{p}: folder holds no *sceneGraphs*.json file")
+            raise InputError(f"{p}: folder holds no *sceneGraphs*.json file")
         return files
     if not p.is_file():
         raise FileNotFoundError(f"{p}: no such scene-graph file or folder")
@@ -382,7 +384,7 @@ def iter_raw_graphs(
     """Yield `(image_id, raw_value)` in file order, streaming; `raw_value` is unvalidated.
 
     `path` is a `*_sceneGraphs.json` file, or a folder: then every `*sceneGraphs*.json` in it, sorted
-    by name. A broken file yields every complete image before the break, then raises `ValueError`
+    by name. A broken file yields every complete image before the break, then raises `InputError`
     with the file and byte offset. A duplicated image id is yielded twice (orjson.loads of the whole
     file would keep the last); `load_graphs` rejects the repeat. An image whose JSON is sound but whose
     value is not (a duplicate key inside it, a value orjson refuses) yields a `RawDefect`, and so does

@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from hardneg.core.errors import ConfigError
 from hardneg.core.resources import data_path
 
 DEFAULT_TABLE = Path("templates/attribute_categories.json")
@@ -44,11 +45,16 @@ class AttributeTable:
 
     @classmethod
     def load(cls, path: str | Path | None = None) -> AttributeTable:
+        """The table in a JSON file (the config's `attribute_table`), every way it is none as a ConfigError."""
         p = data_path(path if path is not None else DEFAULT_TABLE)
         try:
             return cls.from_json(orjson.loads(p.read_bytes()))
+        except FileNotFoundError:
+            raise ConfigError(f"attribute table not found: {p}") from None
         except orjson.JSONDecodeError as e:
-            raise ValueError(f"attribute table {p} is not valid JSON: {e}") from e
+            raise ConfigError(f"attribute table {p} is not valid JSON: {e}") from None
+        except ValueError as e:  # from_json: not a table
+            raise ConfigError(f"attribute table {p}: {e}") from None
 
     def category(self, attribute: str) -> str | None:
         return self._by_attribute.get(attribute)

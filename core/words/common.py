@@ -13,6 +13,8 @@ from typing import Any
 
 import yaml
 
+from hardneg.core.errors import ConfigError
+
 _SPACES = re.compile(r"\s+")
 
 
@@ -69,15 +71,18 @@ def load_yaml_text(text: str) -> Any:
 
 
 def read_yaml(path: Path) -> dict[str, Any]:
-    """A versioned data file: a mapping with a 'version' key. Every failure is a ValueError naming the file."""
+    """A versioned data file (`templates/...`, or the user's own that the config names): a mapping with a
+    'version' key. Every way it can fail to be one is a ConfigError naming the file."""
     try:
         data = load_yaml_text(path.read_text())
     except FileNotFoundError:
-        raise ValueError(f"data file not found: {path}") from None
+        raise ConfigError(f"data file not found: {path}") from None
     except DuplicateKeyError as e:
-        raise ValueError(f"{path}: {e.problem} at line {e.problem_mark.line + 1}") from None
+        raise ConfigError(f"{path}: {e.problem} at line {e.problem_mark.line + 1}") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"data file {path} is not valid YAML: {e}") from None
     if not isinstance(data, dict) or "version" not in data:
-        raise ValueError(f"{path} must be a mapping with a 'version' key")
+        raise ConfigError(f"{path} must be a mapping with a 'version' key")
     return data
 
 

@@ -56,8 +56,6 @@ class English:
     adjective_order: tuple[str, ...]
     singular_s: frozenset[str]
     plural: frozenset[str]
-    article_a: frozenset[str]
-    article_an: frozenset[str]
 
     @classmethod
     def load(cls, path: Path) -> English:
@@ -67,8 +65,6 @@ class English:
             adjective_order=tuple(data["adjective_order"]),
             singular_s=frozenset(data["singular_s"]),
             plural=frozenset(data["plural"]),
-            article_a=frozenset(data["article_a"]),
-            article_an=frozenset(data["article_an"]),
         )
 
     def is_plural(self, noun: str) -> bool:
@@ -78,14 +74,6 @@ class English:
         if last in self.singular_s or last.endswith(("ss", "us", "is")):
             return False
         return last.endswith("s")
-
-    def indefinite(self, phrase: str) -> str:
-        first = phrase.split()[0]
-        if first in self.article_an:
-            return "an"
-        if first in self.article_a:
-            return "a"
-        return "an" if first[:1] in "aeiou" else "a"
 
 
 @dataclass(slots=True, frozen=True)

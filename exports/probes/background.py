@@ -43,10 +43,10 @@ from hardneg.core.io import write_json
 from hardneg.core.plugins import EXPORTS
 from hardneg.core.records import Reject, SceneGraph, SceneObject, content_id, keyed_seed
 from hardneg.core.rows import GraphRow
-from hardneg.core.runfolder import image_file, resolve_inputs
+from hardneg.core.runner.folder import image_file, resolve_inputs
+from hardneg.core.runner.stage import Run, Unit
 from hardneg.core.schema import outputs
 from hardneg.core.splits import split_of
-from hardneg.core.stage import Run, Unit
 from hardneg.core.words.table import Words
 from hardneg.exports.base import ExportStage
 from hardneg.exports.common import noun_phrase

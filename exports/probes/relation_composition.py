@@ -1,4 +1,5 @@
-"""Probe-R and Probe-C from the decided positives (the probing paper, section 3).
+"""Probe-R and Probe-C from the decided positives (the probing paper: "Probing Conceptual Understanding of
+Large Visual-Language Models", Schiappa et al.).
 
 **Probe-R**, per (subject, relation, object) triple of a positive's path whose subject is an object (not a
 crowd or background name: "ground under a chair" asks nothing), on the positive's image I0:

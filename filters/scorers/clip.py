@@ -27,7 +27,8 @@ from typing import Any
 
 from PIL import Image
 
-from hardneg.backends.models import MODELS_HINT, resolve_device_dtype, shared
+from hardneg.backends.models import MODELS_HINT, loading, resolve_device_dtype, shared
+from hardneg.core.errors import MissingDependency
 from hardneg.core.plugins import FILTERS
 from hardneg.filters.base import Filter, Item, ScoreLine, Scores, Settings
 
@@ -63,19 +64,20 @@ class CLIPScorer:
     def _load(self) -> tuple[Any, Any, Any, Any]:
         if self._loaded is not None:
             return self._loaded
-        try:
-            import torch
-            from transformers import AutoProcessor, CLIPModel
-        except ImportError as e:
-            raise ImportError(f"CLIPScorer needs torch and transformers: {MODELS_HINT}") from e
-        device, dtype = resolve_device_dtype(torch, self.device, self.dtype)
-        processor = AutoProcessor.from_pretrained(self.model_name)
-        image_processor = getattr(processor, "image_processor", None)
-        tokenizer = getattr(processor, "tokenizer", None)
-        if image_processor is None or tokenizer is None:
-            raise ValueError(f"{self.model_name} has no CLIP processor (image processor + tokenizer)")
-        model = CLIPModel.from_pretrained(self.model_name, dtype=dtype).to(device).eval()
-        logger.info("CLIPScorer: loaded %s on %s %s", self.model_name, device, dtype)
+        with loading(self.model_name):
+            try:
+                import torch
+                from transformers import AutoProcessor, CLIPModel
+            except ImportError as e:
+                raise MissingDependency(f"CLIPScorer needs torch and transformers: {MODELS_HINT}") from e
+            device, dtype = resolve_device_dtype(torch, self.device, self.dtype)
+            processor = AutoProcessor.from_pretrained(self.model_name)
+            image_processor = getattr(processor, "image_processor", None)
+            tokenizer = getattr(processor, "tokenizer", None)
+            if image_processor is None or tokenizer is None:
+                raise ValueError(f"{self.model_name} has no CLIP processor (image processor + tokenizer)")
+            model = CLIPModel.from_pretrained(self.model_name, dtype=dtype).to(device).eval()
+            logger.info("CLIPScorer: loaded %s on %s %s", self.model_name, device, dtype)
         self._loaded = (torch, image_processor, tokenizer, model)
         return self._loaded
 
@@ -217,7 +219,7 @@ class ClipFilter(Filter):
     def _scorer(self) -> CLIPScorer:
         o = self.options
         key = ("clip", o.model, o.device, o.dtype, self.batch_size)  # type: ignore[attr-defined]
-        return shared(key, lambda: CLIPScorer(o.model, self.batch_size, o.device, o.dtype))  # type: ignore[attr-defined]
+        return shared(key, lambda: self.configured(CLIPScorer, o.model, self.batch_size, o.device, o.dtype))  # type: ignore[attr-defined]
 
     @property
     def identity(self) -> str:

@@ -23,7 +23,8 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from hardneg.backends.models import MODELS_HINT, resolve_device_dtype, shared
+from hardneg.backends.models import MODELS_HINT, loading, resolve_device_dtype, shared
+from hardneg.core.errors import MissingDependency
 from hardneg.core.geometry import intersection, iou
 from hardneg.core.plugins import FILTERS
 from hardneg.core.records import SceneGraph
@@ -81,17 +82,20 @@ class DetectorFilter(Filter):
         o: DetectorOptions = self.options  # type: ignore[assignment]
 
         def build() -> tuple[Any, Any, Any]:
-            try:
-                import torch
-                from transformers import AutoModelForZeroShotObjectDetection, AutoProcessor
-            except ImportError as e:
-                raise ImportError(f"the detector filter needs torch and transformers: {MODELS_HINT}") from e
-            device, dtype = resolve_device_dtype(torch, o.device, o.dtype)
-            processor = AutoProcessor.from_pretrained(o.model)
-            model = AutoModelForZeroShotObjectDetection.from_pretrained(o.model, dtype=dtype).to(device).eval()
-            if model.config.model_type not in ("owlvit", "owlv2"):
-                raise ValueError(f"{o.model}: an OWL-ViT or OWLv2 detector is needed, got {model.config.model_type}")
-            log.info("detector: loaded %s on %s %s", o.model, device, dtype)
+            with loading(o.model):
+                try:
+                    import torch
+                    from transformers import AutoModelForZeroShotObjectDetection, AutoProcessor
+                except ImportError as e:
+                    raise MissingDependency(f"the detector filter needs torch and transformers: {MODELS_HINT}") from e
+                device, dtype = resolve_device_dtype(torch, o.device, o.dtype)
+                processor = AutoProcessor.from_pretrained(o.model)
+                model = AutoModelForZeroShotObjectDetection.from_pretrained(o.model, dtype=dtype).to(device).eval()
+                if model.config.model_type not in ("owlvit", "owlv2"):
+                    raise ValueError(
+                        f"{o.model}: an OWL-ViT or OWLv2 detector is needed, got {model.config.model_type}"
+                    )
+                log.info("detector: loaded %s on %s %s", o.model, device, dtype)
             return torch, processor, model
 
         return shared(("detector", o.model, o.device, o.dtype), build)

@@ -16,7 +16,8 @@ from typing import Any, Literal
 import numpy as np
 from PIL import Image
 
-from hardneg.backends.models import MODELS_HINT, resolve_device_dtype, shared
+from hardneg.backends.models import MODELS_HINT, loading, resolve_device_dtype, shared
+from hardneg.core.errors import MissingDependency
 from hardneg.core.plugins import FILTERS
 from hardneg.filters.base import Filter, Item, ScoreLine, Scores, Settings
 
@@ -112,25 +113,28 @@ class DinoSimilarity:
     def _load(self) -> tuple[Any, Any, Any]:
         if self._loaded is not None:
             return self._loaded
-        try:
-            import torch
-        except ImportError as e:
-            raise ImportError(f"DinoSimilarity needs torch: {MODELS_HINT}") from e
-        device, dtype = resolve_device_dtype(torch, self.device, self.dtype)
-        processor = None
-        if self.loader == "torch.hub":
-            model = torch.hub.load(
-                self.repo_or_dir, self.model_name, source=self.source, trust_repo=self.trust_repo, **self.hub_kwargs
-            )
-        else:
+        with loading(self.model_name):
             try:
-                from transformers import AutoImageProcessor, Dinov2Model
+                import torch
             except ImportError as e:
-                raise ImportError(f"DinoSimilarity(loader='transformers') needs transformers: {MODELS_HINT}") from e
-            processor = AutoImageProcessor.from_pretrained(self.model_name)
-            model = Dinov2Model.from_pretrained(self.model_name)
-        model = model.to(device=device, dtype=dtype).eval()
-        logger.info("DinoSimilarity: loaded %s (%s) on %s %s", self.model_name, self.loader, device, dtype)
+                raise MissingDependency(f"DinoSimilarity needs torch: {MODELS_HINT}") from e
+            device, dtype = resolve_device_dtype(torch, self.device, self.dtype)
+            processor = None
+            if self.loader == "torch.hub":
+                model = torch.hub.load(
+                    self.repo_or_dir, self.model_name, source=self.source, trust_repo=self.trust_repo, **self.hub_kwargs
+                )
+            else:
+                try:
+                    from transformers import AutoImageProcessor, Dinov2Model
+                except ImportError as e:
+                    raise MissingDependency(
+                        f"DinoSimilarity(loader='transformers') needs transformers: {MODELS_HINT}"
+                    ) from e
+                processor = AutoImageProcessor.from_pretrained(self.model_name)
+                model = Dinov2Model.from_pretrained(self.model_name)
+            model = model.to(device=device, dtype=dtype).eval()
+            logger.info("DinoSimilarity: loaded %s (%s) on %s %s", self.model_name, self.loader, device, dtype)
         self._loaded = (torch, model, processor)
         return self._loaded
 
@@ -211,8 +215,8 @@ class Dinov2Filter(Filter):
         key = ("dinov2", o.loader, o.repo_or_dir, o.source, model, o.device, o.dtype, self.batch_size)
         return shared(
             key,
-            lambda: DinoSimilarity(
-                model=model, loader=o.loader, repo_or_dir=o.repo_or_dir, source=o.source,
+            lambda: self.configured(
+                DinoSimilarity, model=model, loader=o.loader, repo_or_dir=o.repo_or_dir, source=o.source,
                 batch_size=self.batch_size, device=o.device, dtype=o.dtype,
             ),
         )  # fmt: skip

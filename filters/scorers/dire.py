@@ -34,7 +34,8 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from hardneg.backends.models import resolve_device_dtype, shared
+from hardneg.backends.models import loading, resolve_device_dtype, shared
+from hardneg.core.errors import MissingDependency
 from hardneg.core.plugins import FILTERS
 from hardneg.filters.base import Box, Filter, Item, Scores, Settings
 from hardneg.filters.scorers.dinov2 import imagenet_tensor, resize_center_crop
@@ -203,49 +204,52 @@ class DIREScorer:
     def _load(self) -> dict[str, Any]:
         if self._loaded is not None:
             return self._loaded
-        try:
-            import torch
-            from diffusers import DDIMInverseScheduler, DDIMScheduler, UNet2DModel
-            from transformers import ResNetForImageClassification
-        except ImportError as e:
-            raise ImportError(f"DIREScorer needs torch, transformers and diffusers: {DIFFUSERS_HINT}") from e
-        device, dtype = resolve_device_dtype(torch, self.device, self.dtype)
-        unet = UNet2DModel.from_pretrained(self.unet_id, subfolder=self.unet_subfolder, torch_dtype=dtype)
-        unet = unet.to(device).eval()
-        if getattr(unet.config, "num_class_embeds", None):
-            raise ValueError(f"{self.unet_id}: DIRE needs an unconditional UNet, this one is class-conditional")
-        if self.scheduler_id is None:
-            forward = DDIMScheduler(**ADM_SCHEDULE)
-        else:
-            forward = DDIMScheduler.from_pretrained(self.scheduler_id, subfolder=self.scheduler_subfolder)
-        if forward.config.prediction_type != "epsilon":
-            raise ValueError(
-                f"DIRE's DDIM inversion expects an epsilon-prediction schedule, got {forward.config.prediction_type!r}"
+        with loading(f"{self.unet_id} + {self.classifier_id}"):
+            try:
+                import torch
+                from diffusers import DDIMInverseScheduler, DDIMScheduler, UNet2DModel
+                from transformers import ResNetForImageClassification
+            except ImportError as e:
+                raise MissingDependency(f"DIREScorer needs torch, transformers and diffusers: {DIFFUSERS_HINT}") from e
+            device, dtype = resolve_device_dtype(torch, self.device, self.dtype)
+            unet = UNet2DModel.from_pretrained(self.unet_id, subfolder=self.unet_subfolder, torch_dtype=dtype)
+            unet = unet.to(device).eval()
+            if getattr(unet.config, "num_class_embeds", None):
+                raise ValueError(f"{self.unet_id}: DIRE needs an unconditional UNet, this one is class-conditional")
+            if self.scheduler_id is None:
+                forward = DDIMScheduler(**ADM_SCHEDULE)
+            else:
+                forward = DDIMScheduler.from_pretrained(self.scheduler_id, subfolder=self.scheduler_subfolder)
+            if forward.config.prediction_type != "epsilon":
+                raise ValueError(
+                    "DIRE's DDIM inversion expects an epsilon-prediction schedule, "
+                    f"got {forward.config.prediction_type!r}"
+                )
+            if self.steps > forward.config.num_train_timesteps:
+                raise ValueError(
+                    f"steps ({self.steps}) exceeds the schedule's {forward.config.num_train_timesteps} timesteps"
+                )
+            inverse = DDIMInverseScheduler.from_config(forward.config)
+            forward.set_timesteps(self.steps)
+            inverse.set_timesteps(self.steps)
+            classifier = ResNetForImageClassification.from_pretrained(
+                self.classifier_id, subfolder=self.classifier_subfolder or ""
             )
-        if self.steps > forward.config.num_train_timesteps:
-            raise ValueError(
-                f"steps ({self.steps}) exceeds the schedule's {forward.config.num_train_timesteps} timesteps"
-            )
-        inverse = DDIMInverseScheduler.from_config(forward.config)
-        forward.set_timesteps(self.steps)
-        inverse.set_timesteps(self.steps)
-        classifier = ResNetForImageClassification.from_pretrained(
-            self.classifier_id, subfolder=self.classifier_subfolder or ""
-        )
-        if classifier.config.num_labels != 1:
-            raise ValueError(
-                f"{self.classifier_id}: DIRE's classifier has one logit, this one has {classifier.config.num_labels}"
-            )
-        classifier = classifier.to(device=device, dtype=dtype).eval()
-        size = self._resolution or unet.config.sample_size
-        if isinstance(size, (list, tuple)):
-            if len(set(size)) != 1:
-                raise ValueError(f"{self.unet_id}: non-square sample_size {size}; pass resolution=")
-            size = size[0]
-        logger.info(
-            "DIREScorer: loaded %s and %s on %s %s, %d px, %d DDIM steps",
-            self.unet_id, self.classifier_id, device, dtype, size, self.steps,
-        )  # fmt: skip
+            if classifier.config.num_labels != 1:
+                raise ValueError(
+                    f"{self.classifier_id}: DIRE's classifier has one logit, "
+                    f"this one has {classifier.config.num_labels}"
+                )
+            classifier = classifier.to(device=device, dtype=dtype).eval()
+            size = self._resolution or unet.config.sample_size
+            if isinstance(size, (list, tuple)):
+                if len(set(size)) != 1:
+                    raise ValueError(f"{self.unet_id}: non-square sample_size {size}; pass resolution=")
+                size = size[0]
+            logger.info(
+                "DIREScorer: loaded %s and %s on %s %s, %d px, %d DDIM steps",
+                self.unet_id, self.classifier_id, device, dtype, size, self.steps,
+            )  # fmt: skip
         self._loaded = {
             "torch": torch, "unet": unet, "forward": forward, "inverse": inverse,
             "classifier": classifier, "resolution": int(size),
@@ -372,8 +376,8 @@ class DireFilter(Filter):
         key = ("dire", o.unet, o.classifier, o.steps, o.device, o.dtype, self.batch_size)
         return shared(
             key,
-            lambda: DIREScorer(
-                unet=o.unet, classifier=o.classifier, steps=o.steps, batch_size=self.batch_size,
+            lambda: self.configured(
+                DIREScorer, unet=o.unet, classifier=o.classifier, steps=o.steps, batch_size=self.batch_size,
                 device=o.device, dtype=o.dtype,
             ),
         )  # fmt: skip

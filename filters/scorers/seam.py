@@ -86,11 +86,6 @@ class SeamScore:
         self.scale = scale  # step units; sets which seam strength reaches FineCops-Ref's 0.2
         self.version = f"seam@v1:outer={outer}:scale={scale}"
 
-    def seam_strength(self, original: Image.Image, candidate: Image.Image, box: Box) -> float:
-        """Step 1-4 of the class docstring: the mean over box sides of the strongest new straight edge."""
-        check_same_size(original, candidate, "SeamScore")
-        return self._seam(color_gradient(original), color_gradient(candidate), box)
-
     def _seam(self, grad_original: np.ndarray, grad_candidate: np.ndarray, box: Box) -> float:
         new_edges = np.maximum(0.0, grad_candidate - 2.0 * grad_original)
         height, width = new_edges.shape
@@ -157,7 +152,7 @@ class SeamFilter(Filter):
     )
 
     def score(self, items: Sequence[Item]) -> list[Scores]:
-        scorer = SeamScore(outer=self.options.outer, scale=self.options.scale)  # type: ignore[attr-defined]
+        scorer = self.configured(SeamScore, outer=self.options.outer, scale=self.options.scale)  # type: ignore[attr-defined]
         return realism_over_boxes(items, scorer.score)
 
     @classmethod

@@ -90,6 +90,6 @@ class SSIMFilter(Filter):
 
     def score(self, items: Sequence[Item]) -> list[Scores]:
         o = self.options
-        scorer = SSIMSimilarity(color=o.color, max_side=o.max_side)  # type: ignore[attr-defined]
+        scorer = self.configured(SSIMSimilarity, color=o.color, max_side=o.max_side)  # type: ignore[attr-defined]
         sims = scorer.similarity([(it.image, it.candidate) for it in items])  # type: ignore[misc]
         return [{"similarity": s} for s in sims]

@@ -22,7 +22,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from hardneg.backends.models import MODELS_HINT, shared
+from hardneg.backends.models import MODELS_HINT, loading, shared
+from hardneg.core.errors import MissingDependency
 from hardneg.core.plugins import FILTERS
 from hardneg.filters.base import Filter, Item, Scores, Settings
 from hardneg.filters.scorers.grammar import PENALTY, GrammarRuleScorer, _words
@@ -194,26 +195,29 @@ class TransformersClassifierScorer:
     def _load(self) -> tuple[Any, Any, Any]:
         if self._loaded is not None:
             return self._loaded
-        try:
-            import torch
-            from transformers import AutoModelForSequenceClassification, AutoTokenizer
-        except ImportError as e:
-            raise ImportError(f"TransformersClassifierScorer needs torch and transformers: {MODELS_HINT}") from e
-        device = self.device or ("cuda" if torch.cuda.is_available() else "cpu")
-        # fp16 halves memory and time on GPU; CPU fp16 kernels are slow or missing, so fp32 there
-        dtype = torch.float16 if device.startswith("cuda") else torch.float32
-        tokenizer = AutoTokenizer.from_pretrained(self.model_id)
-        model = AutoModelForSequenceClassification.from_pretrained(self.model_id, dtype=dtype)
-        if tokenizer.pad_token is None:  # GPT-style classifiers: pad with EOS, and tell the model
-            if tokenizer.eos_token is None:
-                raise ValueError(f"tokenizer of {self.model_id} has neither a pad nor an eos token")
-            tokenizer.pad_token = tokenizer.eos_token
-            model.config.pad_token_id = tokenizer.pad_token_id
-        n = model.config.num_labels
-        if n > 1 and not -n <= self.label < n:
-            raise ValueError(f"label {self.label} out of range for {self.model_id} with {n} labels")
-        model.to(device).eval()
-        logger.info("TransformersClassifierScorer: loaded %s (%d labels) on %s %s", self.model_id, n, device, dtype)
+        with loading(self.model_id):
+            try:
+                import torch
+                from transformers import AutoModelForSequenceClassification, AutoTokenizer
+            except ImportError as e:
+                raise MissingDependency(
+                    f"TransformersClassifierScorer needs torch and transformers: {MODELS_HINT}"
+                ) from e
+            device = self.device or ("cuda" if torch.cuda.is_available() else "cpu")
+            # fp16 halves memory and time on GPU; CPU fp16 kernels are slow or missing, so fp32 there
+            dtype = torch.float16 if device.startswith("cuda") else torch.float32
+            tokenizer = AutoTokenizer.from_pretrained(self.model_id)
+            model = AutoModelForSequenceClassification.from_pretrained(self.model_id, dtype=dtype)
+            if tokenizer.pad_token is None:  # GPT-style classifiers: pad with EOS, and tell the model
+                if tokenizer.eos_token is None:
+                    raise ValueError(f"tokenizer of {self.model_id} has neither a pad nor an eos token")
+                tokenizer.pad_token = tokenizer.eos_token
+                model.config.pad_token_id = tokenizer.pad_token_id
+            n = model.config.num_labels
+            if n > 1 and not -n <= self.label < n:
+                raise ValueError(f"label {self.label} out of range for {self.model_id} with {n} labels")
+            model.to(device).eval()
+            logger.info("TransformersClassifierScorer: loaded %s (%d labels) on %s %s", self.model_id, n, device, dtype)
         self._loaded = (torch, tokenizer, model)
         return self._loaded
 
@@ -309,4 +313,4 @@ class TransformersTextFilter(TextFilter):
     def scorer(self) -> TextScorer:
         o: TransformersOptions = self.options  # type: ignore[assignment]
         key = ("text-classifier", o.model, o.label, o.batch_size, o.max_length, o.device)
-        return shared(key, lambda: TransformersClassifierScorer(**o.model_dump()))
+        return shared(key, lambda: self.configured(TransformersClassifierScorer, **o.model_dump()))

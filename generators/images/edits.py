@@ -29,11 +29,10 @@ from PIL import Image
 from hardneg.backends.inpaint import EditRegion, InpaintBackend
 from hardneg.core.certify import Certifier
 from hardneg.core.edits import apply_edit, looks
-from hardneg.core.executor import GraphIndex, execute
 from hardneg.core.geometry import intersection
 from hardneg.core.plugins import IMAGE_NEGATIVES
 from hardneg.core.records import PathNode, SceneGraph, SceneObject, keyed_seed
-from hardneg.core.runfolder import image_file
+from hardneg.core.runner.folder import image_file
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
 from hardneg.generators.text.sites import Site
@@ -185,11 +184,6 @@ def attribute_region(box: Box, new: str, category: str, name: str, old: str | No
 def crop(image: Image.Image, box: Box) -> Image.Image:
     x, y, w, h = box
     return image.crop((x, y, x + w, y + h))
-
-
-def matches_nothing(path: PathNode, graph: SceneGraph, edit: dict[str, Any], table: AttributeTable) -> bool:
-    """The executor alone: no object of the edited graph matches the path (necessary, not sufficient)."""
-    return execute(path.without_ids(), GraphIndex(apply_edit(graph, edit), table)) == frozenset()
 
 
 def falsified(path: PathNode, graph: SceneGraph, edit: dict[str, Any], certifier: Certifier) -> str | None:

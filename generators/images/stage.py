@@ -34,10 +34,10 @@ from hardneg.core.io import write_json
 from hardneg.core.plugins import TEXT_NEGATIVES
 from hardneg.core.records import ImageNegative, PathNode, Reject, SceneGraph
 from hardneg.core.rows import GraphRow, ImageNegativeRow
-from hardneg.core.runfolder import image_file, resolve_inputs
+from hardneg.core.runner.folder import image_file, resolve_inputs
+from hardneg.core.runner.stage import Run, Stage, Unit
 from hardneg.core.schema import outputs
 from hardneg.core.splits import split_of
-from hardneg.core.stage import Run, Stage, Unit
 from hardneg.core.words.table import Words
 from hardneg.core.words.vocab import Lexicon
 from hardneg.generators.images.edits import (

@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from pathlib import Path
 
+from hardneg.core.errors import ConfigError
 from hardneg.core.executor import GraphIndex, execute
 from hardneg.core.records import PathNode
 from hardneg.core.words.attribute_table import AttributeTable
-from hardneg.core.words.common import load_yaml_text
+from hardneg.core.words.common import read_yaml
 from hardneg.core.words.table import Words
 from hardneg.core.words.vocab import English, RelationVocab
 
@@ -29,13 +30,13 @@ class Templates:
 
     @classmethod
     def load(cls, path: Path) -> Templates:
-        data = load_yaml_text(path.read_text())
-        if not isinstance(data, dict) or "version" not in data or "types" not in data:
-            raise ValueError(f"{path} must have 'version' and 'types'")
+        data = read_yaml(path)
+        if not isinstance(data.get("types"), dict):
+            raise ConfigError(f"{path} must have 'version' and 'types'")
         types = {t: tuple(v) for t, v in data["types"].items()}
         for t, v in types.items():
             if not 1 <= len(v) <= 3:
-                raise ValueError(f"{path}: {t} needs 1-3 templates, has {len(v)}")
+                raise ConfigError(f"{path}: {t} needs 1-3 templates, has {len(v)}")
         return cls(version=str(data["version"]), types=types)
 
     def choose(self, ptype: str, key: int) -> tuple[str, str]:

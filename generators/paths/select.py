@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from hardneg.core.config import BalanceConfig
 from hardneg.core.records import Reject
 from hardneg.core.rows import KeptRow, PositiveRow
+from hardneg.core.runner.stage import Stage, Unit
 from hardneg.core.schema import outputs
-from hardneg.core.stage import Stage, Unit
 from hardneg.core.words.attribute_table import AttributeTable
 
 

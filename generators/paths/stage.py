@@ -18,8 +18,8 @@ from hardneg.core.gqa.hygiene import words_digest
 from hardneg.core.gqa.plausibility import Counts
 from hardneg.core.records import PathEdge, PathNode, Positive, Reject, SameEdge, SceneGraph, SceneObject, keyed_seed
 from hardneg.core.rows import GraphRow, PositiveRow
+from hardneg.core.runner.stage import Run, Stage, Unit
 from hardneg.core.schema import outputs
-from hardneg.core.stage import Run, Stage, Unit
 from hardneg.core.words.vocab import RelationVocab
 from hardneg.generators.paths.annotation_rules import Evidence, many_refusal, printed_refusal, risk_reasons
 from hardneg.generators.paths.budget import SearchBudgetSpent

@@ -15,8 +15,8 @@ from hardneg.core.gqa.plausibility import load_plausibility
 from hardneg.core.io import file_digest
 from hardneg.core.resources import bundled_dir
 from hardneg.core.rows import GraphRow, KeptRow, PositiveRow, TextNegativeRow
+from hardneg.core.runner.stage import Run, Stage, Unit
 from hardneg.core.schema import outputs
-from hardneg.core.stage import Run, Stage, Unit
 from hardneg.core.words.vocab import Lexicon
 from hardneg.generators.paths.stage import PathResources
 from hardneg.generators.text.context import Context

@@ -42,7 +42,6 @@ BOX_LEGEND = (
     "<span><i style='border-color:#20d020'></i>related 1</span><span><i style='border-color:#2f6bff'></i>related 2"
     "</span><span><i style='border-color:#ff9900'></i>edited region</span></p>"
 )
-PER_PAGE = 24  # cards per page; image negatives, a wide row each, 8
 TITLES = {
     "positives": ("Positives per path type and level", "Positives"),
     "text-negatives": ("Text negatives beside their positive", "Text negatives"),

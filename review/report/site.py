@@ -30,6 +30,9 @@ class Item:
     anchor: str | None = None
 
 
+PER_PAGE = 24  # cards per page of a section
+
+
 @dataclass
 class Section:
     key: str  # the file name stem: report/<key>.html
@@ -37,7 +40,7 @@ class Section:
     nav: str
     intro: str = ""  # on the first page only
     items: list[Item] = field(default_factory=list)
-    per_page: int = 24
+    per_page: int = PER_PAGE  # image negatives, a wide row each: 8
     grid: str = "cards"  # the CSS class of a group's grid; "" for full-width rows (image negatives)
 
     def pages(self) -> int:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hardneg.core.stage import Stage, Unit
+from hardneg.core.runner.stage import Stage, Unit
 
 
 class ReportStage(Stage):

@@ -7,7 +7,7 @@ from collections import Counter
 
 from hardneg.core.config_exports import ExportOptions
 from hardneg.core.plugins import EXPORTS
-from hardneg.core.stage import Unit
+from hardneg.core.runner.stage import Unit
 from hardneg.exports.base import ExportStage
 from hardneg.exports.common import ExportFolder, kept_positives
 

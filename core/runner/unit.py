@@ -1,4 +1,4 @@
-"""One unit of a stage's work (`core/stage.py`): what `Stage.run` reads from and writes to.
+"""One unit of a stage's work (`core/runner/stage.py`): what `Stage.run` reads from and writes to.
 
 A unit reads only what its stage declares: the stages in `reads`, the kinds those stages declare in
 `writes` (`Run.record_type`); and writes only the kinds its own stage declares, each write's first row
@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from hardneg.core.config import RunConfig
 from hardneg.core.io import atomic_write_bytes, dumps
 from hardneg.core.records import Reject
+from hardneg.core.runner.shared import shared
 from hardneg.core.schema import row_problem, to_record
-from hardneg.core.shared import shared
 
 if TYPE_CHECKING:
-    from hardneg.core.stage import Run, Stage
+    from hardneg.core.runner.stage import Run, Stage
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -96,16 +96,11 @@ class Unit:
 
     def shared(self, stage: str, what: str, build: Callable[[], T]) -> T:
         """`build()`, something every unit makes alike from a declared upstream stage's whole output (a model
-        of the corpus, a set of ids), made once per worker (`core/shared.py`): a worker runs many units. Kept
+        of the corpus, a set of ids), made once per worker (`core/runner/shared.py`): a worker runs many units. Kept
         under the run folder, the stage and `what`, for the upstream's output digest: a changed upstream
         builds anew."""
         self._check_declared(stage)
         return shared((str(self.root), stage, what), build, version=self.run.summary(stage)["digest"])
-
-    def upstream_file(self, stage: str, name: str) -> Path:
-        """A stage-level file (written by `Stage.prepare`) of a declared upstream stage."""
-        self._check_declared(stage)
-        return self.run.stage_dir(stage) / name
 
     def write(self, kind: str, rows: Iterable[dict[str, Any]], shard: str | None = None) -> Path:
         """Write one output file of a declared kind atomically; rows are JSON-able dicts, the first (every

@@ -1,7 +1,7 @@
 """The Stage contract and the one runner every stage goes through (datatrove's `PipelineStep.run`).
 
 A stage declares what it is, what it reads and writes, and what its output depends on, and implements
-one method over one unit of work (`core/unit.py`): a shard of the corpus (`sharded = True`) or the whole
+one method over one unit of work (`core/runner/unit.py`): a shard of the corpus (`sharded = True`) or the whole
 corpus (the unit `"all"`):
 
     class PathsStage(Stage):
@@ -31,7 +31,7 @@ The runner owns everything else, once for all stages:
 - **rejects, stats, timings** per unit, the summary `_stage.json` when every unit is done; **progress** hooks;
 - **publishing**: a stage that writes the run's outputs (`publishes`) opens the run's transaction.
 The first stage partitions the corpus: its unit's `meta["shards"]` lists every sharded stage's shards.
-`core/stage_alone.py` runs one stage on given upstream rows, for its tests.
+`core/runner/alone.py` runs one stage on given upstream rows, for its tests.
 """
 
 from __future__ import annotations
@@ -56,10 +56,10 @@ from hardneg.core.io import (
     write_json,
     write_jsonl,
 )
-from hardneg.core.progress import Progress
-from hardneg.core.publish import open_transaction
+from hardneg.core.runner.progress import Progress
+from hardneg.core.runner.publish import open_transaction
+from hardneg.core.runner.unit import Unit
 from hardneg.core.schema import outputs
-from hardneg.core.unit import Unit
 
 log = logging.getLogger("hardneg")
 
@@ -82,7 +82,7 @@ class Stage:
     decision: ClassVar[bool] = False  # model-free and cheap: `hardneg split` may rerun it with new keys
     gpu: ClassVar[bool] = False  # runs models on a GPU when one is configured (one worker per GPU)
     reports: ClassVar[bool] = False  # reports on the stages it reads: redone whenever one of them reran
-    publishes: ClassVar[tuple[str, ...]] = ()  # the run folder's outputs it writes (`core/publish.py`)
+    publishes: ClassVar[tuple[str, ...]] = ()  # the run folder's outputs it writes (`core/runner/publish.py`)
     digest_is_content: ClassVar[bool] = False  # its output digest is its version and files, not its fingerprint
 
     def extra_fingerprint(self, run: Run) -> Any:
@@ -90,7 +90,7 @@ class Stage:
         return None
 
     def validate(self, cfg: RunConfig) -> None:
-        """Raise ValueError for a config this stage cannot run with; called before any work starts."""
+        """Raise a ConfigError for a config this stage cannot run with; called before any work starts."""
 
     def prepare(self, run: Run, folder: Path) -> None:
         """Once per opening of the stage, before its units run (e.g. an index over the whole corpus)."""

@@ -1,4 +1,4 @@
-"""What a run tells while it works: the hooks the stage runner calls (`core/stage.py`), and the one line
+"""What a run tells while it works: the hooks the stage runner calls (`core/runner/stage.py`), and the one line
 a finished stage is summed up in. Listeners: the terminal's bars and lines (`flows/progress.py`) and
 Prefect's run logger (`flows/generate.py`), so `run_local` and the Prefect flow say the same things.
 

@@ -18,10 +18,12 @@ from pathlib import Path
 
 import orjson
 
+from hardneg.core.errors import HardnegError
+
 LOCK_FILE = ".hardneg.lock"
 
 
-class RunBusy(ValueError):
+class RunBusy(HardnegError):
     """Another process is writing the run folder."""
 
 

@@ -22,7 +22,7 @@ import orjson
 
 from hardneg.core.config import RunConfig
 from hardneg.core.io import read_jsonl
-from hardneg.core.stage import Run, Stage, Unit
+from hardneg.core.runner.stage import Run, Stage, Unit
 
 SHARD = "00000"  # the one shard of the corpus
 

@@ -3,7 +3,7 @@
 <run>/manifest.json, attribute_categories.json, stats.*, rejects.jsonl, splits/<split>/...
 <run>/inputs/demo/        the demo world, when the run uses it
 <run>/work/config.json    the validated config of the last `hardneg run`
-<run>/work/<stage>/       each stage's units, rejects, markers and summary (core/stage.py)
+<run>/work/<stage>/       each stage's units, rejects, markers and summary (core/runner/stage.py)
 """
 
 from __future__ import annotations
@@ -13,11 +13,15 @@ import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from hardneg.core.config import RunConfig
+from hardneg.core.config_files import describe_errors
 from hardneg.core.demo.world import build_demo_world
+from hardneg.core.errors import ConfigError, HardnegError, InputError
 from hardneg.core.ids import id_problem
 from hardneg.core.io import atomic_write_bytes, clean_temp_files, digest, write_json
-from hardneg.core.publish import recover, rollback
+from hardneg.core.runner.publish import recover, rollback
 from hardneg.core.words.attribute_table import AttributeTable
 
 log = logging.getLogger("hardneg")
@@ -61,10 +65,14 @@ def created_on(root: Path) -> str | None:
 
 
 def stored_config(root: Path) -> RunConfig:
+    """The config the last `hardneg run` stored in the run folder."""
     f = root / CONFIG_FILE
     if not f.exists():
-        raise ValueError(f"{root} is not a hardneg run folder (no {CONFIG_FILE})")
-    return RunConfig.model_validate_json(f.read_bytes())
+        raise HardnegError(f"{root} is not a hardneg run folder (no {CONFIG_FILE})")
+    try:
+        return RunConfig.model_validate_json(f.read_bytes())
+    except ValidationError as e:  # edited by hand, or written by a version with other keys
+        raise ConfigError(f"{f} is not a valid config: {describe_errors(e, RunConfig)}") from None
 
 
 def resolve_inputs(root: Path, cfg: RunConfig) -> tuple[Path, Path | None]:
@@ -74,9 +82,9 @@ def resolve_inputs(root: Path, cfg: RunConfig) -> tuple[Path, Path | None]:
     sg = cfg.resolve(cfg.inputs.scene_graphs)
     images = cfg.resolve(cfg.inputs.images) if cfg.inputs.images is not None else None
     if not sg.exists():
-        raise ValueError(f"scene graphs not found: {sg}")
+        raise InputError(f"scene graphs not found: {sg}")
     if images is not None and not images.is_dir():
-        raise ValueError(f"images folder not found: {images}")
+        raise InputError(f"images folder not found: {images}")
     return sg, images
 
 
