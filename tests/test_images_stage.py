@@ -23,7 +23,7 @@ from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.exports.finecops import SPLITS
 from hardneg.flows.pipeline import run_local
 from tests.helpers import REPO_ROOT
-from tests.runs import SIXTEEN, shared_run
+from tests.runs import SIXTEEN, SMALL, shared_run, small_run
 
 IMAGE_TYPES = {"replace_object", "replace_attribute", "swap_object", "swap_attribute", "flip"}
 # 16 scenes, two candidates per image negative: every kind of negative image, a choice among candidates,
@@ -160,19 +160,21 @@ def test_split_refuses_keys_that_need_new_scores(demo_run: Path, tmp_path: Path,
     assert "split cannot change filters.scorers.clip.model: it needs new samples or scores" in capsys.readouterr().err
 
 
-def test_new_split_proportions_need_a_run_and_move_whole_images(demo_run: Path, tmp_path: Path, capsys):
+def test_new_split_proportions_need_a_run_and_move_whole_images(tmp_path: Path, capsys):
     """Split proportions decide which positives get image negatives (test only), so `hardneg split`
-    refuses them; `hardneg run` with them redoes the images stage and what follows, nothing before."""
+    refuses them; `hardneg run` with them redoes the images stage and what follows, nothing before. On the
+    shared small run: its one cheap filter keeps the rerun short."""
     from hardneg.cli import main
 
+    start = small_run()
     root = tmp_path / "props"
-    shutil.copytree(demo_run, root)
+    shutil.copytree(start, root)
     cfg = tmp_path / "p.yaml"
     cfg.write_text("splits: {train: 0.2, val: 0.2, test: 0.6}\n")
     assert main(["split", str(root), "--config", str(cfg)]) == 2
     assert "split cannot change splits.train" in capsys.readouterr().err
     before = {d.name: (d / "_stage.json").stat().st_mtime_ns for d in (root / "work").iterdir() if d.is_dir()}
-    run_local(load_config(None, {**CONFIG, "splits": {"train": 0.2, "val": 0.2, "test": 0.6}}), root)
+    run_local(load_config(None, {**SMALL, "splits": {"train": 0.2, "val": 0.2, "test": 0.6}}), root)
     after = {d.name: (d / "_stage.json").stat().st_mtime_ns for d in (root / "work").iterdir() if d.is_dir()}
     redone = {k for k in after if after[k] != before.get(k)}
     # probe_b too: it makes images for the positives of the test split
@@ -184,7 +186,7 @@ def test_new_split_proportions_need_a_run_and_move_whole_images(demo_run: Path, 
         for r in orjson.loads((root / "splits" / s / "negative.json").read_bytes()):
             assert where.get(r.get("source_image_id", r["image_id"]), s) == s
     test_images_before = {
-        r["image_id"] for r in orjson.loads((demo_run / "splits" / "test" / "positive.json").read_bytes())
+        r["image_id"] for r in orjson.loads((start / "splits" / "test" / "positive.json").read_bytes())
     }
     assert sum(1 for s in where.values() if s == "test") > len(test_images_before)
 

@@ -68,14 +68,14 @@ def test_run_local_on_a_running_dask_cluster_writes_the_same_bytes(serial_run: P
 
 
 @pytest.mark.slow
-def test_the_dask_runner_writes_what_the_thread_runner_writes(prefect_harness, tmp_path: Path):
-    """A real local Dask cluster of two worker processes, one holding a GPU: Prefect's Dask runner."""
+def test_the_dask_runner_writes_what_the_plain_run_writes(serial_run: Path, prefect_harness, tmp_path: Path):
+    """A real local Dask cluster of two worker processes, one holding a GPU: Prefect's Dask runner writes
+    what `run_local` does (and so what Prefect's thread runner does: tests/test_flow.py)."""
     from hardneg.flows.generate import run_generate
 
-    run_generate(load_config(None, SMALL), tmp_path / "threads")
     cfg = load_config(None, {**SMALL, "task_runner": "dask", "workers": 2, "dask": {"gpus": [0]}})
     run_generate(cfg, tmp_path / "dask")
-    _same_splits(tmp_path / "threads", tmp_path / "dask")
+    _same_splits(serial_run, tmp_path / "dask")
 
 
 def test_task_runners_follow_the_config():
