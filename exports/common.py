@@ -1,36 +1,21 @@
-"""What every export stage shares: the decided samples, a light index of the corpus, checks run
-while the cleaned graphs stream by, English prompts, and the export's folder in the run.
-
-The corpus is read twice, never held whole: `CorpusIndex` keeps per image only its split, location and
-names (and, when asked, its (name, attribute) pairs) to choose candidate images; `GraphChecks` then
-streams the graphs once and runs each check on the one graph it needs. A distractor or second image is
-always taken from the first image's split (`core/splits.py`), so no image of one split shows up in
-another's records.
+"""What every export stage shares: the decided samples, English prompts, and the export's folder in
+the run (the corpus index and the checks on its graphs are `exports/corpus.py`).
 """
 
 from __future__ import annotations
 
-import bisect
 import os
-import random
 import shutil
-from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from hardneg.core.config import SplitsConfig
 from hardneg.core.errors import HardnegError
-from hardneg.core.executor import GraphIndex
 from hardneg.core.io import atomic_write_bytes, dumps, temp_path, write_json
-from hardneg.core.records import SceneGraph, keyed_seed
-from hardneg.core.rows import GraphRow
 from hardneg.core.runner.stage import Unit
 from hardneg.core.splits import split_of
-from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
 
 SPLITS = ("train", "val", "test")
@@ -65,123 +50,6 @@ def kept_image_negatives(unit: Unit, positive_ids: set[int]) -> list[dict[str, A
         r["passed"] = [r["candidates"][best]] + [r["candidates"][k] for k in passed if k != best]
         out.append(r)
     return out
-
-
-# -- the corpus --------------------------------------------------------------------------------------
-
-
-@dataclass(slots=True, frozen=True)
-class ImageInfo:
-    split: str
-    location: str | None
-    names: frozenset[str]
-
-
-class CorpusIndex:
-    """Pass one over the cleaned graphs: per image its split, location and names; images by (split, name)
-    and, with `pairs`, by (split, name, attribute)."""
-
-    def __init__(self, rows: Iterable[dict[str, Any]], splits: SplitsConfig, pairs: bool = False) -> None:
-        self.images: dict[str, ImageInfo] = {}
-        self.by_name: dict[tuple[str, str], Sequence[str]] = defaultdict(list)  # SortedIds once built
-        self.by_pair: dict[tuple[str, str, str], Sequence[str]] = defaultdict(list)
-        self.names_by_attribute: dict[tuple[str, str], set[str]] = defaultdict(set)  # (split, attribute) -> names
-        for row in rows:
-            image_id, g = row["image_id"], row["graph"]
-            split = split_of(image_id, splits)
-            objects = g.get("objects", {}).values()
-            names = frozenset(o["name"] for o in objects)
-            self.images[image_id] = ImageInfo(split, g.get("location"), names)
-            for n in names:
-                self.by_name[(split, n)].append(image_id)
-            if pairs:
-                seen = {(o["name"], a) for o in objects for a in o.get("attributes", [])}
-                for n, a in seen:
-                    self.by_pair[(split, n, a)].append(image_id)
-                    self.names_by_attribute[(split, a)].add(n)
-        self.by_name = {k: SortedIds.of(v) for k, v in self.by_name.items()}  # type: ignore[misc]
-        self.by_pair = {k: SortedIds.of(v) for k, v in self.by_pair.items()}  # type: ignore[misc]
-
-    def similarity(self, a: str, b: str) -> float:
-        """Shared core traits of two images: the Jaccard index of their names, plus half for one location."""
-        x, y = self.images[a], self.images[b]
-        union = len(x.names | y.names)
-        same_place = x.location is not None and x.location == y.location
-        return (len(x.names & y.names) / union if union else 0.0) + (0.5 if same_place else 0.0)
-
-
-class SortedIds(Sequence[str]):
-    """Distinct image ids in sorted order, with at most one left out, never copied: what `sample` draws from.
-
-    The corpus index keeps its image lists in this form, so drawing a few candidates for one positive costs
-    the few draws, not a sort of every image of the split that shows the name (which, once per positive,
-    made the exports quadratic in the corpus)."""
-
-    __slots__ = ("_ids", "_skip")
-
-    def __init__(self, ids: tuple[str, ...], skip: int | None = None) -> None:
-        self._ids, self._skip = ids, skip
-
-    @classmethod
-    def of(cls, ids: Iterable[str]) -> SortedIds:
-        return cls(tuple(sorted(set(ids))))
-
-    def without(self, image_id: str) -> SortedIds:
-        """These ids less `image_id` (itself when it is not one of them)."""
-        j = bisect.bisect_left(self._ids, image_id)
-        return (
-            SortedIds(self._ids, j) if self._skip is None and j < len(self._ids) and self._ids[j] == image_id else self
-        )
-
-    def __len__(self) -> int:
-        return len(self._ids) - (self._skip is not None)
-
-    def __getitem__(self, i: Any) -> Any:
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        n = len(self)
-        if i < 0:
-            i += n
-        if not 0 <= i < n:
-            raise IndexError(i)
-        return self._ids[i + 1 if self._skip is not None and i >= self._skip else i]
-
-
-NO_IDS = SortedIds(())
-
-
-def sample(ids: Iterable[str], k: int, *key: object) -> list[str]:
-    """At most `k` of `ids`, a keyed random choice (the same every run, whatever the order of `ids`)."""
-    pool = ids if isinstance(ids, SortedIds) else sorted(set(ids))
-    if len(pool) <= k:
-        return list(pool)
-    return sorted(random.Random(keyed_seed(*key)).sample(pool, k))
-
-
-def hygiene_graphs(unit: Unit) -> Iterator[SceneGraph]:
-    for row in unit.records_all("hygiene", "graphs", GraphRow):
-        yield row.scene_graph()
-
-
-class GraphChecks:
-    """Checks registered per image id, run in one streaming pass over the cleaned graphs."""
-
-    def __init__(self, table: AttributeTable) -> None:
-        self.table = table
-        self.by_image: dict[str, list[Callable[[SceneGraph, GraphIndex], None]]] = defaultdict(list)
-
-    def add(self, image_id: str, check: Callable[[SceneGraph, GraphIndex], None]) -> None:
-        self.by_image[image_id].append(check)
-
-    def run(self, graphs: Iterable[SceneGraph]) -> None:
-        for g in graphs:
-            if not self.by_image:
-                return
-            checks = self.by_image.pop(g.image_id, None)
-            if checks:
-                index = GraphIndex(g, self.table)
-                for check in checks:
-                    check(g, index)
 
 
 # -- English ------------------------------------------------------------------------------------------

@@ -53,14 +53,8 @@ from hardneg.core.schema import outputs
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
 from hardneg.exports.base import ExportStage
-from hardneg.exports.common import (
-    ExportFolder,
-    GraphChecks,
-    by_split,
-    hygiene_graphs,
-    kept_image_negatives,
-    kept_positives,
-)
+from hardneg.exports.common import ExportFolder, by_split, kept_image_negatives, kept_positives
+from hardneg.exports.corpus import GraphChecks, corpus
 from hardneg.exports.rows import ImageCodeSetRow
 
 # v2: one image per distinct edit, `min_edits`, `max_sets_per_image`; certified edits. v3: ImageCoDe's layout
@@ -200,14 +194,15 @@ class ImageCodeStage(ExportStage):
         positives = [p for p in positives if negs_by_image.get(p["image_id"])]
         unit.items_in = len(positives)
         ok: dict[tuple[int, int], bool] = {}
-        checks = GraphChecks(table)
         certifier = Certifier(Words.load(), table)
         by_image: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for p in positives:
             by_image[p["image_id"]].append(p)
-        for image_id, ps in by_image.items():
-            checks.add(image_id, _falsifies(ps, negs_by_image[image_id], certifier, ok))
-        checks.run(hygiene_graphs(unit))
+        if by_image:  # the corpus index is built only when there is something to check on it
+            checks = GraphChecks(table, corpus(unit))
+            for image_id, ps in by_image.items():
+                checks.add(image_id, _falsifies(ps, negs_by_image[image_id], certifier, ok))
+            checks.run()
         images = resolve_inputs(unit.root, cfg)[1]
         if images is None:  # no source images: the images stage made no negatives either
             return []

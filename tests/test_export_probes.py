@@ -338,12 +338,14 @@ def test_probe_b_class_list_names_distinct_things():
 def test_a_subject_swap_without_swapped_subject_images_is_kept_without_them():
     """Regression (100 real GQA graphs): a subject whose absence proves nothing (a crowd name) gets no
     swapped-subject image probes; the certified subject swap still counts, instead of a KeyError."""
-    from hardneg.exports.probes.relation_composition import Probe, ProbeSearch, RelationProbes
+    from hardneg.exports.corpus import Candidates
+    from hardneg.exports.probes.relation_composition import ProbeSearch, RelationProbes
 
-    def won(fields: dict, *options: dict) -> Probe:
-        probe = Probe(fields, list(options))
-        probe.ok.update({k: True for k in range(len(options))})
-        probe.pending.update({k: 0 for k in range(len(options))})
+    def won(fields: dict, *options: dict) -> Candidates:
+        probe = Candidates(fields, max(1, len(options)))
+        for o in options:
+            probe.add(lambda o=o: o)  # certified on the positive's own image: no test left
+        probe.start()
         return probe
 
     swap = {"swapped": "the cupcake on the table", "swap": {"subject": ["cake", "cupcake"]}}
@@ -358,7 +360,7 @@ def test_drawing_from_the_sorted_index_draws_what_a_sorted_copy_would():
     """The corpus index keeps its image lists sorted once, and leaves one image out without copying: the
     keyed draws must be the ones a fresh sorted copy gives (the exports stay the same), for small pools
     (which `random.sample` copies) and large ones (which it indexes)."""
-    from hardneg.exports.common import SortedIds, sample
+    from hardneg.exports.corpus import SortedIds, sample
 
     rng = np.random.default_rng(0)
     for n in (0, 1, 5, 30, 400):

@@ -22,8 +22,8 @@ from hardneg.core.splits import split_of
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
 from hardneg.evaluation.tricd import evaluate_cpd, group_recall_at_1, official_pairs, official_predictions
-from hardneg.exports.common import CorpusIndex
-from hardneg.exports.tricd.rank import RelationIndex, rank_distractors
+from hardneg.exports.corpus import Corpus
+from hardneg.exports.tricd.rank import rank_distractors
 from hardneg.flows.pipeline import resplittable_keys
 from tests.export_run import export_run, graphs, records
 
@@ -236,10 +236,9 @@ def test_distractors_rank_by_name_then_scene():
         _row("no_man", ("umbrella", []), ("street", []), ("dog", [("holding", 0)])),
         _row("unrelated", ("sky", []), ("cloud", [])),
     ]
-    relations = RelationIndex(splits)
-    index = CorpusIndex(relations.watch(rows), splits)
+    index = Corpus.of_rows(rows, splits)
     path = PathNode("man", relations=(PathEdge("holding", PathNode("umbrella")),))
-    ranked = rank_distractors(index, relations, {"image_id": "i0", "id": 1}, path, 10, 10, 0)
+    ranked = rank_distractors(index, {"image_id": "i0", "id": 1}, path, 10, 10, 0)
     assert ranked == ["same_relation", "partner_only", "name_only", "no_man"]  # "unrelated" shares no name
 
 

@@ -346,15 +346,22 @@ class Run:
     def read_all(self, stage: str, kind: str) -> Iterator[Any]:
         """Every `kind` file the stage's units wrote, in unit order, then write order (a global stage
         may write one file per shard, as ingest does)."""
+        for path in self.files(stage, kind):
+            yield from read_jsonl(path)
+
+    def files(self, stage: str, kind: str) -> list[Path]:
+        """The `kind` files `read_all` reads, in its order."""
         self.record_type(stage, kind)
         d = self.stage_dir(stage)
+        out = []
         for unit in self.units(stage):
             m = self._marker(stage, unit)
             if not m.exists():
                 raise RuntimeError(f"stage {stage}: unit {unit} is not done")
             for rel in orjson.loads(m.read_bytes())["files"]:
                 if rel.startswith(f"{kind}-") and rel.endswith(".jsonl"):
-                    yield from read_jsonl(d / rel)
+                    out.append(d / rel)
+        return out
 
     def reject_files(self) -> Iterator[Path]:
         """Every stage's rejects, in stage order then unit order."""

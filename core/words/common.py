@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from hardneg.core.errors import ConfigError
 _SPACES = re.compile(r"\s+")
 
 
+@lru_cache(maxsize=1 << 16)  # the same few thousand words, asked millions of times by the word tables
 def norm(word: str) -> str:
     """A word as the tables key it: lower case, "_" read as a space, runs of spaces as one."""
     return _SPACES.sub(" ", word.replace("_", " ").strip().lower())

@@ -24,16 +24,18 @@ crowd or background name: "ground under a chair" asks nothing), on the positive'
 - `probe_c/object`: the object swapped for a name that contradicts it and carries the same attribute in a
   second image ("a small cat").
 
-Every swapped prompt is certified false where it is scored (`Certifier.nothing`), and every correct
-prompt true (the executor matches it); the choices among candidates are keyed random, so a rerun is
-identical. The checks run while the graphs stream by (`GraphChecks`).
+Every swapped prompt is certified false where it is scored (`Certifier.nothing`), every correct prompt
+true (the executor matches it); candidates are keyed random and certified in order on the graphs they
+need (`GraphChecks`) until enough pass, so a rerun is identical and a probe costs the candidates it tries.
 """
 
 from __future__ import annotations
 
 import random
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from hardneg.core.certify import Certifier, path_of
@@ -41,7 +43,8 @@ from hardneg.core.executor import GraphIndex
 from hardneg.core.gqa.plausibility import Counts, Plausibility
 from hardneg.core.records import PathNode, SceneGraph, keyed_seed
 from hardneg.core.words.table import Words
-from hardneg.exports.common import NO_IDS, CorpusIndex, GraphChecks, noun_phrase, relation_prompt, sample
+from hardneg.exports.common import noun_phrase, relation_prompt
+from hardneg.exports.corpus import NO_IDS, Candidates, Corpus, GraphChecks, Test, sample
 
 SUBJECT_TRIES = 12  # swapped subjects certified per triple (the first that passes is kept)
 OBJECT_TRIES = 5  # swapped objects tried per Probe-C attribute
@@ -50,39 +53,27 @@ POOL = 3  # images sampled per image wanted (subject-only, swapped-subject): som
 
 
 @dataclass(slots=True)
-class Probe:
-    """One probe in the making: its fixed fields, and the options still to be certified, in order."""
-
-    fields: dict[str, Any]
-    options: list[dict[str, Any]] = field(default_factory=list)
-    ok: dict[int, bool] = field(default_factory=dict)  # option index -> certified (all its checks passed)
-    pending: dict[int, int] = field(default_factory=dict)  # option index -> checks not yet run
-
-    def won(self) -> list[dict[str, Any]]:
-        """The certified options, in the order they were registered."""
-        return [o for k, o in enumerate(self.options) if self.ok[k] and self.pending[k] == 0]
-
-
-@dataclass(slots=True)
 class RelationProbes:
     """The Probe-R probes of one triple on one image: what the paper's record brings together."""
 
     fields: dict[str, Any]
-    predicate: Probe
-    subject: Probe
-    subject_only: Probe | None
-    swapped: dict[str, Probe]  # swapped subject name -> images that show it and no subject
-    later: dict[str, tuple[Any, ...]] = field(default_factory=dict)  # their `_images` arguments, until needed
+    predicate: Candidates
+    subject: Candidates
+    subject_only: Candidates | None = None
+    swapped: dict[str, Candidates] = field(default_factory=dict)  # swapped subject name -> images that show it
 
 
 class ProbeSearch:
-    """Registers the certificate checks of Probe-R and Probe-C options, then picks the winners."""
+    """Registers the certificate checks of Probe-R and Probe-C options, then picks the winners. What the
+    positive's own image decides is decided first: only the swaps that pass there ask other images."""
 
-    def __init__(self, words: Words, cert: Certifier, counts: Counts, index: CorpusIndex, checks: GraphChecks,
+    def __init__(self, words: Words, cert: Certifier, counts: Counts, index: Corpus, checks: GraphChecks,
                  seed: int, candidates: int, subject_only: int) -> None:  # fmt: skip
         self.words, self.cert, self.counts, self.index, self.checks = words, cert, counts, index, checks
         self.seed, self.candidates, self.subject_only = seed, candidates, subject_only
-        self.probes: list[Probe] = []
+        self._categories: dict[str, str | None] = {}
+        self._attribute_categories: dict[str, str | None] = {}
+        self.probes: list[Candidates] = []
         self.relation_probes: list[RelationProbes] = []
         self.plausibility = Plausibility(counts)
         self.relations = sorted(counts.relations)
@@ -90,33 +81,25 @@ class ProbeSearch:
         self.attributes_of: dict[str, set[str]] = defaultdict(set)  # name -> attributes the corpus shows on it
         for a, n in counts.attribute_name:
             self.attributes_of[n].add(a)
+        self._corpus_names = sorted({n for _, n in index.by_name})
+        self._could: dict[str, frozenset[str]] = {}
 
     def _swappable(self, name: str) -> bool:
-        return self.cert.absence_refusal(name) is None and self.words.name_category(name) is not None
+        return self.cert.absence_refusal(name) is None and self._category(name) is not None
 
     def _order(self, items: list[Any], *key: object) -> list[Any]:
         items = list(items)
         random.Random(keyed_seed(self.seed, *key)).shuffle(items)
         return items
 
-    def _option(self, probe: Probe, option: dict[str, Any], checks: list[tuple[str, Any]]) -> None:
-        k = len(probe.options)
-        probe.options.append(option)
-        probe.ok[k] = True
-        probe.pending[k] = len(checks)
-        for image_id, fn in checks:
+    def _could_be(self, name: str) -> frozenset[str]:
+        """The corpus names an object that could be a `name` may carry."""
+        if name not in self._could:
+            self._could[name] = frozenset(n for n in self._corpus_names if self.cert.could_be(n, name))
+        return self._could[name]
 
-            def run(g: SceneGraph, ix: GraphIndex, fn: Any = fn, k: int = k) -> None:
-                probe.ok[k] = probe.ok[k] and bool(fn(g, ix))
-                probe.pending[k] -= 1
-
-            self.checks.add(image_id, run)
-
-    def _false(self, path: PathNode) -> Any:
-        return lambda g, ix: self.cert.nothing(path, g, ix) is None
-
-    def _true(self, path: PathNode) -> Any:
-        return lambda g, ix: self.cert.present(path, g, ix)
+    def _holds(self, true: PathNode, false: PathNode) -> Test:
+        return lambda g, ix: self.cert.present(true, g, ix) and self.cert.nothing(false, g, ix) is None
 
     # -- Probe-R ------------------------------------------------------------------------------------
 
@@ -129,70 +112,101 @@ class ProbeSearch:
     def relation(self, p: dict[str, Any], s: str, r: str, o: str) -> None:
         if self.words.is_crowd(s):  # "ground under a chair": the subject must be an object
             return
-        i0, split, c = p["image_id"], p["split"], self.counts
+        i0, split = p["image_id"], p["split"]
         base = {"split": split, "positive_id": p["id"], "triple": [s, r, o]}
         correct = relation_prompt(self.words, s, r, o)
-        true_path = path_of(s, relation=r, obj=o)
-        pred = Probe({**base, "kind": "probe_r/predicate", "image_id": i0, "correct": correct})
-        swaps = [
-            r2
-            for r2 in self._order(self.relations, "probe_r/predicate", p["id"], s, r, o)
-            if c.triples[(s, r2, o)] == 0 and self.words.relations_contradict(r, r2, o)[0]
-        ]
-        for r2 in sorted(swaps, key=lambda x: self.implausibility(s, x, o)):  # stable: keyed order breaks ties
-            false = path_of(s, relation=r2, obj=o)
-            option = {"swapped": relation_prompt(self.words, s, r2, o), "swap": {"relation": [r, r2]},
-                      "plausibility": {"subject_relation": c.subject_relation[(s, r2)],
-                                       "relation_object": c.relation_object[(r2, o)],
-                                       "logp": round(self.plausibility.triple_logp(s, r2, o), 4)},
-                      "certificate": {"true": true_path.to_json(), "false": false.to_json()}}  # fmt: skip
-            self._option(pred, option, [(i0, self._true(true_path)), (i0, self._false(false))])
-        subj = Probe({**base, "kind": "probe_r/subject", "image_id": i0, "correct": correct})
-        swapped: dict[str, Probe] = {}
-        later: dict[str, tuple[Any, ...]] = {}
-        tries = [n for n in self._order(self.names, "probe_r/subject", p["id"], s, r, o) if c.triples[(n, r, o)] == 0]
-        for s2 in [n for n in tries if self.words.names_contradict(s, n)[0]][:SUBJECT_TRIES]:
-            false = path_of(s2, relation=r, obj=o)
-            option = {"swapped": relation_prompt(self.words, s2, r, o), "swap": {"subject": [s, s2]},
-                      "certificate": {"true": true_path.to_json(), "false": false.to_json()}}  # fmt: skip
-            self._option(subj, option, [(i0, self._true(true_path)), (i0, self._false(false))])
-            if self.subject_only and self.cert.absence_refusal(s) is None:  # else "no cup here" proves nothing
-                later[s2] = (base, "probe_r/swapped_subject", p["id"], i0, s2, path_of(s))
-        only = None
+        pred = Candidates({**base, "kind": "probe_r/predicate", "image_id": i0, "correct": correct})
+        subj = Candidates({**base, "kind": "probe_r/subject", "image_id": i0, "correct": correct}, SUBJECT_TRIES)
+        rp = RelationProbes({**base, "image_id": i0, "correct": correct}, pred, subj)
         if self.subject_only and self.cert.absence_refusal(o) is None:
-            only = self._images(base, "probe_r/subject_only", p["id"], i0, s, true_path, o)
+            only = self._images(base, "probe_r/subject_only", p["id"], i0, s, path_of(s, relation=r, obj=o), o)
             only.fields.update(correct=noun_phrase(self.words, s), swapped=correct)
-        self.relation_probes.append(RelationProbes({**base, "image_id": i0, "correct": correct}, pred, subj, only,
-                                                   swapped, later))  # fmt: skip
+            rp.subject_only = only
+        self.relation_probes.append(rp)
+        self.checks.add(i0, partial(self._relation_on_image, rp, p["id"], base, s, r, o))
 
-    def swapped_subject_sets(self) -> bool:
-        """After a first pass of checks, the swapped-subject image sets of the subject swaps it certified, the
-        only ones `_chosen` can take (registering all of them first cost most of the export's checks: up to
-        `SUBJECT_TRIES` sets per triple, for one used). True when a second pass has checks to run."""
-        added = False
-        for rp in self.relation_probes:
-            for o in rp.subject.won():
-                name = o["swap"]["subject"][1]
-                if name in rp.later and name not in rp.swapped:
-                    rp.swapped[name] = self._images(*rp.later.pop(name))
-                    added = True
-        return added
+    def _relation_on_image(
+        self, rp: RelationProbes, pid: int, base: dict[str, Any], s: str, r: str, o: str, g: SceneGraph, ix: GraphIndex
+    ) -> None:
+        """On the positive's image: the first certified predicate swap, the certified subject swaps among
+        the first `SUBJECT_TRIES` that contradict the subject, and their swapped-subject image sets."""
+        c, true_path = self.counts, path_of(s, relation=r, obj=o)
+        if self.cert.present(true_path, g, ix):
+            swaps = [
+                r2
+                for r2 in self._order(self.relations, "probe_r/predicate", pid, s, r, o)
+                if c.triples[(s, r2, o)] == 0 and self.words.relations_contradict(r, r2, o)[0]
+            ]
+            for r2 in sorted(swaps, key=lambda x: self.implausibility(s, x, o)):  # stable: keyed order breaks ties
+                false = path_of(s, relation=r2, obj=o)
+                if self.cert.nothing(false, g, ix) is None:
+                    rp.predicate.add(partial(self._predicate_option, s, r, o, r2))
+                    break
+            swapped = []
+            for s2 in self._subject_tries(pid, s, r, o):
+                if self.cert.nothing(path_of(s2, relation=r, obj=o), g, ix) is None:
+                    rp.subject.add(partial(self._subject_option, s, r, o, s2))
+                    swapped.append(s2)
+            if self.subject_only and self.cert.absence_refusal(s) is None:  # else "no cup here" proves nothing
+                self._swapped_sets(rp, base, pid, g.image_id, s, swapped)
+        rp.predicate.start(self.checks)
+        rp.subject.start(self.checks)
+
+    def _swapped_sets(
+        self, rp: RelationProbes, base: dict[str, Any], pid: int, i0: str, s: str, names: list[str]
+    ) -> None:
+        """The swapped-subject images of the certified subject swaps, one swap after the other until one has
+        an image: `_chosen` takes the first swap with images, so the sets after it are never asked for."""
+
+        def then(probe: Candidates) -> None:
+            if not probe.passed:
+                self._swapped_sets(rp, base, pid, i0, s, names[1:])
+
+        if names:
+            rp.swapped[names[0]] = self._images(
+                base, "probe_r/swapped_subject", pid, i0, names[0], path_of(s), then=then
+            )
+
+    def _subject_tries(self, pid: int, s: str, r: str, o: str) -> list[str]:
+        """The first `SUBJECT_TRIES` corpus names, in keyed order, never seen in the triple that contradict `s`."""
+        out = []
+        for n in self._order(self.names, "probe_r/subject", pid, s, r, o):
+            if self.counts.triples[(n, r, o)] == 0 and self.words.names_contradict(s, n)[0]:
+                out.append(n)
+                if len(out) == SUBJECT_TRIES:
+                    break
+        return out
+
+    def _predicate_option(self, s: str, r: str, o: str, r2: str) -> dict[str, Any]:
+        c, false = self.counts, path_of(s, relation=r2, obj=o)
+        return {"swapped": relation_prompt(self.words, s, r2, o), "swap": {"relation": [r, r2]},
+                "plausibility": {"subject_relation": c.subject_relation[(s, r2)],
+                                 "relation_object": c.relation_object[(r2, o)],
+                                 "logp": round(self.plausibility.triple_logp(s, r2, o), 4)},
+                "certificate": {"true": path_of(s, relation=r, obj=o).to_json(), "false": false.to_json()}}  # fmt: skip
+
+    def _subject_option(self, s: str, r: str, o: str, s2: str) -> dict[str, Any]:
+        false = path_of(s2, relation=r, obj=o)
+        return {"swapped": relation_prompt(self.words, s2, r, o), "swap": {"subject": [s, s2]},
+                "certificate": {"true": path_of(s, relation=r, obj=o).to_json(), "false": false.to_json()}}  # fmt: skip
 
     def _images(self, base: dict[str, Any], kind: str, pid: int, i0: str, name: str, false: PathNode,
-                banned: str | None = None) -> Probe:  # fmt: skip
+                banned: str | None = None, then: Callable[[Candidates], None] | None = None) -> Candidates:  # fmt: skip
         """Images of the split that show `name` where `false` certainly matches nothing (and, with `banned`,
         no object could be a `banned`), each an option: "a cup" against the triple, "a dog" against "a cup"."""
         fields = {**base, "kind": kind}
         if kind == "probe_r/swapped_subject":
             fields.update(correct=noun_phrase(self.words, name), swapped=noun_phrase(self.words, false.name))
-        probe = Probe(fields)
+        probe = Candidates(fields, self.subject_only, then=then)
         pool = self.index.by_name.get((base["split"], name), NO_IDS).without(i0)
         k = max(self.candidates, POOL * self.subject_only)
+        could = self._could_be(banned) if banned is not None else frozenset()
+        true = path_of(name)
+        test = self._holds(true, false)
         for img in self._order(sample(pool, k, self.seed, kind, pid, name), *base["triple"], name):
-            if banned is not None and any(self.cert.could_be(n, banned) for n in self.index.images[img].names):
-                continue
-            option = {"image_id": img, "certificate": {"true": path_of(name).to_json(), "false": false.to_json()}}
-            self._option(probe, option, [(img, self._true(path_of(name))), (img, self._false(false))])
+            if could.isdisjoint(self.index.images[img].names):
+                probe.add(partial(_image_option, img, true, false), [(img, test)])
+        probe.start(self.checks)
         return probe
 
     # -- Probe-C ------------------------------------------------------------------------------------
@@ -200,30 +214,68 @@ class ProbeSearch:
     def attribute(self, p: dict[str, Any], n: str, a: str) -> None:
         i0, split, w = p["image_id"], p["split"], self.words
         base = {"split": split, "positive_id": p["id"], "image_ids": [i0]}
-        p1 = path_of(n, (a,))
-        comp = Probe({**base, "kind": "probe_c/composition", "category": w.attribute_category(a)})
-        for b in self._attribute_swaps(p["id"], n, a):
-            p2 = path_of(n, (b,))
-            for img in sample(self.index.by_pair.get((split, n, b), []), self.candidates, self.seed, "pc", p["id"], b):
-                if img != i0:
-                    self._group(comp, i0, img, p1, p2, {"attribute": [a, b]}, n, a, n, b)
-        if comp.options:
+        comp = Candidates({**base, "kind": "probe_c/composition", "category": w.attribute_category(a)})
+        swaps = [
+            ((n, b), img)
+            for b in self._attribute_swaps(p["id"], n, a)
+            for img in sample(self.index.by_pair.get((split, n, b), []), self.candidates, self.seed, "pc", p["id"], b)
+            if img != i0
+        ]
+        if swaps:
             self.probes.append(comp)
-        obj = Probe({**base, "kind": "probe_c/object"})
-        names = [
-            m
-            for m in self._order(sorted(self.index.names_by_attribute.get((split, a), ())), "pc-object", p["id"], n, a)
-            if m != n and self._swappable(m) and w.names_contradict(n, m)[0]
-            and not (w.is_person(m) and w.is_person_attribute(a))
-        ]  # fmt: skip
-        same = w.name_category(n)
-        names.sort(key=lambda m: w.name_category(m) != same)  # a cat for a dog before a car (stable: keyed order)
-        for m in names[:OBJECT_TRIES]:
-            p2 = path_of(m, (a,))
-            for img in sample(self.index.by_pair.get((split, m, a), []), self.candidates, self.seed, "pco", p["id"]):
-                if img != i0:
-                    self._group(obj, i0, img, p1, p2, {"object": [n, m]}, n, a, m, a)
+        obj = Candidates({**base, "kind": "probe_c/object"})
+        objects = [
+            ((m, a), img)
+            for m in self._object_swaps(p["id"], split, n, a)
+            for img in sample(self.index.by_pair.get((split, m, a), []), self.candidates, self.seed, "pco", p["id"])
+            if img != i0
+        ]
         self.probes.append(obj)
+        groups = [(comp, "attribute", swaps), (obj, "object", objects)]
+        self.checks.add(i0, partial(self._groups_on_image, (n, a), groups))
+
+    def _groups_on_image(
+        self, first: tuple[str, str], probes: list[tuple[Candidates, str, list[tuple[tuple[str, str], str]]]],
+        g: SceneGraph, ix: GraphIndex,
+    ) -> None:  # fmt: skip
+        """On the positive's image: "a small dog" holds and the swapped prompt matches nothing; only then
+        is the second image of a group asked the reverse."""
+        p1 = path_of(first[0], (first[1],))
+        holds = self.cert.present(p1, g, ix)
+        absent: dict[tuple[str, str], bool] = {}
+        for probe, what, groups in probes:
+            for second, img in groups if holds else ():
+                if second not in absent:
+                    absent[second] = self.cert.nothing(path_of(second[0], (second[1],)), g, ix) is None
+                if absent[second]:
+                    p2 = path_of(second[0], (second[1],))
+                    make = partial(self._group, g.image_id, img, what, first, second)
+                    probe.add(make, [(img, self._holds(p2, p1))])
+            probe.start(self.checks)
+
+    def _object_swaps(self, pid: int, split: str, n: str, a: str) -> list[str]:
+        """The first `OBJECT_TRIES` names, in keyed order, that carry `a` in the split and contradict `n`, those
+        of `n`'s category first (a cat for a dog before a car)."""
+        w, same = self.words, self._category(n)
+        found: tuple[list[str], list[str]] = ([], [])
+        for m in self._order(sorted(self.index.names_by_attribute.get((split, a), ())), "pc-object", pid, n, a):
+            bucket = found[self._category(m) != same]
+            wanted = len(bucket) < OBJECT_TRIES and m != n and self._swappable(m)
+            if wanted and w.names_contradict(n, m)[0] and not (w.is_person(m) and w.is_person_attribute(a)):
+                bucket.append(m)
+                if len(found[0]) == OBJECT_TRIES:  # the rest could only come after these
+                    break
+        return (found[0] + found[1])[:OBJECT_TRIES]
+
+    def _category(self, name: str) -> str | None:
+        if name not in self._categories:
+            self._categories[name] = self.words.name_category(name)
+        return self._categories[name]
+
+    def _attribute_category(self, attribute: str) -> str | None:
+        if attribute not in self._attribute_categories:
+            self._attribute_categories[attribute] = self.words.attribute_category(attribute)
+        return self._attribute_categories[attribute]
 
     def _attribute_swaps(self, pid: int, n: str, a: str) -> list[str]:
         """The attributes to put in place of `a` on `n`, in order: its antonym, then others of its category
@@ -234,23 +286,21 @@ class ProbeSearch:
         others = [
             b
             for b in self._order(sorted(self.attributes_of.get(n, ())), "pc-attribute", pid, n, a)
-            if b not in (a, anti) and cat is not None and w.attribute_category(b) == cat
+            if b not in (a, anti) and cat is not None and self._attribute_category(b) == cat
             and w.attributes_contradict(a, b)[0]
         ]  # fmt: skip
         return out + others[:ATTRIBUTE_TRIES]
 
-    def _group(
-        self, probe: Probe, i0: str, img: str, p1: PathNode, p2: PathNode, swap: dict[str, Any], *words: str
-    ) -> None:
-        n1, a1, n2, a2 = words
-        option = {
+    def _group(self, i0: str, img: str, what: str, first: tuple[str, str], second: tuple[str, str]) -> dict[str, Any]:
+        (n1, a1), (n2, a2) = first, second
+        p1, p2 = path_of(n1, (a1,)), path_of(n2, (a2,))
+        swap = [a1, a2] if what == "attribute" else [n1, n2]
+        return {
             "image_ids": [i0, img],
-            "swap": swap,
+            "swap": {what: swap},
             "prompts": [noun_phrase(self.words, n1, (a1,)), noun_phrase(self.words, n2, (a2,))],
             "certificate": {"true": [p1.to_json(), p2.to_json()], "false": [p2.to_json(), p1.to_json()]},
         }
-        checks = [(i0, self._true(p1)), (i0, self._false(p2)), (img, self._true(p2)), (img, self._false(p1))]
-        self._option(probe, option, checks)
 
     # -- results ------------------------------------------------------------------------------------
 
@@ -272,7 +322,7 @@ class ProbeSearch:
                 out += [{**probe.fields, **o} for o in options]
         return out, dict(missed)
 
-    def _chosen(self, rp: RelationProbes) -> list[tuple[str, Probe, list[dict[str, Any]]]]:
+    def _chosen(self, rp: RelationProbes) -> list[tuple[str, Candidates, list[dict[str, Any]]]]:
         """One triple's winners: the predicate swap, the subject swap (the first certified one with images
         of the swapped subject, else the first certified), and the subject-only and swapped-subject images."""
         take = self.subject_only
@@ -287,6 +337,10 @@ class ProbeSearch:
             images = rp.swapped[subject[0]["swap"]["subject"][1]]
             out.append(("probe_r/swapped_subject", images, images.won()[:take]))
         return out
+
+    def close(self) -> None:
+        """Drop the probes: their options point back at the search, so only this frees them at once."""
+        self.probes, self.relation_probes = [], []
 
     def relation_sets(self) -> list[dict[str, Any]]:
         """Per triple with every part certified (both swaps, subject-only and swapped-subject images), what
@@ -329,3 +383,7 @@ def balance_categories(rows: list[dict[str, Any]], share: float) -> list[dict[st
                 kept[r.get("category")] += 1
                 out.append(r)
     return out
+
+
+def _image_option(img: str, true: PathNode, false: PathNode) -> dict[str, Any]:
+    return {"image_id": img, "certificate": {"true": true.to_json(), "false": false.to_json()}}

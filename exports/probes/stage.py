@@ -40,15 +40,8 @@ from hardneg.core.schema import outputs
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
 from hardneg.exports.base import ExportStage
-from hardneg.exports.common import (
-    SPLITS,
-    CorpusIndex,
-    ExportFolder,
-    GraphChecks,
-    by_split,
-    hygiene_graphs,
-    kept_positives,
-)
+from hardneg.exports.common import SPLITS, ExportFolder, by_split, kept_positives
+from hardneg.exports.corpus import Corpus, GraphChecks, corpus, no_cycle_collection
 from hardneg.exports.probes.official import (
     C_FILES,
     R_FILE,
@@ -89,15 +82,14 @@ class Shared:
     table: AttributeTable
     cert: Certifier
     counts: Counts
-    index: CorpusIndex
+    index: Corpus
 
     @classmethod
-    def load(cls, unit: Unit, pairs: bool) -> Shared:
+    def load(cls, unit: Unit) -> Shared:
         cfg = unit.cfg
         words, table = Words.load(), AttributeTable.load(cfg.resolve(cfg.attribute_table))
         counts = Counts.from_rows(unit.read_all("plausibility", "counts"))
-        index = CorpusIndex(unit.read_all("hygiene", "graphs"), cfg.splits, pairs=pairs)
-        return cls(words, table, Certifier(words, table), counts, index)
+        return cls(words, table, Certifier(words, table), counts, corpus(unit))
 
 
 class ProbesExport(ExportOptions):
@@ -144,7 +136,7 @@ class ProbesStage(ExportStage):
         folder.reset(*TABLES, "images")
         tables: dict[str, list[dict[str, Any]]] = {"probe_r": [], "probe_c": []}
         groups = list(unit.read_all("probe_b", "groups"))
-        shared = Shared.load(unit, pairs=opts.enabled) if opts.enabled or groups else None
+        shared = Shared.load(unit) if opts.enabled or groups else None
         official: dict[str, Any] = {}
         if opts.enabled and shared is not None:
             tables.update(self._probes(unit, folder, shared, official))
@@ -175,26 +167,10 @@ class ProbesStage(ExportStage):
         self, unit: Unit, folder: ExportFolder, shared: Shared, official: dict[str, Any]
     ) -> dict[str, list[dict[str, Any]]]:
         cfg, opts = unit.cfg, unit.cfg.exports.probes
-        words, cert, counts, index = shared.words, shared.cert, shared.counts, shared.index
-        checks = GraphChecks(shared.table)
-        search = ProbeSearch(words, cert, counts, index, checks, cfg.seed, opts.candidates, opts.subject_only_images)
         positives = sorted(kept_positives(unit), key=lambda p: p["id"])
         unit.items_in = len(positives)
-        seen: set[tuple[str, ...]] = set()
-        for p in positives:
-            triples, attrs = probe_facts(PathNode.from_json(p["path"]))
-            for sid, s, r, o, oid in triples:
-                if (key := (p["image_id"], sid, r, oid)) not in seen:
-                    seen.add(key)
-                    search.relation(p, s, r, o)
-            for oid, n, a in attrs:
-                if (key := (p["image_id"], oid, a)) not in seen:
-                    seen.add(key)
-                    search.attribute(p, n, a)
-        checks.run(hygiene_graphs(unit))
-        if search.swapped_subject_sets():  # what the first pass certified needs images of its own
-            checks.run(hygiene_graphs(unit))
-        found, missed = search.results()
+        with no_cycle_collection():
+            found, missed, sets = self._search(cfg, shared, positives)
         for kind, n in missed.items():
             unit.stats[f"not_certified:{kind}"] += n
             unit.reject(Reject("probes", f"{kind}: no swap or image certified for {n} probes"))
@@ -226,9 +202,36 @@ class ProbesStage(ExportStage):
         comp = [r for r in out["probe_c"] if r["kind"] == "probe_c/composition"]
         kept = {r["id"] for r in balance_categories(comp, opts.max_category_share)}
         out["probe_c"] = [r for r in out["probe_c"] if r["kind"] != "probe_c/composition" or r["id"] in kept]
-        official["probe_r"] = self._official_r(folder, search.relation_sets(), words, link)
+        official["probe_r"] = self._official_r(folder, sets, shared.words, link)
         official["probe_c"] = self._official_c(folder, out["probe_c"], link)
         return out
+
+    @staticmethod
+    def _search(
+        cfg: Any, shared: Shared, positives: list[dict[str, Any]]
+    ) -> tuple[list[dict[str, Any]], dict[str, int], list[dict[str, Any]]]:
+        """Every probe of the positives' triples and attributes, certified: the rows, the count of probes
+        left uncertified per kind, and Probe-R's sets for the paper's record."""
+        opts = cfg.exports.probes
+        checks = GraphChecks(shared.table, shared.index)
+        search = ProbeSearch(shared.words, shared.cert, shared.counts, shared.index, checks, cfg.seed,
+                             opts.candidates, opts.subject_only_images)  # fmt: skip
+        seen: set[tuple[str, ...]] = set()
+        for p in positives:
+            triples, attrs = probe_facts(PathNode.from_json(p["path"]))
+            for sid, s, r, o, oid in triples:
+                if (key := (p["image_id"], sid, r, oid)) not in seen:
+                    seen.add(key)
+                    search.relation(p, s, r, o)
+            for oid, n, a in attrs:
+                if (key := (p["image_id"], oid, a)) not in seen:
+                    seen.add(key)
+                    search.attribute(p, n, a)
+        checks.run()
+        found, missed = search.results()
+        sets = search.relation_sets()
+        search.close()
+        return found, missed, sets
 
     @staticmethod
     def _official_r(folder: ExportFolder, sets: list[dict[str, Any]], words: Words, link: Any) -> dict[str, Any]:

@@ -7,11 +7,11 @@ their character spans), carry the boxes of every object they name in context on 
 
 - **distractors**: the corpus images of I0's split most confusable with it, as TRICD's pairs are: the
   target's name, then the scene by the graph (the expression's other names, its relations stored for an
-  object of the same name, the names the two images share, the location: `export_tricd_rank`), in which
-  the expression's path certainly matches nothing (`Certifier.nothing`: the executor finds nothing, and the
-  graph contradicts every object that could match; the absence of a crowd name proves nothing). About
-  `exports.tricd.candidates` images are sampled per positive, the `checked` best ranked are certified in
-  rank order, and the first `distractors` that pass are kept;
+  object of the same name, the names the two images share, the location: `exports/tricd/rank.py`), in
+  which the expression's path certainly matches nothing (`Certifier.nothing`: the executor finds nothing,
+  and the graph contradicts every object that could match; the absence of a crowd name proves nothing).
+  About `exports.tricd.candidates` images are sampled per positive, the `checked` best ranked are
+  certified in rank order until `distractors` pass, and those are kept;
 - **image edits**: the run's own image negatives of the positive (the candidate the decide stage chose),
   re-checked on the edited graph, which follows the pixels (`image_edits.falsified`: the executor and the
   certificate).
@@ -46,18 +46,11 @@ from hardneg.core.schema import outputs
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
 from hardneg.exports.base import ExportStage
-from hardneg.exports.common import (
-    CorpusIndex,
-    ExportFolder,
-    GraphChecks,
-    by_split,
-    hygiene_graphs,
-    kept_image_negatives,
-    kept_positives,
-)
+from hardneg.exports.common import ExportFolder, by_split, kept_image_negatives, kept_positives
+from hardneg.exports.corpus import GraphChecks, corpus, no_cycle_collection
 from hardneg.exports.rows import TricdPairRow
 from hardneg.exports.tricd.official import file_name, official
-from hardneg.exports.tricd.rank import RelationIndex, rank_distractors
+from hardneg.exports.tricd.rank import rank_distractors
 from hardneg.generators.images.edits import falsified
 
 # v2: image edits certified on graphs that follow the pixels; v3: TRICD's own layout, confusable distractors
@@ -116,7 +109,8 @@ class TricdStage(ExportStage):
         folder.reset()
         records: list[dict[str, Any]] = []
         if opts.enabled:
-            records = self._pairs(unit)
+            with no_cycle_collection():
+                records = self._pairs(unit)
         splits = by_split(records)
         for split, rows in splits.items():
             write_json(folder.dir / file_name(split), official(rows, FOLDER))
@@ -137,9 +131,8 @@ class TricdStage(ExportStage):
         if opts.image_negatives:
             for n in kept_image_negatives(unit, {p["id"] for p in positives}):
                 edits[n["positive_id"]].append(n)
-        relations = RelationIndex(cfg.splits)
-        index = CorpusIndex(relations.watch(unit.read_all("hygiene", "graphs")), cfg.splits)
-        checks = GraphChecks(table)
+        index = corpus(unit)
+        checks = GraphChecks(table, index)
         boxes: dict[int, list[list[list[int]]]] = {}
         sizes: dict[str, Size] = {}  # graph image id -> (width, height); an edit keeps its source's size
         found: dict[int, dict[int, tuple[str, str | None]]] = defaultdict(dict)
@@ -155,12 +148,11 @@ class TricdStage(ExportStage):
             todo.append((p, path, ph))
             checks.add(p["image_id"], _boxes_check(p, path, boxes, sizes))
             if opts.distractors:
-                ranked = rank_distractors(index, relations, p, path, opts.candidates, opts.checked, cfg.seed)
-                for rank, img in enumerate(ranked):
-                    checks.add(img, _distractor_check(cert, p["id"], path, rank, found, sizes))
+                ranked = rank_distractors(index, p, path, opts.candidates, opts.checked, cfg.seed)
+                _Distractors(cert, checks, p["id"], path, ranked, opts.distractors, found[p["id"]], sizes).next()
             for n in edits[p["id"]]:
                 checks.add(p["image_id"], _edit_check(path, n, cert, edit_ok))
-        checks.run(hygiene_graphs(unit))
+        checks.run()
         images = resolve_inputs(unit.root, cfg)[1]
         folder = ExportFolder(unit.root, FOLDER)
         out: list[dict[str, Any]] = []
@@ -190,19 +182,36 @@ def _boxes_check(
     return check
 
 
-def _distractor_check(
-    cert: Certifier,
-    pid: int,
-    path: PathNode,
-    rank: int,
-    found: dict[int, dict[int, tuple[str, str | None]]],
-    sizes: dict[str, Size],
-) -> Any:
-    def check(g: SceneGraph, index: GraphIndex) -> None:
-        sizes[g.image_id] = (g.width, g.height)
-        found[pid][rank] = (g.image_id, cert.nothing(path, g, index))
+class _Distractors:
+    """One positive's ranked candidates certified in rank order, one at a time, until `wanted` pass: the
+    first `wanted` certified are the same as when every candidate is certified, at the cost of those tried."""
 
-    return check
+    def __init__(
+        self,
+        cert: Certifier,
+        checks: GraphChecks,
+        pid: int,
+        path: PathNode,
+        ranked: list[str],
+        wanted: int,
+        found: dict[int, tuple[str, str | None]],
+        sizes: dict[str, Size],
+    ) -> None:
+        self.cert, self.checks, self.path, self.ranked, self.wanted = cert, checks, path, ranked, wanted
+        self.found, self.sizes = found, sizes
+        self.rank, self.passed = 0, 0
+
+    def next(self) -> None:
+        if self.rank < len(self.ranked) and self.passed < self.wanted:
+            self.checks.add(self.ranked[self.rank], self.check)
+
+    def check(self, g: SceneGraph, index: GraphIndex) -> None:
+        self.sizes[g.image_id] = (g.width, g.height)
+        why = self.cert.nothing(self.path, g, index)
+        self.found[self.rank] = (g.image_id, why)
+        self.passed += why is None
+        self.rank += 1
+        self.next()
 
 
 def _edit_check(path: PathNode, n: dict[str, Any], cert: Certifier, ok: dict[int, bool]) -> Any:

@@ -1,0 +1,357 @@
+"""The corpus as the export stages see it: one light index per run, and graphs read by their place.
+
+One pass over the cleaned graphs (`Corpus.build`) keeps, per image, its split, location and names, its
+(name, attribute) and (name, relation) pairs, and where its line lies in the hygiene stage's files; and
+images by (split, name), (split, name, attribute) and (split, name, relation), to draw candidate images
+from. Every export stage run in one process takes the same index (`corpus(unit)`, built once for the
+hygiene output's digest and the split proportions), so the corpus is parsed once per run, not once per
+export.
+
+`GraphChecks` then runs checks registered per image id in rounds: each round reads only the lines of the
+images with checks, in file order, parses each once and runs its checks on it. A check may register more
+checks (the next candidate once the first failed, an image set once a swap is certified); those run in
+the same round when their image's line is still ahead, else in the next. So a search certifies candidates in
+order and stops at the first that passes, instead of certifying every candidate it might have wanted.
+
+A distractor or second image is always taken from the first image's split (`core/splits.py`), so no
+image of one split shows up in another's records.
+"""
+
+from __future__ import annotations
+
+import bisect
+import gc
+import heapq
+import itertools
+import os
+import random
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from hardneg.core.config import SplitsConfig
+from hardneg.core.executor import GraphIndex
+from hardneg.core.records import SceneGraph, keyed_seed
+from hardneg.core.rows import GraphRow
+from hardneg.core.runner.stage import Unit
+from hardneg.core.schema import to_record
+from hardneg.core.splits import split_of
+from hardneg.core.words.attribute_table import AttributeTable
+
+Edge = tuple[str, str]  # (subject name, relation)
+Place = tuple[int, int, int]  # (file number, start, end) of an image's line
+Check = Callable[[SceneGraph, GraphIndex], None]
+
+
+@dataclass(slots=True, frozen=True)
+class ImageInfo:
+    split: str
+    location: str | None
+    names: frozenset[str]
+
+
+class SortedIds(Sequence[str]):
+    """Distinct image ids in sorted order, with at most one left out, never copied: what `sample` draws from.
+
+    The corpus index keeps its image lists in this form, so drawing a few candidates for one positive costs
+    the few draws, not a sort of every image of the split that shows the name (which, once per positive,
+    made the exports quadratic in the corpus)."""
+
+    __slots__ = ("_ids", "_skip")
+
+    def __init__(self, ids: tuple[str, ...], skip: int | None = None) -> None:
+        self._ids, self._skip = ids, skip
+
+    @classmethod
+    def of(cls, ids: Iterable[str]) -> SortedIds:
+        return cls(tuple(sorted(set(ids))))
+
+    def without(self, image_id: str) -> SortedIds:
+        """These ids less `image_id` (itself when it is not one of them)."""
+        j = bisect.bisect_left(self._ids, image_id)
+        return (
+            SortedIds(self._ids, j) if self._skip is None and j < len(self._ids) and self._ids[j] == image_id else self
+        )
+
+    def __len__(self) -> int:
+        return len(self._ids) - (self._skip is not None)
+
+    def __iter__(self) -> Iterator[str]:
+        if self._skip is None:
+            return iter(self._ids)
+        return itertools.chain(self._ids[: self._skip], self._ids[self._skip + 1 :])
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        n = len(self)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(i)
+        return self._ids[i + 1 if self._skip is not None and i >= self._skip else i]
+
+
+NO_IDS = SortedIds(())
+
+
+def sample(ids: Iterable[str], k: int, *key: object) -> list[str]:
+    """At most `k` of `ids`, a keyed random choice (the same every run, whatever the order of `ids`)."""
+    pool = ids if isinstance(ids, SortedIds) else sorted(set(ids))
+    if len(pool) <= k:
+        return list(pool)
+    return sorted(random.Random(keyed_seed(*key)).sample(pool, k))
+
+
+class Corpus:
+    """The one pass over the cleaned graphs (see the module docstring)."""
+
+    def __init__(self, splits: SplitsConfig, files: Sequence[Path] = ()) -> None:
+        self.splits, self.files = splits, list(files)
+        self.images: dict[str, ImageInfo] = {}
+        self.edges: dict[str, frozenset[Edge]] = {}
+        self.places: dict[str, Place] = {}
+        self.by_name: dict[tuple[str, str], Sequence[str]] = defaultdict(list)  # SortedIds once built
+        self.by_pair: dict[tuple[str, str, str], Sequence[str]] = defaultdict(list)
+        self.by_edge: dict[tuple[str, str, str], Sequence[str]] = defaultdict(list)
+        self.names_by_attribute: dict[tuple[str, str], set[str]] = defaultdict(set)  # (split, attribute) -> names
+
+    @classmethod
+    def build(cls, files: Sequence[Path], splits: SplitsConfig) -> Corpus:
+        """The index of the graph rows in `files` (JSON lines, one image each), with their places."""
+        corpus = cls(splits, files)
+        for k, path in enumerate(corpus.files):
+            data = path.read_bytes()
+            start = 0
+            while start < len(data):
+                end = data.find(b"\n", start)
+                end = len(data) if end < 0 else end
+                if data[start:end].strip():
+                    image_id = corpus.add(orjson.loads(data[start:end]))
+                    corpus.places[image_id] = (k, start, end)
+                start = end + 1
+        return corpus.done()
+
+    @classmethod
+    def of_rows(cls, rows: Iterable[dict[str, Any]], splits: SplitsConfig) -> Corpus:
+        """The index of graph rows held in memory (no places: `GraphChecks` cannot read them)."""
+        corpus = cls(splits)
+        for row in rows:
+            corpus.add(row)
+        return corpus.done()
+
+    def add(self, row: dict[str, Any]) -> str:
+        image_id, g = row["image_id"], row["graph"]
+        split = split_of(image_id, self.splits)
+        objects = g.get("objects", {}).values()
+        names = frozenset(o["name"] for o in objects)
+        self.images[image_id] = ImageInfo(split, g.get("location"), names)
+        for n in names:
+            self.by_name[(split, n)].append(image_id)
+        for n, a in {(o["name"], a) for o in objects for a in o.get("attributes", [])}:
+            self.by_pair[(split, n, a)].append(image_id)
+            self.names_by_attribute[(split, a)].add(n)
+        edges = frozenset((o["name"], r["name"]) for o in objects for r in o.get("relations", []))
+        self.edges[image_id] = edges
+        for name, relation in edges:
+            self.by_edge[(split, name, relation)].append(image_id)
+        return image_id
+
+    def done(self) -> Corpus:
+        for table in (self.by_name, self.by_pair, self.by_edge):
+            frozen = {k: SortedIds.of(v) for k, v in table.items()}
+            table.clear()
+            table.update(frozen)
+        self.by_name, self.by_pair, self.by_edge = dict(self.by_name), dict(self.by_pair), dict(self.by_edge)
+        return self
+
+    def similarity(self, a: str, b: str) -> float:
+        """Shared core traits of two images: the Jaccard index of their names, plus half for one location."""
+        x, y = self.images[a], self.images[b]
+        union = len(x.names | y.names)
+        same_place = x.location is not None and x.location == y.location
+        return (len(x.names & y.names) / union if union else 0.0) + (0.5 if same_place else 0.0)
+
+    def reader(self) -> GraphReader:
+        return GraphReader(self)
+
+    def read(self, image_ids: Iterable[str]) -> Iterator[SceneGraph]:
+        """The graphs of `image_ids` the corpus holds, in file order (others are skipped)."""
+        with self.reader() as reader:
+            for place in sorted(self.places[i] for i in set(image_ids) if i in self.places):
+                yield reader.graph(place)
+
+
+class GraphReader:
+    """Graphs read from their places in the corpus's files, the files kept open while it is."""
+
+    def __init__(self, corpus: Corpus) -> None:
+        self.files, self._fds = corpus.files, {}
+
+    def graph(self, place: Place) -> SceneGraph:
+        k, start, end = place
+        if k not in self._fds:
+            self._fds[k] = os.open(self.files[k], os.O_RDONLY)
+        row = orjson.loads(os.pread(self._fds[k], end - start, start))
+        return to_record(row, GraphRow).scene_graph()
+
+    def __enter__(self) -> GraphReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds.clear()
+
+
+def corpus(unit: Unit) -> Corpus:
+    """The run's corpus index, built once per process for the hygiene output and the split proportions."""
+    splits = unit.cfg.splits
+    files = unit.run.files("hygiene", "graphs")
+
+    def build() -> Corpus:
+        with no_cycle_collection():
+            return Corpus.build(files, splits)
+
+    return unit.shared("hygiene", f"corpus:{splits.model_dump_json()}", build)
+
+
+@contextmanager
+def no_cycle_collection() -> Iterator[None]:
+    """The cyclic garbage collector paused while a search builds its candidates: they are millions of small
+    objects that live until the search ends, and the collector walked all of them again and again (a third
+    of a probes export's time on a GQA-like corpus) to find no garbage. The search leaves no cycles behind
+    (its owner drops its records when done), so plain reference counting frees them."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+class GraphChecks:
+    """Checks registered per image id, run in rounds over the graphs they need (see the module docstring)."""
+
+    def __init__(self, table: AttributeTable, corpus: Corpus) -> None:
+        self.table, self.corpus = table, corpus
+        self.by_image: dict[str, list[Check]] = defaultdict(list)  # for the next round
+        self._ahead: dict[str, list[Check]] = {}  # this round's images not yet read
+        self._queue: list[tuple[Place, str]] = []  # their places, a heap
+        self._at: Place | None = None  # the place being read
+
+    def add(self, image_id: str, check: Check) -> None:
+        todo = self._ahead.get(image_id)
+        if todo is not None:
+            todo.append(check)
+            return
+        place = self.corpus.places.get(image_id)
+        if self._at is not None and place is not None and place > self._at:  # still ahead in this round
+            self._ahead[image_id] = [check]
+            heapq.heappush(self._queue, (place, image_id))
+        else:
+            self.by_image[image_id].append(check)
+
+    def run(self) -> None:
+        """Run every check, and every check they register, until none is left."""
+        while self.by_image:
+            places = self.corpus.places
+            self._ahead = {i: c for i, c in self.by_image.items() if i in places}  # others never run
+            self._queue = [(places[i], i) for i in self._ahead]
+            heapq.heapify(self._queue)
+            self.by_image = defaultdict(list)
+            with self.corpus.reader() as reader:
+                while self._queue:
+                    self._at, image_id = heapq.heappop(self._queue)
+                    g = reader.graph(self._at)
+                    checks = self._ahead.pop(image_id)
+                    index = GraphIndex(g, self.table)
+                    for check in checks:  # one a check adds on this image runs in the next round
+                        check(g, index)
+            self._at = None
+
+
+Test = Callable[[SceneGraph, GraphIndex], bool]
+
+
+@dataclass(slots=True, eq=False)
+class Option:
+    """One candidate: its record (made only if it wins) and the tests on graphs it must pass."""
+
+    make: Callable[[], dict[str, Any]]
+    tests: list[tuple[str, Test]]
+    ok: bool = True
+    pending: int = 0
+    done: bool = False
+    value: dict[str, Any] | None = None
+
+
+@dataclass(slots=True, eq=False)
+class Candidates:
+    """Options certified in order until `want` pass (a probe in the making, with its fixed fields): only as
+    many are in flight as can still be needed, so when the first passes it is the one certified. The
+    winners are the first `want` that pass, as if every option had been certified."""
+
+    fields: dict[str, Any]
+    want: int = 1
+    options: list[Option] = field(default_factory=list)
+    checks: GraphChecks | None = None
+    then: Callable[[Candidates], None] | None = None  # called once when it is decided
+    _next: int = 0  # the first option not yet started
+    _won: int = 0
+    _running: int = 0
+
+    def add(self, make: Callable[[], dict[str, Any]], tests: list[tuple[str, Test]] | None = None) -> None:
+        """An option; without tests it is certified already (on the positive's own image)."""
+        self.options.append(Option(make, tests or []))
+
+    def start(self, checks: GraphChecks | None = None) -> None:
+        """Begin certifying (`checks` runs the tests; options without tests need none)."""
+        self.checks = checks
+        self._fill()
+
+    def _fill(self) -> None:
+        while self._won + self._running < self.want and self._next < len(self.options):
+            o = self.options[self._next]
+            self._next += 1
+            if not o.tests:
+                o.done = True
+                self._won += 1
+                continue
+            self._running += 1
+            o.pending = len(o.tests)
+            for image_id, test in o.tests:
+                self.checks.add(image_id, partial(self._test, o, test))  # type: ignore[union-attr]
+        if self.then is not None and not self._running:
+            then, self.then = self.then, None
+            then(self)
+
+    def _test(self, o: Option, test: Test, g: SceneGraph, ix: GraphIndex) -> None:
+        o.ok = o.ok and bool(test(g, ix))
+        o.pending -= 1
+        if o.pending == 0:
+            o.done = True
+            self._running -= 1
+            self._won += o.ok
+            self._fill()
+
+    @property
+    def passed(self) -> int:
+        return self._won
+
+    def won(self) -> list[dict[str, Any]]:
+        """The certified options, in their order (at most `want`)."""
+        out = []
+        for o in self.options:
+            if o.done and o.ok:
+                if o.value is None:
+                    o.value = o.make()
+                out.append(o.value)
+        return out
