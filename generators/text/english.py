@@ -52,6 +52,7 @@ class EnglishCheck:
         self.rewrites_read = rewrites_read
         self.stats: Counter = Counter()
         self._cache: dict[str, str | None] = {}
+        self._invariant: dict[str, bool] = {}
 
     def _plural(self, tok: Any) -> bool:
         if self.words.is_mass(tok.lemma_.lower()) or self.words.is_mass(tok.lower_):
@@ -64,7 +65,11 @@ class EnglishCheck:
         """An invariant noun (sheep, fish, series): singular and plural alike. A plural-only noun (shorts,
         pants) is its own plural and lemma too, but always plural ("the shorts are")."""
         w = tok.lower_
-        return self.words.plural(w) == w and self.words.lemma(w) == w and not self.words.is_plural(w)
+        got = self._invariant.get(w)
+        if got is None:
+            got = self.words.plural(w) == w and self.words.lemma(w) == w and not self.words.is_plural(w)
+            self._invariant[w] = got
+        return got
 
     @staticmethod
     def _noun(tok: Any) -> bool:

@@ -47,6 +47,7 @@ FUNCTION_WORDS: dict[str, tuple[str, str]] = {
 RELATION = ("ADP", "IN")
 
 Reading = tuple[tuple[str, str, str], ...]  # (part of speech, tag, lemma) per word of a part
+FUNCTION_READINGS: dict[str, Reading] = {w: ((pos, tag, w),) for w, (pos, tag) in FUNCTION_WORDS.items()}
 
 
 @dataclass(slots=True)
@@ -57,10 +58,6 @@ class Parts:
     longest: int = 1
     sure: bool = True  # False: a part the tables do not know, or one holding a word the check's rules read
 
-    def add(self, words: tuple[str, ...], reading: Reading) -> None:
-        self.readings.setdefault(words, set()).add(reading)
-        self.longest = max(self.longest, len(words))
-
 
 class TableReader:
     """Per path, the readings of its parts (`parts`); per text, its words read from them (`words`)."""
@@ -70,47 +67,54 @@ class TableReader:
         self.table = table
         self.relations = relations
         self.lexicon = lexicon
-        self._nouns: dict[str, Reading | None] = {}
-
-    def noun(self, name: str) -> Reading | None:
-        """A name's words as nouns: the last has the name's number and lemma, those before it modify it
-        ("eye glasses"). None for a name the tables do not know."""
-        if name not in self._nouns:
-            got = None
-            if self.tables.is_known(name):
-                mods = name.split(" ")[:-1]
-                lemma = self.tables.lemma(name).split(" ")[-1]
-                tag = "NNS" if self.tables.is_plural(name) else "NN"
-                got = (*(("NOUN", "NN", m) for m in mods), ("NOUN", tag, lemma))
-            self._nouns[name] = got
-        return self._nouns[name]
+        self._entries: dict[tuple[str, str], tuple[tuple[tuple[str, ...], Reading | None], ...]] = {}
 
     def parts(self, path: PathNode) -> Parts:
         parts = Parts()
-
-        def add(phrase: str, reading: Reading | None) -> None:
-            words = tuple(phrase.split(" "))
-            if reading is None or not TRIGGERS.isdisjoint(words):
-                parts.sure = False
-            else:
-                parts.add(words, reading)
-
-        for word, (pos, tag) in FUNCTION_WORDS.items():
-            parts.add((word,), ((pos, tag, word),))
         for node in path.nodes():
-            add(node.name, self.noun(node.name))
-            for a in node.attributes:
-                known = self.tables.attribute_category(a) is not None
-                for form in (a, *self.lexicon.attribute_synonyms.get(a, ())):
-                    add(form, tuple(("ADJ", "JJ", w) for w in form.split(" ")) if known else None)
-            for e in node.relations:
-                for form in self._relation_forms(e.name):
-                    for w in form.split(" "):
-                        if w not in FUNCTION_WORDS or w in TRIGGERS:
-                            add(w, ((*RELATION, w),))
-            for s in node.same:
-                add(s.category, tuple(("NOUN", "NN", w) for w in s.category.split(" ")))
+            for kind, value in (
+                ("name", node.name),
+                *(("attribute", a) for a in node.attributes),
+                *(("relation", e.name) for e in node.relations),
+                *(("category", s.category) for s in node.same),
+            ):
+                for words, reading in self.entries(kind, value):
+                    if reading is None:
+                        parts.sure = False
+                        return parts
+                    parts.readings.setdefault(words, set()).add(reading)
+                    parts.longest = max(parts.longest, len(words))
         return parts
+
+    def entries(self, kind: str, value: str) -> tuple[tuple[tuple[str, ...], Reading | None], ...]:
+        """A part's words with their reading, or None where the tables cannot give one (memoised)."""
+        key = (kind, value)
+        got = self._entries.get(key)
+        if got is None:
+            got = self._entries[key] = tuple(
+                (words, None if reading is None or not TRIGGERS.isdisjoint(words) else reading)
+                for words, reading in self._read(kind, value)
+            )
+        return got
+
+    def _read(self, kind: str, value: str) -> list[tuple[tuple[str, ...], Reading | None]]:
+        words = tuple(value.split(" "))
+        if kind == "name":
+            # nouns: the last has the name's number and lemma, those before it modify it ("eye glasses")
+            if not self.tables.is_known(value):
+                return [(words, None)]
+            head = ("NOUN", "NNS" if self.tables.is_plural(value) else "NN", self.tables.lemma(value).split(" ")[-1])
+            return [(words, (*(("NOUN", "NN", m) for m in words[:-1]), head))]
+        if kind == "attribute":
+            known = self.tables.attribute_category(value) is not None
+            forms = (value, *self.lexicon.attribute_synonyms.get(value, ()))
+            return [
+                (tuple(f.split(" ")), tuple(("ADJ", "JJ", w) for w in f.split(" ")) if known else None) for f in forms
+            ]
+        if kind == "relation":
+            relation_words = dict.fromkeys(w for form in self._relation_forms(value) for w in form.split(" "))
+            return [((w,), ((*RELATION, w),)) for w in relation_words if w not in FUNCTION_WORDS or w in TRIGGERS]
+        return [(words, tuple(("NOUN", "NN", w) for w in words))]  # a `same` category: "color", "material"
 
     def _relation_forms(self, name: str) -> list[str]:
         """The relation's phrase and every synonym the lexicon may put in its place, or in place of a
@@ -124,8 +128,8 @@ class TableReader:
         return forms
 
     def words(self, text: str, parts: Parts) -> list[Word] | None:
-        """The text's words read as `parts`, longest part first; None where a word is none of them or the
-        reading is not sure (see the module docstring)."""
+        """The text's words read as `parts` and the function words, longest part first; None where a word is
+        none of them or the reading is not sure (see the module docstring)."""
         if not parts.sure:
             return None
         toks = text.split(" ")
@@ -134,6 +138,8 @@ class TableReader:
         while i < len(toks):
             for n in range(min(parts.longest, len(toks) - i), 0, -1):
                 readings = parts.readings.get(tuple(toks[i : i + n]))
+                if n == 1 and (function := FUNCTION_READINGS.get(toks[i])) is not None:
+                    readings = {function} if readings is None else {function} | readings
                 if readings is not None:
                     break
             else:
