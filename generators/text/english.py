@@ -14,17 +14,26 @@ A noun the word tables know is read with the tables' number and mass-ness, and a
 is one noun: the small tagger reads "mitt" as a plural and "hydrant" in "fire hydrant" as an adverb, and
 every such sample was refused before. The noun an article introduces is the head of its phrase ("a cream
 colored jar" is about a jar). Tagging runs the network only (`generators/text/english_tags.py`).
+
+A text made of its path's parts and the templates' words (a template expression, an offline lexicon
+rewrite) is not tagged: its words are read from the word tables (`generators/text/english_words.py`) and the
+same rules run on them. spaCy tags only the others: an LLM's text, or words the tables do not know.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hardneg.core.words.table import Words
 from hardneg.generators.text.english_tags import Tagger
 from hardneg.generators.text.rewrite import load_nlp
+
+if TYPE_CHECKING:
+    from hardneg.core.records import PathNode
+    from hardneg.generators.text.english_words import TableReader
 
 ARTICLES = ("a", "an")
 VERBS = {"is": False, "was": False, "has": False, "are": True, "were": True, "have": True}  # plural?
@@ -33,9 +42,17 @@ TRIGGERS = frozenset(ARTICLES) | frozenset(VERBS)  # the only tokens at which `c
 
 
 class EnglishCheck:
-    def __init__(self, words: Words) -> None:
+    """`reader`: reads texts made of their path's parts from the word tables (None: spaCy tags every text).
+    `rewrites_read`: whether a record's rewrites are read too (the offline lexicon's are; an LLM's are not).
+    `stats` counts the texts read from the tables, tagged, and passed for holding no word a rule reads."""
+
+    def __init__(self, words: Words, reader: TableReader | None = None, rewrites_read: bool = False) -> None:
         self.words = words
+        self.reader = reader
+        self.rewrites_read = rewrites_read
+        self.stats: Counter = Counter()
         self._cache: dict[str, str | None] = {}
+        self._invariant: dict[str, bool] = {}
 
     def _plural(self, tok: Any) -> bool:
         if self.words.is_mass(tok.lemma_.lower()) or self.words.is_mass(tok.lower_):
@@ -48,7 +65,11 @@ class EnglishCheck:
         """An invariant noun (sheep, fish, series): singular and plural alike. A plural-only noun (shorts,
         pants) is its own plural and lemma too, but always plural ("the shorts are")."""
         w = tok.lower_
-        return self.words.plural(w) == w and self.words.lemma(w) == w and not self.words.is_plural(w)
+        got = self._invariant.get(w)
+        if got is None:
+            got = self.words.plural(w) == w and self.words.lemma(w) == w and not self.words.is_plural(w)
+            self._invariant[w] = got
+        return got
 
     @staticmethod
     def _noun(tok: Any) -> bool:
@@ -124,23 +145,50 @@ class EnglishCheck:
             self._cache[text] = self.check_doc(tagger().words([text])[0])
         return self._cache[text]
 
-    def check_many(self, texts: Iterable[str]) -> dict[str, str | None]:
-        """`check` for many texts, tagged in one batch. `check_doc` can refuse a text only at a token that
-        is an article or one of VERBS, so a text whose tokens (the pipeline's own tokenizer, which costs a
-        fraction of tagging) hold none reads right as it is: only the others are tagged."""
+    def check_many(self, texts: Iterable[str], paths: Mapping[str, PathNode] | None = None) -> dict[str, str | None]:
+        """`check` for many texts: those with a path in `paths` (the one they are made of) that the reader
+        reads from the tables are checked on those words; the others are tagged in one batch. `check_doc`
+        can refuse a text only at a token that is an article or one of VERBS, so a text whose tokens (the
+        pipeline's own tokenizer, which costs a fraction of tagging) hold none reads right as it is: only
+        the others are tagged."""
         texts = list(texts)
+        todo = self._read(sorted({t for t in texts if t not in self._cache}), paths or {})
+        if todo:
+            self._tag(todo)
+        return {t: self._cache[t] for t in texts}
+
+    def _read(self, texts: list[str], paths: Mapping[str, PathNode]) -> list[str]:
+        """Check the texts the reader reads from the tables; return the others."""
+        if self.reader is None:
+            return texts
+        parts: dict[int, Any] = {}
+        rest = []
+        for text in texts:
+            path = paths.get(text)
+            if path is not None and id(path) not in parts:
+                parts[id(path)] = self.reader.parts(path)
+            words = self.reader.words(text, parts[id(path)]) if path is not None else None
+            if words is None:
+                rest.append(text)
+            else:
+                self._cache[text] = self.check_doc(words)
+                self.stats["read"] += 1
+        return rest
+
+    def _tag(self, texts: list[str]) -> None:
         nlp = load_nlp()
         todo: list[tuple[str, Any]] = []
-        for text in sorted({t for t in texts if t not in self._cache}):
+        for text in texts:
             doc = nlp.make_doc(text)
             if any(t.lower_ in TRIGGERS for t in doc):
                 todo.append((text, doc))
             else:
                 self._cache[text] = None
+                self.stats["no_rule"] += 1
+        self.stats["tagged"] += len(todo)
         tagged = tagger().words([text for text, _ in todo], [doc for _, doc in todo])
         for (text, _), words in zip(todo, tagged, strict=True):
             self._cache[text] = self.check_doc(words)
-        return {t: self._cache[t] for t in texts}
 
 
 @lru_cache(maxsize=1)
@@ -158,7 +206,7 @@ def check_records(
     from hardneg.core.records import Reject
 
     texts = [t for r in records for t in (r["expression"], r.get("template_expression", ""), *r.get("rewrites", []))]
-    verdict = checker.check_many([t for t in texts if t])
+    verdict = checker.check_many([t for t in texts if t], _rendered_from(records, checker.rewrites_read))
     kept, rejects = [], []
     for r in records:
         if "rewrites" in r:
@@ -174,6 +222,23 @@ def check_records(
         detail = {"expression": r["expression"], **{k: r[k] for k in about}}
         rejects.append(Reject("english", why, r["image_id"], r["id"], detail=detail))
     return kept, rejects
+
+
+def _rendered_from(records: list[dict[str, Any]], rewrites_read: bool) -> dict[str, PathNode]:
+    """Each text that is made of its record's path's parts, with that path: the template text (the
+    expression of a record that was not rewritten), and with `rewrites_read` the rewrites and the
+    expression too. A text several records share is read with the first one's path."""
+    from hardneg.core.records import PathNode
+
+    out: dict[str, PathNode] = {}
+    for r in records:
+        template = r.get("template_expression") or r["expression"]
+        texts = [template, r["expression"], *r.get("rewrites", [])] if rewrites_read else [template]
+        fresh = [t for t in texts if t and t not in out]
+        if fresh:
+            path = PathNode.from_json(r["path"])
+            out.update(dict.fromkeys(fresh, path))
+    return out
 
 
 def check_positives(records: list[dict[str, Any]], checker: EnglishCheck) -> tuple[list[dict[str, Any]], list[Any]]:

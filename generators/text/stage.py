@@ -21,6 +21,7 @@ from hardneg.core.words.vocab import Lexicon
 from hardneg.generators.paths.stage import PathResources
 from hardneg.generators.text.context import Context
 from hardneg.generators.text.english import EnglishCheck, check_negatives, check_positives
+from hardneg.generators.text.english_words import TableReader
 from hardneg.generators.text.negatives import GENERATOR as NEGATIVES_GENERATOR
 from hardneg.generators.text.negatives import NegativeContext, make_text_negatives
 from hardneg.generators.text.rewrite import GENERATOR as REWRITE_GENERATOR
@@ -62,7 +63,8 @@ class LanguageStage(Stage):
             rejects, stats = rewrite_records(positives, backend, validator, cfg.seed, stage="rewrite")
             unit.rejects.extend(rejects)
             unit.stats.update({f"rewrite_positives:{k}": v for k, v in stats.items()})
-        english = EnglishCheck(res.words)
+        reader = TableReader(res.words, res.table, res.renderer.relations, lexicon)
+        english = EnglishCheck(res.words, reader, rewrites_read=lang.backend == "lexicon")
         positives, rejects = check_positives(positives, english)
         unit.rejects.extend(rejects)
         unit.stats["english:positives_dropped"] += len(rejects)
@@ -96,6 +98,7 @@ class LanguageStage(Stage):
             negatives, rejects = check_negatives(negatives, english)
             unit.rejects.extend(rejects)
             unit.stats["english:negatives_dropped"] += len(rejects)
+        unit.stats.update({f"english:{k}": v for k, v in english.stats.items()})
         unit.stats.update({f"backend:{k}": v for k, v in backend.stats().items()})
         unit.meta.update(backend=backend.version, spacy=spacy_model_name())
         unit.write("negatives", negatives)
