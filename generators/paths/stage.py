@@ -10,7 +10,6 @@ import random
 from collections import Counter
 from dataclasses import dataclass
 
-from hardneg.core.certify import Certifier
 from hardneg.core.config import RunConfig
 from hardneg.core.executor import GraphIndex, execute, matches_exactly
 from hardneg.core.gqa.annotations import AnnotationStats
@@ -115,8 +114,7 @@ def generate_positives(
         stats["dropped_max_per_image"] += len(dropped)
     # Rendering is the costly part of a sample: only the ones kept are rendered.
     stats.update({f"refused:{rule}": n for rule, n in search.refused.items()})
-    certifier = Certifier(res.words, res.table)
-    return [_positive(graph, c, search, res, evidence, certifier) for c in kept], rejects, stats
+    return [_positive(graph, c, search, res, evidence) for c in kept], rejects, stats
 
 
 def _search_target(
@@ -183,13 +181,12 @@ def _positive(
     search: PathSearch,
     res: PathResources,
     evidence: Evidence | None,
-    certifier: Certifier,
 ) -> Positive:
     path, ptype = c.path, c.ptype
     sid = Positive.make_id(graph.image_id, path)
     expression, template = res.renderer.render(path, ptype, sid, search.index)
     target = graph.objects[path.id]  # type: ignore[index]
-    twin = certifier.doubtful(path, graph, target.id)
+    twin = res.certifier.doubtful(path, graph, target.id)
     return Positive(
         id=sid,
         image_id=graph.image_id,
