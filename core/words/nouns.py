@@ -73,7 +73,11 @@ class Nouns:
         return self._cache[key]
 
     def _self_and_ancestors(self, c: str) -> frozenset[str]:
-        return self._ancestors(c) | {c}
+        key = ("selfanc", c)
+        got = self._cache.get(key)
+        if got is None:
+            got = self._cache[key] = self._ancestors(c) | {c}
+        return got
 
     def _descendants(self, c: str) -> frozenset[str]:
         key = ("desc", c)
@@ -125,7 +129,14 @@ class Nouns:
         return self.crowd_reason(name) is not None
 
     def crowd_reason(self, name: str) -> str | None:
-        """Why a name cannot carry a uniqueness claim ("<group>: <reason>"), or None."""
+        """Why a name cannot carry a uniqueness claim ("<group>: <reason>"), or None; memoised: the path
+        search asks it of every name on every candidate path."""
+        key = ("crowd", name)
+        if key not in self._cache:
+            self._cache[key] = self._crowd_reason(name)
+        return self._cache[key]
+
+    def _crowd_reason(self, name: str) -> str | None:
         lem, c = self.forms.lemma(name), self._c(name)
         for x in (lem, c):
             if x in self.crowd:
@@ -253,17 +264,35 @@ class Nouns:
         """Two annotations of one object kind: the same name, a plural form, or a synonym."""
         return self._c(a) == self._c(b)
 
+    def _forms_of(self, name: str) -> tuple[str, str, str]:
+        """(normal form, lemma, canonical name) of a name as given, memoised: `_relate` needs them for both
+        names of every pair it is asked, and a name takes part in many pairs."""
+        key = ("forms", name)
+        got = self._cache.get(key)
+        if got is None:
+            n = norm(name)
+            lem = self.forms.lemma(n)
+            got = self._cache[key] = (n, lem, self.canon.get(lem, lem))
+        return got
+
     def _relate(self, a: str, b: str) -> tuple[str | None, str]:
-        na, nb = norm(a), norm(b)
+        """`name_relation` with its reason, memoised: the path search's certificates ask it for the names of
+        an image against each name on a path, image after image."""
+        key = ("relate", a, b)
+        got = self._cache.get(key)
+        if got is None:
+            got = self._cache[key] = self._relate_now(a, b)
+        return got
+
+    def _relate_now(self, a: str, b: str) -> tuple[str | None, str]:
+        (na, la, ca), (nb, lb, cb) = self._forms_of(a), self._forms_of(b)
         if na == nb:
             return "same", f"'{a}' and '{b}' are the same name"
-        la, lb = self.forms.lemma(na), self.forms.lemma(nb)
         if la == lb:
             if self.forms.is_plural(na) == self.forms.is_plural(nb):
                 return "synonym", f"'{a}' and '{b}' are spellings of one name"
             sing, other = (a, b) if self.forms.is_plural(nb) else (b, a)
             return "plural", f"'{other}' is a plural form of '{sing}'"
-        ca, cb = self.canon.get(la, la), self.canon.get(lb, lb)
         if ca == cb:
             return "synonym", f"'{b}' is a synonym of '{a}'"
         if cb in self._ancestors(ca):

@@ -25,11 +25,38 @@ from dataclasses import dataclass
 
 from hardneg.core.config import RunConfig
 from hardneg.core.executor import GraphIndex, execute
-from hardneg.core.records import PathEdge, PathNode, SameEdge, SceneGraph
+from hardneg.core.records import PathEdge, PathNode, SameEdge, SceneGraph, keyed_seed
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.generators.paths.budget import StepBudget
 from hardneg.generators.paths.expressions import ordered_attributes
 from hardneg.generators.paths.targets import PathResources, related_ok
+
+
+class KeyedRandom:
+    """`random.Random(keyed_seed(*key))`, seeded at its first draw: a third of the (target, type) searches
+    draw nothing (a shuffle of fewer than two items draws nothing), and seeding cost more than the rest
+    of many of them. Draws the very numbers the seeded `random.Random` draws."""
+
+    __slots__ = ("_key", "_rng")
+
+    def __init__(self, *key: object) -> None:
+        self._key = key
+        self._rng: Rng | None = None
+
+    def _seeded(self) -> random.Random:
+        if self._rng is None:
+            self._rng = random.Random(keyed_seed(*self._key))
+        return self._rng
+
+    def shuffle(self, x: list) -> None:
+        if len(x) > 1:
+            self._seeded().shuffle(x)
+
+    def randrange(self, n: int) -> int:
+        return self._seeded().randrange(n)
+
+
+Rng = random.Random | KeyedRandom
 
 
 @dataclass(slots=True, frozen=True)
@@ -172,7 +199,7 @@ def _mask_attrs(search: PathSearch, distractors: list[str], attrs: tuple[str, ..
     return mask
 
 
-def _second_hops(search: PathSearch, target: str, child: PathNode, rng: random.Random) -> Iterator[PathNode]:
+def _second_hops(search: PathSearch, target: str, child: PathNode, rng: Rng) -> Iterator[PathNode]:
     """`child` extended by one of its own relations (the second hop of a 2-hop path), in keyed order."""
     inner = search.edges(child.id, exclude=frozenset({target, child.id}))  # type: ignore[arg-type]
     rng.shuffle(inner)
@@ -183,7 +210,7 @@ def _second_hops(search: PathSearch, target: str, child: PathNode, rng: random.R
 
 
 def _relation_elements(
-    search: PathSearch, target: str, distractors: list[str], two_hop: bool, rng: random.Random
+    search: PathSearch, target: str, distractors: list[str], two_hop: bool, rng: Rng
 ) -> Iterator[Element]:
     """Relation edges from the target, lazily, in a keyed random order."""
     p = search.cfg.paths
@@ -198,7 +225,7 @@ def _relation_elements(
 
 
 def _same_elements(
-    search: PathSearch, target: str, distractors: list[str], two_hop: bool, rng: random.Random
+    search: PathSearch, target: str, distractors: list[str], two_hop: bool, rng: Rng
 ) -> Iterator[Element]:
     """`same` edges: another object (of another name) sharing an attribute category with the target."""
     p = search.cfg.paths
@@ -238,7 +265,7 @@ def _hops(
     child: PathNode,
     mask: Callable[[PathNode], int],
     two_hop: bool,
-    rng: random.Random,
+    rng: Rng,
 ) -> Iterator[Element]:
     """The element for `child` itself, or (two hops) one per second hop from it, each with its mask."""
     if not two_hop:
@@ -308,7 +335,7 @@ def _refusal(search: PathSearch, target_name: str, elements: tuple[Element, ...]
     return why
 
 
-def candidate_paths(search: PathSearch, target: str, ptype: str, rng: random.Random) -> Iterator[PathNode]:
+def candidate_paths(search: PathSearch, target: str, ptype: str, rng: Rng) -> Iterator[PathNode]:
     """Unique, non-degenerate paths of one type for one target, in keyed random order, bounded."""
     p = search.cfg.paths
     idx = search.index

@@ -10,20 +10,19 @@ import random
 from collections import Counter
 from dataclasses import dataclass
 
-from hardneg.core.certify import Certifier
 from hardneg.core.config import RunConfig
 from hardneg.core.executor import GraphIndex, execute, matches_exactly
 from hardneg.core.gqa.annotations import AnnotationStats
 from hardneg.core.gqa.hygiene import words_digest
 from hardneg.core.gqa.plausibility import Counts
-from hardneg.core.records import PathEdge, PathNode, Positive, Reject, SameEdge, SceneGraph, SceneObject, keyed_seed
+from hardneg.core.records import PathEdge, PathNode, Positive, Reject, SameEdge, SceneGraph, SceneObject
 from hardneg.core.rows import GraphRow, PositiveRow
 from hardneg.core.runner.stage import Run, Stage, Unit
 from hardneg.core.schema import outputs
 from hardneg.core.words.vocab import RelationVocab
 from hardneg.generators.paths.annotation_rules import Evidence, many_refusal, printed_refusal, risk_reasons
 from hardneg.generators.paths.budget import SearchBudgetSpent
-from hardneg.generators.paths.search import PathSearch, candidate_paths
+from hardneg.generators.paths.search import KeyedRandom, PathSearch, candidate_paths
 from hardneg.generators.paths.select import attributes_swappable
 from hardneg.generators.paths.targets import GENERATOR, PathResources, box_reason, related_ok, target_reason
 
@@ -115,8 +114,7 @@ def generate_positives(
         stats["dropped_max_per_image"] += len(dropped)
     # Rendering is the costly part of a sample: only the ones kept are rendered.
     stats.update({f"refused:{rule}": n for rule, n in search.refused.items()})
-    certifier = Certifier(res.words, res.table)
-    return [_positive(graph, c, search, res, evidence, certifier) for c in kept], rejects, stats
+    return [_positive(graph, c, search, res, evidence) for c in kept], rejects, stats
 
 
 def _search_target(
@@ -139,7 +137,7 @@ def _search_target(
         return
     stats["targets"] += 1
     for ptype in cfg.paths.types:
-        rng = random.Random(keyed_seed(cfg.seed, graph.image_id, tid, ptype))
+        rng = KeyedRandom(cfg.seed, graph.image_id, tid, ptype)
         found = 0
         for path in candidate_paths(search, tid, ptype, rng):
             search.steps.spend(search.steps.execution(path, search.known_size) + search.steps.level(path))
@@ -183,13 +181,12 @@ def _positive(
     search: PathSearch,
     res: PathResources,
     evidence: Evidence | None,
-    certifier: Certifier,
 ) -> Positive:
     path, ptype = c.path, c.ptype
     sid = Positive.make_id(graph.image_id, path)
     expression, template = res.renderer.render(path, ptype, sid, search.index)
     target = graph.objects[path.id]  # type: ignore[index]
-    twin = certifier.doubtful(path, graph, target.id)
+    twin = res.certifier.doubtful(path, graph, target.id)
     return Positive(
         id=sid,
         image_id=graph.image_id,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hardneg.core.certify import Certifier
 from hardneg.core.config import RunConfig
 from hardneg.core.records import SceneGraph, SceneObject
 from hardneg.core.words.attribute_table import AttributeTable
@@ -28,6 +29,9 @@ class PathResources:
     renderer: Renderer
     words: Words
     rules: frozenset[str]  # paths.rules in force
+    # one per shard: its caches hold word facts (which names could be one object), the same in every image,
+    # so a per-image certifier answered the same questions again image after image
+    certifier: Certifier
 
     @classmethod
     def load(cls, cfg: RunConfig) -> PathResources:
@@ -44,6 +48,7 @@ class PathResources:
             renderer=Renderer(templates, english, relations, table, words),
             words=words,
             rules=frozenset(cfg.paths.rules),
+            certifier=Certifier(words, table),
         )
 
     def versions(self) -> dict[str, str]:
