@@ -4,12 +4,12 @@ Generates (or reuses) the synthetic GQA-train-like corpus of `benchmarks.synthet
 ~16 objects and ~50 relations each, GQA's left/right skew), then, each in a fresh subprocess so its
 peak RSS is its own, all in one run of this script:
 - the baseline: `orjson.loads` of the whole file (the time just to parse it);
-- the cold run: every stage of `flows/pipeline.py` with `configs/gqa.yaml` through `run_local`, sharded
-  stages in `--workers` processes (`flows/runners.py`), timed per stage by wall clock (the share of each)
-  and by the summed unit seconds of its `_stage.json`. Without images the images and filters stages pass
-  positives through. The language stage (lexicon rewrites validated with spaCy, text negatives, the
-  English check, refinement) runs unless `--no-language`; the exports of the other benchmark shapes
-  (TRICD, probes, ImageCoDe) only with `--exports`;
+- the cold run: every stage `hardneg run --config configs/gqa.yaml` runs, through `run_local`, sharded
+  stages in `--workers` processes (`flows/runners.py`), timed per stage by wall clock (the share of each,
+  and each as a multiple of the parse) and by the summed unit seconds of its `_stage.json`. Without
+  images the images and filters stages pass positives through. The language stage (lexicon rewrites, text
+  negatives, the English check, refinement) runs unless `--no-language`; the exports of the other
+  benchmark shapes (phrases, TRICD, probes, ImageCoDe) and the report unless `--no-exports`;
 - the rerun with nothing changed, through `hardneg run --no-prefect` and through `hardneg run` (Prefect,
   ephemeral server), each timed as the whole command, as a ratio to the cold run (`--no-rerun` skips);
 - a breakdown of the paths stage on the first shard: search, levels, templates.
@@ -47,6 +47,7 @@ from benchmarks.bench_loader import corpus_path
 from benchmarks.synthetic_gqa import write_synthetic_gqa
 
 REPO = Path(__file__).resolve().parent.parent
+EXPORT_STAGES = ("phrases", "probe_b", "tricd", "probes", "imagecode", "report")
 log = logging.getLogger(__name__)
 
 
@@ -99,10 +100,10 @@ def _config(corpus: Path, workers: int, language: bool, exports: bool, workdir: 
     overrides: dict[str, Any] = {"inputs": {"scene_graphs": str(corpus)}, "workers": workers}
     if not language:  # paths, balance, templates, write only
         overrides["language"] = {"rewrite_positives": False, "negatives_per_positive": 0}
-    if not exports:  # the other benchmark shapes are beyond "parse to written splits"
+    if not exports:  # "parse to written splits" alone: the other benchmark shapes left out
         overrides["exports"] = {k: {"enabled": False} for k in ("tricd", "probes", "probe_b", "imagecode")}
     cfg = load_config(REPO / "configs" / "gqa.yaml", overrides)
-    f = workdir / f"config_w{workers}_{'lang' if language else 'nolang'}.json"
+    f = workdir / f"config_w{workers}_{'lang' if language else 'nolang'}_{'exports' if exports else 'noexports'}.json"
     f.write_text(cfg.model_dump_json(indent=2))
     return f
 
@@ -259,7 +260,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--workers", type=int, default=2, help="processes for the sharded stages")
     ap.add_argument("--no-language", action="store_true", help="skip rewrites and text negatives")
     ap.add_argument("--with-language", action="store_true", help=argparse.SUPPRESS)  # the default now
-    ap.add_argument("--exports", action="store_true", help="also the other benchmark shapes (TRICD, probes, ...)")
+    ap.add_argument("--no-exports", action="store_true", help="skip the other benchmark shapes (TRICD, probes, ...)")
+    ap.add_argument("--exports", action="store_true", help=argparse.SUPPRESS)  # the default now
     ap.add_argument("--no-rerun", action="store_true", help="skip the two reruns with nothing changed")
     ap.add_argument("--profile", metavar="STAGE", help="also cProfile the first unit of STAGE")
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/hardneg-bench"))
@@ -285,7 +287,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if not corpus.exists():
         write_synthetic_gqa(corpus, args.n_images, args.seed, 16, 50)
     corpus.read_bytes()  # warm the page cache for every measurement
-    config = _config(corpus, args.workers, not args.no_language, args.exports, args.workdir)
+    config = _config(corpus, args.workers, not args.no_language, not args.no_exports, args.workdir)
     run_dir = args.workdir / f"run_n{args.n_images}"
     shutil.rmtree(run_dir, ignore_errors=True)  # measure from scratch, not a resumed run
 
@@ -304,6 +306,12 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"{name:<13}{s['wall']:9.2f}{s['wall'] / r['total']:8.1%}{s['wall'] / parse:9.2f}"
             f"{s['unit_seconds']:9.2f}  {s['peak_mb']:.0f} MB"
         )
+    groups = {"ingest+hygiene+plausibility": ("ingest", "hygiene", "plausibility"), "paths": ("paths",),
+              "language": ("language",), "exports+report": EXPORT_STAGES}  # fmt: skip
+    walls = {n: s["wall"] for n, s in r["stages"].items() if not s.get("skipped")}
+    parts = {g: sum(walls.get(n, 0.0) for n in names) for g, names in groups.items()}
+    parts["the rest"] = sum(walls.values()) - sum(parts.values())
+    print("x parse by part: " + ", ".join(f"{g} {v / parse:.1f}x" for g, v in parts.items()))
     c = r["counts"]
     print(
         f"end to end ({args.workers} worker process(es) for sharded stages): {r['total']:.2f} s "

@@ -217,7 +217,10 @@ def corpus(unit: Unit) -> Corpus:
 
     def build() -> Corpus:
         with no_cycle_collection():
-            return Corpus.build(files, splits)
+            index = Corpus.build(files, splits)
+        gc.collect()  # then keep what lives now out of every later collection: the index lives as long as the
+        gc.freeze()  # process, and the collector walked all of it again in each stage after (the report's time x3)
+        return index
 
     return unit.shared("hygiene", f"corpus:{splits.model_dump_json()}", build)
 
@@ -297,29 +300,43 @@ class Option:
 class Candidates:
     """Options certified in order until `want` pass (a probe in the making, with its fixed fields): only as
     many are in flight as can still be needed, so when the first passes it is the one certified. The
-    winners are the first `want` that pass, as if every option had been certified."""
+    winners are the first `want` that pass, as if every option had been certified. Options may come from
+    a generator, made as they are needed; one that fails is dropped."""
 
     fields: dict[str, Any]
     want: int = 1
-    options: list[Option] = field(default_factory=list)
     checks: GraphChecks | None = None
     then: Callable[[Candidates], None] | None = None  # called once when it is decided
-    _next: int = 0  # the first option not yet started
+    _source: list[Iterator[Option]] = field(default_factory=list)
+    _started: dict[int, Option] = field(default_factory=dict)  # started and not failed, by position
+    _next: int = 0  # the position of the next option to start
     _won: int = 0
     _running: int = 0
 
     def add(self, make: Callable[[], dict[str, Any]], tests: list[tuple[str, Test]] | None = None) -> None:
         """An option; without tests it is certified already (on the positive's own image)."""
-        self.options.append(Option(make, tests or []))
+        self._source.append(iter((Option(make, tests or []),)))
+
+    def add_all(self, options: Iterable[Option]) -> None:
+        """Options in order, taken from `options` only as they are needed."""
+        self._source.append(iter(options))
 
     def start(self, checks: GraphChecks | None = None) -> None:
         """Begin certifying (`checks` runs the tests; options without tests need none)."""
         self.checks = checks
         self._fill()
 
+    def _take(self) -> Option | None:
+        while self._source:
+            o = next(self._source[0], None)
+            if o is not None:
+                return o
+            self._source.pop(0)
+        return None
+
     def _fill(self) -> None:
-        while self._won + self._running < self.want and self._next < len(self.options):
-            o = self.options[self._next]
+        while self._won + self._running < self.want and (o := self._take()) is not None:
+            self._started[self._next] = o
             self._next += 1
             if not o.tests:
                 o.done = True
@@ -328,18 +345,21 @@ class Candidates:
             self._running += 1
             o.pending = len(o.tests)
             for image_id, test in o.tests:
-                self.checks.add(image_id, partial(self._test, o, test))  # type: ignore[union-attr]
+                self.checks.add(image_id, partial(self._test, self._next - 1, test))  # type: ignore[union-attr]
         if self.then is not None and not self._running:
             then, self.then = self.then, None
             then(self)
 
-    def _test(self, o: Option, test: Test, g: SceneGraph, ix: GraphIndex) -> None:
+    def _test(self, k: int, test: Test, g: SceneGraph, ix: GraphIndex) -> None:
+        o = self._started[k]
         o.ok = o.ok and bool(test(g, ix))
         o.pending -= 1
         if o.pending == 0:
-            o.done = True
+            o.done, o.tests = True, []
             self._running -= 1
             self._won += o.ok
+            if not o.ok:
+                del self._started[k]
             self._fill()
 
     @property
@@ -349,7 +369,7 @@ class Candidates:
     def won(self) -> list[dict[str, Any]]:
         """The certified options, in their order (at most `want`)."""
         out = []
-        for o in self.options:
+        for o in self._started.values():  # in the order they were started, which is theirs
             if o.done and o.ok:
                 if o.value is None:
                     o.value = o.make()

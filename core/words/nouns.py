@@ -324,12 +324,15 @@ class Nouns:
 
     def names_contradict(self, a: str, b: str) -> tuple[bool, str]:
         """True only when an object truly called `a` cannot be called `b`; else False and the reason."""
+        asked = ("ncon?", a, b)  # the words as asked: millions of asks, a few thousand names
+        out = self._cache.get(asked)
+        if out is not None:
+            return out
         key = ("ncon", f"{norm(a)}\0{norm(b)}")
-        if key in self._cache:
-            return self._cache[key]
-        rel, why = self._relate(a, b)
-        out = (False, why) if rel is not None else self._category_verdict(a, b)
-        self._cache[key] = out
+        if key not in self._cache:
+            rel, why = self._relate(a, b)
+            self._cache[key] = (False, why) if rel is not None else self._category_verdict(a, b)
+        out = self._cache[asked] = self._cache[key]
         return out
 
     def _category_verdict(self, a: str, b: str) -> tuple[bool, str]:

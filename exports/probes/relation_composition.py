@@ -44,7 +44,7 @@ from hardneg.core.gqa.plausibility import Counts, Plausibility
 from hardneg.core.records import PathNode, SceneGraph, keyed_seed
 from hardneg.core.words.table import Words
 from hardneg.exports.common import noun_phrase, relation_prompt
-from hardneg.exports.corpus import NO_IDS, Candidates, Corpus, GraphChecks, Test, sample
+from hardneg.exports.corpus import NO_IDS, Candidates, Corpus, GraphChecks, Option, Test, sample
 
 SUBJECT_TRIES = 12  # swapped subjects certified per triple (the first that passes is kept)
 OBJECT_TRIES = 5  # swapped objects tried per Probe-C attribute
@@ -203,9 +203,12 @@ class ProbeSearch:
         could = self._could_be(banned) if banned is not None else frozenset()
         true = path_of(name)
         test = self._holds(true, false)
-        for img in self._order(sample(pool, k, self.seed, kind, pid, name), *base["triple"], name):
-            if could.isdisjoint(self.index.images[img].names):
-                probe.add(partial(_image_option, img, true, false), [(img, test)])
+        images = self._order(sample(pool, k, self.seed, kind, pid, name), *base["triple"], name)
+        probe.add_all(
+            Option(partial(_image_option, img, true, false), [(img, test)])
+            for img in images
+            if could.isdisjoint(self.index.images[img].names)
+        )
         probe.start(self.checks)
         return probe
 
