@@ -121,6 +121,7 @@ class Corpus:
         self.by_pair: dict[tuple[str, str, str], Sequence[str]] = defaultdict(list)
         self.by_edge: dict[tuple[str, str, str], Sequence[str]] = defaultdict(list)
         self.names_by_attribute: dict[tuple[str, str], set[str]] = defaultdict(set)  # (split, attribute) -> names
+        self._seen: dict[Any, Any] = {}  # one object per distinct name and pair, not one per image that has it
 
     @classmethod
     def build(cls, files: Sequence[Path], splits: SplitsConfig) -> Corpus:
@@ -150,18 +151,22 @@ class Corpus:
         image_id, g = row["image_id"], row["graph"]
         split = split_of(image_id, self.splits)
         objects = g.get("objects", {}).values()
-        names = frozenset(o["name"] for o in objects)
+        one = self._one
+        names = frozenset(one(o["name"]) for o in objects)
         self.images[image_id] = ImageInfo(split, g.get("location"), names)
         for n in names:
             self.by_name[(split, n)].append(image_id)
         for n, a in {(o["name"], a) for o in objects for a in o.get("attributes", [])}:
             self.by_pair[(split, n, a)].append(image_id)
             self.names_by_attribute[(split, a)].add(n)
-        edges = frozenset((o["name"], r["name"]) for o in objects for r in o.get("relations", []))
+        edges = frozenset(one((one(o["name"]), one(r["name"]))) for o in objects for r in o.get("relations", []))
         self.edges[image_id] = edges
         for name, relation in edges:
             self.by_edge[(split, name, relation)].append(image_id)
         return image_id
+
+    def _one(self, value: Any) -> Any:
+        return self._seen.setdefault(value, value)
 
     def done(self) -> Corpus:
         for table in (self.by_name, self.by_pair, self.by_edge):
@@ -169,6 +174,7 @@ class Corpus:
             table.clear()
             table.update(frozen)
         self.by_name, self.by_pair, self.by_edge = dict(self.by_name), dict(self.by_pair), dict(self.by_edge)
+        self._seen = {}
         return self
 
     def similarity(self, a: str, b: str) -> float:
@@ -298,13 +304,16 @@ class Option:
 
 @dataclass(slots=True, eq=False)
 class Candidates:
-    """Options certified in order until `want` pass (a probe in the making, with its fixed fields): only as
-    many are in flight as can still be needed, so when the first passes it is the one certified. The
-    winners are the first `want` that pass, as if every option had been certified. Options may come from
-    a generator, made as they are needed; one that fails is dropped."""
+    """Options certified in order until `want` pass (a probe in the making, with its fixed fields). The
+    winners are the first `want` that pass, as if every option had been certified; options past them are
+    never tried. While winners are missing, `window` options (or as many as are missing, if more) are in
+    flight at once: each round of checks reads the graphs it needs, so one try a round would read the
+    corpus once per try, and most items pass within their first few. Options may come from a generator,
+    made as they are needed; one that fails is dropped."""
 
     fields: dict[str, Any]
     want: int = 1
+    window: int = 4
     checks: GraphChecks | None = None
     then: Callable[[Candidates], None] | None = None  # called once when it is decided
     _source: list[Iterator[Option]] = field(default_factory=list)
@@ -335,7 +344,9 @@ class Candidates:
         return None
 
     def _fill(self) -> None:
-        while self._won + self._running < self.want and (o := self._take()) is not None:
+        while self._won < self.want and self._running < max(self.window, self.want - self._won):
+            if (o := self._take()) is None:
+                break
             self._started[self._next] = o
             self._next += 1
             if not o.tests:
@@ -364,13 +375,13 @@ class Candidates:
 
     @property
     def passed(self) -> int:
-        return self._won
+        return min(self._won, self.want)
 
     def won(self) -> list[dict[str, Any]]:
-        """The certified options, in their order (at most `want`)."""
+        """The first `want` certified options, in their order."""
         out = []
         for o in self._started.values():  # in the order they were started, which is theirs
-            if o.done and o.ok:
+            if o.done and o.ok and len(out) < self.want:
                 if o.value is None:
                     o.value = o.make()
                 out.append(o.value)

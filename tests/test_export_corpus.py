@@ -95,20 +95,20 @@ def test_checks_run_in_rounds_reading_only_the_graphs_they_need(tmp_path: Path):
 
 
 def test_candidates_win_what_certifying_every_option_would(tmp_path: Path):
-    """Certified in order, only as many in flight as can still be needed: the winners are the first `want`
-    that pass, and an option after them is never tested once they are known."""
+    """Certified in order, a window at a time: the winners are the first `want` that pass, and an option
+    after them is never tested once they are known."""
     corpus, rows = _corpus(tmp_path)
     ids = [r["image_id"] for r in rows]
     rng = random.Random(0)
-    for trial in range(200):
-        n, want = rng.randint(0, 10), rng.randint(1, 4)
+    for trial in range(300):
+        n, want, window = rng.randint(0, 10), rng.randint(1, 4), rng.randint(1, 5)
         verdicts = [rng.random() < 0.4 for _ in range(n)]
         images = [rng.choice(ids) for _ in range(n)]
         checks = GraphChecks(AttributeTable.load(None), corpus)
         tested: list[int] = []
 
         decided: list[int] = []
-        probe = Candidates({"trial": trial}, want, then=lambda p, decided=decided: decided.append(p.passed))
+        probe = Candidates({"trial": trial}, want, window, then=lambda p, decided=decided: decided.append(p.passed))
         for k in range(n):
             test = lambda g, ix, k=k, tested=tested, verdicts=verdicts: tested.append(k) or verdicts[k]  # noqa: E731
             probe.add(lambda k=k: {"k": k}, [(images[k], test)])
@@ -117,5 +117,6 @@ def test_candidates_win_what_certifying_every_option_would(tmp_path: Path):
         passing = [k for k in range(n) if verdicts[k]]
         assert [o["k"] for o in probe.won()] == passing[:want]
         assert decided == [len(passing[:want])]
-        if len(passing) >= want:  # nothing past the last winner's round of `want` candidates is tested
+        assert sorted(tested)[: len(passing[:want])] == list(range(len(passing[:want])))  # in order
+        if len(passing) >= want and window == 1:  # as many in flight as winners missing: none past them
             assert max(tested) < passing[want - 1] + want

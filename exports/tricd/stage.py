@@ -28,6 +28,7 @@ A decision stage: no model (the phrases were parsed before), so `hardneg split` 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from functools import partial
 from typing import Any
 
 from pydantic import Field
@@ -47,7 +48,7 @@ from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
 from hardneg.exports.base import ExportStage
 from hardneg.exports.common import ExportFolder, by_split, kept_image_negatives, kept_positives
-from hardneg.exports.corpus import GraphChecks, corpus, no_cycle_collection
+from hardneg.exports.corpus import Candidates, GraphChecks, Option, corpus, no_cycle_collection
 from hardneg.exports.rows import TricdPairRow
 from hardneg.exports.tricd.official import file_name, official
 from hardneg.exports.tricd.rank import rank_distractors
@@ -135,7 +136,8 @@ class TricdStage(ExportStage):
         checks = GraphChecks(table, index)
         boxes: dict[int, list[list[list[int]]]] = {}
         sizes: dict[str, Size] = {}  # graph image id -> (width, height); an edit keeps its source's size
-        found: dict[int, dict[int, tuple[str, str | None]]] = defaultdict(dict)
+        found: dict[int, dict[int, tuple[str, str | None]]] = defaultdict(dict)  # rank -> (image, why not)
+        distractors: dict[int, Candidates] = {}
         edit_ok: dict[int, bool] = {}
         todo = []
         for p in positives:
@@ -149,7 +151,7 @@ class TricdStage(ExportStage):
             checks.add(p["image_id"], _boxes_check(p, path, boxes, sizes))
             if opts.distractors:
                 ranked = rank_distractors(index, p, path, opts.candidates, opts.checked, cfg.seed)
-                _Distractors(cert, checks, p["id"], path, ranked, opts.distractors, found[p["id"]], sizes).next()
+                distractors[p["id"]] = _distractors(cert, checks, path, ranked, opts.distractors, found[p["id"]], sizes)
             for n in edits[p["id"]]:
                 checks.add(p["image_id"], _edit_check(path, n, cert, edit_ok))
         checks.run()
@@ -158,16 +160,16 @@ class TricdStage(ExportStage):
         out: list[dict[str, Any]] = []
         for p, _path, ph in todo:
             chosen = [(img, why) for _, (img, why) in sorted(found[p["id"]].items())]
-            distractors = [img for img, why in chosen if why is None][: opts.distractors]
+            kept = [o["image_id"] for o in distractors[p["id"]].won()] if p["id"] in distractors else []
             negs = [n for n in edits[p["id"]] if edit_ok.get(n["id"])]
             unit.stats["image_edits_refused"] += len(edits[p["id"]]) - len(negs)
-            if not distractors and not negs:
+            if not kept and not negs:
                 unit.stats["dropped:no_negative_pair"] += 1
                 detail = {"candidates": [{"image_id": i, "why": w} for i, w in chosen[:5]]}
                 reason = "no distractor image is certified and no image negative re-checks"
                 unit.reject(Reject("tricd", reason, p["image_id"], p["id"], detail=detail))
                 continue
-            out += _records(p, ph, boxes[p["id"]], distractors, negs, folder, images, sizes)
+            out += _records(p, ph, boxes[p["id"]], kept, negs, folder, images, sizes)
         return out
 
 
@@ -182,36 +184,27 @@ def _boxes_check(
     return check
 
 
-class _Distractors:
-    """One positive's ranked candidates certified in rank order, one at a time, until `wanted` pass: the
-    first `wanted` certified are the same as when every candidate is certified, at the cost of those tried."""
+def _distractors(
+    cert: Certifier,
+    checks: GraphChecks,
+    path: PathNode,
+    ranked: list[str],
+    wanted: int,
+    found: dict[int, tuple[str, str | None]],
+    sizes: dict[str, Size],
+) -> Candidates:
+    """One positive's ranked candidates certified in rank order until `wanted` pass (`Candidates`: the
+    first `wanted` certified, as if all were), each verdict kept by rank for the rejects."""
 
-    def __init__(
-        self,
-        cert: Certifier,
-        checks: GraphChecks,
-        pid: int,
-        path: PathNode,
-        ranked: list[str],
-        wanted: int,
-        found: dict[int, tuple[str, str | None]],
-        sizes: dict[str, Size],
-    ) -> None:
-        self.cert, self.checks, self.path, self.ranked, self.wanted = cert, checks, path, ranked, wanted
-        self.found, self.sizes = found, sizes
-        self.rank, self.passed = 0, 0
+    def test(rank: int, g: SceneGraph, index: GraphIndex) -> bool:
+        sizes[g.image_id] = (g.width, g.height)
+        found[rank] = (g.image_id, cert.nothing(path, g, index))
+        return found[rank][1] is None
 
-    def next(self) -> None:
-        if self.rank < len(self.ranked) and self.passed < self.wanted:
-            self.checks.add(self.ranked[self.rank], self.check)
-
-    def check(self, g: SceneGraph, index: GraphIndex) -> None:
-        self.sizes[g.image_id] = (g.width, g.height)
-        why = self.cert.nothing(self.path, g, index)
-        self.found[self.rank] = (g.image_id, why)
-        self.passed += why is None
-        self.rank += 1
-        self.next()
+    out = Candidates({}, wanted)
+    out.add_all(Option(partial(dict, image_id=img), [(img, partial(test, rank))]) for rank, img in enumerate(ranked))
+    out.start(checks)
+    return out
 
 
 def _edit_check(path: PathNode, n: dict[str, Any], cert: Certifier, ok: dict[int, bool]) -> Any:
