@@ -206,7 +206,8 @@ def check_records(
     from hardneg.core.records import Reject
 
     texts = [t for r in records for t in (r["expression"], r.get("template_expression", ""), *r.get("rewrites", []))]
-    verdict = checker.check_many([t for t in texts if t], _rendered_from(records, checker.rewrites_read))
+    rendered = _rendered_from(records, checker.rewrites_read) if checker.reader is not None else {}
+    verdict = checker.check_many([t for t in texts if t], rendered)
     kept, rejects = [], []
     for r in records:
         if "rewrites" in r:
@@ -235,7 +236,7 @@ def _rendered_from(records: list[dict[str, Any]], rewrites_read: bool) -> dict[s
         template = r.get("template_expression") or r["expression"]
         texts = [template, r["expression"], *r.get("rewrites", [])] if rewrites_read else [template]
         fresh = [t for t in texts if t and t not in out]
-        if fresh:
+        if fresh and "path" in r:  # a record without its path is tagged
             path = PathNode.from_json(r["path"])
             out.update(dict.fromkeys(fresh, path))
     return out
