@@ -223,10 +223,7 @@ def corpus(unit: Unit) -> Corpus:
 
     def build() -> Corpus:
         with no_cycle_collection():
-            index = Corpus.build(files, splits)
-        gc.collect()  # then keep what lives now out of every later collection: the index lives as long as the
-        gc.freeze()  # process, and the collector walked all of it again in each stage after (the report's time x3)
-        return index
+            return Corpus.build(files, splits)
 
     return unit.shared("hygiene", f"corpus:{splits.model_dump_json()}", build)
 
