@@ -187,12 +187,6 @@ class Corpus:
     def reader(self) -> GraphReader:
         return GraphReader(self)
 
-    def read(self, image_ids: Iterable[str]) -> Iterator[SceneGraph]:
-        """The graphs of `image_ids` the corpus holds, in file order (others are skipped)."""
-        with self.reader() as reader:
-            for place in sorted(self.places[i] for i in set(image_ids) if i in self.places):
-                yield reader.graph(place)
-
 
 class GraphReader:
     """Graphs read from their places in the corpus's files, the files kept open while it is."""

@@ -324,16 +324,12 @@ class Nouns:
 
     def names_contradict(self, a: str, b: str) -> tuple[bool, str]:
         """True only when an object truly called `a` cannot be called `b`; else False and the reason."""
-        asked = ("ncon?", a, b)  # the words as asked: millions of asks, a few thousand names
-        out = self._cache.get(asked)
-        if out is not None:
-            return out
-        key = ("ncon", f"{norm(a)}\0{norm(b)}")
-        if key not in self._cache:
+        key = ("ncon", a, b)  # the words as asked, like `_relate`: millions of asks, a few thousand names
+        got = self._cache.get(key)
+        if got is None:
             rel, why = self._relate(a, b)
-            self._cache[key] = (False, why) if rel is not None else self._category_verdict(a, b)
-        out = self._cache[asked] = self._cache[key]
-        return out
+            got = self._cache[key] = (False, why) if rel is not None else self._category_verdict(a, b)
+        return got
 
     def _category_verdict(self, a: str, b: str) -> tuple[bool, str]:
         ca, cb = self._c(a), self._c(b)
