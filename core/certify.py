@@ -84,8 +84,18 @@ class Certifier:
             self._parts[key] = self.words.name_relation(part, whole) == "part"
         return self._parts[key]
 
-    def candidates(self, name: str, graph: SceneGraph) -> list[SceneObject]:
-        return [o for o in graph.objects.values() if self.could_be(o.name, name)]
+    def candidates(self, name: str, graph: SceneGraph, index: GraphIndex | None = None) -> list[SceneObject]:
+        """The objects of `graph` that could be what a node called `name` names, in the graph's order. With
+        the graph's `index`, found once per graph and name (an export asks one graph about the same names
+        for every candidate it certifies there); the list is shared: do not change it."""
+        if index is None or index.graph is not graph:
+            return [o for o in graph.objects.values() if self.could_be(o.name, name)]
+        key = ("candidates", name)
+        found = index.memo.get(key)
+        if found is None:
+            could = {n for n in index.by_name if self.could_be(n, name)}
+            found = index.memo[key] = [o for o in graph.objects.values() if o.name in could] if could else []
+        return found
 
     def nothing(self, path: PathNode, graph: SceneGraph, index: GraphIndex | None = None) -> str | None:
         """None when `path` certainly matches nothing in `graph`; else why it might match something."""
@@ -93,13 +103,13 @@ class Certifier:
         hit = execute(path.without_ids(), index)
         if hit:
             return f"the executor matches {', '.join(sorted(hit))}"
-        return self.uncontradicted(path, graph)
+        return self.uncontradicted(path, graph, index)
 
-    def uncontradicted(self, path: PathNode, graph: SceneGraph) -> str | None:
+    def uncontradicted(self, path: PathNode, graph: SceneGraph, index: GraphIndex | None = None) -> str | None:
         """`nothing` for a path the executor already matched to nothing: why the graph still does not make
         it false for some object that could carry it, or None."""
-        memo: dict[tuple[int, str], bool] = {}
-        cands = self.candidates(path.name, graph)
+        memo = _Memo(index)
+        cands = self.candidates(path.name, graph, index)
         if not cands:
             why = self.absence_refusal(path.name, graph)
             return None if why is None else f"'{path.name}' is absent, but its absence proves nothing: {why}"
@@ -111,7 +121,7 @@ class Certifier:
     def doubtful(self, path: PathNode, graph: SceneGraph, target: str) -> str | None:
         """For a positive: why an object other than `target` may carry `path` as well, its description not
         contradicted by the graph (a plate with no colour annotated may well be the white plate), or None."""
-        memo: dict[tuple[int, str], bool] = {}
+        memo = _Memo()
         bare = path.without_ids()
         for o in self.candidates(bare.name, graph):
             if o.id != target and not self._excluded(bare, o, graph, memo):
@@ -124,16 +134,15 @@ class Certifier:
 
     # -- exclusion of one object --------------------------------------------------------------------
 
-    def _excluded(self, node: PathNode, o: SceneObject, graph: SceneGraph, memo: dict[tuple[int, str], bool]) -> bool:
+    def _excluded(self, node: PathNode, o: SceneObject, graph: SceneGraph, memo: _Memo) -> bool:
         key = (id(node), o.id)
-        if key not in memo:
-            memo[key] = False  # a cycle proves nothing
-            memo[key] = self._excluded_now(node, o, graph, memo)
-        return memo[key]
+        done = memo.excluded
+        if key not in done:
+            done[key] = False  # a cycle proves nothing
+            done[key] = self._excluded_now(node, o, graph, memo)
+        return done[key]
 
-    def _excluded_now(
-        self, node: PathNode, o: SceneObject, graph: SceneGraph, memo: dict[tuple[int, str], bool]
-    ) -> bool:
+    def _excluded_now(self, node: PathNode, o: SceneObject, graph: SceneGraph, memo: _Memo) -> bool:
         w = self.words
         for a in node.attributes:
             if any(w.attributes_contradict(a, b)[0] for b in o.attributes):
@@ -152,12 +161,12 @@ class Certifier:
                 return True
         return False
 
-    def _partners(
-        self, child: PathNode, o: SceneObject, graph: SceneGraph, memo: dict[tuple[int, str], bool]
-    ) -> list[SceneObject] | None:
+    def _partners(self, child: PathNode, o: SceneObject, graph: SceneGraph, memo: _Memo) -> list[SceneObject] | None:
         """Objects that might match `child` (never `o`); None when certainly none (an absence that counts)."""
         possible = [
-            p for p in self.candidates(child.name, graph) if p.id != o.id and not self._excluded(child, p, graph, memo)
+            p
+            for p in self.candidates(child.name, graph, memo.index)
+            if p.id != o.id and not self._excluded(child, p, graph, memo)
         ]
         if possible:
             return possible
@@ -175,6 +184,16 @@ class Certifier:
         mine = [a for a in o.attributes if self.table.category(a) == category]
         theirs = [a for a in p.attributes if self.table.category(a) == category]
         return bool(mine and theirs) and all(self.words.attributes_contradict(x, y)[0] for x in mine for y in theirs)
+
+
+class _Memo:
+    """One question's answers: which (node, object) pairs are excluded, and the graph's index, if any."""
+
+    __slots__ = ("excluded", "index")
+
+    def __init__(self, index: GraphIndex | None = None) -> None:
+        self.excluded: dict[tuple[int, str], bool] = {}
+        self.index = index
 
 
 def context_objects(path: PathNode, index: GraphIndex, target: str) -> list[frozenset[str]]:

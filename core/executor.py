@@ -14,6 +14,7 @@ this a negative could be true of an unrelated pair and a "unique" positive could
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Any
 
 from hardneg.core.geometry import direction, holds
 from hardneg.core.records import PathNode, SceneGraph
@@ -28,12 +29,13 @@ class GraphIndex:
     category for `same` edges.
     """
 
-    __slots__ = ("attrs", "boxes", "by_name", "cat_attrs", "geometry", "graph", "into", "out", "table")
+    __slots__ = ("attrs", "boxes", "by_name", "cat_attrs", "geometry", "graph", "into", "memo", "out", "table")
 
     def __init__(self, graph: SceneGraph, table: AttributeTable, geometry: bool = True) -> None:
         self.graph = graph
         self.table = table
         self.geometry = geometry  # False only to see what the stored edges alone say (tests, diagnostics)
+        self.memo: dict[Any, Any] = {}  # what callers work out once per graph (`Certifier.candidates`)
         self.boxes = {oid: obj.box for oid, obj in graph.objects.items()}
         by_name: dict[str, list[str]] = defaultdict(list)
         attrs: dict[str, frozenset[str]] = {}

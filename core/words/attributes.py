@@ -5,7 +5,7 @@ from `attributes.v1.yaml` and `attribute_categories.json` (readers.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.common import Scale, norm
@@ -22,6 +22,7 @@ class Attributes:
     scales: tuple[Scale, ...]
     antonyms: dict[str, str]  # both ways
     person: dict[str, str]  # attribute that describes a person -> "<group>: <reason>"
+    _verdicts: dict[tuple[str, str], tuple[bool, str]] = field(default_factory=dict, init=False)
     free_on: dict[str, frozenset[str] | None]  # attribute category -> noun categories it fits (None: all)
 
     def _a(self, attribute: str) -> str:
@@ -38,6 +39,12 @@ class Attributes:
 
     def attributes_contradict(self, a: str, b: str) -> tuple[bool, str]:
         """True only when one object cannot carry both attributes (red/blue, open/closed, big/small)."""
+        got = self._verdicts.get((a, b))  # the words as asked: millions of asks of a few thousand pairs
+        if got is None:
+            got = self._verdicts[(a, b)] = self._contradict(a, b)
+        return got
+
+    def _contradict(self, a: str, b: str) -> tuple[bool, str]:
         na, nb = norm(a), norm(b)
         if na == nb:
             return False, f"'{a}' and '{b}' are the same attribute"

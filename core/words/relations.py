@@ -28,6 +28,7 @@ class Relations:
     symmetric: frozenset[str]
     converses: dict[str, str]  # both ways ("above" <-> "below")
     _cache: dict[str, str | None] = field(default_factory=dict, init=False)
+    _verdicts: dict[tuple[str, str, str | None], tuple[bool, str]] = field(default_factory=dict, init=False)
 
     def relation_form(self, relation: str) -> str | None:
         """The table's form of a GQA relation or of a VG lemma ("sit on" -> "sitting on"), or None."""
@@ -90,6 +91,13 @@ class Relations:
         """True only when the contradiction table lists `r1` and `r2` on opposite poles of one axis.
         `obj`, the related object's name, lets an axis refuse where its rule does not hold ("the light
         on the ceiling" is also under it)."""
+        key = (r1, r2, obj)  # the words as asked: the certificates ask the same few pairs millions of times
+        got = self._verdicts.get(key)
+        if got is None:
+            got = self._verdicts[key] = self._contradict(r1, r2, obj)
+        return got
+
+    def _contradict(self, r1: str, r2: str, obj: str | None) -> tuple[bool, str]:
         f1, f2 = self.relation_form(r1), self.relation_form(r2)
         for f, orig in ((f1, r1), (f2, r2)):
             if f is None:

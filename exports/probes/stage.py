@@ -131,6 +131,10 @@ class ProbesStage(ExportStage):
         return words_digest()
 
     def run(self, unit: Unit) -> None:
+        with no_cycle_collection():  # until the rows are written and freed (see `no_cycle_collection`)
+            self._run(unit)
+
+    def _run(self, unit: Unit) -> None:
         opts = unit.cfg.exports.probes
         folder = ExportFolder(unit.root, FOLDER)
         folder.reset(*TABLES, "images")
@@ -169,8 +173,7 @@ class ProbesStage(ExportStage):
         cfg, opts = unit.cfg, unit.cfg.exports.probes
         positives = sorted(kept_positives(unit), key=lambda p: p["id"])
         unit.items_in = len(positives)
-        with no_cycle_collection():
-            found, missed, sets = self._search(cfg, shared, positives)
+        found, missed, sets = self._search(cfg, shared, positives)
         for kind, n in missed.items():
             unit.stats[f"not_certified:{kind}"] += n
             unit.reject(Reject("probes", f"{kind}: no swap or image certified for {n} probes"))

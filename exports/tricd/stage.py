@@ -105,13 +105,14 @@ class TricdStage(ExportStage):
         return words_digest()
 
     def run(self, unit: Unit) -> None:
+        with no_cycle_collection():  # until the records are written and freed (see `no_cycle_collection`)
+            self._run(unit)
+
+    def _run(self, unit: Unit) -> None:
         opts = unit.cfg.exports.tricd
         folder = ExportFolder(unit.root, FOLDER)
         folder.reset()
-        records: list[dict[str, Any]] = []
-        if opts.enabled:
-            with no_cycle_collection():
-                records = self._pairs(unit)
+        records = self._pairs(unit) if opts.enabled else []
         splits = by_split(records)
         for split, rows in splits.items():
             write_json(folder.dir / file_name(split), official(rows, FOLDER))
