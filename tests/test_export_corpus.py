@@ -1,5 +1,6 @@
 """The exports' corpus index and its checks: graphs read by their place in the files, checks run in rounds,
-candidates certified in order until enough pass, with the winners of certifying every one."""
+candidates certified in order until enough pass, with the winners of certifying every one; TRICD's ranking
+and the certifier's per-graph answers against their plain definitions."""
 
 from __future__ import annotations
 
@@ -9,11 +10,16 @@ from typing import Any
 
 import orjson
 
+from hardneg.core.certify import Certifier
 from hardneg.core.config import SplitsConfig
+from hardneg.core.executor import GraphIndex
+from hardneg.core.records import PathEdge, PathNode
 from hardneg.core.rows import GraphRow
 from hardneg.core.schema import to_record
 from hardneg.core.words.attribute_table import AttributeTable
+from hardneg.core.words.table import Words
 from hardneg.exports.corpus import Candidates, Corpus, GraphChecks, GraphReader
+from hardneg.exports.tricd.rank import candidate_pool, path_edges, rank_distractors
 
 SPLITS = SplitsConfig(train=1.0, val=0.0, test=0.0)
 
@@ -120,3 +126,68 @@ def test_candidates_win_what_certifying_every_option_would(tmp_path: Path):
         assert sorted(tested)[: len(passing[:want])] == list(range(len(passing[:want])))  # in order
         if len(passing) >= want and window == 1:  # as many in flight as winners missing: none past them
             assert max(tested) < passing[want - 1] + want
+
+
+def _random_row(rng: random.Random, image_id: str) -> dict[str, Any]:
+    names = ("man", "person", "woman", "dog", "animal", "cup", "mug", "table", "tree", "umbrella")
+    objects = {}
+    n = rng.randint(1, 7)
+    for k in range(n):
+        x, y = rng.randint(0, 80), rng.randint(0, 40)
+        others = [str(j) for j in range(n) if j != k]
+        objects[str(k)] = {
+            "name": rng.choice(names), "x": x, "y": y, "w": rng.randint(1, 20), "h": rng.randint(1, 10),
+            "attributes": rng.sample(["red", "white", "blue", "small", "large", "wooden"], rng.randint(0, 2)),
+            "relations": [{"name": rng.choice(["holding", "on", "near", "to the left of"]), "object": o}
+                          for o in rng.sample(others, min(len(others), rng.randint(0, 2)))],
+        }  # fmt: skip
+    return {"image_id": image_id, "graph": {"width": 100, "height": 50, "objects": objects,
+                                            "location": rng.choice([None, "indoors", "outdoors"])}}  # fmt: skip
+
+
+def _random_path(rng: random.Random, depth: int = 0) -> PathNode:
+    name = rng.choice(("man", "person", "dog", "cup", "table", "tree", "umbrella"))
+    attributes = tuple(rng.sample(["red", "white", "small", "large"], rng.randint(0, 1)))
+    relations = ()
+    if depth < 2 and rng.random() < 0.6:
+        relations = (PathEdge(rng.choice(["holding", "on", "near", "to the right of"]), _random_path(rng, depth + 1)),)
+    return PathNode(name, attributes, relations)
+
+
+def test_ranking_is_the_documented_score():
+    """The ranking loop against the score as the TRICD module states it, the union built as a set."""
+    rng = random.Random(1)
+    rows = [_random_row(rng, f"{i:03d}") for i in range(150)]
+    corpus = Corpus.of_rows(rows, SPLITS)
+    for trial in range(60):
+        i0, path = rng.choice(rows)["image_id"], _random_path(rng)
+        pool = candidate_pool(corpus, i0, path, 40, 0, "tricd", trial)
+        partners = {n.name for n in path.nodes()[1:]} - {path.name}
+        edges = path_edges(path)
+        me = corpus.images[i0]
+
+        def score(j: str, partners=partners, edges=edges, me=me, path=path) -> tuple[int, float]:
+            info = corpus.images[j]
+            name_share = len(partners & info.names) / len(partners) if partners else 0.0
+            edge_share = len(edges & corpus.edges[j]) / len(edges) if edges else 0.0
+            union = len(me.names | info.names)
+            place = 0.5 if me.location is not None and me.location == info.location else 0.0
+            return int(path.name in info.names), name_share + edge_share + (len(me.names & info.names) / union + place)
+
+        want = sorted(pool, key=lambda j: (-score(j)[0], -score(j)[1], j))[:15]
+        assert rank_distractors(corpus, {"image_id": i0, "id": trial}, path, 40, 15, 0) == want
+
+
+def test_the_certifier_answers_alike_with_the_graphs_index():
+    """Candidates found once per graph and name (`GraphIndex.memo`) give the verdicts found without it."""
+    rng = random.Random(2)
+    words, table = Words.load(), AttributeTable.load(None)
+    cert = Certifier(words, table)
+    for i in range(200):
+        g = to_record(_random_row(rng, f"{i:03d}"), GraphRow).scene_graph()
+        index = GraphIndex(g, table)
+        for _ in range(6):
+            path = _random_path(rng)
+            assert cert.uncontradicted(path, g, index) == cert.uncontradicted(path, g)
+            assert cert.candidates(path.name, g, index) == cert.candidates(path.name, g)
+        assert all(cert.candidates(n, g, index) is cert.candidates(n, g, index) for n in ("man", "cup"))
