@@ -72,6 +72,16 @@ class Certifier:
         kin = next((o.name for o in graph.objects.values() if self._kin(name, o.name)), None)
         return None if kin is None else f"a part of what '{kin}' is part of, which is there: parts go unannotated"
 
+    def _absence(self, name: str, graph: SceneGraph, memo: _Memo) -> str | None:
+        """`absence_refusal` on a graph, once per graph and name when the question carries its index."""
+        index = memo.index
+        if index is None or index.graph is not graph:
+            return self.absence_refusal(name, graph)
+        key = ("absence", name)
+        if key not in index.memo:
+            index.memo[key] = self.absence_refusal(name, graph)
+        return index.memo[key]
+
     def _kin(self, part: str, other: str) -> bool:
         key = (part, other)
         if key not in self._kins:
@@ -111,7 +121,7 @@ class Certifier:
         memo = _Memo(index)
         cands = self.candidates(path.name, graph, index)
         if not cands:
-            why = self.absence_refusal(path.name, graph)
+            why = self._absence(path.name, graph, memo)
             return None if why is None else f"'{path.name}' is absent, but its absence proves nothing: {why}"
         for o in cands:
             if not self._excluded(path, o, graph, memo):
@@ -170,7 +180,7 @@ class Certifier:
         ]
         if possible:
             return possible
-        return None if self.absence_refusal(child.name, graph) is None else []
+        return None if self._absence(child.name, graph, memo) is None else []
 
     def _not_related(self, o: SceneObject, relation: str, p: SceneObject) -> bool:
         if contradicted(relation, o.box, p.box):

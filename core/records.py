@@ -140,11 +140,20 @@ class PathNode:
         return out
 
     def without_ids(self) -> PathNode:
+        """The path with no node grounded; itself when none is (a path is frozen: nothing to copy)."""
+        objects = [e.object.without_ids() for e in self.relations]
+        sames = [s.object.without_ids() for s in self.same]
+        if (
+            self.id is None
+            and all(a is e.object for a, e in zip(objects, self.relations, strict=True))
+            and all(b is s.object for b, s in zip(sames, self.same, strict=True))
+        ):
+            return self
         return PathNode(
             name=self.name,
             attributes=self.attributes,
-            relations=tuple(PathEdge(e.name, e.object.without_ids()) for e in self.relations),
-            same=tuple(SameEdge(s.category, s.object.without_ids()) for s in self.same),
+            relations=tuple(PathEdge(e.name, o) for e, o in zip(self.relations, objects, strict=True)),
+            same=tuple(SameEdge(s.category, o) for s, o in zip(self.same, sames, strict=True)),
         )
 
     def meaning(self) -> tuple:

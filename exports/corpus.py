@@ -106,6 +106,8 @@ def sample(ids: Iterable[str], k: int, *key: object) -> list[str]:
     pool = ids if isinstance(ids, SortedIds) else sorted(set(ids))
     if len(pool) <= k:
         return list(pool)
+    if isinstance(pool, SortedIds) and pool._skip is None:  # the same items, indexed in C: the same draw
+        pool = pool._ids
     return sorted(random.Random(keyed_seed(*key)).sample(pool, k))
 
 

@@ -202,9 +202,10 @@ class Nouns:
         return self._cache[key]
 
     def _classes(self, cat: Category, c: str) -> frozenset[str]:
-        key = ("cls", cat.name + "\0" + c)
-        if key in self._cache:
-            return self._cache[key]
+        key = ("cls", cat.name, c)  # a tuple hashes its cached parts; a joined string was hashed anew each ask
+        got = self._cache.get(key)
+        if got is not None:
+            return got
         self._cache[key] = frozenset()  # cycle guard
         if c in cat.classes:
             out = cat.classes[c]

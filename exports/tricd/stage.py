@@ -197,9 +197,11 @@ def _distractors(
     """One positive's ranked candidates certified in rank order until `wanted` pass (`Candidates`: the
     first `wanted` certified, as if all were), each verdict kept by rank for the rejects."""
 
+    bare = path.without_ids()  # once, not once a candidate
+
     def test(rank: int, g: SceneGraph, index: GraphIndex) -> bool:
         sizes[g.image_id] = (g.width, g.height)
-        found[rank] = (g.image_id, cert.nothing(path, g, index))
+        found[rank] = (g.image_id, cert.nothing(bare, g, index))
         return found[rank][1] is None
 
     out = Candidates({}, wanted)
