@@ -19,10 +19,22 @@ def temp_path(path: Path) -> Path:
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
+    atomic_write_chunks(path, (data,), hashed=False)
+
+
+def atomic_write_chunks(path: Path, chunks: Iterable[bytes], hashed: bool = True) -> tuple[int, str]:
+    """Write the chunks to a temp file as they come (never all in memory at once), then rename it into
+    place; returns the size and the sha1 hex digest of what was written ("" unless `hashed`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = temp_path(path)
+    h, size = hashlib.sha1() if hashed else None, 0
     try:
-        tmp.write_bytes(data)
+        with tmp.open("wb") as f:
+            for chunk in chunks:
+                f.write(chunk)
+                if h is not None:
+                    h.update(chunk)
+                size += len(chunk)
         os.replace(tmp, path)
     except OSError as e:
         tmp.unlink(missing_ok=True)  # a full disk mid-write leaves no stray file behind
@@ -32,6 +44,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    return size, h.hexdigest() if h is not None else ""
 
 
 # What a user can do about an OS error (`hardneg.cli` prints it as one line).
@@ -99,10 +112,17 @@ def write_json(path: Path, obj: Any, indent: bool = True) -> None:
 
 
 def write_jsonl(path: Path, rows: Iterable[Any]) -> int:
-    """Write rows atomically; returns the count."""
-    chunks = [dumps(r) + b"\n" for r in rows]
-    atomic_write_bytes(path, b"".join(chunks))
-    return len(chunks)
+    """Write rows atomically, one at a time; returns the count."""
+    count = 0
+
+    def lines() -> Iterator[bytes]:
+        nonlocal count
+        for r in rows:
+            count += 1
+            yield dumps(r) + b"\n"
+
+    atomic_write_chunks(path, lines())
+    return count
 
 
 def read_jsonl(path: Path) -> Iterator[Any]:

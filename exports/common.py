@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from hardneg.core.errors import HardnegError
-from hardneg.core.io import atomic_write_bytes, dumps, temp_path, write_json
+from hardneg.core.io import atomic_write_chunks, dumps, temp_path, write_json
 from hardneg.core.runner.stage import Unit
 from hardneg.core.splits import split_of
 from hardneg.core.words.table import Words
@@ -111,9 +111,7 @@ class ExportFolder:
         columns = list(dict.fromkeys(k for rows in flat.values() for r in rows for k in r))
         schema = _schema(columns, [r for rows in flat.values() for r in rows])
         for split, rows in splits.items():
-            path = self.dir / f"{prefix}{split}.json"
-            body = b",\n".join(dumps(r) for r in rows)
-            atomic_write_bytes(path, b"[\n" + body + b"\n]\n" if rows else b"[]\n")
+            atomic_write_chunks(self.dir / f"{prefix}{split}.json", _json_array(rows), hashed=False)
             out = self.dir / f"{prefix}{split}.parquet"
             tmp = temp_path(out)
             if rows:
@@ -124,6 +122,17 @@ class ExportFolder:
 
     def write_summary(self, summary: dict[str, Any]) -> None:
         write_json(self.dir / "summary.json", summary)
+
+
+def _json_array(rows: list[dict[str, Any]]) -> Iterator[bytes]:
+    """A JSON array, one record a line (`[]` when empty), in pieces."""
+    if not rows:
+        yield b"[]\n"
+        return
+    yield b"[\n"
+    for k, r in enumerate(rows):
+        yield (b",\n" if k else b"") + dumps(r)
+    yield b"\n]\n"
 
 
 def _schema(columns: list[str], rows: list[dict[str, Any]]) -> Any:

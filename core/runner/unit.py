@@ -7,14 +7,13 @@ checked against the kind's record type (`core/schema.py`).
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from hardneg.core.config import RunConfig
-from hardneg.core.io import atomic_write_bytes, dumps
+from hardneg.core.io import atomic_write_chunks, dumps
 from hardneg.core.records import Reject
 from hardneg.core.runner.shared import shared
 from hardneg.core.schema import row_problem, to_record
@@ -109,17 +108,20 @@ class Unit:
         if record is None:
             declared = ", ".join(sorted(self.stage.writes)) or "nothing"
             raise RuntimeError(f"stage {self.stage.name} writes {kind!r} without declaring it in `writes` ({declared})")
-        every = self.run.check_every_row
-        chunks = []
-        for row in rows:
-            if (every or not chunks) and (why := row_problem(row, record)):
-                raise RuntimeError(f"stage {self.stage.name} writes a bad {kind!r} row: {why}")
-            chunks.append(dumps(row) + b"\n")
+        every, count = self.run.check_every_row, 0
+
+        def lines() -> Iterator[bytes]:  # written as they come: a stage's output is never twice in memory
+            nonlocal count
+            for row in rows:
+                if (every or not count) and (why := row_problem(row, record)):
+                    raise RuntimeError(f"stage {self.stage.name} writes a bad {kind!r} row: {why}")
+                count += 1
+                yield dumps(row) + b"\n"
+
         path = self.path(kind, shard)
-        data = b"".join(chunks)
-        atomic_write_bytes(path, data)
-        self.written[kind] += len(chunks)
-        self.files[path.name] = {"size": len(data), "sha1": hashlib.sha1(data).hexdigest()[:16]}
+        size, sha1 = atomic_write_chunks(path, lines())
+        self.written[kind] += count
+        self.files[path.name] = {"size": size, "sha1": sha1[:16]}
         return path
 
     def reject(self, reject: Reject) -> None:
