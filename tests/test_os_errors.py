@@ -10,6 +10,7 @@ import os
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -186,14 +187,26 @@ def test_a_write_that_fails_is_one_line_naming_its_file_and_the_rerun_resumes(
     """The same without root: the first shard file of the language stage meets a full disk."""
     from hardneg.core import io
 
-    real = io.Path.write_bytes
+    real = io.Path.open
 
-    def full(self: Path, data: bytes) -> int:
-        if "language" in self.parts and "positives" in self.name:
+    class Full:  # a file whose write() meets a full disk
+        def __init__(self, f: Any) -> None:
+            self.f = f
+
+        def write(self, data: bytes) -> int:
             raise OSError(errno.ENOSPC, "No space left on device")  # as write() raises it: no file name
-        return real(self, data)
 
-    monkeypatch.setattr(io.Path, "write_bytes", full)
+        def __enter__(self) -> Full:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.f.close()
+
+    def open_full(self: Path, mode: str = "r", *args: Any, **kw: Any) -> Any:
+        f = real(self, mode, *args, **kw)
+        return Full(f) if "w" in mode and "language" in self.parts and "positives" in self.name else f
+
+    monkeypatch.setattr(io.Path, "open", open_full)
     out = tmp_path / "run"
     rc, err = _run(tiny_cfg, out, 0, capsys)
     line = _one_line(err)
