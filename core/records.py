@@ -141,6 +141,8 @@ class PathNode:
 
     def without_ids(self) -> PathNode:
         """The path with no node grounded; itself when none is (a path is frozen: nothing to copy)."""
+        if self.id is None and not self.relations and not self.same:
+            return self
         objects = [e.object.without_ids() for e in self.relations]
         sames = [s.object.without_ids() for s in self.same]
         if (

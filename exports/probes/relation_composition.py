@@ -72,6 +72,7 @@ class ProbeSearch:
         self.words, self.cert, self.counts, self.index, self.checks = words, cert, counts, index, checks
         self.seed, self.candidates, self.subject_only = seed, candidates, subject_only
         self._categories: dict[str, str | None] = {}
+        self._swap_ok: dict[str, bool] = {}
         self._attribute_categories: dict[str, str | None] = {}
         self.probes: list[Candidates] = []
         self.relation_probes: list[RelationProbes] = []
@@ -85,7 +86,10 @@ class ProbeSearch:
         self._could: dict[str, frozenset[str]] = {}
 
     def _swappable(self, name: str) -> bool:
-        return self.cert.absence_refusal(name) is None and self._category(name) is not None
+        ok = self._swap_ok.get(name)
+        if ok is None:
+            ok = self._swap_ok[name] = self.cert.absence_refusal(name) is None and self._category(name) is not None
+        return ok
 
     def _order(self, items: list[Any], *key: object) -> list[Any]:
         items = list(items)
