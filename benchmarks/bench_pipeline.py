@@ -70,19 +70,21 @@ def _tree_rss_mb() -> float:
 
 
 class _Sampler(threading.Thread):
-    """Peak tree RSS, overall and per stage (the stage the progress hooks say is running)."""
+    """Peak tree RSS, overall and per stage (the stages the progress hooks say are running: the stages of
+    a wave run at once, and each is given the peak while it ran)."""
 
     def __init__(self, every_s: float = 0.2) -> None:
         super().__init__(daemon=True)
         self.every_s = every_s
-        self.stage = "setup"
+        self.running: set[str] = set()
         self.peaks: dict[str, float] = {}
         self._halt = threading.Event()
 
     def run(self) -> None:
         while not self._halt.is_set():
             rss = _tree_rss_mb()
-            self.peaks[self.stage] = max(self.peaks.get(self.stage, 0.0), rss)
+            for stage in list(self.running) or ["setup"]:
+                self.peaks[stage] = max(self.peaks.get(stage, 0.0), rss)
             self._halt.wait(self.every_s)
 
     def stop(self) -> None:
@@ -126,19 +128,20 @@ def _child_pipeline(config: Path, run_dir: Path, workers: int) -> dict[str, Any]
 
     class Clock(Progress):
         def stage_start(self, stage: str, units: int, pending: int) -> None:
-            sampler.stage = stage
-            stages[stage] = {"t0": time.perf_counter(), "units": units}
+            sampler.running.add(stage)
+            stages[stage] = {"start": time.perf_counter() - t0, "units": units}
 
         def stage_done(self, stage: str, summary: dict[str, Any]) -> None:
             s = stages[stage]
-            s.update(wall=time.perf_counter() - s.pop("t0"), unit_seconds=summary["seconds"])
-            sampler.stage = "between stages"
+            s.update(end=time.perf_counter() - t0, unit_seconds=summary["seconds"])
+            s["wall"] = s["end"] - s["start"]
+            sampler.running.discard(stage)
 
         def stage_skipped(self, stage: str, summary: dict[str, Any]) -> None:
             stages[stage] = {"wall": 0.0, "unit_seconds": 0.0, "units": len(summary["units"]), "skipped": True}
 
-    sampler.start()
     t0 = time.perf_counter()
+    sampler.start()
     manifest = run_local(cfg, run_dir, Clock(), workers=workers)
     total = time.perf_counter() - t0
     sampler.stop()
@@ -153,6 +156,15 @@ def _child_pipeline(config: Path, run_dir: Path, workers: int) -> dict[str, Any]
         "counts": {k: _total(counts.get(k)) for k in ("positives", "negatives", "positives_candidates")},
         "images": _images(run_dir),
     }
+
+
+def _span(stages: list[dict[str, Any]]) -> float:
+    """Wall seconds while any of these stages ran (the stages of a wave overlap: not the sum of their walls)."""
+    out, end = 0.0, float("-inf")
+    for s in sorted(stages, key=lambda s: s["start"]):
+        out += max(0.0, s["end"] - max(s["start"], end))
+        end = max(end, s["end"])
+    return out
 
 
 def _total(v: Any) -> Any:
@@ -308,9 +320,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         )
     groups = {"ingest+hygiene+plausibility": ("ingest", "hygiene", "plausibility"), "paths": ("paths",),
               "language": ("language",), "exports+report": EXPORT_STAGES}  # fmt: skip
-    walls = {n: s["wall"] for n, s in r["stages"].items() if not s.get("skipped")}
-    parts = {g: sum(walls.get(n, 0.0) for n in names) for g, names in groups.items()}
-    parts["the rest"] = sum(walls.values()) - sum(parts.values())
+    ran = {n: s for n, s in r["stages"].items() if not s.get("skipped")}
+    parts = {g: _span([ran[n] for n in names if n in ran]) for g, names in groups.items()}
+    parts["the rest"] = _span(list(ran.values())) - sum(parts.values())
     print("x parse by part: " + ", ".join(f"{g} {v / parse:.1f}x" for g, v in parts.items()))
     c = r["counts"]
     print(

@@ -96,12 +96,15 @@ class RunLog(Progress):
 
 
 def task_pool(cfg: RunConfig, run_dir: str) -> Pool:
-    """`run_stages`'s pool on Prefect: a stage's pending units become parallel tasks, every one submitted
-    before the first result is awaited; markers come back in unit order."""
+    """`run_stages`'s pool on Prefect: the pending units of a stage (or of a wave of stages) become
+    parallel tasks, every one submitted before the first result is awaited; markers come back in job
+    order."""
 
-    def submit(stage: str, units: list[str]) -> Iterator[dict[str, Any]]:
-        with runners.gpu_stage(cfg, stage):  # on Dask, a GPU stage's tasks each hold one GPU
-            futures = [TASKS[stage].submit(run_dir, stage, u) for u in units]
+    def submit(jobs: list[tuple[str, str]]) -> Iterator[dict[str, Any]]:
+        futures = []
+        for stage, u in jobs:
+            with runners.gpu_stage(cfg, stage):  # on Dask, a GPU stage's tasks each hold one GPU
+                futures.append(TASKS[stage].submit(run_dir, stage, u))
         for f in futures:
             yield f.result()
 

@@ -52,12 +52,16 @@ def run_local(
 
 
 def run_stages(run: Run, pool: Pool | None = None) -> None:
-    """Every stage in order through `Run.run_stage` (a finished one is skipped; a stage's pending units
-    run here, or by `pool`), inside the run's output transaction: the outputs stand when every stage
-    finished, and a failure puts the old ones back."""
+    """Every stage in order, a wave of stages that read none of each other at a time (`Run.run_wave`: a
+    finished stage is skipped; the pending units run here, or by `pool`, a wave's together), inside the
+    run's output transaction: the outputs stand when every stage finished, and a failure puts the old
+    ones back."""
     with publishing(run.root):
-        for name in run.order:
-            run.run_stage(name, pool)
+        for wave in run.waves():
+            if len(wave) == 1:
+                run.run_stage(wave[0], pool)
+            else:
+                run.run_wave(wave, pool)
 
 
 def resplittable_keys() -> set[str]:

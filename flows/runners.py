@@ -24,7 +24,7 @@ import contextlib
 import functools
 import multiprocessing
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -33,12 +33,12 @@ from uuid import uuid4
 from hardneg.core.config import RunConfig
 from hardneg.core.errors import MissingDependency
 from hardneg.core.runner.folder import stored_config
-from hardneg.core.runner.stage import Run, Stage
+from hardneg.core.runner.stage import Jobs, Run, Stage
 from hardneg.flows.stages import STAGES
 
 GPU = "GPU"  # the Dask worker resource a GPU stage's unit needs (`dask worker --resources GPU=1`)
 
-Pool = Callable[[str, list[str]], Iterable[dict[str, Any]]]  # (stage, units) -> markers, in unit order
+Pool = Jobs  # (stage, unit) jobs, of one stage or of a wave of stages (`Run.waves`) -> markers, in job order
 
 
 def run_unit(run_dir: str, stage: str, unit: str, workers: int | None = None) -> dict[str, Any]:
@@ -95,12 +95,14 @@ def unit_pool(cfg: RunConfig, root: Path, workers: int | None = None) -> Iterato
 
         with Client(cfg.dask.address) as client:
 
-            def on_dask(stage: str, units: list[str]) -> Iterator[dict[str, Any]]:
-                resources = {GPU: 1} if needs_gpu_worker(cfg, stage) else None
+            def on_dask(jobs: list[tuple[str, str]]) -> Iterator[dict[str, Any]]:
                 futures = [
-                    client.submit(run_unit, str(root), stage, u, key=f"{stage}-{u}-{uuid4().hex}", resources=resources)
-                    for u in units
-                ]
+                    client.submit(
+                        run_unit, str(root), stage, u, key=f"{stage}-{u}-{uuid4().hex}",
+                        resources={GPU: 1} if needs_gpu_worker(cfg, stage) else None,
+                    )
+                    for stage, u in jobs
+                ]  # fmt: skip
                 for f in futures:
                     yield f.result()
 
@@ -113,11 +115,12 @@ def unit_pool(cfg: RunConfig, root: Path, workers: int | None = None) -> Iterato
     # spawn, as Prefect's process runner: a fresh interpreter per worker, whatever threads this one runs
     with ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn")) as pool:
 
-        def on_processes(stage: str, units: list[str]) -> Iterator[dict[str, Any]]:
-            if len(units) <= 1:  # nothing to overlap: skip the round trip (and the copy of a big marker)
-                yield from (run_unit(str(root), stage, u, 1) for u in units)  # here: all the cores
+        def on_processes(jobs: list[tuple[str, str]]) -> Iterator[dict[str, Any]]:
+            if len(jobs) <= 1:  # nothing to overlap: skip the round trip (and the copy of a big marker)
+                yield from (run_unit(str(root), stage, u, 1) for stage, u in jobs)  # here: all the cores
                 return
-            yield from pool.map(run_unit, [str(root)] * len(units), [stage] * len(units), units, [n] * len(units))
+            stages, units = [s for s, _ in jobs], [u for _, u in jobs]
+            yield from pool.map(run_unit, [str(root)] * len(jobs), stages, units, [n] * len(jobs))
 
         yield on_processes
 

@@ -269,3 +269,51 @@ def test_a_write_of_an_undeclared_kind_or_a_row_missing_a_field_is_refused(tmp_p
 def test_a_record_type_must_be_a_dataclass():
     with pytest.raises(TypeError, match="is not a dataclass"):
         outputs({"items": dict})
+
+
+class Triple(Stage):
+    """Reads what Double reads, not Double: it runs in Double's wave."""
+
+    name = "triple"
+    version = "triple@v1"
+    reads = ("source",)
+    writes = outputs({"tripled": Value})
+    sharded = False
+
+    def run(self, unit: Unit) -> None:
+        CALLS.append((self.name, unit.shard))
+        unit.write("tripled", [{"v": r["v"] * 3} for r in unit.read_all("source", "items")])
+
+
+def test_waves_group_stages_that_read_none_of_each_other():
+    run = Run(Path("/nonexistent"), RunConfig(), (Source(), Double(), Triple(), Total()))
+    assert run.waves() == [["source"], ["double", "triple"], ["total"]]
+    from hardneg.flows.stages import STAGES as PIPELINE
+
+    pipeline = Run(Path("/nonexistent"), RunConfig(), PIPELINE)
+    waves = pipeline.waves()
+    assert [n for w in waves for n in w] == pipeline.order
+    assert ["tricd", "probes", "imagecode"] in waves and ["report"] in waves and ["write"] in waves
+    assert waves[0] == ["ingest"]
+    for wave in waves:
+        assert not any(r in wave for n in wave for r in pipeline.reads[n])
+
+
+def test_a_wave_goes_to_the_pool_at_once_and_makes_what_one_stage_after_another_makes(tmp_path):
+    stages = (Source(), Double(), Triple(), Total())
+    asked: list[list[tuple[str, str]]] = []
+    a = Run(tmp_path / "a", RunConfig(), stages)
+    a.run_stage("source")
+
+    def pool(jobs: list[tuple[str, str]]):  # runs them here, in the order given, after recording the call
+        asked.append(list(jobs))
+        return (a.run_unit(stage, unit) for stage, unit in jobs)
+
+    summaries = a.run_wave(["double", "triple"], pool)
+    assert list(summaries) == ["double", "triple"] and a.is_complete("double") and a.is_complete("triple")
+    assert asked == [[("triple", "all"), ("double", "00000"), ("double", "00001"), ("double", "00002")]]
+    assert a.run_wave(["double", "triple"], pool) == summaries and len(asked) == 1  # done: skipped
+    b = run_all(tmp_path / "b", RunConfig(), stages)
+    for name in ("double", "triple"):
+        for f in sorted((tmp_path / "b" / "work" / name).glob("*.jsonl")):
+            assert (tmp_path / "a" / "work" / name / f.name).read_bytes() == f.read_bytes()

@@ -64,6 +64,7 @@ from hardneg.core.schema import outputs
 log = logging.getLogger("hardneg")
 
 ALL = "all"  # the one unit of a stage that is not sharded
+Jobs = Callable[[list[tuple[str, str]]], Iterable[dict[str, Any]]]  # (stage, unit) jobs -> markers, in order
 FINGERPRINT = "_fingerprint"
 SUMMARY = "_stage.json"
 
@@ -314,15 +315,60 @@ class Run:
         self.progress.stage_done(name, summary)
         return summary
 
-    def run_stage(self, name: str, pool: Callable[[str, list[str]], Iterable] | None = None) -> dict[str, Any]:
-        """Open, run every pending unit (here, or by `pool(stage, units)`, which yields their markers in
-        order: `flows/runners.py`), close (`run_local` and `hardneg split`)."""
-        if self.is_complete(name):
-            self.progress.stage_skipped(name, summary := self.summary(name))
-            return summary
-        for marker in pool(name, self.open(name)) if pool else (self.run_unit(name, u) for u in self.open(name)):
+    def run_stage(self, name: str, pool: Jobs | None = None) -> dict[str, Any]:
+        """Open, run every pending unit (here, or by `pool(jobs)`, which runs (stage, unit) jobs and yields
+        their markers in order: `flows/runners.py`), close (`run_local` and `hardneg split`)."""
+        return self.run_wave([name], pool)[name]
+
+    def waves(self) -> list[list[str]]:
+        """The stages in order, cut into waves that may run at once: a stage joins the wave before it
+        unless it reads one of its stages, or reads every earlier stage (the write stage, the report: they
+        stand alone), or both would hold a GPU. The first stage is a wave of its own: it lists the shards
+        every other stage runs over. With exports on: `filters` beside `refine`, `phrases` beside
+        `probe_b`, and TRICD, the probes and ImageCoDe together."""
+        out: list[list[str]] = []
+        for name in self.order:
+            s, wave = self.stages[name], out[-1] if out else []
+            joins = (
+                bool(wave)
+                and wave[0] != self.order[0]
+                and not s.reads_all
+                and not self.stages[wave[0]].reads_all
+                and not any(r in wave for r in self.reads[name])
+                and not (s.gpu and any(self.stages[x].gpu for x in wave))
+            )
+            if joins:
+                wave.append(name)
+            else:
+                out.append([name])
+        return out
+
+    def run_wave(self, names: list[str], pool: Jobs | None = None) -> dict[str, dict[str, Any]]:
+        """`run_stage` of stages that read none of each other (`waves`): every pending unit of all of them
+        goes to `pool` at once, so a worker free of one stage takes another's unit (two exports of one
+        unit each run side by side); without a pool, one stage after the other. Returns their summaries."""
+        out: dict[str, dict[str, Any]] = {}
+        todo = []
+        for name in names:
+            if self.is_complete(name):
+                self.progress.stage_skipped(name, summary := self.summary(name))
+                out[name] = summary
+            else:
+                todo.append(name)
+        pending = {name: self.open(name) for name in todo}
+        # to a pool, a stage of few units first: its one long unit starts at once, the others' fill the rest
+        jobs = [(n, u) for n in (sorted(todo, key=lambda n: len(pending[n])) if pool else todo) for u in pending[n]]
+        ran = (pool or (lambda jobs: (self.run_unit(stage, u) for stage, u in jobs)))(jobs) if jobs else ()
+        left = {name: len(units) for name, units in pending.items()}
+        for (name, _), marker in zip(jobs, ran, strict=True):
             self.progress.unit_done(name, marker)
-        return self.close(name)
+            left[name] -= 1
+            if not left[name]:  # its units come together: it closes while the others still run
+                out[name] = self.close(name)
+        for name in todo:
+            if name not in out:  # no unit was pending
+                out[name] = self.close(name)
+        return {name: out[name] for name in names}
 
     # -- reading stage outputs -----------------------------------------------------------------------
 
