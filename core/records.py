@@ -63,6 +63,19 @@ class SceneGraph:
     location: str | None = None
     weather: str | None = None
 
+    @classmethod
+    def from_gqa(cls, image_id: str, raw: dict[str, Any]) -> SceneGraph:
+        """The graph `to_gqa` wrote, as it is: no check, no repair (`core/gqa/loader.validate_graph` is what
+        reads a graph from outside the run)."""
+        objects = {
+            oid: SceneObject(
+                oid, o["name"], o["x"], o["y"], o["w"], o["h"], tuple(o.get("attributes", ())),
+                tuple(Relation(r["name"], r["object"]) for r in o.get("relations", ())),
+            )
+            for oid, o in raw["objects"].items()
+        }  # fmt: skip
+        return cls(image_id, raw["width"], raw["height"], objects, raw.get("location"), raw.get("weather"))
+
     def to_gqa(self) -> dict[str, Any]:
         """The value GQA stores under this image's id."""
         out: dict[str, Any] = {"width": self.width, "height": self.height}

@@ -190,3 +190,47 @@ def test_duplicate_image_id_is_rejected(tmp_path: Path) -> None:
     checks = list(load_graphs(path))
     assert [(c.image_id, c.ok) for c in checks] == [("1", True), ("1", False)]
     assert "duplicate image id" in checks[1].reason
+
+
+def test_a_validated_graph_reads_back_as_it_was_written():
+    """Work shards are read back without a second validation (`GraphRow.scene_graph`): that is only sound
+    because validation is idempotent and `SceneGraph.from_gqa` inverts `to_gqa`. Random graphs with the
+    defects validation repairs (clipped boxes, spaces, repeated attributes, dangling, self and repeated
+    relations, numeric ids) check both."""
+    import random
+
+    from hardneg.core.records import SceneGraph
+    from hardneg.core.rows import GraphRow
+
+    rng = random.Random(0)
+    kept = 0
+    for i in range(400):
+        n = rng.randint(1, 8)
+        objects: dict[str, Any] = {}
+        for k in range(n):
+            name = rng.choice(["cup", " cup", "red  car", "tree\t", "man"])
+            x, y = rng.randint(-20, 90), rng.randint(-20, 70)
+            ids = [str(j) for j in range(n + 1)]  # one past the last: dangling
+            rels = [{"name": rng.choice(["on", " near", "left of"]), "object": rng.choice(ids)}
+                    for _ in range(rng.randint(0, 3))]  # fmt: skip
+            if rng.random() < 0.2:
+                rels.append({"name": "on", "object": rng.randint(0, n)})  # a numeric id
+            objects[str(k)] = {"name": name, "x": x, "y": y, "w": rng.randint(1, 40), "h": rng.randint(1, 30),
+                               "attributes": rng.choices(["red", "red", " wooden", "small"], k=rng.randint(0, 3)),
+                               "relations": rels}  # fmt: skip
+        raw = {"width": 100, "height": 80, "objects": objects, **({"location": "street"} if i % 2 else {})}
+        g = validate_graph(f"i{i}", raw).graph
+        if g is None:
+            continue
+        kept += 1
+        assert SceneGraph.from_gqa(g.image_id, g.to_gqa()) == g
+        assert validate_graph(g.image_id, g.to_gqa()).graph == g
+        assert GraphRow(image_id=g.image_id, graph=g.to_gqa()).scene_graph() == g
+    assert kept > 100
+
+
+def test_a_work_row_not_of_the_written_form_is_a_corrupt_shard():
+    from hardneg.core.rows import GraphRow
+
+    with pytest.raises(ValueError, match=r"work shard holds an invalid graph g1: .*objects"):
+        GraphRow(image_id="g1", graph={"width": 10, "height": 10}).scene_graph()
