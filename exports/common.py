@@ -107,15 +107,14 @@ class ExportFolder:
         with no rows is written with the others' columns: every split of an export loads alike."""
         import pyarrow.parquet as pq  # loads only where an export is written
 
-        flat = {s: [{k: _cell(v) for k, v in r.items()} for r in rows] for s, rows in splits.items()}
-        columns = list(dict.fromkeys(k for rows in flat.values() for r in rows for k in r))
-        schema = _schema(columns, [r for rows in flat.values() for r in rows])
+        columns = list(dict.fromkeys(k for rows in splits.values() for r in rows for k in r))
+        schema = _schema(columns, splits)
         for split, rows in splits.items():
             atomic_write_chunks(self.dir / f"{prefix}{split}.json", _json_array(rows), hashed=False)
             out = self.dir / f"{prefix}{split}.parquet"
             tmp = temp_path(out)
             if rows:
-                pq.write_table(_table([{c: r.get(c) for c in columns} for r in flat[split]], schema), tmp)
+                pq.write_table(_table(rows, schema), tmp)
             else:  # the schema and no row group: a row group of 0 rows is what readers choke on
                 pq.ParquetWriter(tmp, schema).close()
             os.replace(tmp, out)
@@ -135,14 +134,15 @@ def _json_array(rows: list[dict[str, Any]]) -> Iterator[bytes]:
     yield b"\n]\n"
 
 
-def _schema(columns: list[str], rows: list[dict[str, Any]]) -> Any:
-    """One arrow schema for every split's rows: each column's type inferred from all of them; a column
-    whose values do not share a type (a number in one record, a word in another) is stored as JSON text."""
+def _schema(columns: list[str], splits: dict[str, list[dict[str, Any]]]) -> Any:
+    """One arrow schema for every split's rows: each column's type inferred from all of them (their cells,
+    `_cell`, one column at a time: never a flat copy of every row); a column whose values do not share a
+    type (a number in one record, a word in another) is stored as JSON text."""
     import pyarrow as pa
 
     fields = []
     for c in columns:
-        values = [r.get(c) for r in rows]
+        values = [_cell(r.get(c)) for rows in splits.values() for r in rows]
         try:
             fields.append(pa.field(c, pa.array(values).type))
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
@@ -156,8 +156,8 @@ def _table(rows: list[dict[str, Any]], schema: Any) -> Any:
     def fit(v: Any, t: Any) -> Any:
         return v if v is None or not pa.types.is_string(t) or isinstance(v, str) else dumps(v).decode()
 
-    cols = {f.name: [fit(r.get(f.name), f.type) for r in rows] for f in schema}
-    return pa.Table.from_pydict(cols, schema=schema)
+    columns = [pa.array([fit(_cell(r.get(f.name)), f.type) for r in rows], type=f.type) for f in schema]
+    return pa.Table.from_arrays(columns, schema=schema)
 
 
 def _cell(v: Any) -> Any:

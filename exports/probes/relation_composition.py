@@ -73,6 +73,7 @@ class ProbeSearch:
         self.seed, self.candidates, self.subject_only = seed, candidates, subject_only
         self._categories: dict[str, str | None] = {}
         self._swap_ok: dict[str, bool] = {}
+        self._carrying: dict[tuple[str, str], list[tuple[str, str | None, bool]]] = {}
         self._attribute_categories: dict[str, str | None] = {}
         self.probes: list[Candidates] = []
         self.relation_probes: list[RelationProbes] = []
@@ -207,9 +208,10 @@ class ProbeSearch:
         could = self._could_be(banned) if banned is not None else frozenset()
         true = path_of(name)
         test = self._holds(true, false)
+        certificate = {"true": true.to_json(), "false": false.to_json()}  # one for all: up to 10 rows a probe
         images = self._order(sample(pool, k, self.seed, kind, pid, name), *base["triple"], name)
         probe.add_all(
-            Option(partial(_image_option, img, true, false), [(img, test)])
+            Option(partial(_image_option, img, certificate), [(img, test)])
             for img in images
             if could.isdisjoint(self.index.images[img].names)
         )
@@ -265,14 +267,28 @@ class ProbeSearch:
         of `n`'s category first (a cat for a dog before a car)."""
         w, same = self.words, self._category(n)
         found: tuple[list[str], list[str]] = ([], [])
-        for m in self._order(sorted(self.index.names_by_attribute.get((split, a), ())), "pc-object", pid, n, a):
-            bucket = found[self._category(m) != same]
-            wanted = len(bucket) < OBJECT_TRIES and m != n and self._swappable(m)
-            if wanted and w.names_contradict(n, m)[0] and not (w.is_person(m) and w.is_person_attribute(a)):
+        for m, category, swappable in self._order(self._carriers(split, a), "pc-object", pid, n, a):
+            if not swappable or m == n:
+                continue
+            bucket = found[category != same]
+            if (
+                len(bucket) < OBJECT_TRIES
+                and w.names_contradict(n, m)[0]
+                and not (w.is_person(m) and w.is_person_attribute(a))
+            ):
                 bucket.append(m)
                 if len(found[0]) == OBJECT_TRIES:  # the rest could only come after these
                     break
         return (found[0] + found[1])[:OBJECT_TRIES]
+
+    def _carriers(self, split: str, a: str) -> list[tuple[str, str | None, bool]]:
+        """The names that carry `a` in the split, sorted, each with its category and whether it may be
+        swapped in: what every attribute probe of `a` walks in its own keyed order, worked out once."""
+        got = self._carrying.get((split, a))
+        if got is None:
+            names = sorted(self.index.names_by_attribute.get((split, a), ()))
+            got = self._carrying[(split, a)] = [(m, self._category(m), self._swappable(m)) for m in names]
+        return got
 
     def _category(self, name: str) -> str | None:
         if name not in self._categories:
@@ -392,5 +408,5 @@ def balance_categories(rows: list[dict[str, Any]], share: float) -> list[dict[st
     return out
 
 
-def _image_option(img: str, true: PathNode, false: PathNode) -> dict[str, Any]:
-    return {"image_id": img, "certificate": {"true": true.to_json(), "false": false.to_json()}}
+def _image_option(img: str, certificate: dict[str, Any]) -> dict[str, Any]:
+    return {"image_id": img, "certificate": certificate}

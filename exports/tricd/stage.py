@@ -57,6 +57,7 @@ from hardneg.generators.images.edits import falsified
 # v2: image edits certified on graphs that follow the pixels; v3: TRICD's own layout, confusable distractors
 VERSION = f"tricd@v3+{CERTIFIER}"
 FOLDER = "tricd"
+SHOWN = 5  # a dropped positive's rejects line shows why its first candidates failed
 Size = tuple[int, int]
 
 
@@ -166,7 +167,7 @@ class TricdStage(ExportStage):
             unit.stats["image_edits_refused"] += len(edits[p["id"]]) - len(negs)
             if not kept and not negs:
                 unit.stats["dropped:no_negative_pair"] += 1
-                detail = {"candidates": [{"image_id": i, "why": w} for i, w in chosen[:5]]}
+                detail = {"candidates": [{"image_id": i, "why": w} for i, w in chosen[:SHOWN]]}
                 reason = "no distractor image is certified and no image negative re-checks"
                 unit.reject(Reject("tricd", reason, p["image_id"], p["id"], detail=detail))
                 continue
@@ -201,8 +202,10 @@ def _distractors(
 
     def test(rank: int, g: SceneGraph, index: GraphIndex) -> bool:
         sizes[g.image_id] = (g.width, g.height)
-        found[rank] = (g.image_id, cert.nothing(bare, g, index))
-        return found[rank][1] is None
+        why = cert.nothing(bare, g, index)
+        if rank < SHOWN:  # the rejects show the first few; the ranks tried are always the first ones
+            found[rank] = (g.image_id, why)
+        return why is None
 
     out = Candidates({}, wanted)
     out.add_all(Option(partial(dict, image_id=img), [(img, partial(test, rank))]) for rank, img in enumerate(ranked))
