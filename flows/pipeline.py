@@ -53,11 +53,11 @@ def run_local(
 
 def run_stages(run: Run, pool: Pool | None = None) -> None:
     """Every stage in order, a wave of stages that read none of each other at a time (`Run.run_wave`: a
-    finished stage is skipped; the pending units run here, or by `pool`, a wave's together), inside the
-    run's output transaction: the outputs stand when every stage finished, and a failure puts the old
-    ones back."""
+    finished stage is skipped; the pending units run here, or by `pool`, a wave's together; one stage at a
+    time with `concurrent_stages: false`), inside the run's output transaction: the outputs stand when
+    every stage finished, and a failure puts the old ones back."""
     with publishing(run.root):
-        for wave in run.waves():
+        for wave in run.waves() if run.cfg.concurrent_stages else [[name] for name in run.order]:
             if len(wave) == 1:
                 run.run_stage(wave[0], pool)
             else:

@@ -313,7 +313,24 @@ def test_a_wave_goes_to_the_pool_at_once_and_makes_what_one_stage_after_another_
     assert list(summaries) == ["double", "triple"] and a.is_complete("double") and a.is_complete("triple")
     assert asked == [[("triple", "all"), ("double", "00000"), ("double", "00001"), ("double", "00002")]]
     assert a.run_wave(["double", "triple"], pool) == summaries and len(asked) == 1  # done: skipped
-    b = run_all(tmp_path / "b", RunConfig(), stages)
+    run_all(tmp_path / "b", RunConfig(), stages)
     for name in ("double", "triple"):
         for f in sorted((tmp_path / "b" / "work" / name).glob("*.jsonl")):
             assert (tmp_path / "a" / "work" / name / f.name).read_bytes() == f.read_bytes()
+
+
+def test_concurrent_stages_off_runs_one_stage_at_a_time(tmp_path):
+    """`concurrent_stages: false`: the pool never gets two stages' units in one call."""
+    from hardneg.flows.pipeline import run_stages
+
+    asked: list[set[str]] = []
+    for flag in (True, False):
+        run = Run(tmp_path / str(flag), RunConfig(concurrent_stages=flag), (Source(), Double(), Triple(), Total()))
+
+        def pool(jobs, run=run):  # type: ignore[no-untyped-def]
+            asked.append({stage for stage, _ in jobs})
+            return (run.run_unit(stage, unit) for stage, unit in jobs)
+
+        run_stages(run, pool)
+    assert asked[:3] == [{"source"}, {"double", "triple"}, {"total"}]
+    assert asked[3:] == [{"source"}, {"double"}, {"triple"}, {"total"}]
