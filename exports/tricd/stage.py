@@ -196,8 +196,7 @@ def _distractors(
     sizes: dict[str, Size],
 ) -> Candidates:
     """One positive's ranked candidates certified in rank order until `wanted` pass (`Candidates`: the
-    first `wanted` certified, as if all were), each verdict kept by rank for the rejects."""
-
+    first `wanted` certified, as if all were), the verdicts of the first `SHOWN` kept by rank for the rejects."""
     bare = path.without_ids()  # once, not once a candidate
 
     def test(rank: int, g: SceneGraph, index: GraphIndex) -> bool:
