@@ -95,17 +95,19 @@ class _Sampler(threading.Thread):
 # -- the children ------------------------------------------------------------------------------------
 
 
-def _config(corpus: Path, workers: int, language: bool, exports: bool, workdir: Path) -> Path:
+def _config(corpus: Path, workers: int, language: bool, exports: bool, workdir: Path, concurrent: bool = True) -> Path:
     """The run's config as a file both `run_local` and the CLI read: gqa.yaml on this corpus."""
     from hardneg.core.config import load_config
 
     overrides: dict[str, Any] = {"inputs": {"scene_graphs": str(corpus)}, "workers": workers}
+    overrides["concurrent_stages"] = concurrent
     if not language:  # paths, balance, templates, write only
         overrides["language"] = {"rewrite_positives": False, "negatives_per_positive": 0}
     if not exports:  # "parse to written splits" alone: the other benchmark shapes left out
         overrides["exports"] = {k: {"enabled": False} for k in ("tricd", "probes", "probe_b", "imagecode")}
     cfg = load_config(REPO / "configs" / "gqa.yaml", overrides)
-    f = workdir / f"config_w{workers}_{'lang' if language else 'nolang'}_{'exports' if exports else 'noexports'}.json"
+    kind = f"{'lang' if language else 'nolang'}_{'exports' if exports else 'noexports'}{'' if concurrent else '_seq'}"
+    f = workdir / f"config_w{workers}_{kind}.json"
     f.write_text(cfg.model_dump_json(indent=2))
     return f
 
@@ -275,6 +277,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--no-exports", action="store_true", help="skip the other benchmark shapes (TRICD, probes, ...)")
     ap.add_argument("--exports", action="store_true", help=argparse.SUPPRESS)  # the default now
     ap.add_argument("--no-rerun", action="store_true", help="skip the two reruns with nothing changed")
+    ap.add_argument("--one-stage-at-a-time", action="store_true", help="concurrent_stages: false (less memory)")
     ap.add_argument("--profile", metavar="STAGE", help="also cProfile the first unit of STAGE")
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/hardneg-bench"))
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
@@ -299,7 +302,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     if not corpus.exists():
         write_synthetic_gqa(corpus, args.n_images, args.seed, 16, 50)
     corpus.read_bytes()  # warm the page cache for every measurement
-    config = _config(corpus, args.workers, not args.no_language, not args.no_exports, args.workdir)
+    config = _config(
+        corpus, args.workers, not args.no_language, not args.no_exports, args.workdir, not args.one_stage_at_a_time
+    )
     run_dir = args.workdir / f"run_n{args.n_images}"
     shutil.rmtree(run_dir, ignore_errors=True)  # measure from scratch, not a resumed run
 
