@@ -121,7 +121,7 @@ def write_jsonl(path: Path, rows: Iterable[Any]) -> int:
             count += 1
             yield dumps(r) + b"\n"
 
-    atomic_write_chunks(path, lines())
+    atomic_write_chunks(path, lines(), hashed=False)
     return count
 
 

@@ -182,9 +182,10 @@ class Corpus:
     def similarity(self, a: str, b: str) -> float:
         """Shared core traits of two images: the Jaccard index of their names, plus half for one location."""
         x, y = self.images[a], self.images[b]
-        union = len(x.names | y.names)
+        shared = len(x.names & y.names)
+        union = len(x.names) + len(y.names) - shared  # counted, not built: TRICD asks hundreds a positive
         same_place = x.location is not None and x.location == y.location
-        return (len(x.names & y.names) / union if union else 0.0) + (0.5 if same_place else 0.0)
+        return (shared / union if union else 0.0) + (0.5 if same_place else 0.0)
 
     def reader(self) -> GraphReader:
         return GraphReader(self)

@@ -58,10 +58,7 @@ def run_stages(run: Run, pool: Pool | None = None) -> None:
     every stage finished, and a failure puts the old ones back."""
     with publishing(run.root):
         for wave in run.waves() if run.cfg.concurrent_stages else [[name] for name in run.order]:
-            if len(wave) == 1:
-                run.run_stage(wave[0], pool)
-            else:
-                run.run_wave(wave, pool)
+            run.run_wave(wave, pool)
 
 
 def resplittable_keys() -> set[str]:

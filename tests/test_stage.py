@@ -78,6 +78,20 @@ class Total(Stage):
         unit.write("sum", [{"sum": sum(r["v"] for r in unit.read_all("double", "doubled"))}])
 
 
+class Triple(Stage):
+    """Reads what Double reads, not Double: it runs in Double's wave."""
+
+    name = "triple"
+    version = "triple@v1"
+    reads = ("source",)
+    writes = outputs({"tripled": Value})
+    sharded = False
+
+    def run(self, unit: Unit) -> None:
+        CALLS.append((self.name, unit.shard))
+        unit.write("tripled", [{"v": r["v"] * 3} for r in unit.read_all("source", "items")])
+
+
 class Sneaky(Stage):
     name = "sneaky"
     version = "sneaky@v1"
@@ -269,20 +283,6 @@ def test_a_write_of_an_undeclared_kind_or_a_row_missing_a_field_is_refused(tmp_p
 def test_a_record_type_must_be_a_dataclass():
     with pytest.raises(TypeError, match="is not a dataclass"):
         outputs({"items": dict})
-
-
-class Triple(Stage):
-    """Reads what Double reads, not Double: it runs in Double's wave."""
-
-    name = "triple"
-    version = "triple@v1"
-    reads = ("source",)
-    writes = outputs({"tripled": Value})
-    sharded = False
-
-    def run(self, unit: Unit) -> None:
-        CALLS.append((self.name, unit.shard))
-        unit.write("tripled", [{"v": r["v"] * 3} for r in unit.read_all("source", "items")])
 
 
 def test_waves_group_stages_that_read_none_of_each_other():
