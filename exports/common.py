@@ -14,7 +14,7 @@ import orjson
 
 from hardneg.core.errors import HardnegError
 from hardneg.core.io import atomic_write_chunks, dumps, temp_path, write_json
-from hardneg.core.runner.stage import Unit
+from hardneg.core.runner.stage import ALL, Unit
 from hardneg.core.splits import split_of
 from hardneg.core.words.table import Words
 
@@ -25,30 +25,49 @@ SPLITS = ("train", "val", "test")
 
 
 def kept_positives(unit: Unit) -> list[dict[str, Any]]:
-    """The positives the write stage writes (not dropped by the decide stage), each with its `split`."""
-    dropped = {d["id"] for d in unit.read_all("decide", "positives") if not d["keep"]}
+    """The positives the write stage writes (not dropped by the decide stage), each with its `split`: of the
+    unit's shard, or of every shard for a stage of one unit."""
+    dropped = unit.shared("decide", "dropped positives", lambda: _dropped(unit))
     out = []
-    for r in unit.read_all("language", "positives"):
+    for r in of_unit(unit, "language", "positives"):
         if r["id"] not in dropped:
             r["split"] = split_of(r["image_id"], unit.cfg.splits)
             out.append(r)
     return out
 
 
+def _dropped(unit: Unit) -> frozenset[int]:
+    return frozenset(d["id"] for d in unit.read_all("decide", "positives") if not d["keep"])
+
+
+def of_unit(unit: Unit, stage: str, kind: str) -> Iterator[dict[str, Any]]:
+    """A sharded upstream's rows of the unit's shard; of every shard for a stage of one unit."""
+    return unit.read_all(stage, kind) if unit.shard == ALL else unit.read(stage, kind)
+
+
 def kept_image_negatives(unit: Unit, positive_ids: set[int]) -> list[dict[str, Any]]:
-    """Image negatives the decide stage kept, of kept positives: `chosen` is the candidate the write stage
-    writes, `passed` every candidate each filter keeps (the chosen one first)."""
-    decisions = {d["id"]: d for d in unit.read_all("decide", "negatives")}
+    """Image negatives the decide stage kept, of kept positives (of the unit's shard, as `kept_positives`):
+    `chosen` is the candidate the write stage writes, `passed` every candidate each filter keeps (the chosen
+    one first)."""
+    decisions = unit.shared("decide", "kept image negatives", lambda: _kept_negatives(unit))
     out = []
-    for r in unit.read_all("images", "image-negatives"):
+    for r in of_unit(unit, "images", "image-negatives"):
         d = decisions.get(r["id"])
-        if d is None or not d["keep"] or r["positive_id"] not in positive_ids:
+        if d is None or r["positive_id"] not in positive_ids:
             continue
-        best = d["candidate"]
-        passed = d.get("passed", [best])  # decide@v2 runs did not record it: the chosen one alone
+        best, passed = d
         r["chosen"] = r["candidates"][best]
         r["passed"] = [r["candidates"][best]] + [r["candidates"][k] for k in passed if k != best]
         out.append(r)
+    return out
+
+
+def _kept_negatives(unit: Unit) -> dict[int, tuple[int, list[int]]]:
+    """Kept image negative id -> (the chosen candidate, the candidates that passed)."""
+    out = {}
+    for d in unit.read_all("decide", "negatives"):
+        if d["keep"] and "candidate" in d:
+            out[d["id"]] = (d["candidate"], d.get("passed", [d["candidate"]]))  # decide@v2 runs: the chosen alone
     return out
 
 
@@ -100,6 +119,13 @@ class ExportFolder:
             except OSError:  # another file system, or links not allowed there
                 shutil.copyfile(src, dst)
         return dst.relative_to(self.root).as_posix()
+
+    def source(self, path: Path) -> str:
+        """Where `path` is, for a later `place` (a shard's row, placed by its stage's `finish`): relative to
+        the run folder when it lies in it (the demo's images, the run's edits), so the run may move; else
+        absolute."""
+        full, root = os.path.abspath(path), os.path.abspath(self.root)
+        return os.path.relpath(full, root) if full.startswith(root + os.sep) else full
 
     def write_tables(self, splits: dict[str, list[dict[str, Any]]], prefix: str = "") -> None:
         """Per split `<prefix><split>.json` (a JSON array, one record a line) and `<prefix><split>.parquet`

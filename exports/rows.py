@@ -25,7 +25,7 @@ class TricdPairRow:
     phrases and their boxes (none on a negative)."""
 
     id: int
-    image: str | None  # run-relative, None without source images
+    image: str | None  # run-relative, None without source images (a shard's row: the file, `ExportFolder.source`)
     image_id: str
     width: int
     height: int
@@ -78,7 +78,22 @@ class ProbeRRow:
     plausibility: Json | None = None  # the predicate swaps: how often the corpus shows the swapped triple
     certificate: Json
     id: int
-    image: str | None
+    image: str | None  # run-relative, None without source images (None in a shard's rows: `finish` places it)
+
+
+@dataclass(slots=True, kw_only=True)
+class ProbeRSetRow:
+    """One triple's Probe-R set with every part certified: what the paper's own record holds."""
+
+    split: str
+    positive_id: int
+    triple: list[str]
+    image_id: str
+    correct: str
+    predicate: Json  # the chosen predicate swap's option
+    subject: Json  # the chosen subject swap's option
+    subject_only_ids: list[str]
+    swapped_subject_ids: list[str]
 
 
 @dataclass(slots=True, kw_only=True)
@@ -94,7 +109,7 @@ class ProbeCRow:
     prompts: list[str]
     certificate: Json
     id: int
-    images: list[str | None]
+    images: list[str | None]  # as Probe-R's `image`
 
 
 @dataclass(slots=True, kw_only=True)

@@ -29,9 +29,16 @@ SMALL = {
 
 
 def _same_splits(a: Path, b: Path) -> None:
+    """The splits, and the exports' files (their shards' searches run in any worker, in any order)."""
     for s in SPLITS:
         for f in ("positive.json", "negative.json", "coco.json"):
             assert (a / "splits" / s / f).read_bytes() == (b / "splits" / s / f).read_bytes(), (s, f)
+    for shape in ("tricd", "probes", "imagecode"):
+        files = sorted(f.relative_to(a) for f in (a / shape).rglob("*.json"))
+        assert files == sorted(f.relative_to(b) for f in (b / shape).rglob("*.json")), shape
+        assert len(files) > 3, shape
+        for f in files:
+            assert (a / f).read_bytes() == (b / f).read_bytes(), f
 
 
 @pytest.fixture(scope="module")

@@ -24,14 +24,11 @@ The runner owns everything else, once for all stages:
   a fresh one: a changed key redoes exactly the stages that depend on it, and a stage redone for any reason
   (a lost folder, a touched input) redoes everything downstream of it unless its output came out the same;
 - **skip-if-done**: a unit is done when its marker `_done/<unit>.json` exists (written last, atomically);
-- **declared reads and writes**: a unit reads only the stages in `reads` and the kinds they declare in
-  `writes`, so a fingerprint never misses an input and a misspelt kind fails instead of reading nothing;
-  it writes only its stage's kinds, each write's first row checked against the kind's record type
-  (`core/schema.py`; the types are in `core/rows.py` and `exports/rows.py`);
-- **rejects, stats, timings** per unit, the summary `_stage.json` when every unit is done; **progress** hooks;
-- **publishing**: a stage that writes the run's outputs (`publishes`) opens the run's transaction.
+- **declared reads and writes** (`core/runner/unit.py`): a fingerprint never misses an input, a misspelt
+  kind fails, each write's first row is checked against its kind's record type (`core/schema.py`);
+- **rejects, stats, timings** per unit; once every unit is done, `finish` (what all units make together)
+  and the summary `_stage.json`; **progress** hooks; **publishing** (`publishes`: the run's transaction).
 The first stage partitions the corpus: its unit's `meta["shards"]` lists every sharded stage's shards.
-`core/runner/alone.py` runs one stage on given upstream rows, for its tests.
 """
 
 from __future__ import annotations
@@ -103,6 +100,11 @@ class Stage:
         """Extra fields of `_stage.json` from the units' markers (default: nothing)."""
         return {}
 
+    def finish(self, run: Run, units: list[dict[str, Any]]) -> dict[str, Any]:
+        """Once every unit is done: what all units' outputs make together (an export's tables from its shards'
+        rows), and extra fields of `_stage.json`. A run cut off here does it again."""
+        return {}
+
     def __repr__(self) -> str:
         return f"<stage {self.name} {self.version}>"
 
@@ -164,12 +166,10 @@ class Run:
         return digest(self.config_fingerprint(name), upstream)
 
     def stored_fingerprint(self, name: str) -> str | None:
-        f = self.stage_dir(name) / FINGERPRINT
-        return f.read_text() if f.exists() else None
+        return f.read_text() if (f := self.stage_dir(name) / FINGERPRINT).exists() else None
 
     def summary(self, name: str) -> dict[str, Any]:
-        f = self.stage_dir(name) / SUMMARY
-        if not f.exists():
+        if not (f := self.stage_dir(name) / SUMMARY).exists():
             raise RuntimeError(f"stage {name} has not finished in {self.root}")
         return orjson.loads(f.read_bytes())
 
@@ -232,8 +232,7 @@ class Run:
         return self.stage_dir(name) / "_done" / f"{unit}.json"
 
     def open(self, name: str) -> list[str]:
-        """Open a stage for this config (reset it when its fingerprint changed) and return the units
-        still to do. Call once, before its units run in parallel."""
+        """Open a stage for this config (reset if its fingerprint changed); the units still to do. Once, first."""
         d = self.stage_dir(name)
         fp = self.fingerprint(name)
         if fp is None:
@@ -309,6 +308,7 @@ class Run:
             "rejects": sum(m["rejects"] for m in markers),
             "stats": dict(sorted(stats.items())),
             "meta": markers[0]["meta"] if len(markers) == 1 else {},
+            **self.stages[name].finish(self, markers),
             **self.stages[name].summarize(self, markers),
         }
         write_json(self.stage_dir(name) / SUMMARY, summary)

@@ -68,13 +68,17 @@ class ProbeSearch:
     positive's own image decides is decided first: only the swaps that pass there ask other images."""
 
     def __init__(self, words: Words, cert: Certifier, counts: Counts, index: Corpus, checks: GraphChecks,
-                 seed: int, candidates: int, subject_only: int) -> None:  # fmt: skip
+                 seed: int, candidates: int, subject_only: int, memo: dict[str, Any] | None = None,
+                 ) -> None:  # fmt: skip
+        """`memo`: what it works out from the words, counts and index alone, kept for the next search on them."""
         self.words, self.cert, self.counts, self.index, self.checks = words, cert, counts, index, checks
         self.seed, self.candidates, self.subject_only = seed, candidates, subject_only
-        self._categories: dict[str, str | None] = {}
-        self._swap_ok: dict[str, bool] = {}
-        self._carrying: dict[tuple[str, str], list[tuple[str, str | None, bool]]] = {}
-        self._attribute_categories: dict[str, str | None] = {}
+        m = {} if memo is None else memo
+        self._categories: dict[str, str | None] = m.setdefault("categories", {})
+        self._swap_ok: dict[str, bool] = m.setdefault("swap_ok", {})
+        self._carrying: dict[tuple[str, str], list[tuple[str, str | None, bool]]] = m.setdefault("carrying", {})
+        self._attribute_categories: dict[str, str | None] = m.setdefault("attribute_categories", {})
+        self._could: dict[str, frozenset[str]] = m.setdefault("could", {})
         self.probes: list[Candidates] = []
         self.relation_probes: list[RelationProbes] = []
         self.plausibility = Plausibility(counts)
@@ -84,7 +88,6 @@ class ProbeSearch:
         for a, n in counts.attribute_name:
             self.attributes_of[n].add(a)
         self._corpus_names = sorted({n for _, n in index.by_name})
-        self._could: dict[str, frozenset[str]] = {}
 
     def _swappable(self, name: str) -> bool:
         ok = self._swap_ok.get(name)

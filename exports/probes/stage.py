@@ -19,7 +19,9 @@ this is a decision stage: `hardneg split` reruns it, while the Probe-B images it
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,11 +33,11 @@ from hardneg.core.config_exports import ExportOptions
 from hardneg.core.gqa.hygiene import words_digest
 from hardneg.core.gqa.plausibility import Counts
 from hardneg.core.ids import safe_name
-from hardneg.core.io import write_json
+from hardneg.core.io import file_digest, write_json
 from hardneg.core.plugins import EXPORTS
 from hardneg.core.records import PathNode, Reject, content_id
 from hardneg.core.runner.folder import image_file, resolve_inputs
-from hardneg.core.runner.stage import Run, Unit
+from hardneg.core.runner.stage import ALL, Run, Unit
 from hardneg.core.schema import outputs
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
@@ -53,7 +55,7 @@ from hardneg.exports.probes.official import (
     probe_r_records,
 )
 from hardneg.exports.probes.relation_composition import ProbeSearch, balance_categories
-from hardneg.exports.rows import ProbeBGroupRow, ProbeCRow, ProbeRRow
+from hardneg.exports.rows import ProbeCRow, ProbeRRow, ProbeRSetRow
 
 # v2: the paper's own layout beside our tables; implausible predicates first; swapped-subject images;
 # attribute swaps beyond antonyms, categories balanced
@@ -76,20 +78,26 @@ def probe_facts(path: PathNode) -> tuple[list[tuple[str, str, str, str, str]], l
 
 @dataclass(slots=True)
 class Shared:
-    """What the three probes read: the word tables, the certifier, the corpus counts and index."""
+    """What the three probes read: the word tables, the certifier, the corpus counts and index, and what the
+    searches work out from those alone (`ProbeSearch`'s memo): one per worker, for all the shards it runs."""
 
     words: Words
     table: AttributeTable
     cert: Certifier
     counts: Counts
     index: Corpus
+    memo: dict[str, Any]
 
     @classmethod
     def load(cls, unit: Unit) -> Shared:
-        cfg = unit.cfg
-        words, table = Words.load(), AttributeTable.load(cfg.resolve(cfg.attribute_table))
-        counts = Counts.from_rows(unit.read_all("plausibility", "counts"))
-        return cls(words, table, Certifier(words, table), counts, corpus(unit))
+        path = unit.cfg.resolve(unit.cfg.attribute_table)
+
+        def build() -> Shared:
+            words, table = Words.load(), AttributeTable.load(path)
+            counts = Counts.from_rows(unit.read_all("plausibility", "counts"))
+            return cls(words, table, Certifier(words, table), counts, corpus(unit), {})
+
+        return unit.shared("plausibility", f"probes:{unit.cfg.splits.model_dump_json()}:{file_digest(path)}", build)
 
 
 class ProbesExport(ExportOptions):
@@ -120,10 +128,9 @@ class ProbesStage(ExportStage):
         "class list of the corpus's names; in the paper's own layout and as `evaluation.probes` tables"
     )
     reads = ("hygiene", "plausibility", "language", "decide", "probe_b")
-    writes = outputs({"probe_r": ProbeRRow, "probe_c": ProbeCRow, "probe_b": ProbeBGroupRow})
+    writes = outputs({"probe_r": ProbeRRow, "probe_c": ProbeCRow, "sets": ProbeRSetRow})
     config = ("seed", "splits", "exports.probes")
     data = ("attribute_table",)
-    sharded = False
     decision = True
     publishes = (FOLDER,)
 
@@ -131,19 +138,44 @@ class ProbesStage(ExportStage):
         return words_digest()
 
     def run(self, unit: Unit) -> None:
+        """A shard's Probe-R and Probe-C rows (of its positives), one per id, by id; Probe-R's whole sets."""
+        if not unit.cfg.exports.probes.enabled:
+            return
         with no_cycle_collection():  # until the rows are written and freed (see `no_cycle_collection`)
-            self._run(unit)
+            shared = Shared.load(unit)
+            positives = sorted(kept_positives(unit), key=lambda p: p["id"])
+            unit.items_in = len(positives)
+            found, missed, sets = self._search(unit.cfg, shared, positives)
+            for kind, n in missed.items():
+                unit.stats[f"not_certified:{kind}"] += n
+                unit.reject(Reject("probes", f"{kind}: no swap or image certified for {n} probes"))
+            out: dict[str, dict[int, dict[str, Any]]] = {"probe_r": {}, "probe_c": {}}
+            for r in found:  # one record per distinct (kind, images, prompts): two cups on one table ask one thing
+                if r["kind"].startswith("probe_r/"):
+                    r["id"] = content_id("probe", r["kind"], r["image_id"], r["correct"], r["swapped"])
+                    r["image"] = None
+                    out["probe_r"].setdefault(r["id"], r)
+                else:
+                    r["id"] = content_id("probe", r["kind"], *r["image_ids"], *r["prompts"])
+                    r["images"] = [None] * len(r["image_ids"])
+                    out["probe_c"].setdefault(r["id"], r)
+            for name, rows in out.items():
+                unit.write(name, (rows[i] for i in sorted(rows)))
+            unit.write("sets", sets)
 
-    def _run(self, unit: Unit) -> None:
-        opts = unit.cfg.exports.probes
-        folder = ExportFolder(unit.root, FOLDER)
-        folder.reset(*TABLES, "images")
-        tables: dict[str, list[dict[str, Any]]] = {"probe_r": [], "probe_c": []}
-        groups = list(unit.read_all("probe_b", "groups"))
+    def finish(self, run: Run, units: list[dict[str, Any]]) -> dict[str, Any]:
+        """Every shard's rows in the run's folder: one per id (the first positive's, as in one search over all),
+        Probe-C's categories balanced, the images placed; the paper's layout; Probe-B's groups beside them."""
+        opts = run.cfg.exports.probes
+        unit = Unit(run, self, ALL)  # reads the stage's inputs as its units do
+        folder = ExportFolder(run.root, FOLDER)
+        folder.reset(*TABLES, "images")  # not `generated/`: Probe-B's images, which its stage publishes here
+        groups = list(run.read_all("probe_b", "groups"))
         shared = Shared.load(unit) if opts.enabled or groups else None
+        tables: dict[str, list[dict[str, Any]]] = {"probe_r": [], "probe_c": []}
         official: dict[str, Any] = {}
         if opts.enabled and shared is not None:
-            tables.update(self._probes(unit, folder, shared, official))
+            tables.update(self._tables(run, folder, shared, official))
         tables["probe_b"] = groups
         counts: dict[str, dict[str, int]] = {}
         for name, rows in tables.items():
@@ -151,7 +183,6 @@ class ProbesStage(ExportStage):
             c = Counter((r["kind"] if name != "probe_b" else "probe_b/groups", r["split"]) for r in rows)
             for kind in sorted({k for k, _ in c}):
                 counts[kind] = {s: c.get((kind, s), 0) for s in SPLITS}
-            unit.write(name, rows)
         if groups and shared is not None:
             classes = class_list(shared.counts, shared.words, shared.cert, opts.class_min_count)
             labels = ClassLabels(classes, shared.words, shared.cert)
@@ -160,24 +191,18 @@ class ProbesStage(ExportStage):
                 info = shared.index.images.get(image_id)
                 return info.names if info is not None else frozenset()
 
-            official["probe_b"] = probe_b_tree(folder, unit.root, groups, labels, shared.words, names_of)
+            official["probe_b"] = probe_b_tree(folder, run.root, groups, labels, shared.words, names_of)
             official["probe_b_classes"] = len(classes)
         summary = {"shape": "probes", "version": VERSION, "enabled": opts.enabled, "counts": counts,
                    "official": official, "hardness": hardness(tables)}  # fmt: skip
         folder.write_summary(summary)
-        unit.meta["counts"] = counts
+        return {"meta": {"counts": counts}}
 
-    def _probes(
-        self, unit: Unit, folder: ExportFolder, shared: Shared, official: dict[str, Any]
+    def _tables(
+        self, run: Run, folder: ExportFolder, shared: Shared, official: dict[str, Any]
     ) -> dict[str, list[dict[str, Any]]]:
-        cfg, opts = unit.cfg, unit.cfg.exports.probes
-        positives = sorted(kept_positives(unit), key=lambda p: p["id"])
-        unit.items_in = len(positives)
-        found, missed, sets = self._search(cfg, shared, positives)
-        for kind, n in missed.items():
-            unit.stats[f"not_certified:{kind}"] += n
-            unit.reject(Reject("probes", f"{kind}: no swap or image certified for {n} probes"))
-        images = resolve_inputs(unit.root, cfg)[1]
+        opts = run.cfg.exports.probes
+        images = resolve_inputs(run.root, run.cfg)[1]
 
         def link(image_id: str, rel: str | None = None) -> str | None:
             if images is None:
@@ -185,26 +210,17 @@ class ProbesStage(ExportStage):
             return folder.place(image_file(images, image_id), rel or f"images/{safe_name(image_id)}.jpg")
 
         out: dict[str, list[dict[str, Any]]] = {"probe_r": [], "probe_c": []}
-        ids: set[int] = set()
-        for r in found:  # one record per distinct (kind, images, prompts): two cups on one table ask one thing
-            if r["kind"].startswith("probe_r/"):
-                r["id"] = content_id("probe", r["kind"], r["image_id"], r["correct"], r["swapped"])
-            else:
-                r["id"] = content_id("probe", r["kind"], *r["image_ids"], *r["prompts"])
-            if r["id"] in ids:
-                continue
-            ids.add(r["id"])
-            if r["kind"].startswith("probe_r/"):
-                r["image"] = link(r["image_id"])
-                out["probe_r"].append(r)
-            else:
-                r["images"] = [link(i) for i in r["image_ids"]]
-                out["probe_c"].append(r)
-        for rows in out.values():
-            rows.sort(key=lambda r: r["id"])
+        for r in first_by_id(run.read(self.name, "probe_r", u) for u in run.units(self.name)):
+            r["image"] = link(r["image_id"])
+            out["probe_r"].append(r)
+        for r in first_by_id(run.read(self.name, "probe_c", u) for u in run.units(self.name)):
+            r["images"] = [link(i) for i in r["image_ids"]]
+            out["probe_c"].append(r)
         comp = [r for r in out["probe_c"] if r["kind"] == "probe_c/composition"]
         kept = {r["id"] for r in balance_categories(comp, opts.max_category_share)}
         out["probe_c"] = [r for r in out["probe_c"] if r["kind"] != "probe_c/composition" or r["id"] in kept]
+        shards = [run.read(self.name, "sets", u) for u in run.units(self.name)]
+        sets = heapq.merge(*shards, key=lambda s: s["positive_id"])  # the positives' order, as one search's
         official["probe_r"] = self._official_r(folder, sets, shared.words, link)
         official["probe_c"] = self._official_c(folder, out["probe_c"], link)
         return out
@@ -218,7 +234,7 @@ class ProbesStage(ExportStage):
         opts = cfg.exports.probes
         checks = GraphChecks(shared.table, shared.index)
         search = ProbeSearch(shared.words, shared.cert, shared.counts, shared.index, checks, cfg.seed,
-                             opts.candidates, opts.subject_only_images)  # fmt: skip
+                             opts.candidates, opts.subject_only_images, shared.memo)  # fmt: skip
         seen: set[tuple[str, ...]] = set()
         for p in positives:
             triples, attrs = probe_facts(PathNode.from_json(p["path"]))
@@ -237,7 +253,7 @@ class ProbesStage(ExportStage):
         return found, missed, sets
 
     @staticmethod
-    def _official_r(folder: ExportFolder, sets: list[dict[str, Any]], words: Words, link: Any) -> dict[str, Any]:
+    def _official_r(folder: ExportFolder, sets: Iterable[dict[str, Any]], words: Words, link: Any) -> dict[str, Any]:
         """The paper's Probe-R file per split (every split written, empty or not); the counts."""
         records = probe_r_records(sets, words, lambda i, stem: link(i, f"probe_r/images/{stem}.jpg"))
         out = {}
@@ -263,6 +279,17 @@ class ProbesStage(ExportStage):
                 write_json(folder.dir / "probe_c" / split / name, part)
                 out[split][name] = len(part)
         return out
+
+
+def first_by_id(shards: Iterable[Iterable[dict[str, Any]]]) -> Iterator[dict[str, Any]]:
+    """The shards' rows by id, of each id the first positive's (each shard's rows come by id, one per id): what
+    one search over every positive keeps, though a probe that positives of two shards ask (the same triple,
+    the same third image) comes from both."""
+    last = None
+    for r in heapq.merge(*shards, key=lambda r: (r["id"], r["positive_id"])):
+        if r["id"] != last:
+            last = r["id"]
+            yield r
 
 
 def hardness(tables: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:

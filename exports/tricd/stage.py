@@ -47,7 +47,7 @@ from hardneg.core.schema import outputs
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
 from hardneg.exports.base import ExportStage
-from hardneg.exports.common import ExportFolder, by_split, kept_image_negatives, kept_positives
+from hardneg.exports.common import ExportFolder, by_split, kept_image_negatives, kept_positives, of_unit
 from hardneg.exports.corpus import Candidates, GraphChecks, Option, corpus, no_cycle_collection
 from hardneg.exports.rows import TricdPairRow
 from hardneg.exports.tricd.official import file_name, official
@@ -98,7 +98,6 @@ class TricdStage(ExportStage):
         "exports.tricd.image_negatives",
     )
     data = ("attribute_table",)
-    sharded = False
     decision = True
     publishes = (FOLDER,)
 
@@ -106,22 +105,27 @@ class TricdStage(ExportStage):
         return words_digest()
 
     def run(self, unit: Unit) -> None:
-        with no_cycle_collection():  # until the records are written and freed (see `no_cycle_collection`)
-            self._run(unit)
+        """A shard's pairs (its positives'), each pair's `image` the file it shows (`finish` places it)."""
+        if unit.cfg.exports.tricd.enabled:
+            with no_cycle_collection():  # until the records are written and freed (see `no_cycle_collection`)
+                unit.write("pairs", self._pairs(unit))
 
-    def _run(self, unit: Unit) -> None:
-        opts = unit.cfg.exports.tricd
-        folder = ExportFolder(unit.root, FOLDER)
+    def finish(self, run: Run, units: list[dict[str, Any]]) -> dict[str, Any]:
+        """Every shard's pairs, in shard order, in the run's folder: TRICD's own layout and the tables."""
+        folder = ExportFolder(run.root, FOLDER)
         folder.reset()
-        records = self._pairs(unit) if opts.enabled else []
+        records = list(run.read_all(self.name, "pairs"))
+        for r in records:
+            if r["image"] is not None:
+                r["image"] = folder.place(run.root / r["image"], f"images/{r['id']:x}.jpg")
         splits = by_split(records)
         for split, rows in splits.items():
             write_json(folder.dir / file_name(split), official(rows, FOLDER))
         folder.write_tables(splits)
         counts = _counts(records)
-        folder.write_summary({"shape": "tricd", "version": VERSION, "enabled": opts.enabled, "counts": counts})
-        unit.meta["counts"] = counts
-        unit.write("pairs", records)
+        enabled = run.cfg.exports.tricd.enabled
+        folder.write_summary({"shape": "tricd", "version": VERSION, "enabled": enabled, "counts": counts})
+        return {"meta": {"counts": counts}}
 
     def _pairs(self, unit: Unit) -> list[dict[str, Any]]:
         cfg, opts = unit.cfg, unit.cfg.exports.tricd
@@ -129,7 +133,7 @@ class TricdStage(ExportStage):
         cert = Certifier(words, table)
         positives = kept_positives(unit)
         unit.items_in = len(positives)
-        phrases = {r["id"]: r["phrases"] for r in unit.read_all("phrases", "phrases")}
+        phrases = {r["id"]: r["phrases"] for r in of_unit(unit, "phrases", "phrases")}
         edits: dict[int, list[dict[str, Any]]] = defaultdict(list)
         if opts.image_negatives:
             for n in kept_image_negatives(unit, {p["id"] for p in positives}):
@@ -243,14 +247,13 @@ def _records(
     }
     pos_id = content_id("tricd", str(p["id"]))
 
-    def image(pair_id: int, src: Any) -> str | None:
-        return folder.place(src, f"images/{pair_id:x}.jpg") if src is not None else None
+    def image(image_id: str) -> str | None:  # the source file: the stage's `finish` places it
+        return folder.source(image_file(images, image_id)) if images is not None else None
 
-    src = image_file(images, p["image_id"]) if images is not None else None
     out = [
         {
             "id": pos_id,
-            "image": image(pos_id, src),
+            "image": image(p["image_id"]),
             "image_id": p["image_id"],
             "width": sizes[p["image_id"]][0],
             "height": sizes[p["image_id"]][1],
@@ -264,17 +267,16 @@ def _records(
     empty = {i: [] for i in ids}
     for img in distractors:
         nid = content_id("tricd-distractor", str(p["id"]), img)
-        src = image_file(images, img) if images is not None else None
         cert = {"kind": "distractor", "image_id": img}
         out.append(
-            {"id": nid, "image": image(nid, src), "image_id": img, "width": sizes[img][0], "height": sizes[img][1],
+            {"id": nid, "image": image(img), "image_id": img, "width": sizes[img][0], "height": sizes[img][1],
              "phrases": empty, "positive_id": pos_id, "negative": "distractor", "certificate": cert, **common}
         )  # fmt: skip
     for n in negs:
         nid = content_id("tricd-edit", str(n["id"]))
         cert = {"kind": "image_edit", "image_id": n["source_image_id"], "edit": n["edit"], "negative_id": n["id"]}
         out.append(
-            {"id": nid, "image": image(nid, folder.root / n["chosen"]), "image_id": n["image_id"],
+            {"id": nid, "image": n["chosen"], "image_id": n["image_id"],
              "width": sizes[n["source_image_id"]][0], "height": sizes[n["source_image_id"]][1], "phrases": empty,
              "positive_id": pos_id, "negative": "image_edit", "certificate": cert, **common}
         )  # fmt: skip
