@@ -35,7 +35,7 @@ from typing import Any
 
 import orjson
 
-from hardneg.core.config import SplitsConfig
+from hardneg.core.config import RunConfig, SplitsConfig
 from hardneg.core.executor import GraphIndex
 from hardneg.core.records import SceneGraph, keyed_seed
 from hardneg.core.rows import GraphRow
@@ -109,6 +109,17 @@ def sample(ids: Iterable[str], k: int, *key: object) -> list[str]:
     if isinstance(pool, SortedIds) and pool._skip is None:  # the same items, indexed in C: the same draw
         pool = pool._ids
     return sorted(random.Random(keyed_seed(*key)).sample(pool, k))
+
+
+def drawn(items: Sequence[Any], *key: object) -> Iterator[Any]:
+    """`items` in a keyed random order, drawn as they are taken: a search that stops at its first few hits
+    pays for those, not for shuffling every corpus name per item (a Fisher-Yates shuffle run forwards, only
+    the positions it swapped kept)."""
+    rng, moved = random.Random(keyed_seed(*key)), {}
+    for i in range(len(items)):
+        j = i + rng.randrange(len(items) - i)
+        yield moved.get(j, items[j])
+        moved[j] = moved.get(i, items[i])
 
 
 class Corpus:
@@ -211,6 +222,13 @@ class GraphReader:
         for fd in self._fds.values():
             os.close(fd)
         self._fds.clear()
+
+
+def shards_per_unit(cfg: RunConfig, images: int) -> int:
+    """The corpus shards one unit of a search covers for about `images` images (`batch_images`): the
+    positives of a unit share its graph reads (a candidate image two of them try is read once), while a
+    unit holds its search's state until it is done."""
+    return max(1, round(images / cfg.shard_size))
 
 
 def corpus(unit: Unit) -> Corpus:

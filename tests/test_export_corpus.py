@@ -4,7 +4,9 @@ and the certifier's per-graph answers against their plain definitions."""
 
 from __future__ import annotations
 
+import itertools
 import random
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +20,7 @@ from hardneg.core.rows import GraphRow
 from hardneg.core.schema import to_record
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
-from hardneg.exports.corpus import Candidates, Corpus, GraphChecks, GraphReader
+from hardneg.exports.corpus import Candidates, Corpus, GraphChecks, GraphReader, drawn
 from hardneg.exports.tricd.rank import candidate_pool, path_edges, rank_distractors
 
 SPLITS = SplitsConfig(train=1.0, val=0.0, test=0.0)
@@ -191,3 +193,15 @@ def test_the_certifier_answers_alike_with_the_graphs_index():
             assert cert.uncontradicted(path, g, index) == cert.uncontradicted(path, g)
             assert cert.candidates(path.name, g, index) == cert.candidates(path.name, g)
         assert all(cert.candidates(n, g, index) is cert.candidates(n, g, index) for n in ("man", "cup"))
+
+
+def test_a_drawn_order_is_a_keyed_uniform_permutation_paid_for_as_it_is_taken():
+    items = [f"name{i}" for i in range(50)]
+    order = list(drawn(items, 7, "probe_r/subject", 1))
+    assert sorted(order) == sorted(items) and order != items
+    assert list(drawn(items, 7, "probe_r/subject", 1)) == order  # keyed: the same every run
+    assert list(drawn(items, 7, "probe_r/subject", 2)) != order
+    firsts = Counter(tuple(drawn("abc", k)) for k in range(6000))
+    assert len(firsts) == 6 and all(800 < n < 1200 for n in firsts.values()), firsts  # each of the 6 about 1/6
+    # the first few of a billion names cost a few draws (a shuffle of them all would not end)
+    assert len(set(itertools.islice(drawn(range(10**9), 3), 5))) == 5

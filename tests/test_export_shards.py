@@ -1,5 +1,5 @@
-"""The TRICD and probes exports search shard by shard (in any worker, side by side) and put the shards'
-rows together once every shard is done (`Stage.finish`): the files are those one search over every
+"""The TRICD and probes exports search a few shards at a time (in any worker, side by side) and put the
+units' rows together once every unit is done (`Stage.finish`): the files are those one search over every
 positive writes, and a run cut off while they are put together writes them again when resumed."""
 
 from __future__ import annotations
@@ -20,7 +20,12 @@ from tests.runs import SIXTEEN, shared_run
 
 pytestmark = pytest.mark.slow
 
-FOUR = {**SIXTEEN, "shard_size": 4}  # the 16-scene export run in 4 shards
+# the 16-scene export run in 4 shards, each search in 2 units of 2 shards
+FOUR = {
+    **SIXTEEN,
+    "shard_size": 4,
+    "exports": {**SIXTEEN["exports"], "tricd": {"batch_images": 8}, "probes": {"batch_images": 8}},
+}
 SHARDED = ("tricd", "probes")
 
 
@@ -45,7 +50,8 @@ def sharded() -> Path:
 
 def test_shards_write_what_one_search_over_every_positive_writes(sharded: Path, tmp_path: Path):
     run = Run(sharded, stored_config(sharded), STAGES)
-    assert [len(run.units(n)) for n in SHARDED] == [4, 4]
+    assert [run.units(n) for n in SHARDED] == [["00000-00001", "00002-00003"]] * 2
+    assert run.unit_shards("00002-00003") == ["00002", "00003"]
     assert sum(1 for f in (sharded / "work" / "probes").glob("probe_r-*.jsonl") if f.stat().st_size) > 1
     whole = []
     for s in STAGES:  # the same stages, each export one unit over every positive

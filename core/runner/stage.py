@@ -10,7 +10,6 @@ corpus (the unit `"all"`):
         reads = ("hygiene", "plausibility")      # upstream stages it reads (and only those)
         writes = outputs({"positives": PositiveRow})  # its output kinds and their record types
         config = ("seed", "targets", "paths")    # config keys its output depends on
-        data = ("paths.templates",)              # config keys naming data files: their content counts
 
         def run(self, unit: Unit) -> None:
             for row in unit.records("hygiene", "graphs", GraphRow):
@@ -100,6 +99,10 @@ class Stage:
         """Extra fields of `_stage.json` from the units' markers (default: nothing)."""
         return {}
 
+    def shards_per_unit(self, run: Run) -> int:
+        """How many corpus shards one unit of a sharded stage covers (a search that shares graph reads)."""
+        return 1
+
     def finish(self, run: Run, units: list[dict[str, Any]]) -> dict[str, Any]:
         """Once every unit is done: what all units' outputs make together (an export's tables from its shards'
         rows), and extra fields of `_stage.json`. A run cut off here does it again."""
@@ -184,15 +187,10 @@ class Run:
 
     def _unit_ok(self, name: str, unit: str) -> bool:
         """Done: its marker exists and every file it lists is there with the size it was written with."""
-        m = self._marker(name, unit)
-        if not m.exists():
+        if not (m := self._marker(name, unit)).exists():
             return False
-        d = self.stage_dir(name)
-        for rel, info in orjson.loads(m.read_bytes())["files"].items():
-            f = d / rel
-            if not f.exists() or f.stat().st_size != info["size"]:
-                return False
-        return True
+        files, d = orjson.loads(m.read_bytes())["files"], self.stage_dir(name)
+        return all((f := d / rel).exists() and f.stat().st_size == info["size"] for rel, info in files.items())
 
     def problems(self, name: str) -> list[str]:
         """Why a stage's stored work cannot be trusted under the current config (empty: it can): not
@@ -204,7 +202,7 @@ class Run:
             return [f"stage {name} was made under another config or version, or from other upstream output or inputs"]
         out = []
         units = self.summary(name)["units"]
-        if self.stages[name].sharded and units != self.shards():
+        if units != self.units(name):
             out.append(f"stage {name} covers other shards than the ingest stage made")
         for unit in units:
             m = self._marker(name, unit)
@@ -212,8 +210,7 @@ class Run:
                 out.append(f"stage {name}: unit {unit} is missing")
                 continue
             for rel, info in orjson.loads(m.read_bytes()).get("files", {}).items():
-                f = d / rel
-                if not f.exists():
+                if not (f := d / rel).exists():
                     out.append(f"stage {name}: {rel} is missing")
                 elif f.stat().st_size != info["size"] or file_digest(f) != info["sha1"]:
                     out.append(f"stage {name}: {rel} changed since it was written")
@@ -226,15 +223,23 @@ class Run:
         return list(self.summary(self.order[0])["meta"]["shards"])
 
     def units(self, name: str) -> list[str]:
-        return self.shards() if self.stages[name].sharded else [ALL]
+        """`ALL`, the shards, or runs of `shards_per_unit` shards named `<first>-<last>`."""
+        if not self.stages[name].sharded:
+            return [ALL]
+        shards, k = self.shards(), self.stages[name].shards_per_unit(self)
+        return shards if k <= 1 else [f"{g[0]}-{g[-1]}" for g in (shards[i : i + k] for i in range(0, len(shards), k))]
+
+    def unit_shards(self, unit: str) -> list[str]:
+        """The shards a unit covers: itself, or a run of shards `<first>-<last>`."""
+        first, _, last = unit.partition("-")
+        return [unit] if not last else (s := self.shards())[s.index(first) : s.index(last) + 1]
 
     def _marker(self, name: str, unit: str) -> Path:
         return self.stage_dir(name) / "_done" / f"{unit}.json"
 
     def open(self, name: str) -> list[str]:
         """Open a stage for this config (reset if its fingerprint changed); the units still to do. Once, first."""
-        d = self.stage_dir(name)
-        fp = self.fingerprint(name)
+        d, fp = self.stage_dir(name), self.fingerprint(name)
         if fp is None:
             raise RuntimeError(f"stage {name}: the stages it reads ({', '.join(self.reads[name])}) are not finished")
         if self.stages[name].publishes:  # the old outputs stay whole until the run commits
@@ -257,15 +262,12 @@ class Run:
 
     def run_unit(self, name: str, unit: str) -> dict[str, Any]:
         """Run one unit (skipped when done); returns its marker."""
-        marker = self._marker(name, unit)
         if self._unit_ok(name, unit):
-            return orjson.loads(marker.read_bytes())
+            return orjson.loads(self._marker(name, unit).read_bytes())
         if self.stored_fingerprint(name) != self.fingerprint(name):
             raise RuntimeError(f"stage {name} is not open for this config: call Run.open first")
-        stage = self.stages[name]
-        u = Unit(self, stage, unit)
-        t0 = time.perf_counter()
-        stage.run(u)
+        u, t0 = Unit(self, self.stages[name], unit), time.perf_counter()
+        self.stages[name].run(u)
         seconds = time.perf_counter() - t0
         write_jsonl(self.stage_dir(name) / "_rejects" / f"{unit}.jsonl", (r.to_json() for r in u.rejects))
         done = {
@@ -278,16 +280,14 @@ class Run:
             "meta": u.meta,
             "files": u.files,
         }
-        write_json(marker, done, indent=False)  # last: its presence marks the unit done
+        write_json(self._marker(name, unit), done, indent=False)  # last: its presence marks the unit done
         return done
 
     def close(self, name: str) -> dict[str, Any]:
         """Write the stage summary once every unit is done; returns it."""
-        units = self.units(name)
-        markers = []
+        units, markers = self.units(name), []
         for unit in units:
-            m = self._marker(name, unit)
-            if not m.exists():
+            if not (m := self._marker(name, unit)).exists():
                 raise RuntimeError(f"stage {name}: unit {unit} is not done")
             markers.append(orjson.loads(m.read_bytes()))
         stats: Counter = Counter()

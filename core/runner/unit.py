@@ -67,9 +67,10 @@ class Unit:
         return declared
 
     def read(self, stage: str, kind: str, shard: str | None = None) -> Iterator[Any]:
-        """Rows (dicts) a declared upstream stage wrote for this unit's shard (or `shard`)."""
+        """Rows (dicts) a declared upstream stage wrote for this unit's shards (or `shard`)."""
         self._record_type(stage, kind)
-        yield from self.run.read(stage, kind, shard or self.shard)
+        for s in [shard] if shard else self.run.unit_shards(self.shard):
+            yield from self.run.read(stage, kind, s)
 
     def read_all(self, stage: str, kind: str) -> Iterator[Any]:
         """Rows (dicts) of every unit of a declared upstream stage, in unit order."""
@@ -79,7 +80,7 @@ class Unit:
     def records(self, stage: str, kind: str, record: type[R], shard: str | None = None) -> Iterator[R]:
         """`read`, each row as `record`, the type `stage` declares for `kind`."""
         self._record_type(stage, kind, record)
-        for row in self.run.read(stage, kind, shard or self.shard):
+        for row in self.read(stage, kind, shard):
             yield to_record(row, record)
 
     def records_all(self, stage: str, kind: str, record: type[R]) -> Iterator[R]:

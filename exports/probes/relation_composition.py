@@ -44,7 +44,7 @@ from hardneg.core.gqa.plausibility import Counts, Plausibility
 from hardneg.core.records import PathNode, SceneGraph, keyed_seed
 from hardneg.core.words.table import Words
 from hardneg.exports.common import noun_phrase, relation_prompt
-from hardneg.exports.corpus import NO_IDS, Candidates, Corpus, GraphChecks, Option, Test, sample
+from hardneg.exports.corpus import NO_IDS, Candidates, Corpus, GraphChecks, Option, Test, drawn, sample
 
 SUBJECT_TRIES = 12  # swapped subjects certified per triple (the first that passes is kept)
 OBJECT_TRIES = 5  # swapped objects tried per Probe-C attribute
@@ -178,7 +178,7 @@ class ProbeSearch:
     def _subject_tries(self, pid: int, s: str, r: str, o: str) -> list[str]:
         """The first `SUBJECT_TRIES` corpus names, in keyed order, never seen in the triple that contradict `s`."""
         out = []
-        for n in self._order(self.names, "probe_r/subject", pid, s, r, o):
+        for n in drawn(self.names, self.seed, "probe_r/subject", pid, s, r, o):
             if self.counts.triples[(n, r, o)] == 0 and self.words.names_contradict(s, n)[0]:
                 out.append(n)
                 if len(out) == SUBJECT_TRIES:
@@ -270,7 +270,7 @@ class ProbeSearch:
         of `n`'s category first (a cat for a dog before a car)."""
         w, same = self.words, self._category(n)
         found: tuple[list[str], list[str]] = ([], [])
-        for m, category, swappable in self._order(self._carriers(split, a), "pc-object", pid, n, a):
+        for m, category, swappable in drawn(self._carriers(split, a), self.seed, "pc-object", pid, n, a):
             if not swappable or m == n:
                 continue
             bucket = found[category != same]

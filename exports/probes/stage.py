@@ -43,7 +43,7 @@ from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
 from hardneg.exports.base import ExportStage
 from hardneg.exports.common import SPLITS, ExportFolder, by_split, kept_positives
-from hardneg.exports.corpus import Corpus, GraphChecks, corpus, no_cycle_collection
+from hardneg.exports.corpus import Corpus, GraphChecks, corpus, no_cycle_collection, shards_per_unit
 from hardneg.exports.probes.official import (
     C_FILES,
     R_FILE,
@@ -110,6 +110,7 @@ class ProbesExport(ExportOptions):
     candidates: int = Field(10, ge=1)  # corpus images certified per search (second image; image sets: 3 x theirs)
     max_category_share: float = Field(0.4, gt=0.0, le=1.0)  # Probe-C composition: no attribute category above it
     class_min_count: int = Field(5, ge=1)  # Probe-B's class list: corpus names seen at least this often
+    batch_images: int = Field(12_500, ge=1)  # images of positives searched together (`shards_per_unit`)
 
 
 @EXPORTS.add("probes", order=40)
@@ -136,6 +137,9 @@ class ProbesStage(ExportStage):
 
     def extra_fingerprint(self, run: Run) -> Any:
         return words_digest()
+
+    def shards_per_unit(self, run: Run) -> int:
+        return shards_per_unit(run.cfg, run.cfg.exports.probes.batch_images)
 
     def run(self, unit: Unit) -> None:
         """A shard's Probe-R and Probe-C rows (of its positives), one per id, by id; Probe-R's whole sets."""
@@ -167,23 +171,24 @@ class ProbesStage(ExportStage):
         """Every shard's rows in the run's folder: one per id (the first positive's, as in one search over all),
         Probe-C's categories balanced, the images placed; the paper's layout; Probe-B's groups beside them."""
         opts = run.cfg.exports.probes
-        unit = Unit(run, self, ALL)  # reads the stage's inputs as its units do
         folder = ExportFolder(run.root, FOLDER)
         folder.reset(*TABLES, "images")  # not `generated/`: Probe-B's images, which its stage publishes here
         groups = list(run.read_all("probe_b", "groups"))
-        shared = Shared.load(unit) if opts.enabled or groups else None
         tables: dict[str, list[dict[str, Any]]] = {"probe_r": [], "probe_c": []}
         official: dict[str, Any] = {}
-        if opts.enabled and shared is not None:
-            tables.update(self._tables(run, folder, shared, official))
+        if opts.enabled:
+            tables.update(self._tables(run, folder, Words.load(), official))
         tables["probe_b"] = groups
         counts: dict[str, dict[str, int]] = {}
-        for name, rows in tables.items():
+        hard = hardness(tables)
+        for name in list(tables):  # each table freed once written
+            rows = tables.pop(name)
             folder.write_tables(by_split(rows), f"{name}/")
             c = Counter((r["kind"] if name != "probe_b" else "probe_b/groups", r["split"]) for r in rows)
             for kind in sorted({k for k, _ in c}):
                 counts[kind] = {s: c.get((kind, s), 0) for s in SPLITS}
-        if groups and shared is not None:
+        if groups:  # the corpus's counts and index: here only for Probe-B's class list and scene names
+            shared = Shared.load(Unit(run, self, ALL))  # read as the stage's units read them
             classes = class_list(shared.counts, shared.words, shared.cert, opts.class_min_count)
             labels = ClassLabels(classes, shared.words, shared.cert)
 
@@ -194,13 +199,11 @@ class ProbesStage(ExportStage):
             official["probe_b"] = probe_b_tree(folder, run.root, groups, labels, shared.words, names_of)
             official["probe_b_classes"] = len(classes)
         summary = {"shape": "probes", "version": VERSION, "enabled": opts.enabled, "counts": counts,
-                   "official": official, "hardness": hardness(tables)}  # fmt: skip
+                   "official": official, "hardness": hard}  # fmt: skip
         folder.write_summary(summary)
         return {"meta": {"counts": counts}}
 
-    def _tables(
-        self, run: Run, folder: ExportFolder, shared: Shared, official: dict[str, Any]
-    ) -> dict[str, list[dict[str, Any]]]:
+    def _tables(self, run: Run, folder: ExportFolder, words: Words, official: dict[str, Any]) -> dict[str, list[Any]]:
         opts = run.cfg.exports.probes
         images = resolve_inputs(run.root, run.cfg)[1]
 
@@ -221,7 +224,7 @@ class ProbesStage(ExportStage):
         out["probe_c"] = [r for r in out["probe_c"] if r["kind"] != "probe_c/composition" or r["id"] in kept]
         shards = [run.read(self.name, "sets", u) for u in run.units(self.name)]
         sets = heapq.merge(*shards, key=lambda s: s["positive_id"])  # the positives' order, as one search's
-        official["probe_r"] = self._official_r(folder, sets, shared.words, link)
+        official["probe_r"] = self._official_r(folder, sets, words, link)
         official["probe_c"] = self._official_c(folder, out["probe_c"], link)
         return out
 

@@ -48,7 +48,7 @@ from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
 from hardneg.exports.base import ExportStage
 from hardneg.exports.common import ExportFolder, by_split, kept_image_negatives, kept_positives, of_unit
-from hardneg.exports.corpus import Candidates, GraphChecks, Option, corpus, no_cycle_collection
+from hardneg.exports.corpus import Candidates, GraphChecks, Option, corpus, no_cycle_collection, shards_per_unit
 from hardneg.exports.rows import TricdPairRow
 from hardneg.exports.tricd.official import file_name, official
 from hardneg.exports.tricd.rank import rank_distractors
@@ -71,6 +71,7 @@ class TricdExport(ExportOptions):
     candidates: int = Field(200, ge=1)
     checked: int = Field(20, ge=1)  # the most confusable of them checked by the certificate, in rank order
     image_negatives: bool = True  # the run's chosen edited images are negative pairs too
+    batch_images: int = Field(12_500, ge=1)  # images of positives searched together (`shards_per_unit`)
 
 
 @EXPORTS.add("tricd", order=30)
@@ -96,6 +97,7 @@ class TricdStage(ExportStage):
         "exports.tricd.candidates",
         "exports.tricd.checked",
         "exports.tricd.image_negatives",
+        "exports.tricd.batch_images",
     )
     data = ("attribute_table",)
     decision = True
@@ -103,6 +105,9 @@ class TricdStage(ExportStage):
 
     def extra_fingerprint(self, run: Run) -> Any:
         return words_digest()
+
+    def shards_per_unit(self, run: Run) -> int:
+        return shards_per_unit(run.cfg, run.cfg.exports.tricd.batch_images)
 
     def run(self, unit: Unit) -> None:
         """A shard's pairs (its positives'), each pair's `image` the file it shows (`finish` places it)."""
