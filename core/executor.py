@@ -21,6 +21,25 @@ from hardneg.core.records import PathNode, SceneGraph
 from hardneg.core.words.attribute_table import AttributeTable
 
 
+class CategoryAttributes(dict[str, dict[str, frozenset[str]]]):
+    """Object id -> its attributes by category, worked out for an object the first time it is asked: only
+    `same` edges ask, and most graphs an export reads to certify a candidate never do."""
+
+    __slots__ = ("graph", "table")
+
+    def __init__(self, graph: SceneGraph, table: AttributeTable) -> None:
+        super().__init__()
+        self.graph, self.table = graph, table
+
+    def __missing__(self, oid: str) -> dict[str, frozenset[str]]:
+        cats: dict[str, set[str]] = defaultdict(set)
+        for a in self.graph.objects[oid].attributes:
+            if (c := self.table.category(a)) is not None:
+                cats[c].add(a)
+        got = self[oid] = {c: frozenset(v) for c, v in cats.items()}
+        return got
+
+
 class GraphIndex:
     """Per-image indexes built once and shared by every path executed against the image.
 
@@ -41,18 +60,11 @@ class GraphIndex:
         attrs: dict[str, frozenset[str]] = {}
         out: dict[str, dict[str, set[str]]] = {}
         into: dict[str, dict[str, set[str]]] = {}
-        cat_attrs: dict[str, dict[str, frozenset[str]]] = {}
         for oid, obj in graph.objects.items():
             by_name[obj.name].append(oid)
             attrs[oid] = frozenset(obj.attributes)
             out[oid] = {}
             into.setdefault(oid, {})
-            cats: dict[str, set[str]] = defaultdict(set)
-            for a in obj.attributes:
-                c = table.category(a)
-                if c is not None:
-                    cats[c].add(a)
-            cat_attrs[oid] = {c: frozenset(v) for c, v in cats.items()}
         for oid, obj in graph.objects.items():
             for rel in obj.relations:
                 if rel.object not in graph.objects:
@@ -63,7 +75,7 @@ class GraphIndex:
         self.attrs = attrs
         self.out = out
         self.into = into
-        self.cat_attrs = cat_attrs
+        self.cat_attrs = CategoryAttributes(graph, table)
 
     def name_count(self, name: str) -> int:
         return len(self.by_name.get(name, ()))

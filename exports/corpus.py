@@ -35,14 +35,17 @@ from typing import Any
 
 import orjson
 
+from hardneg.core.certify import Certifier
 from hardneg.core.config import RunConfig, SplitsConfig
 from hardneg.core.executor import GraphIndex
+from hardneg.core.io import file_digest
 from hardneg.core.records import SceneGraph, keyed_seed
 from hardneg.core.rows import GraphRow
 from hardneg.core.runner.stage import Unit
 from hardneg.core.schema import to_record
 from hardneg.core.splits import split_of
 from hardneg.core.words.attribute_table import AttributeTable
+from hardneg.core.words.table import Words
 
 Edge = tuple[str, str]  # (subject name, relation)
 Place = tuple[int, int, int]  # (file number, start, end) of an image's line
@@ -222,6 +225,18 @@ class GraphReader:
         for fd in self._fds.values():
             os.close(fd)
         self._fds.clear()
+
+
+def certifier(unit: Unit) -> tuple[Words, AttributeTable, Certifier]:
+    """The word tables and a certifier on them, one per worker for the run's attribute table: its memo of
+    word verdicts serves every unit the worker runs."""
+    path = unit.cfg.resolve(unit.cfg.attribute_table)
+
+    def build() -> tuple[Words, AttributeTable, Certifier]:
+        words, table = Words.load(), AttributeTable.load(path)
+        return words, table, Certifier(words, table)
+
+    return unit.shared("hygiene", f"certifier:{file_digest(path)}", build)
 
 
 def shards_per_unit(cfg: RunConfig, images: int) -> int:

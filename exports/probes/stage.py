@@ -43,7 +43,7 @@ from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
 from hardneg.exports.base import ExportStage
 from hardneg.exports.common import SPLITS, ExportFolder, by_split, kept_positives
-from hardneg.exports.corpus import Corpus, GraphChecks, corpus, no_cycle_collection, shards_per_unit
+from hardneg.exports.corpus import Corpus, GraphChecks, certifier, corpus, no_cycle_collection, shards_per_unit
 from hardneg.exports.probes.official import (
     C_FILES,
     R_FILE,
@@ -90,14 +90,14 @@ class Shared:
 
     @classmethod
     def load(cls, unit: Unit) -> Shared:
-        path = unit.cfg.resolve(unit.cfg.attribute_table)
+        words, table, cert = certifier(unit)
 
         def build() -> Shared:
-            words, table = Words.load(), AttributeTable.load(path)
             counts = Counts.from_rows(unit.read_all("plausibility", "counts"))
-            return cls(words, table, Certifier(words, table), counts, corpus(unit), {})
+            return cls(words, table, cert, counts, corpus(unit), {})
 
-        return unit.shared("plausibility", f"probes:{unit.cfg.splits.model_dump_json()}:{file_digest(path)}", build)
+        table_digest = file_digest(unit.cfg.resolve(unit.cfg.attribute_table))
+        return unit.shared("plausibility", f"probes:{unit.cfg.splits.model_dump_json()}:{table_digest}", build)
 
 
 class ProbesExport(ExportOptions):

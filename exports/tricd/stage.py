@@ -44,11 +44,17 @@ from hardneg.core.records import PathNode, Reject, SceneGraph, content_id
 from hardneg.core.runner.folder import image_file, resolve_inputs
 from hardneg.core.runner.stage import Run, Unit
 from hardneg.core.schema import outputs
-from hardneg.core.words.attribute_table import AttributeTable
-from hardneg.core.words.table import Words
 from hardneg.exports.base import ExportStage
 from hardneg.exports.common import ExportFolder, by_split, kept_image_negatives, kept_positives, of_unit
-from hardneg.exports.corpus import Candidates, GraphChecks, Option, corpus, no_cycle_collection, shards_per_unit
+from hardneg.exports.corpus import (
+    Candidates,
+    GraphChecks,
+    Option,
+    certifier,
+    corpus,
+    no_cycle_collection,
+    shards_per_unit,
+)
 from hardneg.exports.rows import TricdPairRow
 from hardneg.exports.tricd.official import file_name, official
 from hardneg.exports.tricd.rank import rank_distractors
@@ -134,8 +140,7 @@ class TricdStage(ExportStage):
 
     def _pairs(self, unit: Unit) -> list[dict[str, Any]]:
         cfg, opts = unit.cfg, unit.cfg.exports.tricd
-        words, table = Words.load(), AttributeTable.load(cfg.resolve(cfg.attribute_table))
-        cert = Certifier(words, table)
+        _, table, cert = certifier(unit)
         positives = kept_positives(unit)
         unit.items_in = len(positives)
         phrases = {r["id"]: r["phrases"] for r in of_unit(unit, "phrases", "phrases")}
