@@ -76,9 +76,10 @@ class ProbeSearch:
         m = {} if memo is None else memo
         self._categories: dict[str, str | None] = m.setdefault("categories", {})
         self._swap_ok: dict[str, bool] = m.setdefault("swap_ok", {})
-        self._carrying: dict[tuple[str, str], list[tuple[str, str | None, bool]]] = m.setdefault("carrying", {})
+        self._carrying: dict[tuple[str, str, str | None], Any] = m.setdefault("carrying", {})
         self._attribute_categories: dict[str, str | None] = m.setdefault("attribute_categories", {})
         self._could: dict[str, frozenset[str]] = m.setdefault("could", {})
+        self._contradicting: dict[str, tuple[str, ...]] = m.setdefault("contradicting", {})
         self.probes: list[Candidates] = []
         self.relation_probes: list[RelationProbes] = []
         self.plausibility = Plausibility(counts)
@@ -176,10 +177,14 @@ class ProbeSearch:
             )
 
     def _subject_tries(self, pid: int, s: str, r: str, o: str) -> list[str]:
-        """The first `SUBJECT_TRIES` corpus names, in keyed order, never seen in the triple that contradict `s`."""
+        """The first `SUBJECT_TRIES` corpus names, in keyed order, that contradict `s` and are never seen in the
+        triple (drawn from the names that contradict `s`, worked out once per subject)."""
+        against = self._contradicting.get(s)
+        if against is None:
+            against = self._contradicting[s] = tuple(n for n in self.names if self.words.names_contradict(s, n)[0])
         out = []
-        for n in drawn(self.names, self.seed, "probe_r/subject", pid, s, r, o):
-            if self.counts.triples[(n, r, o)] == 0 and self.words.names_contradict(s, n)[0]:
+        for n in drawn(against, self.seed, "probe_r/subject", pid, s, r, o):
+            if self.counts.triples[(n, r, o)] == 0:
                 out.append(n)
                 if len(out) == SUBJECT_TRIES:
                     break
@@ -267,30 +272,25 @@ class ProbeSearch:
 
     def _object_swaps(self, pid: int, split: str, n: str, a: str) -> list[str]:
         """The first `OBJECT_TRIES` names, in keyed order, that carry `a` in the split and contradict `n`, those
-        of `n`'s category first (a cat for a dog before a car)."""
-        w, same = self.words, self._category(n)
-        found: tuple[list[str], list[str]] = ([], [])
-        for m, category, swappable in drawn(self._carriers(split, a), self.seed, "pc-object", pid, n, a):
-            if not swappable or m == n:
-                continue
-            bucket = found[category != same]
-            if (
-                len(bucket) < OBJECT_TRIES
-                and w.names_contradict(n, m)[0]
-                and not (w.is_person(m) and w.is_person_attribute(a))
-            ):
-                bucket.append(m)
-                if len(found[0]) == OBJECT_TRIES:  # the rest could only come after these
-                    break
-        return (found[0] + found[1])[:OBJECT_TRIES]
+        of `n`'s category first (a cat for a dog before a car), then those of the others."""
+        w, out = self.words, []
+        for k, names in enumerate(self._carriers(split, a, self._category(n))):
+            for m in drawn(names, self.seed, "pc-object", k, pid, n, a):  # drawn only as far as needed
+                if m != n and w.names_contradict(n, m)[0] and not (w.is_person(m) and w.is_person_attribute(a)):
+                    out.append(m)
+                    if len(out) == OBJECT_TRIES:
+                        return out
+        return out
 
-    def _carriers(self, split: str, a: str) -> list[tuple[str, str | None, bool]]:
-        """The names that carry `a` in the split, sorted, each with its category and whether it may be
-        swapped in: what every attribute probe of `a` walks in its own keyed order, worked out once."""
-        got = self._carrying.get((split, a))
+    def _carriers(self, split: str, a: str, category: str | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The names that may be swapped in that carry `a` in the split, sorted: those of `category`, and the
+        others; what every attribute probe of `a` on a name of `category` draws from, worked out once."""
+        got = self._carrying.get((split, a, category))
         if got is None:
-            names = sorted(self.index.names_by_attribute.get((split, a), ()))
-            got = self._carrying[(split, a)] = [(m, self._category(m), self._swappable(m)) for m in names]
+            names = [m for m in sorted(self.index.names_by_attribute.get((split, a), ())) if self._swappable(m)]
+            mine = tuple(m for m in names if self._category(m) == category)
+            others = tuple(m for m in names if self._category(m) != category)
+            got = self._carrying[(split, a, category)] = (mine, others)
         return got
 
     def _category(self, name: str) -> str | None:
