@@ -15,6 +15,8 @@ Every record keeps its certificate (the paths that must match, or certainly matc
 image), and its `split` is its first image's (`core/splits.py`). Source images are linked under
 `probes/images/`. Probe-R and Probe-C come from the decided positives (`exports/probes/relation_composition.py`);
 this is a decision stage: `hardneg split` reruns it, while the Probe-B images it publishes stay as made.
+It searches a batch of shards a unit (`exports.probes.batch_images`), on every worker; `finish` writes the
+folder from the units' rows (`first_by_id`), the files one search over every positive would write.
 """
 
 from __future__ import annotations
@@ -142,7 +144,8 @@ class ProbesStage(ExportStage):
         return shards_per_unit(run.cfg, run.cfg.exports.probes.batch_images)
 
     def run(self, unit: Unit) -> None:
-        """A shard's Probe-R and Probe-C rows (of its positives), one per id, by id; Probe-R's whole sets."""
+        """The Probe-R and Probe-C rows of the unit's positives (a batch of shards), one per id, by id; Probe-R's
+        whole sets."""
         if not unit.cfg.exports.probes.enabled:
             return
         with no_cycle_collection():  # until the rows are written and freed (see `no_cycle_collection`)
@@ -168,7 +171,7 @@ class ProbesStage(ExportStage):
             unit.write("sets", sets)
 
     def finish(self, run: Run, units: list[dict[str, Any]]) -> dict[str, Any]:
-        """Every shard's rows in the run's folder: one per id (the first positive's, as in one search over all),
+        """Every unit's rows in the run's folder: one per id (the first positive's, as in one search over all),
         Probe-C's categories balanced, the images placed; the paper's layout; Probe-B's groups beside them."""
         opts = run.cfg.exports.probes
         folder = ExportFolder(run.root, FOLDER)

@@ -22,7 +22,9 @@ reads unchanged (`export_tricd_official`). Beside it, `RUN/tricd/<split>.json` k
 `{"id", "phrases": {phrase id: [xywh, ...]}, "subset", "positive_id"}` plus what a reader needs (`image`
 relative to the run folder, `caption`, `phrase_text`, `phrase_span`, the certificate), for the report and
 for `evaluation.tricd`, which reads either. `subset` is the path type.
-A decision stage: no model (the phrases were parsed before), so `hardneg split` reruns it.
+A decision stage: no model (the phrases were parsed before), so `hardneg split` reruns it. It searches a
+batch of shards a unit (`exports.tricd.batch_images`), on every worker; `finish` writes the folder from the
+units' pairs, the files one search over every positive would write.
 """
 
 from __future__ import annotations
@@ -116,13 +118,14 @@ class TricdStage(ExportStage):
         return shards_per_unit(run.cfg, run.cfg.exports.tricd.batch_images)
 
     def run(self, unit: Unit) -> None:
-        """A shard's pairs (its positives'), each pair's `image` the file it shows (`finish` places it)."""
+        """The pairs of the unit's positives (a batch of shards), each `image` the file it shows (`finish`
+        places it)."""
         if unit.cfg.exports.tricd.enabled:
             with no_cycle_collection():  # until the records are written and freed (see `no_cycle_collection`)
                 unit.write("pairs", self._pairs(unit))
 
     def finish(self, run: Run, units: list[dict[str, Any]]) -> dict[str, Any]:
-        """Every shard's pairs, in shard order, in the run's folder: TRICD's own layout and the tables."""
+        """Every unit's pairs, in shard order, in the run's folder: TRICD's own layout and the tables."""
         folder = ExportFolder(run.root, FOLDER)
         folder.reset()
         records = list(run.read_all(self.name, "pairs"))
