@@ -313,7 +313,7 @@ class RunConfig(_Strict):
     task_runner: Literal["thread", "process", "dask"] = "thread"  # "process" uses every core; "dask" many machines
     workers: int = Field(2, ge=1, le=256)
     # stages that read none of each other run at once on the workers (`Run.waves`): faster, and their memory
-    # peaks add up (the TRICD and probes exports on GQA train: 17.8 GB together, 11.0 GB one after the other)
+    # peaks add up; false runs one stage at a time
     concurrent_stages: bool = True
     dask: DaskConfig = DaskConfig()
     inputs: InputsConfig = InputsConfig()

@@ -14,7 +14,7 @@ import orjson
 
 from hardneg.core.errors import HardnegError
 from hardneg.core.io import atomic_write_chunks, dumps, temp_path, write_json
-from hardneg.core.runner.stage import ALL, Unit
+from hardneg.core.runner.stage import Unit
 from hardneg.core.splits import split_of
 from hardneg.core.words.table import Words
 
@@ -26,10 +26,10 @@ SPLITS = ("train", "val", "test")
 
 def kept_positives(unit: Unit) -> list[dict[str, Any]]:
     """The positives the write stage writes (not dropped by the decide stage), each with its `split`: of the
-    unit's shard, or of every shard for a stage of one unit."""
+    unit's shards (`Unit.read`)."""
     dropped = unit.shared("decide", "dropped positives", lambda: _dropped(unit))
     out = []
-    for r in of_unit(unit, "language", "positives"):
+    for r in unit.read("language", "positives"):
         if r["id"] not in dropped:
             r["split"] = split_of(r["image_id"], unit.cfg.splits)
             out.append(r)
@@ -40,18 +40,13 @@ def _dropped(unit: Unit) -> frozenset[int]:
     return frozenset(d["id"] for d in unit.read_all("decide", "positives") if not d["keep"])
 
 
-def of_unit(unit: Unit, stage: str, kind: str) -> Iterator[dict[str, Any]]:
-    """A sharded upstream's rows of the unit's shard; of every shard for a stage of one unit."""
-    return unit.read_all(stage, kind) if unit.shard == ALL else unit.read(stage, kind)
-
-
 def kept_image_negatives(unit: Unit, positive_ids: set[int]) -> list[dict[str, Any]]:
-    """Image negatives the decide stage kept, of kept positives (of the unit's shard, as `kept_positives`):
+    """Image negatives the decide stage kept, of kept positives (of the unit's shards, as `kept_positives`):
     `chosen` is the candidate the write stage writes, `passed` every candidate each filter keeps (the chosen
     one first)."""
     decisions = unit.shared("decide", "kept image negatives", lambda: _kept_negatives(unit))
     out = []
-    for r in of_unit(unit, "images", "image-negatives"):
+    for r in unit.read("images", "image-negatives"):
         d = decisions.get(r["id"])
         if d is None or r["positive_id"] not in positive_ids:
             continue

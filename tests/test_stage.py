@@ -334,3 +334,46 @@ def test_concurrent_stages_off_runs_one_stage_at_a_time(tmp_path):
         run_stages(run, pool)
     assert asked[:3] == [{"source"}, {"double", "triple"}, {"total"}]
     assert asked[3:] == [{"source"}, {"double"}, {"triple"}, {"total"}]
+
+
+class Batched(Stage):
+    """Two shards a unit; its `finish` adds up what its units wrote."""
+
+    name = "batched"
+    version = "batched@v1"
+    reads = ("double",)
+    writes = outputs({"seen": Seen})
+
+    def shards_per_unit(self, run: Run) -> int:
+        return 2
+
+    def run(self, unit: Unit) -> None:
+        unit.write("seen", [{"shard": unit.shard, "all": sum(r["v"] for r in unit.read("double", "doubled"))}])
+
+    def finish(self, run: Run, units: list) -> dict:
+        return {"batched_total": sum(r["all"] for r in run.read_all(self.name, "seen"))}
+
+
+class Whole(Stage):
+    """One unit, reading a sharded upstream with `Unit.read`."""
+
+    name = "whole"
+    version = "whole@v1"
+    reads = ("double",)
+    writes = outputs({"seen": Seen})
+    sharded = False
+
+    def run(self, unit: Unit) -> None:
+        unit.write("seen", [{"shard": unit.shard, "all": sum(r["v"] for r in unit.read("double", "doubled"))}])
+
+
+def test_a_unit_of_a_run_of_shards_reads_them_all_and_finish_sees_every_unit(tmp_path):
+    run = run_all(tmp_path, RunConfig(shard_size=2), (*STAGES, Batched(), Whole()))
+    assert run.units("batched") == ["00000-00001", "00002"]
+    assert run.unit_shards("00000-00001") == ["00000", "00001"] and run.unit_shards("00002") == ["00002"]
+    doubled = {s: sum(r["v"] for r in run.read("double", "doubled", s)) for s in run.shards()}
+    seen = [(r["shard"], r["all"]) for r in run.read_all("batched", "seen")]
+    assert seen == [("00000-00001", doubled["00000"] + doubled["00001"]), ("00002", doubled["00002"])]
+    assert run.summary("batched")["batched_total"] == total(run) == sum(doubled.values())
+    assert next(run.read_all("whole", "seen"))["all"] == total(run)  # every shard, not the none of `-all`
+    assert run.problems("batched") == []

@@ -54,12 +54,11 @@ from hardneg.core.io import (
 )
 from hardneg.core.runner.progress import Progress
 from hardneg.core.runner.publish import open_transaction
-from hardneg.core.runner.unit import Unit
+from hardneg.core.runner.unit import ALL, Unit
 from hardneg.core.schema import outputs
 
 log = logging.getLogger("hardneg")
 
-ALL = "all"  # the one unit of a stage that is not sharded
 Jobs = Callable[[list[tuple[str, str]]], Iterable[dict[str, Any]]]  # (stage, unit) jobs -> markers, in order
 FINGERPRINT = "_fingerprint"
 SUMMARY = "_stage.json"
@@ -223,11 +222,12 @@ class Run:
         return list(self.summary(self.order[0])["meta"]["shards"])
 
     def units(self, name: str) -> list[str]:
-        """`ALL`, the shards, or runs of `shards_per_unit` shards named `<first>-<last>`."""
+        """`ALL`, the shards, or runs of `shards_per_unit` shards named `<first>-<last>` (one alone: itself)."""
         if not self.stages[name].sharded:
             return [ALL]
-        shards, k = self.shards(), self.stages[name].shards_per_unit(self)
-        return shards if k <= 1 else [f"{g[0]}-{g[-1]}" for g in (shards[i : i + k] for i in range(0, len(shards), k))]
+        shards, k = self.shards(), max(1, self.stages[name].shards_per_unit(self))
+        groups = [shards[i : i + k] for i in range(0, len(shards), k)]
+        return [g[0] if len(g) == 1 else f"{g[0]}-{g[-1]}" for g in groups]
 
     def unit_shards(self, unit: str) -> list[str]:
         """The shards a unit covers: itself, or a run of shards `<first>-<last>`."""

@@ -21,6 +21,7 @@ from hardneg.core.schema import row_problem, to_record
 if TYPE_CHECKING:
     from hardneg.core.runner.stage import Run, Stage
 
+ALL = "all"  # the one unit of a stage that is not sharded
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -67,8 +68,12 @@ class Unit:
         return declared
 
     def read(self, stage: str, kind: str, shard: str | None = None) -> Iterator[Any]:
-        """Rows (dicts) a declared upstream stage wrote for this unit's shards (or `shard`)."""
+        """Rows (dicts) a declared upstream stage wrote for this unit's shards (or `shard`); a stage of one unit
+        reads every shard of a sharded upstream, in order."""
         self._record_type(stage, kind)
+        if shard is None and self.shard == ALL and self.run.stages[stage].sharded:
+            yield from self.run.read_all(stage, kind)
+            return
         for s in [shard] if shard else self.run.unit_shards(self.shard):
             yield from self.run.read(stage, kind, s)
 

@@ -215,18 +215,20 @@ class ProbesStage(ExportStage):
                 return None
             return folder.place(image_file(images, image_id), rel or f"images/{safe_name(image_id)}.jpg")
 
+        def per_unit(kind: str) -> list[Iterator[dict[str, Any]]]:  # each unit's rows of `kind`, in its order
+            return [run.read(self.name, kind, u) for u in run.units(self.name)]
+
         out: dict[str, list[dict[str, Any]]] = {"probe_r": [], "probe_c": []}
-        for r in first_by_id(run.read(self.name, "probe_r", u) for u in run.units(self.name)):
+        for r in first_by_id(per_unit("probe_r")):
             r["image"] = link(r["image_id"])
             out["probe_r"].append(r)
-        for r in first_by_id(run.read(self.name, "probe_c", u) for u in run.units(self.name)):
+        for r in first_by_id(per_unit("probe_c")):
             r["images"] = [link(i) for i in r["image_ids"]]
             out["probe_c"].append(r)
         comp = [r for r in out["probe_c"] if r["kind"] == "probe_c/composition"]
         kept = {r["id"] for r in balance_categories(comp, opts.max_category_share)}
         out["probe_c"] = [r for r in out["probe_c"] if r["kind"] != "probe_c/composition" or r["id"] in kept]
-        shards = [run.read(self.name, "sets", u) for u in run.units(self.name)]
-        sets = heapq.merge(*shards, key=lambda s: s["positive_id"])  # the positives' order, as one search's
+        sets = heapq.merge(*per_unit("sets"), key=lambda s: s["positive_id"])  # the positives' order, as one search's
         official["probe_r"] = self._official_r(folder, sets, words, link)
         official["probe_c"] = self._official_c(folder, out["probe_c"], link)
         return out

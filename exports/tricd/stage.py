@@ -47,7 +47,7 @@ from hardneg.core.runner.folder import image_file, resolve_inputs
 from hardneg.core.runner.stage import Run, Unit
 from hardneg.core.schema import outputs
 from hardneg.exports.base import ExportStage
-from hardneg.exports.common import ExportFolder, by_split, kept_image_negatives, kept_positives, of_unit
+from hardneg.exports.common import ExportFolder, by_split, kept_image_negatives, kept_positives
 from hardneg.exports.corpus import (
     Candidates,
     GraphChecks,
@@ -146,7 +146,7 @@ class TricdStage(ExportStage):
         _, table, cert = certifier(unit)
         positives = kept_positives(unit)
         unit.items_in = len(positives)
-        phrases = {r["id"]: r["phrases"] for r in of_unit(unit, "phrases", "phrases")}
+        phrases = {r["id"]: r["phrases"] for r in unit.read("phrases", "phrases")}
         edits: dict[int, list[dict[str, Any]]] = defaultdict(list)
         if opts.image_negatives:
             for n in kept_image_negatives(unit, {p["id"] for p in positives}):
