@@ -6,7 +6,8 @@
   of a GPU stage (`Stage.gpu`) as needing a worker with the Dask resource `GPU=1`, so each GPU runs one
   model-holding task at a time; models are built once per worker process (`backends/models.py`).
 - **Without Prefect** (`run_local`): `unit_pool(cfg, workers)` runs units in this process, in a process
-  pool (`process`, or `dask` without an address), or on the Dask cluster at `dask.address`.
+  pool per wave of stages (`process`, or `dask` without an address), or on the Dask cluster at
+  `dask.address`.
 
 Every way runs the same `run_unit`, which reads the config stored in the run folder, so the output does
 not depend on where a unit ran.
@@ -87,9 +88,12 @@ def local_workers(cfg: RunConfig, workers: int | None = None) -> int:
 
 @contextlib.contextmanager
 def unit_pool(cfg: RunConfig, root: Path, workers: int | None = None) -> Iterator[Pool | None]:
-    """Runs units for `run_local`: None (in this process, one at a time), a process pool that lives for
-    the whole run (each worker keeps its spaCy pipeline and models between shards), or the Dask cluster at
-    `dask.address`."""
+    """Runs units for `run_local`: None (in this process, one at a time), a process pool per wave of stages
+    (`Run.waves`), or the Dask cluster at `dask.address`. A pool's workers keep their spaCy pipeline,
+    models and per-worker indexes (`Unit.shared`) from shard to shard of a wave and end with it: what a
+    wave built is freed before the next begins (the exports' indexes and caches, GBs at GQA scale, would
+    otherwise sit under the report), for about a second of start-up a worker and wave. A wave of one unit
+    runs here."""
     if cfg.task_runner == "dask" and cfg.dask.address:
         from distributed import Client
 
@@ -112,17 +116,18 @@ def unit_pool(cfg: RunConfig, root: Path, workers: int | None = None) -> Iterato
     if n == 1:
         yield None
         return
-    # spawn, as Prefect's process runner: a fresh interpreter per worker, whatever threads this one runs
-    with ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn")) as pool:
 
-        def on_processes(jobs: list[tuple[str, str]]) -> Iterator[dict[str, Any]]:
-            if len(jobs) <= 1:  # nothing to overlap: skip the round trip (and the copy of a big marker)
-                yield from (run_unit(str(root), stage, u, 1) for stage, u in jobs)  # here: all the cores
-                return
-            stages, units = [s for s, _ in jobs], [u for _, u in jobs]
+    def on_processes(jobs: list[tuple[str, str]]) -> Iterator[dict[str, Any]]:
+        if len(jobs) <= 1:  # nothing to overlap: skip the round trip (and the copy of a big marker)
+            yield from (run_unit(str(root), stage, u, 1) for stage, u in jobs)  # here: all the cores
+            return
+        stages, units = [s for s, _ in jobs], [u for _, u in jobs]
+        # spawn, as Prefect's process runner: a fresh interpreter per worker, whatever threads this one runs
+        spawn = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=min(n, len(jobs)), mp_context=spawn) as pool:
             yield from pool.map(run_unit, [str(root)] * len(jobs), stages, units, [n] * len(jobs))
 
-        yield on_processes
+    yield on_processes
 
 
 # -- Prefect ---------------------------------------------------------------------------------------

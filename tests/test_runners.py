@@ -4,12 +4,14 @@ the worker holding the GPU."""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 from pathlib import Path
 
 import pytest
 
 from hardneg.core.config import load_config
+from hardneg.core.runner.progress import Progress
 from hardneg.exports.finecops import SPLITS
 from hardneg.flows.pipeline import run_local
 from hardneg.flows.runners import gpu_stage, local_workers, needs_gpu_worker, task_runner
@@ -62,8 +64,25 @@ def test_how_many_processes_run_local_uses():
 
 @pytest.mark.slow
 def test_run_local_in_two_processes_writes_the_same_bytes(serial_run: Path, tmp_path: Path):
-    run_local(load_config(None, SMALL), tmp_path / "run", workers=2)
+    class Workers(Progress):  # the pool's processes alive as each stage starts, and while its units come in
+        def __init__(self) -> None:
+            self.at_start: dict[str, int] = {}
+            self.busy: set[str] = set()
+
+        def stage_start(self, stage: str, units: int, pending: int) -> None:
+            self.at_start[stage] = len(multiprocessing.active_children())
+
+        def unit_done(self, stage: str, marker: dict) -> None:
+            if multiprocessing.active_children():
+                self.busy.add(stage)
+
+    seen = Workers()
+    run_local(load_config(None, SMALL), tmp_path / "run", seen, workers=2)
     _same_splits(serial_run, tmp_path / "run")
+    # the sharded stages ran in the pool, and a wave's workers were gone before the next wave began: they
+    # keep nothing of a finished wave (its corpus index, its caches) while the others run
+    assert {"hygiene", "paths", "language", "tricd", "probes"} <= seen.busy
+    assert seen.at_start == dict.fromkeys(seen.at_start, 0)
 
 
 @pytest.mark.slow
