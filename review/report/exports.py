@@ -10,8 +10,9 @@ marked. A shape that was not exported says so.
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,14 +27,56 @@ SPLITS = ("train", "val", "test")
 PHRASE_COLORS = (TARGET, *RELATED)
 
 
-def _records(root: Path, rel: str) -> list[dict[str, Any]]:
+def _scan(root: Path, rel: str, *fields: str) -> list[dict[str, Any]]:
+    """Every record of an export's per-split JSON files (those with an int id), as its `fields` and where
+    it lies (`_at`): the cards are drawn from these, and only the drawn ones are read whole (`_whole`), so
+    the report never holds an export's every record (GQA train's probes are half a million)."""
     out: list[dict[str, Any]] = []
     for split in SPLITS:
-        f = root / f"{rel}/{split}.json"
-        if f.exists():
-            rows = orjson.loads(f.read_bytes())
-            out += [r for r in rows if isinstance(r, dict) and isinstance(r.get("id"), int)]
+        for k, r in enumerate(_each(root / f"{rel}/{split}.json")):
+            if isinstance(r, dict) and isinstance(r.get("id"), int):
+                out.append({**{f: r.get(f) for f in fields}, "id": r["id"], "_at": (split, k)})
     return out
+
+
+def _whole(root: Path, rel: str, light: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The whole records `_scan` found as `light`, in its order."""
+    wanted: dict[str, set[int]] = defaultdict(set)
+    for r in light:
+        wanted[r["_at"][0]].add(r["_at"][1])
+    got: dict[tuple[str, int], dict[str, Any]] = {}
+    for split, ks in wanted.items():
+        for k, line in enumerate(_each(root / f"{rel}/{split}.json", parse=False)):
+            if k in ks:
+                got[(split, k)] = orjson.loads(line) if isinstance(line, bytes) else line
+    return [got[r["_at"]] for r in light]
+
+
+def _each(path: Path, parse: bool = True) -> Iterator[Any]:
+    """The records of a JSON array file, one at a time: read a line at a time from the layout the exports
+    write (`[`, then a record a line), told by its second line being a whole object; any other layout is
+    parsed whole. `parse=False`: that layout's lines unparsed (any other's records come parsed)."""
+    if not path.exists():
+        return
+    with path.open("rb") as f:
+        head = [f.readline(), f.readline()]
+        second = head[1].strip().removesuffix(b",")
+        if head[0].strip() != b"[" or not second.startswith(b"{") or not _is_json(second):
+            rows = orjson.loads(b"".join(head) + f.read())
+            yield from rows if isinstance(rows, list) else ()
+            return
+        for line in itertools.chain(head[1:], f):
+            line = line.strip().removesuffix(b",")
+            if line and line != b"]":
+                yield orjson.loads(line) if parse else line
+
+
+def _is_json(text: bytes) -> bool:
+    try:
+        orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return False
+    return True
 
 
 def _counts(root: Path, shape: str) -> str:
@@ -60,20 +103,23 @@ def tricd_html(r: Any) -> str:
     """Positive pairs per path type with their phrases' boxes, beside their negative pairs."""
     root = r.run.root
     parts = [_counts(root, "tricd")]
-    pairs = _records(root, "tricd")
     negatives: dict[int, list[dict[str, Any]]] = defaultdict(list)
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for p in pairs:
+    for p in _scan(root, "tricd", "subset", "positive_id"):
         if p.get("positive_id") is None:
             groups[str(p.get("subset"))].append(p)
         else:
             negatives[p["positive_id"]].append(p)
     k = max(1, r.per_group // 4)
-    for subset, rows in sorted(groups.items()):
-        shown = sample(rows, k, r.seed, f"tricd:{subset}")
-        parts.append(f"<h3>{esc(subset)} <small>{len(shown)} of {len(rows)} positive pairs</small></h3>")
-        for p in shown:
-            parts.append(_tricd_card(r, p, negatives.get(p["id"], [])))
+    shown = {subset: sample(rows, k, r.seed, f"tricd:{subset}") for subset, rows in sorted(groups.items())}
+    drawn = [p for rows in shown.values() for p in rows]
+    whole = iter(_whole(root, "tricd", drawn + [n for p in drawn for n in negatives.get(p["id"], [])]))
+    positives = {p["id"]: next(whole) for p in drawn}
+    negs = {p["id"]: [next(whole) for _ in negatives.get(p["id"], [])] for p in drawn}
+    for subset, rows in shown.items():
+        parts.append(f"<h3>{esc(subset)} <small>{len(rows)} of {len(groups[subset])} positive pairs</small></h3>")
+        for p in rows:
+            parts.append(_tricd_card(r, positives[p["id"]], negs[p["id"]]))
     return "\n".join(parts)
 
 
@@ -102,18 +148,20 @@ def probes_html(r: Any) -> str:
     parts = [_counts(root, "probes")]
     k = max(1, r.per_group // 4)
     by_kind: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for rec in (*_records(root, "probes/probe_r"), *_records(root, "probes/probe_c")):
-        by_kind[str(rec.get("kind"))].append(rec)
+    for rel in ("probes/probe_r", "probes/probe_c"):
+        for rec in _scan(root, rel, "kind"):
+            by_kind[str(rec.get("kind"))].append({**rec, "_rel": rel})
     for kind, rows in sorted(by_kind.items()):
         shown = sample(rows, k, r.seed, kind)
         parts.append(f"<h3>{esc(kind)} <small>{len(shown)} of {len(rows)}</small></h3><div class='cards'>")
-        parts += [_probe_card(r, rec) for rec in shown]
+        parts += [_probe_card(r, rec) for rel in sorted({s["_rel"] for s in shown})
+                  for rec in _whole(root, rel, [s for s in shown if s["_rel"] == rel])]  # fmt: skip
         parts.append("</div>")
-    groups = _records(root, "probes/probe_b")
+    groups = _scan(root, "probes/probe_b")
     if groups:
         shown = sample(groups, k, r.seed, "probe_b")
         parts.append(f"<h3>probe_b <small>{len(shown)} of {len(groups)} images</small></h3>")
-        parts += [_probe_b_card(r, g) for g in shown]
+        parts += [_probe_b_card(r, g) for g in _whole(root, "probes/probe_b", shown)]
     return "\n".join(parts)
 
 
@@ -153,11 +201,11 @@ def _probe_b_card(r: Any, g: dict[str, Any]) -> str:
 def imagecode_html(r: Any) -> str:
     root = r.run.root
     parts = [_counts(root, "imagecode")]
-    sets = _records(root, "imagecode")
+    sets = _scan(root, "imagecode")
     shown = sample(sets, max(1, r.per_group // 3), r.seed, "imagecode")
     if sets:
         parts.append(f"<p class='small'>{len(shown)} of {len(sets)} sets; the original has a red frame.</p>")
-    for s in shown:
+    for s in _whole(root, "imagecode", shown):
         figs = []
         for i, rel in enumerate(s.get("images") or []):
             mark = i == s.get("target")
