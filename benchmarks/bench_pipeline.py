@@ -54,37 +54,41 @@ log = logging.getLogger(__name__)
 # -- memory ------------------------------------------------------------------------------------------
 
 
-def _tree_rss_mb() -> float:
-    """Resident memory of this process and all its descendants (the process pool's workers)."""
+def _tree_rss_mb() -> tuple[float, float]:
+    """Resident memory of this process (the driver) and of all its descendants (the process pool's workers)."""
     try:
         import psutil
     except ImportError:  # this process alone
         pages = int(Path("/proc/self/statm").read_text().split()[1])
-        return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+        return pages * os.sysconf("SC_PAGE_SIZE") / 2**20, 0.0
     me = psutil.Process()
-    total = 0
-    for p in [me, *me.children(recursive=True)]:
+    workers = 0
+    for p in me.children(recursive=True):
         with contextlib.suppress(psutil.Error):
-            total += p.memory_info().rss
-    return total / 2**20
+            workers += p.memory_info().rss
+    return me.memory_info().rss / 2**20, workers / 2**20
 
 
 class _Sampler(threading.Thread):
     """Peak tree RSS, overall and per stage (the stages the progress hooks say are running: the stages of
-    a wave run at once, and each is given the peak while it ran)."""
+    a wave run at once, and each is given the peak while it ran), and the driver's and the workers' own
+    peaks per stage (not always at the same moment: their sum may exceed the tree's peak)."""
 
     def __init__(self, every_s: float = 0.2) -> None:
         super().__init__(daemon=True)
         self.every_s = every_s
         self.running: set[str] = set()
         self.peaks: dict[str, float] = {}
+        self.parts: dict[str, tuple[float, float]] = {}  # stage -> (driver's peak, workers' peak)
         self._halt = threading.Event()
 
     def run(self) -> None:
         while not self._halt.is_set():
-            rss = _tree_rss_mb()
+            driver, workers = _tree_rss_mb()
             for stage in list(self.running) or ["setup"]:
-                self.peaks[stage] = max(self.peaks.get(stage, 0.0), rss)
+                self.peaks[stage] = max(self.peaks.get(stage, 0.0), driver + workers)
+                d, w = self.parts.get(stage, (0.0, 0.0))
+                self.parts[stage] = (max(d, driver), max(w, workers))
             self._halt.wait(self.every_s)
 
     def stop(self) -> None:
@@ -149,6 +153,7 @@ def _child_pipeline(config: Path, run_dir: Path, workers: int) -> dict[str, Any]
     sampler.stop()
     for name, s in stages.items():
         s["peak_mb"] = sampler.peaks.get(name, 0.0)
+        s["driver_mb"], s["workers_mb"] = sampler.parts.get(name, (0.0, 0.0))
     counts = manifest.get("counts", {})
     return {
         "total": total,
@@ -314,14 +319,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parse = base["seconds"]
     print(f"corpus: {corpus.name}: {r['images']} images, {corpus.stat().st_size / 1e6:.0f} MB")
     print(f"baseline orjson.loads(whole file): {parse:.2f} s")
-    print(f"{'stage':<13}{'wall s':>9}{'share':>8}{'x parse':>9}{'unit s':>9}  peak RSS (tree)")
+    print(f"{'stage':<13}{'wall s':>9}{'share':>8}{'x parse':>9}{'unit s':>9}  peak RSS: tree (driver, workers)")
     for name, s in r["stages"].items():
         if s.get("skipped"):
             print(f"{name:<13}{'(done)':>9}")
             continue
         print(
             f"{name:<13}{s['wall']:9.2f}{s['wall'] / r['total']:8.1%}{s['wall'] / parse:9.2f}"
-            f"{s['unit_seconds']:9.2f}  {s['peak_mb']:.0f} MB"
+            f"{s['unit_seconds']:9.2f}  {s['peak_mb']:.0f} MB ({s['driver_mb']:.0f}, {s['workers_mb']:.0f})"
         )
     groups = {"ingest+hygiene+plausibility": ("ingest", "hygiene", "plausibility"), "paths": ("paths",),
               "language": ("language",), "exports+report": EXPORT_STAGES}  # fmt: skip
