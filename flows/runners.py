@@ -25,10 +25,12 @@ import contextlib
 import functools
 import multiprocessing
 import os
-from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
+import pickle
+import queue
+import traceback
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from uuid import uuid4
 
 from hardneg.core.config import RunConfig
@@ -36,6 +38,8 @@ from hardneg.core.errors import MissingDependency
 from hardneg.core.runner.folder import stored_config
 from hardneg.core.runner.stage import Jobs, Run, Stage
 from hardneg.flows.stages import STAGES
+
+T = TypeVar("T")
 
 GPU = "GPU"  # the Dask worker resource a GPU stage's unit needs (`dask worker --resources GPU=1`)
 
@@ -89,11 +93,11 @@ def local_workers(cfg: RunConfig, workers: int | None = None) -> int:
 @contextlib.contextmanager
 def unit_pool(cfg: RunConfig, root: Path, workers: int | None = None) -> Iterator[Pool | None]:
     """Runs units for `run_local`: None (in this process, one at a time), a process pool per wave of stages
-    (`Run.waves`), or the Dask cluster at `dask.address`. A pool's workers keep their spaCy pipeline,
-    models and per-worker indexes (`Unit.shared`) from shard to shard of a wave and end with it: what a
-    wave built is freed before the next begins (the exports' indexes and caches, GBs at GQA scale, would
-    otherwise sit under the report), for about a second of start-up a worker and wave. A wave of one unit
-    runs here."""
+    (`Run.waves`, `in_processes`), or the Dask cluster at `dask.address`. A pool's workers keep their spaCy
+    pipeline, models and per-worker indexes (`Unit.shared`) from shard to shard of a wave, and each exits
+    when no unit of the wave is left for it: what a wave built is not held while the rest of it finishes,
+    nor under the next wave (the exports' indexes and caches are GBs at GQA scale), for about a second of
+    start-up a worker and wave. A wave of one unit runs here."""
     if cfg.task_runner == "dask" and cfg.dask.address:
         from distributed import Client
 
@@ -121,13 +125,77 @@ def unit_pool(cfg: RunConfig, root: Path, workers: int | None = None) -> Iterato
         if len(jobs) <= 1:  # nothing to overlap: skip the round trip (and the copy of a big marker)
             yield from (run_unit(str(root), stage, u, 1) for stage, u in jobs)  # here: all the cores
             return
-        stages, units = [s for s, _ in jobs], [u for _, u in jobs]
-        # spawn, as Prefect's process runner: a fresh interpreter per worker, whatever threads this one runs
-        spawn = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=min(n, len(jobs)), mp_context=spawn) as pool:
-            yield from pool.map(run_unit, [str(root)] * len(jobs), stages, units, [n] * len(jobs))
+        yield from in_processes(run_unit, [(str(root), stage, u, n) for stage, u in jobs], n)
 
     yield on_processes
+
+
+class RemoteTraceback(Exception):
+    """Where a worker's exception was raised: its traceback, as text (the cause of the exception re-raised)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def in_processes(fn: Callable[..., T], jobs: list[tuple[Any, ...]], n: int) -> Iterator[T]:
+    """`fn(*job)` for each job in at most `n` fresh worker processes, the results in job order. Spawned, as
+    Prefect's process runner: a fresh interpreter per worker, whatever threads this one runs. A worker takes
+    the next job as it frees up and exits when none is left: what it built (a corpus index, caches, spaCy)
+    goes with it while the others finish and the wave's stages close. A job that raises raises here, once
+    the jobs running beside it are done (none starts after it); a worker that dies (killed, out of memory)
+    raises here at once, and the others are stopped."""
+    ctx = multiprocessing.get_context("spawn")
+    todo, done, stop = ctx.Queue(), ctx.Queue(), ctx.Event()
+    for k, job in enumerate(jobs):
+        todo.put((k, job))
+    workers = [ctx.Process(target=_work, args=(fn, todo, done, stop), daemon=True) for _ in range(min(n, len(jobs)))]
+    for w in workers:
+        todo.put(None)  # one stop sign each, after the jobs
+        w.start()
+    got: dict[int, tuple[bool, Any]] = {}
+    dead = None
+    try:
+        for k in range(len(jobs)):
+            while k not in got:
+                alive = any(w.is_alive() for w in workers)  # a worker flushes its results before it exits
+                try:
+                    i, ok, value = done.get(timeout=0.5)
+                except queue.Empty:
+                    dead = next((w for w in workers if w.exitcode not in (None, 0)), None)
+                    if dead is not None or not alive:
+                        code = "" if dead is None else f" (exit code {dead.exitcode}: killed, or out of memory?)"
+                        raise RuntimeError(f"a worker process ended before job {jobs[k]!r} reported{code}") from None
+                    continue
+                got[i] = (ok, value)
+            ok, value = got.pop(k)
+            if not ok:
+                exc, tb = value
+                raise exc from RemoteTraceback(tb)
+            yield value
+    finally:
+        stop.set()
+        for w in workers:
+            if dead is not None:
+                w.terminate()
+            w.join()
+        for q in (todo, done):
+            q.cancel_join_thread()  # jobs no worker took: nobody needs them
+            q.close()
+
+
+def _work(fn: Callable[..., Any], todo: Any, done: Any, stop: Any) -> None:
+    while not stop.is_set() and (item := todo.get()) is not None:
+        k, job = item
+        try:
+            done.put((k, True, fn(*job)))
+        except BaseException as e:  # sent to the driver, which raises it
+            tb = traceback.format_exc()
+            try:
+                pickle.dumps(e)
+            except Exception:  # an exception that does not pickle: its type and words
+                e = RuntimeError(f"{type(e).__name__}: {e}")
+            done.put((k, False, (e, tb)))
+            stop.set()
 
 
 # -- Prefect ---------------------------------------------------------------------------------------
