@@ -22,6 +22,7 @@ P(s | r) P(r) P(o | r), so an unseen but ordinary triple is not scored as imposs
 from __future__ import annotations
 
 import math
+import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -78,9 +79,10 @@ class Counts:
 
     @classmethod
     def from_rows(cls, rows: Iterable[dict[str, Any]]) -> Counts:
+        """The counts of stored rows; each word held once (a million triples name a few thousand words)."""
         c = cls()
         for r in rows:
-            key = tuple(r["key"]) if isinstance(r["key"], list) else r["key"]
+            key = tuple(map(sys.intern, r["key"])) if isinstance(r["key"], list) else sys.intern(r["key"])
             getattr(c, r["kind"])[key] = r["n"]
         for (s, rel, o), n in c.triples.items():
             c.subject_relation[(s, rel)] += n
