@@ -333,6 +333,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ran = {n: s for n, s in r["stages"].items() if not s.get("skipped")}
     parts = {g: _span([ran[n] for n in names if n in ran]) for g, names in groups.items()}
     parts["the rest"] = _span(list(ran.values())) - sum(parts.values())
+    parts["between stages"] = r["total"] - _span(list(ran.values()))  # opening stages (their `prepare`), set-up
     print("x parse by part: " + ", ".join(f"{g} {v / parse:.1f}x" for g, v in parts.items()))
     c = r["counts"]
     print(

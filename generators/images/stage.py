@@ -16,7 +16,9 @@ is not most of a benchmark.
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -337,19 +339,22 @@ class ImagesStage(Stage):
             return
         cfg = run.cfg
         words = Words.load()
-        best: dict[str, list[tuple[int, str, str, dict[str, Any]]]] = {}
+        n = cfg.images.donors_per_name
+        best: dict[str, list[_Kept]] = {}  # per name, the n first by (larger box, image id, object id): a heap
         for row in run.read_all("hygiene", "graphs"):
             g = row_to_graph(row)
             for o in g.objects.values():
                 if words.name_category(o.name) is None or box_reason(o, g, cfg, as_target=True) is not None:
                     continue
+                key, kept = (-o.area, g.image_id, o.id), best.setdefault(o.name, [])
+                if len(kept) == n and not key < kept[0].key:  # no better than the last of the n: never built
+                    continue
                 held = [{"name": c.name, "attributes": list(c.attributes), "rel": [round(v, 4) for v in c.rel]}
                         for c in carried_by(g, o.box, o.id)]  # fmt: skip
                 entry = {"image_id": g.image_id, "object_id": o.id, "box": list(o.box),
                          "attributes": list(o.attributes), "carried": held}  # fmt: skip
-                best.setdefault(o.name, []).append((-o.area, g.image_id, o.id, entry))
-        n = cfg.images.donors_per_name
-        donors = {name: [e for *_, e in sorted(v, key=lambda t: t[:3])[:n]] for name, v in sorted(best.items())}
+                (heapq.heappush if len(kept) < n else heapq.heapreplace)(kept, _Kept(key, entry))
+        donors = {name: [k.entry for k in sorted(v, key=lambda k: k.key)] for name, v in sorted(best.items())}
         write_json(donors_file, donors, indent=False)
 
     def run(self, unit: Unit) -> None:
@@ -390,3 +395,14 @@ class ImagesStage(Stage):
             unit.rejects.extend(rejects)
             unit.stats.update(stats)
         unit.write("image-negatives", rows)
+
+
+@dataclass(slots=True, eq=False)
+class _Kept:
+    """A donor kept in its name's heap, the last of the kept on top (a heap's first is its least)."""
+
+    key: tuple[float, str, str]
+    entry: dict[str, Any]
+
+    def __lt__(self, other: _Kept) -> bool:
+        return self.key > other.key
