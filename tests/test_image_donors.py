@@ -1,0 +1,37 @@
+"""The copy-paste donors a run keeps per object name: the `donors_per_name` largest target-worthy boxes,
+ties by image and object id, as if every candidate were sorted (the stage keeps only a heap of them)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import orjson
+
+from hardneg.core.config import load_config
+from hardneg.core.gqa.ingest import row_to_graph
+from hardneg.core.runner.stage import Run
+from hardneg.core.words.table import Words
+from hardneg.flows.pipeline import STAGES
+from hardneg.generators.paths.stage import box_reason
+from tests.runs import shared_run
+
+
+def test_donors_are_the_largest_boxes_of_each_name_as_a_full_sort_finds_them(tmp_path: Path):
+    root = tmp_path / "run"
+    shutil.copytree(shared_run({}), root)
+    cfg = load_config(None, {"images": {"donors_per_name": 2}})
+    run = Run(root, cfg, STAGES)
+    run.stages["images"].prepare(run, tmp_path)
+    got = orjson.loads((tmp_path / "donors.json").read_bytes())
+
+    words, every = Words.load(), {}
+    for row in run.read_all("hygiene", "graphs"):
+        g = row_to_graph(row)
+        for o in g.objects.values():
+            if words.name_category(o.name) is not None and box_reason(o, g, cfg, as_target=True) is None:
+                every.setdefault(o.name, []).append((-o.area, g.image_id, o.id))
+    want = {name: [(i, o) for _, i, o in sorted(keys)[:2]] for name, keys in sorted(every.items())}
+    assert {name: [(d["image_id"], d["object_id"]) for d in ds] for name, ds in got.items()} == want
+    assert any(len(keys) > 2 for keys in every.values())  # the heap had to drop some
+    assert list(got) == sorted(got)
