@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -261,14 +261,19 @@ class ProbeSearch:
         holds = self.cert.present(p1, g, ix)
         absent: dict[tuple[str, str], bool] = {}
         for probe, what, groups in probes:
-            for second, img in groups if holds else ():
+            for second, _ in groups if holds else ():
                 if second not in absent:
                     absent[second] = self.cert.nothing(path_of(second[0], (second[1],)), g, ix) is None
-                if absent[second]:
-                    p2 = path_of(second[0], (second[1],))
-                    make = partial(self._group, g.image_id, img, what, first, second)
-                    probe.add(make, [(img, self._holds(p2, p1))])
+            ok = [(second, img) for second, img in groups if absent.get(second)]
+            probe.add_all(self._group_options(g.image_id, what, first, p1, ok))  # built only as they are needed
             probe.start(self.checks)
+
+    def _group_options(
+        self, i0: str, what: str, first: tuple[str, str], p1: PathNode, groups: list[tuple[tuple[str, str], str]]
+    ) -> Iterator[Option]:
+        for second, img in groups:
+            make = partial(self._group, i0, img, what, first, second)
+            yield Option(make, [(img, self._holds(path_of(second[0], (second[1],)), p1))])
 
     def _object_swaps(self, pid: int, split: str, n: str, a: str) -> list[str]:
         """The first `OBJECT_TRIES` names, in keyed order, that carry `a` in the split and contradict `n`, those

@@ -66,7 +66,10 @@ FOLDER = "probes"
 TABLES = ("probe_r", "probe_c", "probe_b")
 
 
-def probe_facts(path: PathNode) -> tuple[list[tuple[str, str, str, str, str]], list[tuple[str, str, str]]]:
+Facts = tuple[list[tuple[str, str, str, str, str]], list[tuple[str, str, str]]]
+
+
+def probe_facts(path: PathNode) -> Facts:
     """A positive path's grounded relation triples (subject id, s, r, o, object id) and attributes
     (object id, name, attribute)."""
     triples, attrs = [], []
@@ -150,7 +153,11 @@ class ProbesStage(ExportStage):
             return
         with no_cycle_collection():  # until the rows are written and freed (see `no_cycle_collection`)
             shared = Shared.load(unit)
-            positives = sorted(kept_positives(unit), key=lambda p: p["id"])
+            # what the search reads of a positive: not the whole record, held for as long as the search runs
+            positives = sorted(
+                (({k: p[k] for k in ("id", "image_id", "split")}, probe_facts(PathNode.from_json(p["path"])))
+                 for p in kept_positives(unit)), key=lambda pf: pf[0]["id"],
+            )  # fmt: skip
             unit.items_in = len(positives)
             found, missed, sets = self._search(unit.cfg, shared, positives)
             for kind, n in missed.items():
@@ -235,17 +242,17 @@ class ProbesStage(ExportStage):
 
     @staticmethod
     def _search(
-        cfg: Any, shared: Shared, positives: list[dict[str, Any]]
+        cfg: Any, shared: Shared, positives: list[tuple[dict[str, Any], Facts]]
     ) -> tuple[list[dict[str, Any]], dict[str, int], list[dict[str, Any]]]:
-        """Every probe of the positives' triples and attributes, certified: the rows, the count of probes
-        left uncertified per kind, and Probe-R's sets for the paper's record."""
+        """Every probe of the positives' triples and attributes (each positive's id, image and split, and its
+        `probe_facts`), certified: the rows, the count of probes left uncertified per kind, and Probe-R's sets
+        for the paper's record."""
         opts = cfg.exports.probes
         checks = GraphChecks(shared.table, shared.index)
         search = ProbeSearch(shared.words, shared.cert, shared.counts, shared.index, checks, cfg.seed,
                              opts.candidates, opts.subject_only_images, shared.memo)  # fmt: skip
         seen: set[tuple[str, ...]] = set()
-        for p in positives:
-            triples, attrs = probe_facts(PathNode.from_json(p["path"]))
+        for p, (triples, attrs) in positives:
             for sid, s, r, o, oid in triples:
                 if (key := (p["image_id"], sid, r, oid)) not in seen:
                     seen.add(key)
