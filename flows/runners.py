@@ -191,8 +191,8 @@ def _work(fn: Callable[..., Any], todo: Any, done: Any, stop: Any) -> None:
         except BaseException as e:  # sent to the driver, which raises it
             tb = traceback.format_exc()
             try:
-                pickle.dumps(e)
-            except Exception:  # an exception that does not pickle: its type and words
+                pickle.loads(pickle.dumps(e))
+            except Exception:  # an exception that does not pickle back: its type and words
                 e = RuntimeError(f"{type(e).__name__}: {e}")
             done.put((k, False, (e, tb)))
             stop.set()

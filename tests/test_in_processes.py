@@ -63,3 +63,18 @@ def _abort_or_sleep(abort: bool) -> None:
     if abort:
         os._exit(3)
     time.sleep(60)
+
+
+def test_an_exception_that_does_not_pickle_back_still_says_what_happened():
+    with pytest.raises(RuntimeError, match=r"Picky: no 7") as e:
+        list(in_processes(_picky, [(7,)], 1))
+    assert "Picky" in str(e.value.__cause__)
+
+
+class Picky(Exception):
+    def __init__(self, what: str, n: int) -> None:  # pickles, but cannot be rebuilt from its args
+        super().__init__(f"{what} {n}")
+
+
+def _picky(n: int) -> None:
+    raise Picky("no", n)
