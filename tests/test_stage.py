@@ -348,7 +348,7 @@ class Batched(Stage):
         return 2
 
     def run(self, unit: Unit) -> None:
-        unit.write("seen", [{"shard": unit.shard, "all": sum(r["v"] for r in unit.read("double", "doubled"))}])
+        write_seen(unit)
 
     def finish(self, run: Run, units: list) -> dict:
         return {"batched_total": sum(r["all"] for r in run.read_all(self.name, "seen"))}
@@ -364,7 +364,12 @@ class Whole(Stage):
     sharded = False
 
     def run(self, unit: Unit) -> None:
-        unit.write("seen", [{"shard": unit.shard, "all": sum(r["v"] for r in unit.read("double", "doubled"))}])
+        write_seen(unit)
+
+
+def write_seen(unit: Unit) -> None:
+    """The unit's name and the sum of what `Unit.read` gives it of the doubled values."""
+    unit.write("seen", [{"shard": unit.shard, "all": sum(r["v"] for r in unit.read("double", "doubled"))}])
 
 
 def test_a_unit_of_a_run_of_shards_reads_them_all_and_finish_sees_every_unit(tmp_path):

@@ -81,6 +81,12 @@ def probe_facts(path: PathNode) -> Facts:
     return triples, attrs
 
 
+def searched(p: dict[str, Any]) -> tuple[dict[str, Any], Facts]:
+    """What the search reads of a positive (its id, image and split, and its facts), held while it runs
+    instead of the whole record."""
+    return {k: p[k] for k in ("id", "image_id", "split")}, probe_facts(PathNode.from_json(p["path"]))
+
+
 @dataclass(slots=True)
 class Shared:
     """What the three probes read: the word tables, the certifier, the corpus counts and index, and what the
@@ -153,11 +159,7 @@ class ProbesStage(ExportStage):
             return
         with no_cycle_collection():  # until the rows are written and freed (see `no_cycle_collection`)
             shared = Shared.load(unit)
-            # what the search reads of a positive: not the whole record, held for as long as the search runs
-            positives = sorted(
-                (({k: p[k] for k in ("id", "image_id", "split")}, probe_facts(PathNode.from_json(p["path"])))
-                 for p in kept_positives(unit)), key=lambda pf: pf[0]["id"],
-            )  # fmt: skip
+            positives = sorted(map(searched, kept_positives(unit)), key=lambda pf: pf[0]["id"])
             unit.items_in = len(positives)
             found, missed, sets = self._search(unit.cfg, shared, positives)
             for kind, n in missed.items():

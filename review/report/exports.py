@@ -35,21 +35,21 @@ def _scan(root: Path, rel: str, *fields: str) -> list[dict[str, Any]]:
     for split in SPLITS:
         for k, r in enumerate(_each(root / f"{rel}/{split}.json")):
             if isinstance(r, dict) and isinstance(r.get("id"), int):
-                out.append({**{f: r.get(f) for f in fields}, "id": r["id"], "_at": (split, k)})
+                out.append({**{f: r.get(f) for f in fields}, "id": r["id"], "_at": (f"{rel}/{split}.json", k)})
     return out
 
 
-def _whole(root: Path, rel: str, light: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The whole records `_scan` found as `light`, in its order."""
+def _whole(root: Path, light: list[dict[str, Any]]) -> dict[tuple[str, int], dict[str, Any]]:
+    """The whole records of `light` (found by `_scan`, of any tables), by where they lie (`_at`)."""
     wanted: dict[str, set[int]] = defaultdict(set)
     for r in light:
         wanted[r["_at"][0]].add(r["_at"][1])
     got: dict[tuple[str, int], dict[str, Any]] = {}
-    for split, ks in wanted.items():
-        for k, line in enumerate(_each(root / f"{rel}/{split}.json", parse=False)):
+    for file, ks in wanted.items():
+        for k, line in enumerate(_each(root / file, parse=False)):
             if k in ks:
-                got[(split, k)] = orjson.loads(line) if isinstance(line, bytes) else line
-    return [got[r["_at"]] for r in light]
+                got[(file, k)] = orjson.loads(line) if isinstance(line, bytes) else line
+    return got
 
 
 def _each(path: Path, parse: bool = True) -> Iterator[Any]:
@@ -113,13 +113,11 @@ def tricd_html(r: Any) -> str:
     k = max(1, r.per_group // 4)
     shown = {subset: sample(rows, k, r.seed, f"tricd:{subset}") for subset, rows in sorted(groups.items())}
     drawn = [p for rows in shown.values() for p in rows]
-    whole = iter(_whole(root, "tricd", drawn + [n for p in drawn for n in negatives.get(p["id"], [])]))
-    positives = {p["id"]: next(whole) for p in drawn}
-    negs = {p["id"]: [next(whole) for _ in negatives.get(p["id"], [])] for p in drawn}
+    got = _whole(root, drawn + [n for p in drawn for n in negatives.get(p["id"], [])])
     for subset, rows in shown.items():
         parts.append(f"<h3>{esc(subset)} <small>{len(rows)} of {len(groups[subset])} positive pairs</small></h3>")
         for p in rows:
-            parts.append(_tricd_card(r, positives[p["id"]], negs[p["id"]]))
+            parts.append(_tricd_card(r, got[p["_at"]], [got[n["_at"]] for n in negatives.get(p["id"], [])]))
     return "\n".join(parts)
 
 
@@ -150,18 +148,18 @@ def probes_html(r: Any) -> str:
     by_kind: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for rel in ("probes/probe_r", "probes/probe_c"):
         for rec in _scan(root, rel, "kind"):
-            by_kind[str(rec.get("kind"))].append({**rec, "_rel": rel})
-    for kind, rows in sorted(by_kind.items()):
-        shown = sample(rows, k, r.seed, kind)
-        parts.append(f"<h3>{esc(kind)} <small>{len(shown)} of {len(rows)}</small></h3><div class='cards'>")
-        parts += [_probe_card(r, rec) for rel in sorted({s["_rel"] for s in shown})
-                  for rec in _whole(root, rel, [s for s in shown if s["_rel"] == rel])]  # fmt: skip
-        parts.append("</div>")
+            by_kind[str(rec.get("kind"))].append(rec)
+    shown = {kind: sample(rows, k, r.seed, kind) for kind, rows in sorted(by_kind.items())}
     groups = _scan(root, "probes/probe_b")
+    shown_b = sample(groups, k, r.seed, "probe_b")
+    got = _whole(root, [x for rows in shown.values() for x in rows] + shown_b)  # each table read once
+    for kind, rows in shown.items():
+        parts.append(f"<h3>{esc(kind)} <small>{len(rows)} of {len(by_kind[kind])}</small></h3><div class='cards'>")
+        parts += [_probe_card(r, got[x["_at"]]) for x in rows]
+        parts.append("</div>")
     if groups:
-        shown = sample(groups, k, r.seed, "probe_b")
-        parts.append(f"<h3>probe_b <small>{len(shown)} of {len(groups)} images</small></h3>")
-        parts += [_probe_b_card(r, g) for g in _whole(root, "probes/probe_b", shown)]
+        parts.append(f"<h3>probe_b <small>{len(shown_b)} of {len(groups)} images</small></h3>")
+        parts += [_probe_b_card(r, got[g["_at"]]) for g in shown_b]
     return "\n".join(parts)
 
 
@@ -205,7 +203,8 @@ def imagecode_html(r: Any) -> str:
     shown = sample(sets, max(1, r.per_group // 3), r.seed, "imagecode")
     if sets:
         parts.append(f"<p class='small'>{len(shown)} of {len(sets)} sets; the original has a red frame.</p>")
-    for s in _whole(root, "imagecode", shown):
+    got = _whole(root, shown)
+    for s in (got[x["_at"]] for x in shown):
         figs = []
         for i, rel in enumerate(s.get("images") or []):
             mark = i == s.get("target")
