@@ -153,6 +153,25 @@ class JsonArrayWriter:
         self._f.close()
         os.replace(self._tmp, self.path)
 
+    def abort(self) -> None:
+        """Give up: the unfinished file removed, nothing put in place."""
+        self._f.close()
+        self._tmp.unlink(missing_ok=True)
+
+
+def iter_json_array(path: Path) -> Iterator[Any]:
+    """The records of a JSON array written by `JsonArrayWriter` (one element per line), streamed; another
+    layout is parsed whole."""
+    with path.open("rb") as f:
+        first = f.readline().strip()
+        if first not in (b"[", b"[]"):
+            yield from orjson.loads(first + f.read())
+            return
+        for line in f:
+            line = line.strip().rstrip(b",")
+            if line and line != b"]":
+                yield orjson.loads(line)
+
 
 def digest(*parts: Any) -> str:
     """A short stable hash of JSON-able parts."""

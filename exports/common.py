@@ -6,17 +6,16 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from hardneg.core.errors import HardnegError
-from hardneg.core.io import atomic_write_chunks, dumps, temp_path, write_json
+from hardneg.core.io import write_json
 from hardneg.core.runner.stage import Unit
 from hardneg.core.splits import split_of
 from hardneg.core.words.table import Words
+from hardneg.exports.tables import Tables
 
 SPLITS = ("train", "val", "test")
 
@@ -122,70 +121,17 @@ class ExportFolder:
         full, root = os.path.abspath(path), os.path.abspath(self.root)
         return os.path.relpath(full, root) if full.startswith(root + os.sep) else full
 
-    def write_tables(self, splits: dict[str, list[dict[str, Any]]], prefix: str = "") -> None:
-        """Per split `<prefix><split>.json` (a JSON array, one record a line) and `<prefix><split>.parquet`
-        (nested fields as JSON text). The parquet files share one schema and one column order, and a split
-        with no rows is written with the others' columns: every split of an export loads alike."""
-        import pyarrow.parquet as pq  # loads only where an export is written
+    def write_tables(self, splits: dict[str, Iterable[dict[str, Any]]], prefix: str = "") -> None:
+        """Per split `<prefix><split>.json` and `.parquet` (`exports.tables`), every split of `splits`."""
+        with self.tables(prefix, splits) as t:
+            t.add_all(splits)
 
-        columns = list(dict.fromkeys(k for rows in splits.values() for r in rows for k in r))
-        schema = _schema(columns, splits)
-        for split, rows in splits.items():
-            atomic_write_chunks(self.dir / f"{prefix}{split}.json", _json_array(rows), hashed=False)
-            out = self.dir / f"{prefix}{split}.parquet"
-            tmp = temp_path(out)
-            if rows:
-                pq.write_table(_table(rows, schema), tmp)
-            else:  # the schema and no row group: a row group of 0 rows is what readers choke on
-                pq.ParquetWriter(tmp, schema).close()
-            os.replace(tmp, out)
+    def tables(self, prefix: str = "", splits: Iterable[str] = SPLITS) -> Tables:
+        """The export's tables written as their rows come (`Tables.add`); use it as a context manager."""
+        return Tables(self.dir, prefix, splits)
 
     def write_summary(self, summary: dict[str, Any]) -> None:
         write_json(self.dir / "summary.json", summary)
-
-
-def _json_array(rows: list[dict[str, Any]]) -> Iterator[bytes]:
-    """A JSON array, one record a line (`[]` when empty), in pieces."""
-    if not rows:
-        yield b"[]\n"
-        return
-    yield b"[\n"
-    for k, r in enumerate(rows):
-        yield (b",\n" if k else b"") + dumps(r)
-    yield b"\n]\n"
-
-
-def _schema(columns: list[str], splits: dict[str, list[dict[str, Any]]]) -> Any:
-    """One arrow schema for every split's rows: each column's type inferred from all of them (their cells,
-    `_cell`, one column at a time: never a flat copy of every row); a column whose values do not share a
-    type (a number in one record, a word in another) is stored as JSON text."""
-    import pyarrow as pa
-
-    fields = []
-    for c in columns:
-        values = [_cell(r.get(c)) for rows in splits.values() for r in rows]
-        try:
-            fields.append(pa.field(c, pa.array(values).type))
-        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
-            fields.append(pa.field(c, pa.string()))
-    return pa.schema(fields)
-
-
-def _table(rows: list[dict[str, Any]], schema: Any) -> Any:
-    import pyarrow as pa
-
-    def fit(v: Any, t: Any) -> Any:
-        return v if v is None or not pa.types.is_string(t) or isinstance(v, str) else dumps(v).decode()
-
-    columns = [pa.array([fit(_cell(r.get(f.name)), f.type) for r in rows], type=f.type) for f in schema]
-    return pa.Table.from_arrays(columns, schema=schema)
-
-
-def _cell(v: Any) -> Any:
-    """A parquet cell: scalars and lists of strings as they are, anything nested as JSON text."""
-    if isinstance(v, dict) or (isinstance(v, list) and any(isinstance(x, dict | list) for x in v)):
-        return orjson.dumps(v, option=orjson.OPT_NON_STR_KEYS).decode()
-    return v
 
 
 def by_split(rows: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:

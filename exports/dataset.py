@@ -26,7 +26,6 @@ from __future__ import annotations
 import os
 import shutil
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +33,7 @@ import orjson
 
 from hardneg.core.errors import HardnegError
 from hardneg.core.ids import safe_name
+from hardneg.core.io import iter_json_array
 from hardneg.core.runner.folder import image_file
 
 DATA = "data"
@@ -133,19 +133,6 @@ def arrow_schema(config: str) -> Any:
         TRIPLES: pa.list_(pa.list_(pa.string())),
     }
     return pa.schema([(name, types[kind]) for name, kind, _ in COLUMNS[config]])
-
-
-def iter_json_array(path: Path) -> Iterator[dict[str, Any]]:
-    """The records of a JSON array written by `core.io.JsonArrayWriter` (one element per line), streamed."""
-    with path.open("rb") as f:
-        first = f.readline().strip()
-        if first not in (b"[", b"[]"):
-            yield from orjson.loads(first + f.read())
-            return
-        for line in f:
-            line = line.strip().rstrip(b",")
-            if line and line != b"]":
-                yield orjson.loads(line)
 
 
 def _json(v: Any) -> str | None:

@@ -28,7 +28,13 @@ export's own fields: `pair_id`, `positive_pair_id`, `positive_image`, `negative`
 
 from __future__ import annotations
 
+import os
+import shutil
+from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import Any
+
+from hardneg.core.io import dumps, temp_path
 
 SOURCE = "coco_test2017"
 DATASET = "gqa (Visual Genome images)"
@@ -57,11 +63,42 @@ class _Ids:
         return out
 
 
-def official(records: list[dict[str, Any]], folder: str) -> dict[str, Any]:
+def write_official(path: Path, records: Iterable[dict[str, Any]], folder: str) -> None:
     """The official layout of one split's pair records (a positive, then its negatives, as the stage writes
-    them); `folder` is the export's folder in the run, which `file_name` is relative to."""
-    ids, images, annotations = _Ids(), [], []
-    groups: dict[int, _Group] = {}  # by our positive pair id
+    them) in `path`, as `write_json` writes a whole object; `folder` is the export's folder in the run,
+    which `file_name` is relative to. Written as the records come, no more than one held (the annotations
+    wait in a file beside it until the images are written)."""
+    tmp, side = temp_path(path), temp_path(path.with_name(path.name + ".annotations"))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with tmp.open("wb") as f, side.open("w+b") as anns:
+            f.write(b'{\n  "images": [')
+            n = {"images": 0, "annotations": 0}
+            for kind, entry in _entries(records, folder):
+                (f if kind == "images" else anns).write((b",\n" if n[kind] else b"\n") + _item(entry))
+                n[kind] += 1
+            f.write(b"\n  ]" if n["images"] else b"]")
+            f.write(b',\n  "annotations": [')
+            anns.seek(0)
+            shutil.copyfileobj(anns, f)
+            f.write(b"\n  ]" if n["annotations"] else b"]")
+            f.write(b',\n  "categories": ' + dumps([CATEGORY], indent=True).replace(b"\n", b"\n  ") + b"\n}\n")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    finally:
+        side.unlink(missing_ok=True)
+
+
+def _item(entry: dict[str, Any]) -> bytes:
+    """An element of a top-level array in `dumps(..., indent=True)`'s layout (two levels deep)."""
+    return b"    " + dumps(entry, indent=True).replace(b"\n", b"\n    ")
+
+
+def _entries(records: Iterable[dict[str, Any]], folder: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The official file's images and annotations, in its order, each as ("images" | "annotations", entry)."""
+    ids, groups = _Ids(), {}  # groups by our positive pair id
     for r in records:
         image_id = ids.take("image")
         if r["positive_id"] is None:
@@ -72,12 +109,11 @@ def official(records: list[dict[str, Any]], folder: str) -> dict[str, Any]:
             g.negatives += 1
             k, positive_image = g.negatives, g.image_id
         pids = {ph: ids.take("phrase") for ph in g.phrases}
-        images.append(_image(r, image_id, f"{g.number}_{k}", pids, folder, positive_image))
+        yield "images", _image(r, image_id, f"{g.number}_{k}", pids, folder, positive_image)
         if positive_image is None:
             for ph in g.phrases:
                 for box in r["phrases"][ph]:
-                    annotations.append(_annotation(ids.take("annotation"), image_id, pids[ph], box))
-    return {"images": images, "annotations": annotations, "categories": [CATEGORY]}
+                    yield "annotations", _annotation(ids.take("annotation"), image_id, pids[ph], box)
 
 
 class _Group:

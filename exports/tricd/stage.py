@@ -40,14 +40,14 @@ from hardneg.core.certify import Certifier, context_objects
 from hardneg.core.config_exports import ExportOptions
 from hardneg.core.executor import GraphIndex
 from hardneg.core.gqa.hygiene import words_digest
-from hardneg.core.io import write_json
+from hardneg.core.io import iter_json_array
 from hardneg.core.plugins import EXPORTS
 from hardneg.core.records import PathNode, Reject, SceneGraph, content_id
 from hardneg.core.runner.folder import image_file, resolve_inputs
 from hardneg.core.runner.stage import Run, Unit
 from hardneg.core.schema import outputs
 from hardneg.exports.base import ExportStage
-from hardneg.exports.common import ExportFolder, by_split, kept_image_negatives, kept_positives
+from hardneg.exports.common import SPLITS, ExportFolder, kept_image_negatives, kept_positives
 from hardneg.exports.corpus import (
     Candidates,
     GraphChecks,
@@ -58,7 +58,7 @@ from hardneg.exports.corpus import (
     shards_per_unit,
 )
 from hardneg.exports.rows import TricdPairRow
-from hardneg.exports.tricd.official import file_name, official
+from hardneg.exports.tricd.official import file_name, write_official
 from hardneg.exports.tricd.rank import rank_distractors
 from hardneg.generators.images.edits import falsified
 
@@ -125,21 +125,24 @@ class TricdStage(ExportStage):
                 unit.write("pairs", self._pairs(unit))
 
     def finish(self, run: Run, units: list[dict[str, Any]]) -> dict[str, Any]:
-        """Every unit's pairs, in shard order, in the run's folder: TRICD's own layout and the tables."""
+        """Every unit's pairs, in shard order, in the run's folder: the tables, then TRICD's own layout from
+        them, a record at a time (GQA train's pairs are hundreds of thousands)."""
         folder = ExportFolder(run.root, FOLDER)
         folder.reset()
-        records = list(run.read_all(self.name, "pairs"))
-        for r in records:
-            if r["image"] is not None:
-                r["image"] = folder.place(run.root / r["image"], f"images/{r['id']:x}.jpg")
-        splits = by_split(records)
-        for split, rows in splits.items():
-            write_json(folder.dir / file_name(split), official(rows, FOLDER))
-        folder.write_tables(splits)
-        counts = _counts(records)
+        counts: Counter = Counter()
+        with folder.tables() as tables:
+            for r in run.read_all(self.name, "pairs"):
+                if r["image"] is not None:
+                    r["image"] = folder.place(run.root / r["image"], f"images/{r['id']:x}.jpg")
+                tables.add(r["split"], r)
+                _count(counts, r)
+        for split in tables.rows:
+            write_official(folder.dir / file_name(split), iter_json_array(folder.dir / f"{split}.json"), FOLDER)
+        kinds = sorted({k for k, _ in counts})
+        counts_out = {k: {s: counts.get((k, s), 0) for s in SPLITS} for k in kinds}
         enabled = run.cfg.exports.tricd.enabled
-        folder.write_summary({"shape": "tricd", "version": VERSION, "enabled": enabled, "counts": counts})
-        return {"meta": {"counts": counts}}
+        folder.write_summary({"shape": "tricd", "version": VERSION, "enabled": enabled, "counts": counts_out})
+        return {"meta": {"counts": counts_out}}
 
     def _pairs(self, unit: Unit) -> list[dict[str, Any]]:
         cfg, opts = unit.cfg, unit.cfg.exports.tricd
@@ -296,12 +299,9 @@ def _records(
     return out
 
 
-def _counts(records: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
-    c: Counter = Counter()
-    for r in records:
-        kind = "positive pairs" if r["positive_id"] is None else f"negative pairs: {r['negative']}"
-        c[(kind, r["split"])] += 1
-        if r["positive_id"] is None:
-            c[("phrases", r["split"])] += len(r["phrases"])
-    kinds = sorted({k for k, _ in c})
-    return {k: {s: c.get((k, s), 0) for s in ("train", "val", "test")} for k in kinds}
+def _count(c: Counter, r: dict[str, Any]) -> None:
+    """A pair in the summary's counts: (kind, split) -> pairs, and phrases of positive pairs."""
+    kind = "positive pairs" if r["positive_id"] is None else f"negative pairs: {r['negative']}"
+    c[(kind, r["split"])] += 1
+    if r["positive_id"] is None:
+        c[("phrases", r["split"])] += len(r["phrases"])
