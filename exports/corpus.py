@@ -131,7 +131,8 @@ class Corpus:
     def __init__(self, splits: SplitsConfig, files: Sequence[Path] = ()) -> None:
         self.splits, self.files = splits, list(files)
         self.images: dict[str, ImageInfo] = {}
-        self.edges: dict[str, frozenset[Edge]] = {}
+        self.edge_ids: dict[Edge, int] = {}  # each (name, relation) pair of the corpus, numbered
+        self.edges: dict[str, tuple[int, ...]] = {}  # an image's pairs by number: a tuple, a sixth of a set's memory
         self.places: dict[str, Place] = {}
         self.by_name: dict[tuple[str, str], Sequence[str]] = defaultdict(list)  # SortedIds once built
         self.by_pair: dict[tuple[str, str, str], Sequence[str]] = defaultdict(list)
@@ -175,8 +176,9 @@ class Corpus:
         for n, a in {(o["name"], a) for o in objects for a in o.get("attributes", [])}:
             self.by_pair[(split, n, a)].append(image_id)
             self.names_by_attribute[(split, a)].add(n)
-        edges = frozenset(one((one(o["name"]), one(r["name"]))) for o in objects for r in o.get("relations", []))
-        self.edges[image_id] = edges
+        edges = {one((one(o["name"]), one(r["name"]))) for o in objects for r in o.get("relations", [])}
+        ids = self.edge_ids
+        self.edges[image_id] = tuple(sorted(ids.setdefault(e, len(ids)) for e in edges))
         for name, relation in edges:
             self.by_edge[(split, name, relation)].append(image_id)
         return image_id
@@ -192,6 +194,10 @@ class Corpus:
         self.by_name, self.by_pair, self.by_edge = dict(self.by_name), dict(self.by_pair), dict(self.by_edge)
         self._seen = {}
         return self
+
+    def edge_numbers(self, edges: Iterable[Edge]) -> frozenset[int]:
+        """The numbers of those of `edges` (name, relation) some graph has, as `edges` holds them per image."""
+        return frozenset(self.edge_ids[e] for e in edges if e in self.edge_ids)
 
     def similarity(self, a: str, b: str) -> float:
         """Shared core traits of two images: the Jaccard index of their names, plus half for one location."""

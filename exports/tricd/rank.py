@@ -27,8 +27,6 @@ from typing import Any
 from hardneg.core.records import PathNode
 from hardneg.exports.corpus import Corpus, Edge, sample
 
-NO_EDGES: frozenset[Edge] = frozenset()
-
 
 def path_edges(path: PathNode) -> frozenset[Edge]:
     """The (subject name, relation) pairs an expression states, over all its nodes."""
@@ -59,12 +57,13 @@ def rank_distractors(corpus: Corpus, p: dict[str, Any], path: PathNode, k: int, 
     i0 = p["image_id"]
     pool = candidate_pool(corpus, i0, path, k, seed, "tricd", p["id"])
     target, edges = path.name, path_edges(path)
+    numbers = corpus.edge_numbers(edges)
     partners = frozenset({n.name for n in path.nodes()[1:]} - {target})
     n_partners, n_edges = len(partners), len(edges)
     scored = []
     for j in pool:
         names = corpus.images[j].names
         name_share = len(partners & names) / n_partners if n_partners else 0.0
-        edge_share = len(edges & corpus.edges.get(j, NO_EDGES)) / n_edges if n_edges else 0.0
+        edge_share = len(numbers.intersection(corpus.edges.get(j, ()))) / n_edges if n_edges else 0.0
         scored.append((target not in names, -(name_share + edge_share + corpus.similarity(i0, j)), j))
     return [j for _, _, j in heapq.nsmallest(checked, scored)]
