@@ -35,6 +35,7 @@ class Tables:
         self._columns: dict[str, dict[str, None]] = {}  # per split, in the order first seen
         self._types: dict[str, set[Any] | None] = {}  # a column's chunk types; None: JSON text
         self._chunk: list[dict[str, Any]] = []
+        self._held: dict[str, list[dict[str, Any]]] = {}  # rows the caller holds anyway: not read back
         self.rows: dict[str, int] = {}
         for s in splits:
             self._open(s)
@@ -54,10 +55,14 @@ class Tables:
             self._infer()
 
     def add_all(self, rows_by_split: dict[str, Iterable[dict[str, Any]]]) -> None:
+        """Every split's rows; a list is held until `close` writes its parquet file from it (the caller holds
+        it anyway), any other iterable is read back from its JSON file."""
         for split, rows in rows_by_split.items():
             self._json.get(split) or self._open(split)
             for r in rows:
                 self.add(split, r)
+            if isinstance(rows, list):
+                self._held[split] = rows
 
     def __enter__(self) -> Tables:
         return self
@@ -77,17 +82,21 @@ class Tables:
         for w in self._json.values():
             w.close()
         schema = self._schema()
-        for split, w in self._json.items():
+        for split in self._json:
             out = self.folder / f"{self.prefix}{split}.parquet"
             tmp = temp_path(out)
             try:
                 with pq.ParquetWriter(tmp, schema) as writer:  # no row group for no rows: one of 0 rows chokes readers
-                    for rows in _chunks(iter_json_array(w.path)):
+                    for rows in _chunks(self._rows(split)):
                         writer.write_table(_table(rows, schema))
                 os.replace(tmp, out)
             except BaseException:
                 tmp.unlink(missing_ok=True)
                 raise
+
+    def _rows(self, split: str) -> Iterable[dict[str, Any]]:
+        held = self._held.get(split)
+        return held if held is not None else iter_json_array(self._json[split].path)
 
     def _infer(self) -> None:
         import pyarrow as pa
@@ -116,7 +125,7 @@ class Tables:
             elif len(known) <= 1:
                 t = next(iter(known), pa.null())
             else:  # the chunks disagree: what all the values together make
-                t = _whole_type([_cell(r.get(c)) for w in self._json.values() for r in iter_json_array(w.path)])
+                t = _whole_type([_cell(r.get(c)) for split in self._json for r in self._rows(split)])
             fields.append(pa.field(c, t))
         return pa.schema(fields)
 

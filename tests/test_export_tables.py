@@ -75,3 +75,15 @@ def test_tricd_official_file_is_write_jsons_layout(tmp_path: Path, split: str):
     write_official(out, iter(()), "tricd")
     assert orjson.loads(out.read_bytes()) == {"images": [], "annotations": [], "categories": data["categories"]}
     assert out.read_bytes() == dumps(orjson.loads(out.read_bytes()), indent=True) + b"\n"
+
+
+def test_rows_given_as_lists_are_not_read_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    def no_reads(path: Path) -> None:
+        raise AssertionError(f"{path} read back")
+
+    monkeypatch.setattr(tables, "iter_json_array", no_reads)
+    monkeypatch.setattr(tables, "CHUNK", 2)
+    ExportFolder(tmp_path, "t").write_tables(ROWS)  # the chunks disagree on types: the held rows settle them
+    assert pq.read_table(tmp_path / "t" / "train.parquet").to_pylist()[2]["n"] == 2.5
+    with pytest.raises(AssertionError, match="read back"), ExportFolder(tmp_path, "u").tables() as t:
+        t.add("train", ROWS["train"][0])

@@ -182,6 +182,10 @@ class ProbesStage(ExportStage):
     def finish(self, run: Run, units: list[dict[str, Any]]) -> dict[str, Any]:
         """Every unit's rows in the run's folder: one per id (the first positive's, as in one search over all),
         Probe-C's categories balanced, the images placed; the paper's layout; Probe-B's groups beside them."""
+        with no_cycle_collection():  # it holds every row: the collector would walk them again and again
+            return self._finish(run)
+
+    def _finish(self, run: Run) -> dict[str, Any]:
         opts = run.cfg.exports.probes
         folder = ExportFolder(run.root, FOLDER)
         folder.reset(*TABLES, "images")  # not `generated/`: Probe-B's images, which its stage publishes here
