@@ -20,14 +20,12 @@ image of one split shows up in another's records.
 from __future__ import annotations
 
 import bisect
-import gc
 import heapq
 import itertools
 import os
 import random
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -257,29 +255,7 @@ def corpus(unit: Unit) -> Corpus:
     splits = unit.cfg.splits
     files = unit.run.files("hygiene", "graphs")
 
-    def build() -> Corpus:
-        with no_cycle_collection():
-            return Corpus.build(files, splits)
-
-    return unit.shared("hygiene", f"corpus:{splits.model_dump_json()}", build)
-
-
-@contextmanager
-def no_cycle_collection() -> Iterator[None]:
-    """The cyclic garbage collector paused while a search builds its candidates: they are millions of small
-    objects that live until the search ends, and the collector walked all of them again and again (a third
-    of a probes export's time on a GQA-like corpus) to find no garbage. The search leaves no cycles behind
-    (its owner drops its records when done), so plain reference counting frees them. An export pauses it
-    for its whole run, its records written and freed before the collector is back: what was made while it
-    slept and is still alive then, it walks once (a collection after a 75,000-image TRICD export that
-    still held its records took 24 s)."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
+    return unit.shared("hygiene", f"corpus:{splits.model_dump_json()}", lambda: Corpus.build(files, splits))
 
 
 class GraphChecks:

@@ -3,8 +3,10 @@ skip-if-done, crash safety, declared reads and writes, and what `problems` repor
 
 from __future__ import annotations
 
+import gc
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -382,3 +384,33 @@ def test_a_unit_of_a_run_of_shards_reads_them_all_and_finish_sees_every_unit(tmp
     assert run.summary("batched")["batched_total"] == total(run) == sum(doubled.values())
     assert next(run.read_all("whole", "seen"))["all"] == total(run)  # every shard, not the none of `-all`
     assert run.problems("batched") == []
+
+
+class Collector(Stage):
+    """Notes whether the cyclic collector is awake while its unit and its `finish` run."""
+
+    name = "collector"
+    version = "collector@v1"
+    writes = outputs({"items": Value})
+    sharded = False
+    awake: ClassVar[dict[str, bool]] = {}
+
+    def run(self, unit: Unit) -> None:
+        self.awake["run"] = gc.isenabled()
+        unit.write("items", [{"v": 1}])
+
+    def finish(self, run: Run, units: list) -> dict:
+        self.awake["finish"] = gc.isenabled()
+        return {}
+
+
+def test_the_collector_sleeps_while_a_unit_and_finish_run_and_wakes_after(tmp_path):
+    assert gc.isenabled()
+    run_all(tmp_path, RunConfig(), (Collector(),))
+    assert Collector.awake == {"run": False, "finish": False} and gc.isenabled()
+    gc.disable()  # asleep before: asleep after
+    try:
+        run_all(tmp_path / "again", RunConfig(), (Collector(),))
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

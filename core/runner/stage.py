@@ -26,7 +26,8 @@ The runner owns everything else, once for all stages:
 - **declared reads and writes** (`core/runner/unit.py`): a fingerprint never misses an input, a misspelt
   kind fails, each write's first row is checked against its kind's record type (`core/schema.py`);
 - **rejects, stats, timings** per unit; once every unit is done, `finish` (what all units make together)
-  and the summary `_stage.json`; **progress** hooks; **publishing** (`publishes`: the run's transaction).
+  and the summary `_stage.json`; **progress** hooks; **publishing** (`publishes`: the run's transaction);
+- the cyclic garbage collector asleep while a unit or a `finish` runs (`core/runner/cycles.py`).
 The first stage partitions the corpus: its unit's `meta["shards"]` lists every sharded stage's shards.
 """
 
@@ -52,6 +53,7 @@ from hardneg.core.io import (
     write_json,
     write_jsonl,
 )
+from hardneg.core.runner.cycles import no_cycle_collection
 from hardneg.core.runner.progress import Progress
 from hardneg.core.runner.publish import open_transaction
 from hardneg.core.runner.unit import ALL, Unit
@@ -95,8 +97,7 @@ class Stage:
         raise NotImplementedError
 
     def summarize(self, run: Run, units: list[dict[str, Any]]) -> dict[str, Any]:
-        """Extra fields of `_stage.json` from the units' markers (default: nothing)."""
-        return {}
+        return {}  # extra fields of `_stage.json` from the units' markers
 
     def shards_per_unit(self, run: Run) -> int:
         """How many corpus shards one unit of a sharded stage covers (a search that shares graph reads)."""
@@ -117,9 +118,8 @@ class Run:
     check_every_row = False  # check every row written against its record type, not only each write's first
 
     def __init__(self, root: Path, cfg: RunConfig, stages: Sequence[Stage], progress: Progress | None = None) -> None:
-        self.root, self.progress = root, progress or Progress()  # told of stages opening, units done, closing
-        self.cfg = cfg
-        self.stages = {s.name: s for s in stages}
+        self.root, self.cfg, self.stages = root, cfg, {s.name: s for s in stages}
+        self.progress = progress or Progress()  # told of stages opening, units done, closing
         self.order = [s.name for s in stages]
         if len(self.stages) != len(stages):
             raise ValueError("two stages share a name")
@@ -267,7 +267,8 @@ class Run:
         if self.stored_fingerprint(name) != self.fingerprint(name):
             raise RuntimeError(f"stage {name} is not open for this config: call Run.open first")
         u, t0 = Unit(self, self.stages[name], unit), time.perf_counter()
-        self.stages[name].run(u)
+        with no_cycle_collection():  # its records make no cycles (`core/runner/cycles.py`)
+            self.stages[name].run(u)
         seconds = time.perf_counter() - t0
         write_jsonl(self.stage_dir(name) / "_rejects" / f"{unit}.jsonl", (r.to_json() for r in u.rejects))
         done = {
@@ -290,8 +291,7 @@ class Run:
             if not (m := self._marker(name, unit)).exists():
                 raise RuntimeError(f"stage {name}: unit {unit} is not done")
             markers.append(orjson.loads(m.read_bytes()))
-        stats: Counter = Counter()
-        written: Counter = Counter()
+        stats, written = Counter[str](), Counter[str]()
         for m in markers:
             stats.update(m["stats"])
             written.update(m["written"])
@@ -308,9 +308,9 @@ class Run:
             "rejects": sum(m["rejects"] for m in markers),
             "stats": dict(sorted(stats.items())),
             "meta": markers[0]["meta"] if len(markers) == 1 else {},
-            **self.stages[name].finish(self, markers),
-            **self.stages[name].summarize(self, markers),
         }
+        with no_cycle_collection():
+            summary |= self.stages[name].finish(self, markers) | self.stages[name].summarize(self, markers)
         write_json(self.stage_dir(name) / SUMMARY, summary)
         self.progress.stage_done(name, summary)
         return summary

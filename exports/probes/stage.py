@@ -45,7 +45,7 @@ from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
 from hardneg.exports.base import ExportStage
 from hardneg.exports.common import SPLITS, ExportFolder, by_split, kept_positives
-from hardneg.exports.corpus import Corpus, GraphChecks, certifier, corpus, no_cycle_collection, shards_per_unit
+from hardneg.exports.corpus import Corpus, GraphChecks, certifier, corpus, shards_per_unit
 from hardneg.exports.probes.official import (
     C_FILES,
     R_FILE,
@@ -157,35 +157,30 @@ class ProbesStage(ExportStage):
         whole sets."""
         if not unit.cfg.exports.probes.enabled:
             return
-        with no_cycle_collection():  # until the rows are written and freed (see `no_cycle_collection`)
-            shared = Shared.load(unit)
-            positives = sorted(map(searched, kept_positives(unit)), key=lambda pf: pf[0]["id"])
-            unit.items_in = len(positives)
-            found, missed, sets = self._search(unit.cfg, shared, positives)
-            for kind, n in missed.items():
-                unit.stats[f"not_certified:{kind}"] += n
-                unit.reject(Reject("probes", f"{kind}: no swap or image certified for {n} probes"))
-            out: dict[str, dict[int, dict[str, Any]]] = {"probe_r": {}, "probe_c": {}}
-            for r in found:  # one record per distinct (kind, images, prompts): two cups on one table ask one thing
-                if r["kind"].startswith("probe_r/"):
-                    r["id"] = content_id("probe", r["kind"], r["image_id"], r["correct"], r["swapped"])
-                    r["image"] = None
-                    out["probe_r"].setdefault(r["id"], r)
-                else:
-                    r["id"] = content_id("probe", r["kind"], *r["image_ids"], *r["prompts"])
-                    r["images"] = [None] * len(r["image_ids"])
-                    out["probe_c"].setdefault(r["id"], r)
-            for name, rows in out.items():
-                unit.write(name, (rows[i] for i in sorted(rows)))
-            unit.write("sets", sets)
+        shared = Shared.load(unit)
+        positives = sorted(map(searched, kept_positives(unit)), key=lambda pf: pf[0]["id"])
+        unit.items_in = len(positives)
+        found, missed, sets = self._search(unit.cfg, shared, positives)
+        for kind, n in missed.items():
+            unit.stats[f"not_certified:{kind}"] += n
+            unit.reject(Reject("probes", f"{kind}: no swap or image certified for {n} probes"))
+        out: dict[str, dict[int, dict[str, Any]]] = {"probe_r": {}, "probe_c": {}}
+        for r in found:  # one record per distinct (kind, images, prompts): two cups on one table ask one thing
+            if r["kind"].startswith("probe_r/"):
+                r["id"] = content_id("probe", r["kind"], r["image_id"], r["correct"], r["swapped"])
+                r["image"] = None
+                out["probe_r"].setdefault(r["id"], r)
+            else:
+                r["id"] = content_id("probe", r["kind"], *r["image_ids"], *r["prompts"])
+                r["images"] = [None] * len(r["image_ids"])
+                out["probe_c"].setdefault(r["id"], r)
+        for name, rows in out.items():
+            unit.write(name, (rows[i] for i in sorted(rows)))
+        unit.write("sets", sets)
 
     def finish(self, run: Run, units: list[dict[str, Any]]) -> dict[str, Any]:
         """Every unit's rows in the run's folder: one per id (the first positive's, as in one search over all),
         Probe-C's categories balanced, the images placed; the paper's layout; Probe-B's groups beside them."""
-        with no_cycle_collection():  # it holds every row: the collector would walk them again and again
-            return self._finish(run)
-
-    def _finish(self, run: Run) -> dict[str, Any]:
         opts = run.cfg.exports.probes
         folder = ExportFolder(run.root, FOLDER)
         folder.reset(*TABLES, "images")  # not `generated/`: Probe-B's images, which its stage publishes here

@@ -54,7 +54,6 @@ from hardneg.exports.corpus import (
     Option,
     certifier,
     corpus,
-    no_cycle_collection,
     shards_per_unit,
 )
 from hardneg.exports.rows import TricdPairRow
@@ -121,8 +120,7 @@ class TricdStage(ExportStage):
         """The pairs of the unit's positives (a batch of shards), each `image` the file it shows (`finish`
         places it)."""
         if unit.cfg.exports.tricd.enabled:
-            with no_cycle_collection():  # until the records are written and freed (see `no_cycle_collection`)
-                unit.write("pairs", self._pairs(unit))
+            unit.write("pairs", self._pairs(unit))
 
     def finish(self, run: Run, units: list[dict[str, Any]]) -> dict[str, Any]:
         """Every unit's pairs, in shard order, in the run's folder: the tables, then TRICD's own layout from
