@@ -9,6 +9,10 @@ search. So the runner runs every unit and every stage's `finish` with the collec
 (`Run.run_unit`, `Run.close`). The few cycles a unit leaves (an exception's traceback, say: 56 to 112
 objects a unit, measured) are collected once it is awake again; the first collection then walks what
 the unit made and still holds once, not once per quarter of growth.
+
+Asleep means a collection threshold of zero, not `gc.disable()`: libraries switch the collector off and
+on around their own work (spaCy's msgpack loader calls `gc.enable()` whatever it found), which would wake
+it for the rest of the unit; none of them touches the thresholds.
 """
 
 from __future__ import annotations
@@ -20,11 +24,15 @@ from contextlib import contextmanager
 
 @contextmanager
 def no_cycle_collection() -> Iterator[None]:
-    """The collector asleep inside (as it was after); nests."""
-    was = gc.isenabled()
-    gc.disable()
+    """No automatic collection inside (as it was after); nests."""
+    thresholds = gc.get_threshold()
+    gc.set_threshold(0, *thresholds[1:])
     try:
         yield
     finally:
-        if was:
-            gc.enable()
+        gc.set_threshold(*thresholds)
+
+
+def collecting() -> bool:
+    """Whether the collector runs by itself now."""
+    return gc.isenabled() and gc.get_threshold()[0] > 0
