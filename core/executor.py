@@ -48,7 +48,7 @@ class GraphIndex:
     category for `same` edges.
     """
 
-    __slots__ = ("attrs", "boxes", "by_name", "cat_attrs", "geometry", "graph", "into", "memo", "out", "table")
+    __slots__ = ("_out", "attrs", "boxes", "by_name", "cat_attrs", "geometry", "graph", "memo", "table")
 
     def __init__(self, graph: SceneGraph, table: AttributeTable, geometry: bool = True) -> None:
         self.graph = graph
@@ -58,24 +58,26 @@ class GraphIndex:
         self.boxes = {oid: obj.box for oid, obj in graph.objects.items()}
         by_name: dict[str, list[str]] = defaultdict(list)
         attrs: dict[str, frozenset[str]] = {}
-        out: dict[str, dict[str, set[str]]] = {}
-        into: dict[str, dict[str, set[str]]] = {}
         for oid, obj in graph.objects.items():
             by_name[obj.name].append(oid)
             attrs[oid] = frozenset(obj.attributes)
-            out[oid] = {}
-            into.setdefault(oid, {})
-        for oid, obj in graph.objects.items():
-            for rel in obj.relations:
-                if rel.object not in graph.objects:
-                    continue  # the loader drops dangling edges; tolerate hand-built graphs too
-                out[oid].setdefault(rel.name, set()).add(rel.object)
-                into.setdefault(rel.object, {}).setdefault(rel.name, set()).add(oid)
         self.by_name = {k: tuple(v) for k, v in by_name.items()}
         self.attrs = attrs
-        self.out = out
-        self.into = into
+        self._out: dict[str, dict[str, set[str]]] | None = None
         self.cat_attrs = CategoryAttributes(graph, table)
+
+    @property
+    def out(self) -> dict[str, dict[str, set[str]]]:
+        """Object id -> relation -> the objects its stored edges of that relation point to; built the first
+        time a relation is asked (an export certifies most candidate graphs on names and attributes alone)."""
+        if self._out is None:
+            out: dict[str, dict[str, set[str]]] = {oid: {} for oid in self.graph.objects}
+            for oid, obj in self.graph.objects.items():
+                for rel in obj.relations:
+                    if rel.object in out:  # the loader drops dangling edges; tolerate hand-built graphs too
+                        out[oid].setdefault(rel.name, set()).add(rel.object)
+            self._out = out
+        return self._out
 
     def name_count(self, name: str) -> int:
         return len(self.by_name.get(name, ()))
