@@ -26,7 +26,7 @@ from bisect import bisect_left
 from typing import Any
 
 from hardneg.core.records import PathNode
-from hardneg.exports.corpus import Corpus, Edge, sample
+from hardneg.exports.corpus import Corpus, Edge, likeness, sample
 
 
 def path_edges(path: PathNode) -> frozenset[Edge]:
@@ -61,12 +61,13 @@ def rank_distractors(corpus: Corpus, p: dict[str, Any], path: PathNode, k: int, 
     numbers = sorted(corpus.edge_numbers(edges))
     partners = frozenset({n.name for n in path.nodes()[1:]} - {target})
     n_partners, n_edges = len(partners), len(edges)
-    scored = []
+    scored, images, edges_of, x = [], corpus.images, corpus.edges, corpus.images[i0]
     for j in pool:
-        names = corpus.images[j].names
+        y = images[j]
+        names = y.names
         name_share = len(partners & names) / n_partners if n_partners else 0.0
-        edge_share = shared(numbers, corpus.edges.get(j, ())) / n_edges if n_edges else 0.0
-        scored.append((target not in names, -(name_share + edge_share + corpus.similarity(i0, j)), j))
+        edge_share = shared(numbers, edges_of.get(j, ())) / n_edges if n_edges else 0.0
+        scored.append((target not in names, -(name_share + edge_share + likeness(x, y)), j))
     return [j for _, _, j in heapq.nsmallest(checked, scored)]
 
 
