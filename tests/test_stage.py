@@ -4,6 +4,7 @@ skip-if-done, crash safety, declared reads and writes, and what `problems` repor
 from __future__ import annotations
 
 import gc
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -12,7 +13,7 @@ import pytest
 
 from hardneg.core.config import RunConfig
 from hardneg.core.records import Reject
-from hardneg.core.runner.cycles import collecting
+from hardneg.core.runner.cycles import collecting, no_cycle_collection
 from hardneg.core.runner.stage import Run, Stage, Unit
 from hardneg.core.schema import outputs
 
@@ -412,3 +413,32 @@ def test_the_collector_sleeps_while_a_unit_and_finish_run_and_wakes_after(tmp_pa
     run_all(tmp_path, RunConfig(), (Collector(),))
     assert Collector.awake == {"run": False, "finish": False} and collecting()
     assert gc.get_threshold() == thresholds
+
+
+def test_pauses_in_threads_side_by_side_leave_the_collector_as_it_was():
+    """Units in threads (Prefect's and Dask's thread runners): A pauses, B pauses, A ends while B runs."""
+    thresholds = gc.get_threshold()
+    a_in, a_out, b_in, b_checked = (threading.Event() for _ in range(4))
+    seen: dict[str, bool] = {}
+
+    def a() -> None:
+        with no_cycle_collection():
+            a_in.set()
+            b_in.wait(5)
+        a_out.set()
+
+    def b() -> None:
+        a_in.wait(5)
+        with no_cycle_collection():
+            b_in.set()
+            a_out.wait(5)
+            seen["b after a ended"] = collecting()
+        b_checked.set()
+
+    threads = [threading.Thread(target=f) for f in (a, b)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert b_checked.is_set() and seen == {"b after a ended": False}
+    assert gc.get_threshold() == thresholds and collecting()

@@ -12,25 +12,36 @@ the unit made and still holds once, not once per quarter of growth.
 
 Asleep means a collection threshold of zero, not `gc.disable()`: libraries switch the collector off and
 on around their own work (spaCy's msgpack loader calls `gc.enable()` whatever it found), which would wake
-it for the rest of the unit; none of them touches the thresholds.
+it for the rest of the unit; none of them touches the thresholds. The thresholds are the process's, and
+units may run in threads side by side (Prefect's and Dask's thread runners): the first to pause saves
+them, the last to finish puts them back.
 """
 
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+_lock = threading.Lock()
+_paused: list[tuple[int, ...]] = []  # the thresholds saved by the first pause, once per pause still open
 
 
 @contextmanager
 def no_cycle_collection() -> Iterator[None]:
-    """No automatic collection inside (as it was after); nests."""
-    thresholds = gc.get_threshold()
-    gc.set_threshold(0, *thresholds[1:])
+    """No automatic collection inside (as it was once the last pause, of any thread, is over); nests."""
+    with _lock:
+        saved = _paused[0] if _paused else gc.get_threshold()
+        _paused.append(saved)
+        gc.set_threshold(0, *saved[1:])
     try:
         yield
     finally:
-        gc.set_threshold(*thresholds)
+        with _lock:
+            _paused.pop()
+            if not _paused:
+                gc.set_threshold(*saved)
 
 
 def collecting() -> bool:
