@@ -15,9 +15,10 @@ import pytest
 from hardneg.flows.runners import RemoteTraceback, in_processes
 
 
-def test_results_come_in_job_order_from_several_processes():
-    jobs = [(0.3, "slow"), (0.0, "fast"), (0.1, "middle")]
-    got = list(in_processes(_sleep_then_pid, jobs, 2))
+def test_results_come_in_job_order_from_several_processes(tmp_path: Path):
+    # the first job waits until another process has taken a job, so it ends last whatever the machine's load
+    jobs = [(tmp_path, "slow"), (tmp_path, "fast"), (tmp_path, "middle")]
+    got = list(in_processes(_pid_once_another_ran, jobs, 2))
     assert [name for name, _ in got] == ["slow", "fast", "middle"]
     assert len({pid for _, pid in got}) == 2 and os.getpid() not in {pid for _, pid in got}
     assert list(in_processes(math.sqrt, [(4.0,)], 3)) == [2.0]  # one job: one worker, not three
@@ -54,9 +55,16 @@ def test_a_worker_that_dies_raises_at_once():
     assert multiprocessing.active_children() == []
 
 
-def _sleep_then_pid(seconds: float, name: str) -> tuple[str, int]:
-    time.sleep(seconds)
-    return name, os.getpid()
+def _pid_once_another_ran(folder: Path, name: str) -> tuple[str, int]:
+    """Notes this process; the "slow" job then waits (up to 60 s) until a job ran in another one."""
+    me = os.getpid()
+    (folder / f"{name}-{me}").touch()
+    deadline = time.monotonic() + 60
+    while name == "slow" and time.monotonic() < deadline:
+        if any(not p.name.endswith(f"-{me}") for p in folder.iterdir()):
+            break
+        time.sleep(0.02)
+    return name, me
 
 
 def _abort_or_sleep(abort: bool) -> None:
