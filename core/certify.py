@@ -211,27 +211,30 @@ def context_objects(path: PathNode, index: GraphIndex, target: str) -> list[froz
     is the target; a related node names every object matching its own sub-path that its parent's objects
     stand in the relation to (the two balls the cup is between, not every ball)."""
     out: dict[int, frozenset[str]] = {}
-
-    def walk(node: PathNode, ctx: frozenset[str]) -> None:
-        out[id(node)] = ctx
-        for e in node.relations:
-            child = execute(e.object, index)
-            walk(e.object, frozenset(y for y in child if any(index.related(x, e.name, {y}) for x in ctx)))
-        for s in node.same:
-            child = execute(s.object, index)
-            kept = set()
-            for y in child:
-                theirs = index.cat_attrs[y].get(s.category)
-                for x in ctx:
-                    mine = index.cat_attrs[x].get(s.category)
-                    if x != y and mine and theirs and not mine.isdisjoint(theirs):
-                        kept.add(y)
-                        break
-            walk(s.object, frozenset(kept))
-
     bare = path.without_ids()
-    walk(bare, frozenset({target}))
+    _in_context(bare, frozenset({target}), index, out)
     return [out[id(n)] for n in bare.nodes()]
+
+
+def _in_context(node: PathNode, ctx: frozenset[str], index: GraphIndex, out: dict[int, frozenset[str]]) -> None:
+    """`context_objects` from `node` down, its objects `ctx` (a module function: a nested one that calls
+    itself makes a cycle)."""
+    out[id(node)] = ctx
+    for e in node.relations:
+        child = execute(e.object, index)
+        related = frozenset(y for y in child if any(index.related(x, e.name, {y}) for x in ctx))
+        _in_context(e.object, related, index, out)
+    for s in node.same:
+        child = execute(s.object, index)
+        kept = set()
+        for y in child:
+            theirs = index.cat_attrs[y].get(s.category)
+            for x in ctx:
+                mine = index.cat_attrs[x].get(s.category)
+                if x != y and mine and theirs and not mine.isdisjoint(theirs):
+                    kept.add(y)
+                    break
+        _in_context(s.object, frozenset(kept), index, out)
 
 
 def path_of(

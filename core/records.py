@@ -249,18 +249,7 @@ class Positive:
     def triples(self) -> list[list[str]]:
         """The scene-graph facts the path uses, as [subject, predicate, object] (FineCops `tuple`)."""
         out: list[list[str]] = []
-
-        def walk(node: PathNode) -> None:
-            for a in node.attributes:
-                out.append([node.name, "has attribute", a])
-            for e in node.relations:
-                out.append([node.name, e.name, e.object.name])
-                walk(e.object)
-            for s in node.same:
-                out.append([node.name, f"same {s.category} as", s.object.name])
-                walk(s.object)
-
-        walk(self.path)
+        _triples(self.path, out)
         return out
 
     def to_vanilla(self) -> dict[str, Any]:
@@ -283,6 +272,18 @@ class Positive:
             "generator": self.generator,
             "risk_reasons": self.risk_reasons,
         }
+
+
+def _triples(node: PathNode, out: list[list[str]]) -> None:
+    """`Positive.triples`, depth first (a module function: a nested one that calls itself makes a cycle)."""
+    for a in node.attributes:
+        out.append([node.name, "has attribute", a])
+    for e in node.relations:
+        out.append([node.name, e.name, e.object.name])
+        _triples(e.object, out)
+    for s in node.same:
+        out.append([node.name, f"same {s.category} as", s.object.name])
+        _triples(s.object, out)
 
 
 @dataclass(slots=True)

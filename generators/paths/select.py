@@ -42,16 +42,18 @@ def swappable(path: dict, table: AttributeTable) -> bool:
     """Whether two objects of a path (its JSON) carry attributes of one category that differ, neither held
     by the other: the path allows a swap of attributes (`generators/sites.enumerate_sites`)."""
     nodes: list[set[str]] = []
-
-    def walk(n: dict) -> None:
-        nodes.append(set(n.get("attributes", ())))
-        for e in n.get("relations", ()):
-            walk(e["object"])
-        for e in n.get("same", ()):
-            walk(e["object"])
-
-    walk(path)
+    _node_attributes(path, nodes)
     return attributes_swappable(nodes, table)
+
+
+def _node_attributes(n: dict, out: list[set[str]]) -> None:
+    """Each node's attributes, depth first (a module function: a nested one that calls itself is a cycle the
+    runner's sleeping collector would leave behind, once per candidate)."""
+    out.append(set(n.get("attributes", ())))
+    for e in n.get("relations", ()):
+        _node_attributes(e["object"], out)
+    for e in n.get("same", ()):
+        _node_attributes(e["object"], out)
 
 
 def attributes_swappable(nodes: list[set[str]], table: AttributeTable) -> bool:

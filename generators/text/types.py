@@ -36,16 +36,17 @@ Objects = Sequence[SceneObject | None] | None  # an image negative's editable ob
 
 def map_node(path: PathNode, index: int, fn: Callable[[PathNode], PathNode]) -> PathNode:
     """Rebuild `path` with node number `index` (in `PathNode.nodes()` order) replaced by `fn(node)`."""
-    counter = itertools.count()
+    return _rebuilt(path, itertools.count(), index, fn)
 
-    def walk(n: PathNode) -> PathNode:
-        i = next(counter)
-        rels = tuple(PathEdge(e.name, walk(e.object)) for e in n.relations)
-        same = tuple(SameEdge(s.category, walk(s.object)) for s in n.same)
-        m = PathNode(n.name, n.attributes, rels, same, n.id)
-        return fn(m) if i == index else m
 
-    return walk(path)
+def _rebuilt(n: PathNode, counter: Iterator[int], index: int, fn: Callable[[PathNode], PathNode]) -> PathNode:
+    """`map_node` from `n` down, `counter` numbering the nodes as it goes (a module function: a nested one
+    that calls itself makes a cycle)."""
+    i = next(counter)
+    rels = tuple(PathEdge(e.name, _rebuilt(e.object, counter, index, fn)) for e in n.relations)
+    same = tuple(SameEdge(s.category, _rebuilt(s.object, counter, index, fn)) for s in n.same)
+    m = PathNode(n.name, n.attributes, rels, same, n.id)
+    return fn(m) if i == index else m
 
 
 def usable(objects: Objects, i: int) -> bool:
