@@ -36,19 +36,18 @@ class Tables:
         self._types: dict[str, set[Any] | None] = {}  # a column's chunk types; None: JSON text
         self._chunk: list[dict[str, Any]] = []
         self._held: dict[str, list[dict[str, Any]]] = {}  # rows the caller holds anyway: not read back
-        self.rows: dict[str, int] = {}
         for s in splits:
-            self._open(s)
+            self._writer(s)
 
-    def _open(self, split: str) -> JsonArrayWriter:
-        w = self._json[split] = JsonArrayWriter(self.folder / f"{self.prefix}{split}.json")
-        self._columns[split], self.rows[split] = {}, 0
-        return w
+    def _writer(self, split: str) -> JsonArrayWriter:
+        """The split's JSON file, opened the first time the split is named."""
+        if split not in self._json:
+            self._json[split] = JsonArrayWriter(self.folder / f"{self.prefix}{split}.json")
+            self._columns[split] = {}
+        return self._json[split]
 
     def add(self, split: str, row: dict[str, Any]) -> None:
-        w = self._json.get(split) or self._open(split)
-        w.write(row)
-        self.rows[split] += 1
+        self._writer(split).write(row)
         self._columns[split].update(dict.fromkeys(row))
         self._chunk.append(row)
         if len(self._chunk) >= CHUNK:
@@ -58,11 +57,16 @@ class Tables:
         """Every split's rows; a list is held until `close` writes its parquet file from it (the caller holds
         it anyway), any other iterable is read back from its JSON file."""
         for split, rows in rows_by_split.items():
-            self._json.get(split) or self._open(split)
+            self._writer(split)  # its files even with no rows
             for r in rows:
                 self.add(split, r)
             if isinstance(rows, list):
                 self._held[split] = rows
+
+    @property
+    def splits(self) -> list[str]:
+        """The splits with files, in the order they were named."""
+        return list(self._json)
 
     def __enter__(self) -> Tables:
         return self

@@ -134,7 +134,7 @@ class TricdStage(ExportStage):
                     r["image"] = folder.place(run.root / r["image"], f"images/{r['id']:x}.jpg")
                 tables.add(r["split"], r)
                 _count(counts, r)
-        for split in tables.rows:
+        for split in tables.splits:
             write_official(folder.dir / file_name(split), iter_json_array(folder.dir / f"{split}.json"), FOLDER)
         kinds = sorted({k for k, _ in counts})
         counts_out = {k: {s: counts.get((k, s), 0) for s in SPLITS} for k in kinds}
