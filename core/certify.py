@@ -24,6 +24,8 @@ once: `Words.name_relation`), the graph says no:
 
 from __future__ import annotations
 
+from collections.abc import KeysView
+
 from hardneg.core.executor import GraphIndex, execute
 from hardneg.core.geometry import contradicted
 from hardneg.core.records import PathEdge, PathNode, SceneGraph, SceneObject
@@ -40,6 +42,7 @@ class Certifier:
     def __init__(self, words: Words, table: AttributeTable) -> None:
         self.words, self.table = words, table
         self._could: dict[tuple[str, str], bool] = {}
+        self._accepted: dict[str, tuple[set[str], set[str]]] = {}  # node name -> (names it accepts, names asked)
         self._absent: dict[str, str | None] = {}
         self._parts: dict[tuple[str, str], bool] = {}
         self._kins: dict[tuple[str, str], bool] = {}
@@ -103,9 +106,19 @@ class Certifier:
         key = ("candidates", name)
         found = index.memo.get(key)
         if found is None:
-            could = {n for n in index.by_name if self.could_be(n, name)}
+            could = self._accepting(name, index.by_name.keys())
             found = index.memo[key] = [o for o in graph.objects.values() if o.name in could] if could else []
         return found
+
+    def _accepting(self, node_name: str, names: KeysView[str]) -> set[str]:
+        """Those of `names` an object could carry and be what a node called `node_name` names: each name is
+        asked once per node name, not once per graph (an export asks thousands of graphs the same names)."""
+        accepted, asked = self._accepted.setdefault(node_name, (set(), set()))
+        new = names - asked
+        if new:
+            accepted.update(n for n in new if self.could_be(n, node_name))
+            asked |= new
+        return accepted.intersection(names)
 
     def nothing(self, path: PathNode, graph: SceneGraph, index: GraphIndex | None = None) -> str | None:
         """None when `path` certainly matches nothing in `graph`; else why it might match something."""

@@ -333,29 +333,37 @@ class Nouns:
         return got
 
     def _category_verdict(self, a: str, b: str) -> tuple[bool, str]:
-        ca, cb = self._c(a), self._c(b)
+        (xa, in_a), (xb, in_b) = self._membership(self._c(a)), self._membership(self._c(b))
         same_class: str | None = None
-        for cat in self.categories:
-            xa, xb = self._classes(cat, ca), self._classes(cat, cb)
-            if not xa or not xb:
+        for i in sorted(xa.keys() & xb.keys()):  # in the categories' order
+            shared, label = xa[i] & xb[i], self.categories[i].label
+            if shared:
+                same_class = same_class or f"nothing separates '{a}' and '{b}': both are '{min(shared)}' ({label})"
                 continue
-            if xa & xb:
-                same_class = same_class or f"nothing separates '{a}' and '{b}': both are '{min(xa & xb)}' ({cat.label})"
-                continue
-            return True, f"'{a}' and '{b}' are different kinds of {cat.label}"
+            return True, f"'{a}' and '{b}' are different kinds of {label}"
         if same_class:
             return False, same_class
-        anc_a, anc_b = self._self_and_ancestors(ca), self._self_and_ancestors(cb)
-        for cat in self.categories:
-            xa, xb = self._classes(cat, ca), self._classes(cat, cb)
-            in_a, in_b = bool(xa or anc_a & cat.roots), bool(xb or anc_b & cat.roots)
-            if in_a and in_b:
-                loose = b if xa else a
-                return False, f"'{loose}' has no class of its own in {cat.label}, so it contradicts nothing there"
-        for x, orig in ((ca, a), (cb, b)):
+        if in_a & in_b:
+            i = min(in_a & in_b)
+            loose, label = (b if i in xa else a), self.categories[i].label
+            return False, f"'{loose}' has no class of its own in {label}, so it contradicts nothing there"
+        for x, orig in ((self._c(a), a), (self._c(b), b)):
             if x not in self.known:
                 return False, f"'{orig}' is not in the noun table"
         return False, f"no category holds both '{a}' and '{b}'"
+
+    def _membership(self, c: str) -> tuple[dict[int, frozenset[str]], frozenset[int]]:
+        """The categories (by position) a canonical name has classes in, with those classes, and those it
+        belongs to by a class or a root: `_category_verdict` asks them for every new pair of names, and a
+        few thousand names make millions of pairs."""
+        key = ("member", c)
+        got = self._cache.get(key)
+        if got is None:
+            anc, cats = self._self_and_ancestors(c), self.categories
+            classes = {i: x for i, cat in enumerate(cats) if (x := self._classes(cat, c))}
+            rooted = frozenset(i for i, cat in enumerate(cats) if i in classes or anc & cat.roots)
+            got = self._cache[key] = (classes, rooted)
+        return got
 
     def contradicting(self, name: str, candidates: Iterable[str]) -> list[str]:
         """The candidates that contradict `name`, in their order (for replacement pools)."""
@@ -375,14 +383,8 @@ class Nouns:
         rel = self.name_relation(name_a, name_b)
         if rel in ("same", "plural", "synonym", "hypernym", "hyponym"):
             return True
-        ca, cb = self._c(name_a), self._c(name_b)
-        anc_a, anc_b = self._self_and_ancestors(ca), self._self_and_ancestors(cb)
-        for cat in self.categories:
-            if not cat.similar_size:
-                continue
-            if (self._classes(cat, ca) or anc_a & cat.roots) and (self._classes(cat, cb) or anc_b & cat.roots):
-                return True
-        return False
+        both = self._membership(self._c(name_a))[1] & self._membership(self._c(name_b))[1]
+        return any(self.categories[i].similar_size for i in both)
 
     def _nested(self, a: Category, b: Category) -> bool:
         """Two facets of one kind: a root of one is (a hyponym of) a root of the other."""
