@@ -137,6 +137,7 @@ class Corpus:
         self.by_edge: dict[tuple[str, str, str], Sequence[str]] = defaultdict(list)
         self.names_by_attribute: dict[tuple[str, str], set[str]] = defaultdict(set)  # (split, attribute) -> names
         self._seen: dict[Any, Any] = {}  # one object per distinct name and pair, not one per image that has it
+        self.derived: dict[str, Any] = {}  # what a stage works out from the index, once per process
 
     @classmethod
     def build(cls, files: Sequence[Path], splits: SplitsConfig) -> Corpus:

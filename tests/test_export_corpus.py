@@ -158,7 +158,8 @@ def _random_path(rng: random.Random, depth: int = 0) -> PathNode:
 
 
 def test_ranking_is_the_documented_score():
-    """The ranking loop against the score as the TRICD module states it, the union built as a set."""
+    """The ranking (arrays over the pool) against the score as the TRICD module states it, one candidate at a
+    time, the union built as a set."""
     rng = random.Random(1)
     rows = [_random_row(rng, f"{i:03d}") for i in range(150)]
     corpus = Corpus.of_rows(rows, SPLITS)
