@@ -24,7 +24,8 @@ once: `Words.name_relation`), the graph says no:
 
 from __future__ import annotations
 
-from collections.abc import KeysView
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from hardneg.core.executor import GraphIndex, execute
 from hardneg.core.geometry import contradicted
@@ -44,8 +45,8 @@ class Certifier:
         self._could: dict[tuple[str, str], bool] = {}
         self._accepted: dict[str, tuple[set[str], set[str]]] = {}  # node name -> (names it accepts, names asked)
         self._absent: dict[str, str | None] = {}
-        self._parts: dict[tuple[str, str], bool] = {}
-        self._kins: dict[tuple[str, str], bool] = {}
+        self._parts: dict[str, tuple[set[str], set[str]]] = {}  # part name -> (wholes of it, names asked)
+        self._kins: dict[str, tuple[set[str], set[str]]] = {}  # part name -> (names sharing a whole, names asked)
 
     def could_be(self, name: str, node_name: str) -> bool:
         """Whether an object annotated `name` could be what a node called `node_name` names."""
@@ -59,6 +60,11 @@ class Certifier:
     def absence_refusal(self, name: str, graph: SceneGraph | None = None) -> str | None:
         """Why the absence of `name` from `graph` proves nothing, or None when it does (without a graph: the
         reasons that hold in any graph)."""
+        if graph is None:
+            return self._refusal(name)
+        return self._refusal_among(name, dict.fromkeys(o.name for o in graph.objects.values()))
+
+    def _refusal(self, name: str) -> str | None:
         if name not in self._absent:
             w = self.words
             why = w.crowd_reason(name)
@@ -67,13 +73,38 @@ class Certifier:
             if why is None and w.not_object_reason(name) is not None:
                 why = f"not an object name ({w.not_object_reason(name)})"
             self._absent[name] = why
-        if self._absent[name] is not None or graph is None or not self.words.is_part_name(name):
-            return self._absent[name]
-        whole = next((o.name for o in graph.objects.values() if self._part_of(name, o.name)), None)
+        return self._absent[name]
+
+    def _refusal_among(self, name: str, names: Mapping[str, Any]) -> str | None:
+        """`absence_refusal` in a graph whose object names are the keys of `names`, in the graph's order."""
+        why = self._refusal(name)
+        if why is not None or not self.words.is_part_name(name):
+            return why
+        whole = self._first(self._parts, name, names, lambda a, b: self.words.name_relation(a, b) == "part")
         if whole is not None:
             return f"a part of '{whole}', which is there: parts go unannotated"
-        kin = next((o.name for o in graph.objects.values() if self._kin(name, o.name)), None)
+        kin = self._first(self._kins, name, names, self.words.shares_whole)
         return None if kin is None else f"a part of what '{kin}' is part of, which is there: parts go unannotated"
+
+    @staticmethod
+    def _first(memo: dict[str, tuple[set[str], set[str]]], name: str, names: Mapping[str, Any],
+               holds: Callable[[str, str], bool]) -> str | None:  # fmt: skip
+        """The first of `names` for which `holds(name, it)` (`_holding`)."""
+        yes = Certifier._holding(memo, name, names, holds)
+        return None if yes.isdisjoint(names) else next(n for n in names if n in yes)
+
+    @staticmethod
+    def _holding(memo: dict[str, tuple[set[str], set[str]]], name: str, names: Mapping[str, Any],
+                 holds: Callable[[str, str], bool]) -> set[str]:  # fmt: skip
+        """The names `n` asked so far, `names` among them, for which `holds(name, n)`: each pair is asked once
+        in the certifier's life (`memo`: per `name`, the names that hold and the names asked), so a graph
+        costs a set intersection, not an ask per name (an export asks thousands of graphs the same names)."""
+        yes, asked = memo.setdefault(name, (set(), set()))
+        new = names.keys() - asked
+        if new:
+            yes.update(n for n in new if holds(name, n))
+            asked |= new
+        return yes
 
     def _absence(self, name: str, graph: SceneGraph, memo: _Memo) -> str | None:
         """`absence_refusal` on a graph, once per graph and name when the question carries its index."""
@@ -82,20 +113,8 @@ class Certifier:
             return self.absence_refusal(name, graph)
         key = ("absence", name)
         if key not in index.memo:
-            index.memo[key] = self.absence_refusal(name, graph)
+            index.memo[key] = self._refusal_among(name, index.by_name)
         return index.memo[key]
-
-    def _kin(self, part: str, other: str) -> bool:
-        key = (part, other)
-        if key not in self._kins:
-            self._kins[key] = self.words.shares_whole(part, other)
-        return self._kins[key]
-
-    def _part_of(self, part: str, whole: str) -> bool:
-        key = (part, whole)
-        if key not in self._parts:
-            self._parts[key] = self.words.name_relation(part, whole) == "part"
-        return self._parts[key]
 
     def candidates(self, name: str, graph: SceneGraph, index: GraphIndex | None = None) -> list[SceneObject]:
         """The objects of `graph` that could be what a node called `name` names, in the graph's order. With
@@ -106,19 +125,10 @@ class Certifier:
         key = ("candidates", name)
         found = index.memo.get(key)
         if found is None:
-            could = self._accepting(name, index.by_name.keys())
+            could = self._holding(self._accepted, name, index.by_name, lambda node, n: self.could_be(n, node))
+            could = could.intersection(index.by_name)
             found = index.memo[key] = [o for o in graph.objects.values() if o.name in could] if could else []
         return found
-
-    def _accepting(self, node_name: str, names: KeysView[str]) -> set[str]:
-        """Those of `names` an object could carry and be what a node called `node_name` names: each name is
-        asked once per node name, not once per graph (an export asks thousands of graphs the same names)."""
-        accepted, asked = self._accepted.setdefault(node_name, (set(), set()))
-        new = names - asked
-        if new:
-            accepted.update(n for n in new if self.could_be(n, node_name))
-            asked |= new
-        return accepted.intersection(names)
 
     def nothing(self, path: PathNode, graph: SceneGraph, index: GraphIndex | None = None) -> str | None:
         """None when `path` certainly matches nothing in `graph`; else why it might match something."""
