@@ -279,3 +279,18 @@ def test_a_positional_relation_backs_off_the_context_never_the_changed_name():
     ctx = Context(corpus(home, zoo, yard), WORDS)
     assert ctx.support(("rel", "girl", "in front of", "zebra"), frozenset({"o"})) == 0
     assert ctx.support(("rel", "girl", "in front of", "cat"), frozenset({"o"})) > 0
+
+
+def test_counts_of_two_halves_add_up_to_the_counts_of_the_whole():
+    """The plausibility stage counts each half of the corpus once and sums them for the whole: every kind of
+    count, an edge to an object the graph lacks counted nowhere."""
+    dangling = graph(obj("1", "cup", ("white",), rels=(("on", "2"), ("near", "7"))), obj("2", "table", ("wooden",)))
+    graphs = [kitchen(i) for i in range(3)] + [dangling]
+    whole, halves = corpus(*graphs), (corpus(*graphs[:2]), corpus(*graphs[2:]))
+    summed = halves[0] + halves[1]
+    for kind in ("names", "attributes", "attribute_name", "relations", "triples", "subject_relation",
+                 "relation_object"):  # fmt: skip
+        assert getattr(summed, kind) == getattr(whole, kind), kind
+    assert list(summed.rows()) == list(whole.rows())
+    assert summed.triples[("cup", "on", "table")] == 1 and not any("near" in t for t in summed.triples)
+    assert "near" not in summed.relations and "near" not in {r for _, r in summed.subject_relation}

@@ -25,7 +25,7 @@ import math
 import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from hardneg.core.gqa.annotations import AnnotationStats
@@ -56,19 +56,28 @@ class Counts:
     relation_object: Counter = field(default_factory=Counter)  # (relation, object)
 
     def add(self, graph: SceneGraph) -> None:
-        for o in graph.objects.values():
-            self.names[o.name] += 1
-            for a in o.attributes:
-                self.attributes[a] += 1
-                self.attribute_name[(a, o.name)] += 1
-            for r in o.relations:
-                other = graph.objects.get(r.object)
-                if other is None:
-                    continue
-                self.relations[r.name] += 1
-                self.triples[(o.name, r.name, other.name)] += 1
-                self.subject_relation[(o.name, r.name)] += 1
-                self.relation_object[(r.name, other.name)] += 1
+        """Count `graph`'s names, attributes and edges (an edge to an object not in the graph counts not): by
+        `Counter.update` over the graph's keys, not one key at a time."""
+        objects = graph.objects
+        names = [o.name for o in objects.values()]
+        pairs = [(a, o.name) for o in objects.values() for a in o.attributes]
+        triples = [
+            (o.name, r.name, other.name)
+            for o in objects.values()
+            for r in o.relations
+            if (other := objects.get(r.object)) is not None
+        ]
+        self.names.update(names)
+        self.attributes.update(a for a, _ in pairs)
+        self.attribute_name.update(pairs)
+        self.relations.update(r for _, r, _ in triples)
+        self.triples.update(triples)
+        self.subject_relation.update((s, r) for s, r, _ in triples)
+        self.relation_object.update((r, o) for _, r, o in triples)
+
+    def __add__(self, other: Counts) -> Counts:
+        """The counts of both (each half of the corpus counted once, the whole is their sum)."""
+        return Counts(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(Counts)))
 
     def rows(self) -> Iterator[dict[str, Any]]:
         """JSON rows, sorted: stored by the plausibility stage."""
@@ -171,16 +180,15 @@ class PlausibilityStage(Stage):
         return words_digest()  # the annotation statistics read the word tables' surfaces
 
     def run(self, unit: Unit) -> None:
-        counts = Counts()
         folds = (Counts(), Counts())
         annotations = AnnotationStats()
         words = Words.load()
         for row in unit.records_all("hygiene", "graphs", GraphRow):
             unit.items_in += 1
             graph = row.scene_graph()
-            counts.add(graph)
             folds[fold_of(graph.image_id)].add(graph)
             annotations.add(graph, words)
+        counts = folds[0] + folds[1]
         unit.write("counts", counts.rows())
         unit.write("foldcounts", ({**r, "fold": k} for k, c in enumerate(folds) for r in c.rows()))
         unit.write("annotations", annotations.rows())
