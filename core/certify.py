@@ -57,6 +57,9 @@ class Certifier:
             self._could[key] = self.words.name_relation(name, node_name) in COULD_BE
         return self._could[key]
 
+    def _accepts(self, node_name: str, name: str) -> bool:
+        return self.could_be(name, node_name)
+
     def absence_refusal(self, name: str, graph: SceneGraph | None = None) -> str | None:
         """Why the absence of `name` from `graph` proves nothing, or None when it does (without a graph: the
         reasons that hold in any graph)."""
@@ -121,12 +124,13 @@ class Certifier:
         the graph's `index`, found once per graph and name (an export asks one graph about the same names
         for every candidate it certifies there); the list is shared: do not change it."""
         if index is None or index.graph is not graph:
-            return [o for o in graph.objects.values() if self.could_be(o.name, name)]
+            objects = graph.objects.values()
+            could = self._holding(self._accepted, name, dict.fromkeys(o.name for o in objects), self._accepts)
+            return [o for o in objects if o.name in could]
         key = ("candidates", name)
         found = index.memo.get(key)
         if found is None:
-            could = self._holding(self._accepted, name, index.by_name, lambda node, n: self.could_be(n, node))
-            could = could.intersection(index.by_name)
+            could = self._holding(self._accepted, name, index.by_name, self._accepts).intersection(index.by_name)
             found = index.memo[key] = [o for o in graph.objects.values() if o.name in could] if could else []
         return found
 
