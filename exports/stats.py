@@ -104,9 +104,17 @@ def reason_key(reason: str, width: int = 70) -> str:
     first = parts[0].removeprefix("filter: ")
     if first.startswith("no candidate passed") and len(parts) > 1:  # what the candidates failed on
         first = "no candidate passed: " + parts[1].split(":")[0]
-    words = [w for w in first.replace("(", " ").replace(")", " ").split() if not any(c.isdigit() for c in w)]
+    words = [w for w in first.replace("(", " ").replace(")", " ").split() if not _has_digit(w)]
     text = " ".join(words).rstrip(" ,:;.")
     return text if len(text) <= width else text[: width - 3].rstrip() + "..."
+
+
+_ASCII_DIGITS = frozenset("0123456789")
+
+
+def _has_digit(word: str) -> bool:
+    """Whether a character of `word` is a digit (`str.isdigit`): an ASCII word is checked in C."""
+    return not _ASCII_DIGITS.isdisjoint(word) if word.isascii() else any(c.isdigit() for c in word)
 
 
 def run_header(manifest: dict[str, Any], cfg: Any) -> dict[str, Any]:
@@ -129,12 +137,17 @@ def rejects_summary(path: Path, top: int = 3) -> dict[str, dict[str, Any]]:
     """Per stage: how many samples went to rejects.jsonl, and its commonest reasons (numbers left out)."""
     count: Counter = Counter()
     reasons: dict[str, Counter] = {}
+    keys: dict[str, str] = {}  # reason -> its key: a run's millions of rejects give a few hundred thousand reasons
     if path.exists():
         with path.open("rb") as f:
             for line in f:
                 r = orjson.loads(line)
                 count[r["stage"]] += 1
-                reasons.setdefault(r["stage"], Counter())[reason_key(r.get("reason") or "")] += 1
+                reason = r.get("reason") or ""
+                key = keys.get(reason)
+                if key is None:
+                    key = keys[reason] = reason_key(reason)
+                reasons.setdefault(r["stage"], Counter())[key] += 1
     return {s: {"count": n, "reasons": dict(reasons[s].most_common(top))} for s, n in count.most_common()}
 
 

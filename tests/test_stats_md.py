@@ -45,3 +45,4 @@ def test_a_header_and_the_rejects_per_stage_with_their_commonest_reasons(tmp_pat
     assert "| paths | 3 | max_per_image: image has paths (3) |" in md
     assert "/" not in md.splitlines()[2].split("`")[1]  # names, never absolute paths
     assert reason_key("x" * 100).endswith("...") and len(reason_key("x" * 100)) == 70
+    assert reason_key("a 5 m² café (x3)") == "a café"  # any digit str.isdigit knows, ASCII or not
