@@ -102,9 +102,12 @@ class Certifier:
         """The names `n` asked so far, `names` among them, for which `holds(name, n)`: each pair is asked once
         in the certifier's life (`memo`: per `name`, the names that hold and the names asked), so a graph
         costs a set intersection, not an ask per name (an export asks thousands of graphs the same names)."""
-        yes, asked = memo.setdefault(name, (set(), set()))
-        new = names.keys() - asked
-        if new:
+        got = memo.get(name)
+        if got is None:
+            got = memo[name] = (set(), set())
+        yes, asked = got
+        if not names.keys() <= asked:  # a walk over the few names in C; nothing is built unless one is new
+            new = names.keys() - asked
             yes.update(n for n in new if holds(name, n))
             asked |= new
         return yes

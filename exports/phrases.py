@@ -41,7 +41,7 @@ def load_parser() -> Any:
     """The English pipeline with its parser (noun chunks), once per process; None when not installed."""
     spacy = import_spacy()
     try:
-        nlp = spacy.load(SPACY_MODEL, exclude=["ner"])
+        nlp = spacy.load(SPACY_MODEL, exclude=["ner", "lemmatizer"])  # chunks need tags and the parse only
     except OSError:
         log.warning("spaCy model %s is not installed: phrases come from the path's names", SPACY_MODEL)
         return None
