@@ -442,3 +442,27 @@ def test_pauses_in_threads_side_by_side_leave_the_collector_as_it_was():
         t.join(10)
     assert b_checked.is_set() and seen == {"b after a ended": False}
     assert gc.get_threshold() == thresholds and collecting()
+
+
+class Again(Double):
+    """`Double` under another name: a second sharded stage beside it in one wave."""
+
+    name = "again"
+    version = "again@v1"
+
+
+def test_a_wave_gives_the_pool_one_unit_of_each_stage_in_turn_the_stage_of_fewest_units_first(tmp_path):
+    """Two exports' batches side by side hold less than two of one: the pool gets the units in turn."""
+    stages = (Source(), Double(), Triple(), Again())
+    asked: list[list[tuple[str, str]]] = []
+    run = Run(tmp_path, RunConfig(), stages)
+    run.run_stage("source")
+
+    def pool(jobs: list[tuple[str, str]]):
+        asked.append(list(jobs))
+        return (run.run_unit(stage, unit) for stage, unit in jobs)
+
+    run.run_wave(["double", "again", "triple"], pool)
+    shards = ("00000", "00001", "00002")
+    assert asked == [[("triple", "all"), *((name, s) for s in shards for name in ("double", "again"))]]
+    assert all(run.is_complete(n) for n in ("double", "again", "triple"))

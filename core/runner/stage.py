@@ -57,6 +57,7 @@ from hardneg.core.runner.cycles import no_cycle_collection
 from hardneg.core.runner.progress import Progress
 from hardneg.core.runner.publish import open_transaction
 from hardneg.core.runner.unit import ALL, Unit
+from hardneg.core.runner.waves import interleaved
 from hardneg.core.schema import outputs
 
 log = logging.getLogger("hardneg")
@@ -356,8 +357,7 @@ class Run:
             else:
                 todo.append(name)
         pending = {name: self.open(name) for name in todo}
-        # to a pool, a stage of few units first: its one long unit starts at once, the others' fill the rest
-        jobs = [(n, u) for n in (sorted(todo, key=lambda n: len(pending[n])) if pool else todo) for u in pending[n]]
+        jobs = interleaved(todo, pending) if pool else [(n, u) for n in todo for u in pending[n]]
         ran = (pool or (lambda jobs: (self.run_unit(stage, u) for stage, u in jobs)))(jobs) if jobs else ()
         left = {name: len(units) for name, units in pending.items()}
         for (name, _), marker in zip(jobs, ran, strict=True):
