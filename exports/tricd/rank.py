@@ -67,7 +67,7 @@ def rank_distractors(corpus: Corpus, p: dict[str, Any], path: PathNode, k: int, 
 class Scoring:
     """The corpus index as arrays, for scoring candidate pools: the images numbered in id order, each image's
     names and (name, relation) pairs as runs of integers, its location as a number. Built once per corpus
-    (`of`); about 20 bytes an image and name."""
+    (`of`): 20 MiB at 75,000 images."""
 
     def __init__(self, corpus: Corpus) -> None:
         self.corpus, self.ids = corpus, sorted(corpus.images)
@@ -122,7 +122,7 @@ class Scoring:
         union = self.n_names[x] + self.n_names[rows] - common
         alike = np.divide(common, union, out=zero.copy(), where=union > 0)
         alike += np.where((self.location[rows] == self.location[x]) & (self.location[x] >= 0), 0.5, 0.0)
-        order = np.lexsort((-(name_share + edge_share + alike), absent))  # stable: id order breaks ties
+        order = np.lexsort((rows, -(name_share + edge_share + alike), absent))  # by absent, then score, then id
         return [self.ids[r] for r in rows[order[:checked]].tolist()]
 
 
