@@ -15,8 +15,9 @@ import orjson
 
 
 class Relation(NamedTuple):
-    """An edge stored on its subject: `subject name object`. A named tuple, not a frozen dataclass: an
-    export reads hundreds of thousands of graphs of dozens of edges, and a tuple is made three times as fast."""
+    """An edge stored on its subject: `subject name object`. A named tuple, not a frozen dataclass: the
+    exports read over a million graphs of dozens of edges a GQA run, and with tuples a read takes a quarter
+    less time."""
 
     name: str
     object: str
