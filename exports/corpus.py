@@ -198,20 +198,8 @@ class Corpus:
         """The numbers of those of `edges` (name, relation) some graph has, as `edges` holds them per image."""
         return frozenset(self.edge_ids[e] for e in edges if e in self.edge_ids)
 
-    def similarity(self, a: str, b: str) -> float:
-        """Shared core traits of two images (`likeness`)."""
-        return likeness(self.images[a], self.images[b])
-
     def reader(self) -> GraphReader:
         return GraphReader(self)
-
-
-def likeness(x: ImageInfo, y: ImageInfo) -> float:
-    """The Jaccard index of two images' names, plus half for one location."""
-    shared = len(x.names & y.names)
-    union = len(x.names) + len(y.names) - shared  # counted, not built: TRICD asks hundreds a positive
-    same_place = x.location is not None and x.location == y.location
-    return (shared / union if union else 0.0) + (0.5 if same_place else 0.0)
 
 
 class GraphReader:

@@ -10,7 +10,7 @@ candidate image J of the positive's split is ranked, best first, by
    - the share of the expression's other names (its partners) that J shows,
    - the share of the expression's relations that J stores for an object of the same name, whatever the
      partner ("a man holding a bag" for "the man holding an umbrella"),
-   - `Corpus.similarity`: the Jaccard index of the two images' names, plus half for one location.
+   - how alike the two images are: the Jaccard index of their names, plus half for one location.
 
 The candidates come from the images that show the target's name, those that store one of the
 expression's (name, relation) pairs (so that they are not missed in a large corpus), and, when too few,
@@ -97,9 +97,8 @@ class Scoring:
     def best(self, i0: str, pool: Iterable[str], target: str, partners: set[str], edges: frozenset[Edge],
              checked: int) -> list[str]:  # fmt: skip
         """The `checked` best of `pool` for an expression about `target` (with `partners` and `edges`) on
-        image `i0`: showing `target` first, then by the highest sum of the share of the partners shown, the
-        share of the edges stored and `likeness` to `i0` (its sums made in the same order, so the same
-        floats), then by the lowest image id."""
+        image `i0`: showing `target` first, then by the highest score of the module docstring (summed in the
+        order it lists the parts, so the floats of a loop over the candidates), then by the lowest image id."""
         rows = np.sort(np.fromiter(map(self.number.__getitem__, pool), np.int64))
         x = self.number[i0]
         name_seg, name_ix = _runs(self.name_at, rows)
