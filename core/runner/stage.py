@@ -27,7 +27,8 @@ The runner owns everything else, once for all stages:
   kind fails, each write's first row is checked against its kind's record type (`core/schema.py`);
 - **rejects, stats, timings** per unit; once every unit is done, `finish` (what all units make together)
   and the summary `_stage.json`; **progress** hooks; **publishing** (`publishes`: the run's transaction);
-- the cyclic garbage collector asleep while a unit or a `finish` runs (`core/runner/cycles.py`).
+- the cyclic garbage collector asleep while a unit or a `finish` runs (`core/runner/cycles.py`), and the
+  memory a stage left free given back once it closes (`core/runner/memory.py`).
 The first stage partitions the corpus: its unit's `meta["shards"]` lists every sharded stage's shards.
 """
 
@@ -53,6 +54,7 @@ from hardneg.core.io import (
     write_json,
     write_jsonl,
 )
+from hardneg.core.runner import memory
 from hardneg.core.runner.cycles import no_cycle_collection
 from hardneg.core.runner.progress import Progress
 from hardneg.core.runner.publish import open_transaction
@@ -179,8 +181,7 @@ class Run:
     def is_complete(self, name: str) -> bool:
         """Finished for the current config and the current outputs of every stage it reads, with every
         file it wrote still there."""
-        f = self.stage_dir(name) / SUMMARY
-        fp = self.fingerprint(name)
+        f, fp = self.stage_dir(name) / SUMMARY, self.fingerprint(name)
         if fp is None or not f.exists() or orjson.loads(f.read_bytes()).get("fingerprint") != fp:
             return False
         return all(self._unit_ok(name, u) for u in self.units(name))
@@ -205,8 +206,7 @@ class Run:
         if units != self.units(name):
             out.append(f"stage {name} covers other shards than the ingest stage made")
         for unit in units:
-            m = self._marker(name, unit)
-            if not m.exists():
+            if not (m := self._marker(name, unit)).exists():
                 out.append(f"stage {name}: unit {unit} is missing")
                 continue
             for rel, info in orjson.loads(m.read_bytes()).get("files", {}).items():
@@ -312,6 +312,7 @@ class Run:
         }
         with no_cycle_collection():
             summary |= self.stages[name].finish(self, markers) | self.stages[name].summarize(self, markers)
+        memory.release()  # what the finish (and units run here) left free, not held while the next wave runs
         write_json(self.stage_dir(name) / SUMMARY, summary)
         self.progress.stage_done(name, summary)
         return summary
@@ -385,8 +386,7 @@ class Run:
     def read(self, stage: str, kind: str, unit: str) -> Iterator[Any]:
         """The rows (dicts) `stage`'s `unit` wrote of `kind` (none if it wrote no such file)."""
         self.record_type(stage, kind)
-        path = self.stage_dir(stage) / f"{kind}-{unit}.jsonl"
-        if path.exists():
+        if (path := self.stage_dir(stage) / f"{kind}-{unit}.jsonl").exists():
             yield from read_jsonl(path)
 
     def read_all(self, stage: str, kind: str) -> Iterator[Any]:
