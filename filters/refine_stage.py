@@ -26,6 +26,13 @@ def text_filter(spec: dict[str, Any], i: int) -> TextFilter:
     return f
 
 
+def _blind(record: dict[str, Any]) -> dict[str, Any]:
+    """What a blind text scorer reads of a record: its expression, and its path (the plausibility scorer
+    scores the facts the text states). Held per distinct text, for every positive and negative of the run,
+    so not the whole record (at GQA scale the whole records held 2.2 GiB)."""
+    return {"expression": record["expression"], "path": record["path"]}
+
+
 class RefineStage(Stage):
     name = "refine"
     version = "refine-scores@v2"  # v2: the plausibility scorer is cross-fit too
@@ -43,17 +50,17 @@ class RefineStage(Stage):
         return [filter_class(spec["kind"]).version for spec in run.cfg.refine.scorers]
 
     def run(self, unit: Unit) -> None:
-        records: dict[str, dict] = {}  # text -> a record that says it (the plausibility scorer reads its path)
+        records: dict[str, dict] = {}  # text -> what a scorer reads of a record that says it (`_blind`)
         positives = {}
         for r in unit.read_all("language", "positives"):
             positives[r["id"]] = (r["image_id"], r["expression"])
-            records.setdefault(r["expression"], r)
+            records.setdefault(r["expression"], _blind(r))
         negatives = []
         groups = {}  # refinement balances each negative type and level on its own
         for r in unit.read_all("language", "negatives"):
             negatives.append((r["id"], r["positive_id"], r["expression"]))
             groups[r["id"]] = f"{r['negative_type']}/L{r['negative_level']}"
-            records.setdefault(r["expression"], r)
+            records.setdefault(r["expression"], _blind(r))
         unit.items_in = len(negatives)
         filters = [text_filter(spec, i) for i, spec in enumerate(unit.cfg.refine.scorers)]
         unit.meta["scorers"] = [f.identity for f in filters]
