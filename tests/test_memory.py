@@ -30,7 +30,10 @@ def test_freed_blocks_inside_the_heap_go_back_to_the_system():
     assert len(kept) == 2500
 
 
-def test_every_stage_gives_back_what_it_left_free_once_it_closes(tmp_path, monkeypatch):
+@pytest.mark.parametrize("long_stage", [0.0, 3600.0])
+def test_every_stage_gives_back_what_it_left_free_once_it_closes(tmp_path, monkeypatch, long_stage):
+    """Each stage releases before its close returns; a full collection only after a stage that worked at
+    least `LONG_STAGE` seconds (these tiny stages take milliseconds)."""
     closed: list[str] = []
     real_close = Run.close
 
@@ -39,10 +42,11 @@ def test_every_stage_gives_back_what_it_left_free_once_it_closes(tmp_path, monke
         closed.append(name)
         return out
 
-    released: list[list[str]] = []
+    released: list[tuple[list[str], bool]] = []
     monkeypatch.setattr(Run, "close", close)
-    monkeypatch.setattr(memory, "release", lambda: released.append(list(closed)))
+    monkeypatch.setattr(memory, "LONG_STAGE", long_stage)
+    monkeypatch.setattr(memory, "release", lambda full=True: released.append((list(closed), full)))
     run_all(tmp_path / "run", RunConfig(shard_size=2))
     names = [s.name for s in STAGES]
     assert closed == names
-    assert released == [names[:i] for i in range(len(names))]  # each before its own close returned
+    assert released == [(names[:i], long_stage == 0.0) for i in range(len(names))]

@@ -128,8 +128,7 @@ class Run:
             raise ValueError("two stages share a name")
         self.reads: dict[str, tuple[str, ...]] = {}
         for i, s in enumerate(stages):
-            unknown = [r for r in s.reads if r not in self.order[:i]]
-            if unknown:
+            if unknown := [r for r in s.reads if r not in self.order[:i]]:
                 raise ValueError(f"stage {s.name} reads {unknown[0]!r}, which is not an earlier stage")
             self.reads[s.name] = tuple(self.order[:i]) if s.reads_all else s.reads
         self._config_fps: dict[str, str] = {}
@@ -196,8 +195,7 @@ class Run:
     def problems(self, name: str) -> list[str]:
         """Why a stage's stored work cannot be trusted under the current config (empty: it can): not
         finished, made under another config, a unit or a file missing or not the bytes it was written with."""
-        d = self.stage_dir(name)
-        if not (d / SUMMARY).exists():
+        if not ((d := self.stage_dir(name)) / SUMMARY).exists():
             return [f"stage {name} has not finished"]
         if not self.is_complete(name):
             return [f"stage {name} was made under another config or version, or from other upstream output or inputs"]
@@ -286,7 +284,8 @@ class Run:
         return done
 
     def close(self, name: str) -> dict[str, Any]:
-        """Write the stage summary once every unit is done; returns it."""
+        """Write the stage summary once every unit is done; returns it. What the stage left free in this
+        process (its finish, units run here) is given back first (`core/runner/memory.py`)."""
         units, markers = self.units(name), []
         for unit in units:
             if not (m := self._marker(name, unit)).exists():
@@ -310,9 +309,10 @@ class Run:
             "stats": dict(sorted(stats.items())),
             "meta": markers[0]["meta"] if len(markers) == 1 else {},
         }
+        t0 = time.perf_counter()
         with no_cycle_collection():
             summary |= self.stages[name].finish(self, markers) | self.stages[name].summarize(self, markers)
-        memory.release()  # what the finish (and units run here) left free, not held while the next wave runs
+        memory.release(full=summary["seconds"] + time.perf_counter() - t0 >= memory.LONG_STAGE)
         write_json(self.stage_dir(name) / SUMMARY, summary)
         self.progress.stage_done(name, summary)
         return summary
