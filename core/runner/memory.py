@@ -29,7 +29,7 @@ def _libc() -> Any:
     return libc if libc is not None and hasattr(libc, "malloc_trim") else None
 
 
-LONG_STAGE = 1.0  # seconds of work after which a stage is worth a full collection
+LONG_STAGE = 5.0  # seconds of work after which a stage is worth a full collection
 
 
 def release(full: bool = True) -> None:
