@@ -56,8 +56,8 @@ class Counts:
     relation_object: Counter = field(default_factory=Counter)  # (relation, object)
 
     def add(self, graph: SceneGraph) -> None:
-        """Count `graph`'s names, attributes and edges (an edge to an object not in the graph counts not): by
-        `Counter.update` over the graph's keys, not one key at a time."""
+        """Count `graph`'s names, attributes and edges (an edge to an object missing from the graph is not
+        counted), by `Counter.update` over the graph's keys, not one key at a time."""
         objects = graph.objects
         names = [o.name for o in objects.values()]
         pairs = [(a, o.name) for o in objects.values() for a in o.attributes]

@@ -26,7 +26,7 @@ def _libc() -> Any:
         libc = ctypes.CDLL(name) if name else None
     except OSError:
         return None
-    return libc if libc is not None and hasattr(libc, "malloc_trim") else None
+    return libc if hasattr(libc, "malloc_trim") else None
 
 
 LONG_STAGE = 5.0  # seconds of work after which a stage is worth a full collection
