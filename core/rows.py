@@ -40,6 +40,15 @@ class GraphRow:
 
 
 @dataclass(slots=True, kw_only=True)
+class PhotoRow:
+    """One image ingest looked at (`core/gqa/inputs.py`): what it read, to tell on resume whether it changed."""
+
+    image_id: str
+    digest: str | None  # of the bytes it read; None when it could read none (missing, unreadable)
+    stat: list[int] | None  # size, mtime, ctime, inode before the read (a cache key); None: no regular file
+
+
+@dataclass(slots=True, kw_only=True)
 class CountRow:
     """One corpus count of the plausibility stage (`Counts.rows`, `AnnotationStats.rows`)."""
 

@@ -116,9 +116,9 @@ def _body(root: Path, dataset: dict[str, Any], manifest: dict[str, Any], stats_m
     else:
         images = (
             f"The images each split uses are in `{DATA}/<config>/<split>/images/`: "
-            f"{placed.get('linked', 0)} hard links (no second copy on disk) and {placed.get('copied', 0)} copies "
-            "(made where the input images are on another file system). Edited images are the candidates the "
-            "filters chose, from `images/`. The COCO files' `file_name`s are relative to this folder."
+            f"{placed.get('linked', 0)} hard links to the run's own copies of its photos and "
+            f"{placed.get('copied', 0)} copies (where the file system has no hard links). Edited images are the "
+            "candidates the filters chose, from `images/`. The COCO files' `file_name`s are relative to this folder."
         )
     fields = {
         config: "\n".join(

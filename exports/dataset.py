@@ -13,8 +13,9 @@ is an image folder in the layout `datasets` resolves by itself, from any working
 
 `datasets` reads `file_name` columns as `datasets.Image` (`image`, `source_image`) relative to the
 folder of `metadata.parquet`, and refuses paths leaving it, so the images a split uses live under it:
-hard links to the input images and to the chosen candidates under `images/` (no second copy on disk),
-or copies where the input images are on another file system (the card says how many). A split with no
+hard links to the run's own copies of its photos (`work/ingest/photos/`, which no change of the inputs
+reaches) and to the chosen candidates under `images/`, or copies where hard links fail (the card says
+how many). A split with no
 rows is left out. Every image is named by its id's `core.ids.safe_name` (the id itself when it is
 plain), never by the raw id: an id such as `<img src=x>` names no file. Nested fields (`path`, `change`,
 `edit`, `scores`) are JSON strings; `extra` holds any record field the schema does not know yet (null when
@@ -214,8 +215,8 @@ def _write(writer: Any, out: Path, config: str, df: Any, pq: Any) -> Any:
 def _place_images(
     root: Path, out: Path, config: str, split: str, r: dict[str, Any], images: Path, placed: Counter
 ) -> None:
-    """Put the images a record uses under `out/images/`: hard links within the run folder; from the
-    input images folder a hard link, or a copy where it is on another file system."""
+    """Put the images a record uses under `out/images/`: hard links within the run folder (to the photo
+    store and the candidates), or copies where the file system refuses links."""
     (out / "images").mkdir(parents=True, exist_ok=True)
     if r.get("negative_cate") == "image":
         _place(root / r["file_name"], out / image_name(r["image_id"]), placed)

@@ -21,7 +21,7 @@ import orjson
 from hardneg import __version__
 from hardneg.core.demo.world import GENERATOR_VERSION as DEMO_WORLD_VERSION
 from hardneg.core.io import JsonArrayWriter, temp_path, write_json
-from hardneg.core.runner.folder import created_on, resolve_inputs
+from hardneg.core.runner.folder import created_on, input_paths, resolve_inputs
 from hardneg.core.runner.publish import begin, publish
 from hardneg.core.runner.stage import Run, Stage, Unit
 from hardneg.core.splits import split_of
@@ -172,7 +172,6 @@ def _manifest(
     neg_writers: dict[str, JsonArrayWriter],
 ) -> dict[str, Any]:
     cfg = run.cfg
-    sg, images = resolve_inputs(run.root, cfg)
     ingest = summaries["ingest"]
     language = summaries["language"]
     sel = summaries["select"]["stats"]
@@ -181,9 +180,9 @@ def _manifest(
         "hardneg_version": __version__,
         "run": run.root.name,
         "seed": cfg.seed,
-        "config": cfg.model_dump(mode="json"),
+        "config": publishable(cfg.model_dump(mode="json"), run.root),
         "config_fingerprint": cfg.fingerprint(),
-        "inputs": {"scene_graphs": str(sg), "images": str(images) if images is not None else None},
+        "inputs": published_inputs(run, ingest),
         "versions": {
             "stages": {name: run.stages[name].version for name in run.order},
             "data": summaries["paths"].get("data_versions", {}),
@@ -220,6 +219,40 @@ def _manifest(
             },
         },
     }
+
+
+def published_inputs(run: Run, ingest: dict[str, Any]) -> dict[str, Any]:
+    """What the run read, as the manifest publishes it: by name (a path inside the run folder, as the demo's
+    are, relative to it), never an absolute path, with the scene graphs' content digest."""
+    sg, images = input_paths(run.root, run.cfg)
+    return {
+        "scene_graphs": _public_path(str(sg), run.root),
+        "images": _public_path(str(images), run.root) if images is not None else None,
+        "scene_graphs_digest": ingest["meta"].get("graphs_digest"),
+    }
+
+
+def _public_path(value: str, root: Path) -> str:
+    """A path as a published file may name it: relative to the run folder when inside it, else its last
+    part (the folder above it is the maintainer's machine, not the dataset's)."""
+    p = Path(value)
+    if not p.is_absolute():
+        return value
+    try:
+        return p.relative_to(root).as_posix()
+    except ValueError:
+        return p.name
+
+
+def publishable(value: Any, root: Path) -> Any:
+    """A config (or any JSON value) with every absolute path in it made `_public_path`."""
+    if isinstance(value, dict):
+        return {k: publishable(v, root) for k, v in value.items()}
+    if isinstance(value, list):
+        return [publishable(v, root) for v in value]
+    if isinstance(value, str) and value.startswith(("/", "~")) and "\n" not in value:
+        return _public_path(str(Path(value).expanduser()), root)
+    return value
 
 
 def read_manifest(root: Path) -> dict[str, Any]:

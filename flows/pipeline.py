@@ -28,13 +28,15 @@ from hardneg.flows.runners import Pool, unit_pool
 from hardneg.flows.stages import STAGES, stages  # noqa: F401  (stages: for code that registers an export later)
 
 
-def plan(cfg: RunConfig, root: Path) -> Run:
+def plan(cfg: RunConfig, root: Path, frozen_inputs: bool = False) -> Run:
     """The run of `cfg` in `root`, every stage's config, the inputs and the output folder checked first
-    (nothing is written: a user error leaves no half-made run folder)."""
+    (nothing is written: a user error leaves no half-made run folder). `frozen_inputs`: a run that reads
+    its folder only (`hardneg split`): the inputs are not looked at, and may be gone."""
     for s in STAGES:
         s.validate(cfg)
-    check_request(cfg, root)
-    return Run(root, cfg, STAGES)
+    if not frozen_inputs:
+        check_request(cfg, root)
+    return Run(root, cfg, STAGES, frozen_inputs=frozen_inputs)
 
 
 def run_local(
@@ -91,7 +93,7 @@ def resplit(
 
 
 def _resplit(root: Path, cfg: RunConfig, force: bool, progress: Progress | None) -> dict[str, Any]:
-    run = plan(cfg, root)
+    run = plan(cfg, root, frozen_inputs=True)  # the run folder is all split reads
     run.progress = progress or run.progress
     rollback(root)  # an interrupted run's or split's outputs: back to the last finished one's
     problems = [p for name in run.order if not run.stages[name].decision for p in run.problems(name)]

@@ -16,8 +16,8 @@ from typing import Any
 
 import orjson
 
-from hardneg.core.errors import HardnegError, InputError
-from hardneg.core.ids import id_problem
+from hardneg.core.errors import HardnegError
+from hardneg.core.ids import id_problem, safe_name
 from hardneg.core.runner.folder import image_file
 
 log = logging.getLogger(__name__)
@@ -197,37 +197,41 @@ class RunData:
 
     # ---- files --------------------------------------------------------------------------------
 
-    def _input(self, key: str, demo: str) -> Path | None:
-        """A demo run's own copy in RUN/inputs/demo (right even when the folder was moved), else the input
-        the manifest names."""
-        inputs = self.manifest.get("inputs")
-        named = inputs.get(key) if isinstance(inputs, dict) else None
-        candidates = [self.root / "inputs" / "demo" / demo]
-        if isinstance(named, str) and named:
-            candidates.append(Path(named))
-        return next((p for p in candidates if p.exists()), None)
-
     @cached_property
-    def scene_graphs_path(self) -> Path | None:
-        p = self._input("scene_graphs", "demo_sceneGraphs.json")
-        if p is None:
+    def graph_files(self) -> list[Path]:
+        """The scene graphs as the run's ingest stage stored them (`work/ingest/graphs-*.jsonl`): the run
+        folder alone, wherever it was moved, whatever became of its inputs."""
+        files = sorted((self.root / "work" / "ingest").glob("graphs-*.jsonl"))
+        if not files:
             self.notes.append("scene graphs not available: related-object boxes are not drawn")
-        return p
+        return files
 
     @cached_property
     def images_dir(self) -> Path | None:
-        p = self._input("images", "images")
-        if p is None or not p.is_dir():
+        """The run's own copies of its photos (`work/ingest/photos/`)."""
+        p = self.root / "work" / "ingest" / "photos"
+        if not p.is_dir():
             self.notes.append("source images not available")
             return None
         return p.resolve()
 
     def source_image(self, image_id: Any) -> Path | None:
-        """`<images>/<image_id>.jpg` when it exists, else None: also for an id ingest rejects as a file
+        """The run's copy of an image when it exists (`work/ingest/photos/`), else the published one of a
+        kept sample (`data/<config>/<split>/images/`), else None: also for an id ingest rejects as a file
         name (`id_problem`: a separator, a NUL, too long), which a reject record still names."""
-        if self.images_dir is None or not isinstance(image_id, str | int) or id_problem(str(image_id)):
+        if not isinstance(image_id, str | int) or id_problem(str(image_id)):
             return None
-        return _inside(self.images_dir, image_file(self.images_dir, str(image_id)))
+        if self.images_dir is not None and (p := _inside(self.images_dir, image_file(self.images_dir, str(image_id)))):
+            return p
+        name = f"{safe_name(str(image_id))}.jpg"
+        for folder in self._published_image_dirs:
+            if (p := folder / name).is_file():
+                return p
+        return None
+
+    @cached_property
+    def _published_image_dirs(self) -> list[Path]:
+        return sorted(p for p in (self.root / "data").glob("*/*/images") if p.is_dir())
 
     def run_file(self, rel: Any) -> Path | None:
         """A file named relative to the run folder (an edited image), only if it stays inside it."""
@@ -237,23 +241,32 @@ class RunData:
 
     def graphs(self, wanted: Mapping[str, set[str] | None]) -> dict[str, ImageGraph]:
         """Graphs of the images in `wanted` (image id -> the object ids to keep, None = all), streamed from
-        the run's scene-graph file in one pass that stops once every image is found."""
+        the run's stored graphs in one pass that stops once every image is found."""
         out: dict[str, ImageGraph] = {}
-        if not wanted or self.scene_graphs_path is None:
+        if not wanted:
             return out
-        from hardneg.core.gqa.loader import iter_raw_graphs
-
-        try:
-            for image_id, raw in iter_raw_graphs(self.scene_graphs_path):
-                if image_id not in wanted or (g := _parse_graph(raw)) is None:
-                    continue
-                keep = wanted[image_id]
-                if keep is not None:
-                    g = ImageGraph(g.width, g.height, {k: v for k, v in g.objects.items() if k in keep})
-                out[image_id] = g
-                if len(out) == len(wanted):
-                    break
-        except (InputError, OSError) as e:  # a broken file still gives the images before the break
-            log.warning("scene graphs %s: %s", self.scene_graphs_path, e)
-            self.notes.append(f"scene graphs partly unreadable: {e}")
+        bad = 0
+        for path in self.graph_files:
+            try:
+                with path.open("rb") as f:
+                    for line in f:
+                        try:
+                            row = orjson.loads(line)
+                            image_id, raw = row["image_id"], row["graph"]
+                        except (orjson.JSONDecodeError, KeyError, TypeError):
+                            bad += 1
+                            continue
+                        if image_id not in wanted or (g := _parse_graph(raw)) is None:
+                            continue
+                        keep = wanted[image_id]
+                        if keep is not None:
+                            g = ImageGraph(g.width, g.height, {k: v for k, v in g.objects.items() if k in keep})
+                        out[image_id] = g
+                        if len(out) == len(wanted):
+                            return out
+            except OSError as e:  # one unreadable shard: the others still give their images
+                log.warning("scene graphs %s: %s", path, e)
+                self.notes.append(f"scene graphs partly unreadable: {path.name}")
+        if bad:
+            self.notes.append(f"scene graphs: {bad} unreadable rows skipped")
         return out

@@ -77,7 +77,7 @@ def test_parquet_tables_have_the_fixed_schema_and_no_unknown_fields():
             assert df["extra"].isna().all(), df["extra"].dropna().head().tolist()
 
 
-def test_images_are_hard_links_and_coco_file_names_are_relative_to_the_run_folder():
+def test_images_are_links_into_the_run_photo_store_and_coco_file_names_are_relative_to_the_run_folder():
     run = small_run()
     for split in ("train", "val", "test"):
         coco = orjson.loads((run / "splits" / split / "coco.json").read_bytes())
@@ -85,8 +85,10 @@ def test_images_are_hard_links_and_coco_file_names_are_relative_to_the_run_folde
         assert all((run / i["file_name"]).is_file() for i in coco["images"])
         assert "image_root" not in coco["images"][0]
     linked = next((run / "data" / "positives" / "train" / "images").iterdir())
+    kept = run / "work" / "ingest" / "photos" / linked.name  # the run's own copy of the input
     source = run / "inputs" / "demo" / "images" / linked.name
-    assert linked.stat().st_ino == source.stat().st_ino  # one file on disk, two names
+    assert linked.samefile(kept) and not linked.samefile(source)  # one file in the run, none shared with an input
+    assert kept.read_bytes() == source.read_bytes()
 
 
 def test_the_card_declares_configs_splits_features_and_the_source_license():

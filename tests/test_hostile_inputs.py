@@ -168,20 +168,26 @@ def test_a_graph_edit_of_the_same_size_with_its_mtime_restored_is_seen_on_resume
     assert_resume_equals_fresh(graphs, images, root, tmp_path)
 
 
-def test_touched_but_unchanged_inputs_rerun_ingest_and_nothing_after_it(inputs, tmp_path):
+def test_touched_relinked_or_copied_but_unchanged_inputs_redo_nothing(inputs, tmp_path):
+    """Fingerprints are by content: a new mtime, ctime, inode or link count is no change. (A hard link to an
+    input, as another tool or an earlier version of the write stage made, changes its ctime.)"""
     graphs, images = inputs
     root = tmp_path / "run"
     run(graphs, images, root)
     work = root / "work"
     before = {s.name: (work / s.name / SUMMARY).read_bytes() for s in UP_TO_PATHS}
+    linked = tmp_path / "links"
+    linked.mkdir()
     for f in [graphs, *images.iterdir()]:
         f.touch()
+        os.link(f, linked / f"{f.name}.{f.parent.name}")
+    for f in list(images.iterdir())[:3]:  # a copy back over the original: new inode, same bytes
+        data = f.read_bytes()
+        f.unlink()
+        f.write_bytes(data)
     r = run(graphs, images, root)
     after = {s.name: (work / s.name / SUMMARY).read_bytes() for s in UP_TO_PATHS}
-    old, new = orjson.loads(before["ingest"]), orjson.loads(after["ingest"])
-    assert new["fingerprint"] != old["fingerprint"], "ingest did not look at its touched inputs again"
-    assert new["digest"] == old["digest"]
-    assert {k: v for k, v in after.items() if k != "ingest"} == {k: v for k, v in before.items() if k != "ingest"}
+    assert after == before, "a stage was redone although no input's content changed"
     assert all(r.is_complete(name) for name in r.order)
 
 

@@ -43,7 +43,7 @@ def _negatives(root: Path, cate: str) -> list[dict]:
 
 def _graphs(root: Path) -> dict:
     m = orjson.loads((root / "manifest.json").read_bytes())
-    return {c.image_id: c.graph for c in load_graphs(m["inputs"]["scene_graphs"])}
+    return {c.image_id: c.graph for c in load_graphs(root / m["inputs"]["scene_graphs"])}
 
 
 def test_image_types_only_in_the_test_split_and_what_copy_paste_cannot_show_is_refused(demo_run: Path):
@@ -68,7 +68,7 @@ def test_every_image_negative_re_checks_through_its_edit(demo_run: Path):
 
 def test_candidates_are_real_images_changed_only_in_their_boxes(demo_run: Path):
     m = orjson.loads((demo_run / "manifest.json").read_bytes())
-    src_dir = Path(m["inputs"]["images"])
+    src_dir = demo_run / m["inputs"]["images"]
     checked = 0
     for r in _negatives(demo_run, "image"):
         src = np.asarray(Image.open(src_dir / f"{r['source_image_id']}.jpg").convert("RGB"), dtype=np.int16)
@@ -195,7 +195,8 @@ def test_a_corrupt_source_image_is_rejected_and_the_run_goes_on(demo_run: Path, 
     root = tmp_path / "corrupt"
     shutil.copytree(demo_run, root)
     victim = _negatives(demo_run, "image")[0]["source_image_id"]
-    (root / "inputs" / "demo" / "images" / f"{victim}.jpg").write_bytes(b"\xff\xd8 not really a jpeg")
+    # the run's own copy of the photo (every stage after ingest reads it), broken after ingest checked it
+    (root / "work" / "ingest" / "photos" / f"{victim}.jpg").write_bytes(b"\xff\xd8 not really a jpeg")
     shutil.rmtree(root / "work" / "images")  # redo only the image stage and what follows
     m = run_local(load_config(None, CONFIG), root)
     rejects = [orjson.loads(x) for x in (root / "rejects.jsonl").read_bytes().splitlines()]

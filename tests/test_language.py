@@ -37,7 +37,7 @@ def _load(root: Path, kind: str) -> list[dict]:
 def _graphs(root: Path) -> tuple[dict, AttributeTable]:
     m = orjson.loads((root / "manifest.json").read_bytes())
     table = AttributeTable.from_json(orjson.loads((root / "attribute_categories.json").read_bytes()))
-    return {c.image_id: c.graph for c in load_graphs(m["inputs"]["scene_graphs"])}, table
+    return {c.image_id: c.graph for c in load_graphs(root / m["inputs"]["scene_graphs"])}, table
 
 
 def test_every_text_negative_matches_nothing_in_its_image(demo_run: Path):

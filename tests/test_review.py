@@ -51,8 +51,10 @@ def _cli_run(run: Path) -> None:
 
 
 def copy_run(src: Path, dst: Path) -> Path:
-    """A writable copy without the stage shards (the app and the report never read them)."""
+    """A writable copy without the stage shards the app and the report never read (they read the stored
+    graphs and the run's photos, `work/ingest/`)."""
     shutil.copytree(src, dst, ignore=shutil.ignore_patterns("work", FILENAME + "*", "report*"))
+    shutil.copytree(src / "work" / "ingest", dst / "work" / "ingest")
     return dst
 
 
@@ -314,6 +316,7 @@ def test_report_of_a_partial_or_older_run_still_renders(run_copy: Path):
     for name in ("rejects.jsonl", "manifest.json", "stats.json"):
         (run_copy / name).unlink()
     shutil.rmtree(run_copy / "inputs")
+    shutil.rmtree(run_copy / "work" / "ingest" / "photos")
     shutil.rmtree(run_copy / "images")
     (run_copy / "splits" / "val" / "negative.json").unlink()
     build_report(run_copy)
@@ -454,12 +457,12 @@ def test_app_serves_the_run_images_by_id(app):
         r = c.get(f"/api/items/{pos['id']}/image")
         assert (
             r.status_code == 200
-            and r.content == (run_dir / "inputs/demo/images" / f"{pos['image_id']}.jpg").read_bytes()
+            and r.content == (run_dir / "work/ingest/photos" / f"{pos['image_id']}.jpg").read_bytes()
         )
         r = c.get(f"/api/items/{img_neg['id']}/image")
         assert r.content == (run_dir / img_neg["file_name"]).read_bytes()
         r = c.get(f"/api/items/{img_neg['id']}/source")
-        assert r.content == (run_dir / "inputs/demo/images" / f"{img_neg['source_image_id']}.jpg").read_bytes()
+        assert r.content == (run_dir / "work/ingest/photos" / f"{img_neg['source_image_id']}.jpg").read_bytes()
         view = c.get(f"/api/items/{img_neg['id']}").json()
         assert view["kind"] == "image_negative" and view["source"]
         flip = next(n for n in run.negatives if n.get("negative_cate") == "image" and n["edit"]["op"] == "flip")

@@ -34,7 +34,7 @@ def _positives(root: Path) -> list[dict]:
 def _graphs_from_disk(root: Path) -> tuple[dict, AttributeTable]:
     manifest = orjson.loads((root / "manifest.json").read_bytes())
     table = AttributeTable.from_json(orjson.loads((root / "attribute_categories.json").read_bytes()))
-    graphs = {c.image_id: c.graph for c in load_graphs(manifest["inputs"]["scene_graphs"])}
+    graphs = {c.image_id: c.graph for c in load_graphs(root / manifest["inputs"]["scene_graphs"])}
     return graphs, table
 
 
@@ -159,7 +159,10 @@ def test_splits_are_by_image(demo_run: Path):
 
 def test_manifest_and_attribute_table(demo_run: Path):
     m = orjson.loads((demo_run / "manifest.json").read_bytes())
-    assert Path(m["inputs"]["scene_graphs"]).exists() and Path(m["inputs"]["images"]).is_dir()
+    # the demo's inputs live in the run folder: named relative to it, never by an absolute path
+    assert m["inputs"]["scene_graphs"] == "inputs/demo/demo_sceneGraphs.json"
+    assert m["inputs"]["images"] == "inputs/demo/images"
+    assert (demo_run / m["inputs"]["scene_graphs"]).exists() and (demo_run / m["inputs"]["images"]).is_dir()
     assert m["versions"]["stages"]["paths"] == "paths@v5"
     assert m["versions"]["stages"]["images"] == "negatives_image@v2"
     assert m["versions"]["data"]["templates"] == "templates@v1"

@@ -128,3 +128,34 @@ def test_split_drops_positives_above_the_risk_threshold_and_counts_them(run: Pat
     ]
     assert all(p["scores"]["annotation_risk"] <= 0.3 and p["risk_reasons"] for p in kept)
     assert f"`risk.max` 0.3 dropped {len(dropped)}" in (run / "stats.md").read_text()
+
+
+def test_a_run_on_outside_photos_splits_again_and_again_and_once_moved_without_its_inputs(tmp_path: Path):
+    """Failed before fingerprints were by content: the write stage hard-linked the input photos into `data/`,
+    which changed their ctime, which ingest's fingerprint held, so every split of a run made with `--images`
+    was refused ("stage ingest was made under another config")."""
+    import shutil
+
+    from hardneg.core.demo.world import build_demo_world
+
+    world = build_demo_world(tmp_path / "world", n_scenes=6, seed=2)
+    inputs = tmp_path / "gqa"
+    shutil.copytree(world.images, inputs / "images")
+    shutil.copyfile(world.scene_graphs, inputs / "sceneGraphs.json")
+    run = tmp_path / "run"
+    cfg = _yaml(tmp_path, "images: {types: [flip], candidates: 1}\nfilters: {scorers: {seam: {}}}\n")
+    args = ["--scene-graphs", str(inputs / "sceneGraphs.json"), "--images", str(inputs / "images")]
+    assert main(["run", "--no-prefect", "--config", cfg, "--output", str(run), *args]) == 0
+    stricter = tmp_path / "stricter.yaml"
+    stricter.write_text("filters: {thresholds: {seam: {max: 0.05}}}\n")
+    for _ in range(2):
+        assert main(["split", str(run), "--config", str(stricter)]) == 0
+    published = run / "data" / "positives"
+    photo = next(published.rglob("*.jpg"))
+    source = inputs / "images" / photo.name
+    assert photo.read_bytes() == source.read_bytes() and not photo.samefile(source)  # a copy, not the input
+    moved = tmp_path / "elsewhere" / "run"
+    shutil.copytree(run, moved)
+    shutil.rmtree(inputs)  # the inputs are gone: split reads the run folder only
+    assert main(["split", str(moved), "--config", str(stricter)]) == 0
+    assert _manifest(moved)["thresholds"]["seam"]["max"] == 0.05

@@ -1,19 +1,20 @@
 """The ingest stage: stream the scene graphs, validate each, check its image, cut the corpus into shards.
 
-The first stage of every run: its summary lists the shards every sharded stage runs over, and the
-corpus vocabulary (names, attributes, relations with counts) that later stages draw replacements from.
+The first stage of every run, and the only one that reads the inputs (`core/gqa/inputs.py`): its summary
+lists the shards every sharded stage runs over, and the corpus vocabulary (names, attributes, relations
+with counts) that later stages draw replacements from; each image it keeps goes into the run's photo
+store, the bytes it checked, which is all any later stage reads.
 
-A resumed run sees every change to its inputs, and a touch costs little: the fingerprint holds the stat
-identity of every file ingest reads (`input_identity`, no byte read), so any edit reruns it, and each row
-holds what was read (the graph, and a digest of the image file's bytes) while the stage's output digest is
-its rows alone (`digest_is_content`): a touched but unchanged input reruns ingest and nothing after it, a
-changed one redoes every stage that depends on it.
+A resumed run sees every change to its inputs by content: the fingerprint holds a digest of the scene-graph
+files' bytes, and the `photos` rows record each image's digest, so a changed or newly present image
+redoes ingest (`stale`), while a touched, copied or re-linked but unchanged input redoes nothing. The
+stage's output digest is its rows alone (`digest_is_content`): a rerun that reads the same content
+redoes nothing after it.
 """
 
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 import stat
 from collections import Counter
@@ -24,12 +25,13 @@ from typing import Any
 from PIL import Image, UnidentifiedImageError
 
 from hardneg.core.errors import InputError
+from hardneg.core.gqa.inputs import bytes_digest, graphs_digest, photo_record, photo_store, photos_changed
 from hardneg.core.gqa.loader import GraphLimits, load_graphs
-from hardneg.core.gqa.stream import graph_files
 from hardneg.core.ids import printable_id
+from hardneg.core.io import atomic_write_bytes
 from hardneg.core.records import Reject, SceneGraph
-from hardneg.core.rows import GraphRow
-from hardneg.core.runner.folder import image_file, resolve_inputs
+from hardneg.core.rows import GraphRow, PhotoRow
+from hardneg.core.runner.folder import image_file, input_paths
 from hardneg.core.runner.stage import ALL, Run, Stage, Unit
 from hardneg.core.schema import outputs
 
@@ -106,66 +108,70 @@ def image_problem(data: bytes, name: str, graph: SceneGraph) -> str | None:
     return None
 
 
-def inspect_image(images: Path, graph: SceneGraph) -> tuple[str | None, str | None]:
-    """(why the graph's image is refused, None) or (None, a digest of its bytes): the file is read once,
-    hashed and decoded from memory, so the digest is of exactly the bytes that were checked."""
+def inspect_image(images: Path, graph: SceneGraph) -> tuple[str | None, bytes | None]:
+    """(why the graph's image is refused, or None; the bytes read, or None when none could be): the file
+    is read once, and the bytes that were checked are the ones the run keeps (its digest and its copy)."""
     path = image_file(images, graph.image_id)
     data = read_image(path)
     if isinstance(data, str):
         return data, None
     if len(data) > MAX_IMAGE_BYTES:  # it grew since its size was read
-        return f"image file is over {MAX_IMAGE_BYTES} bytes: {path.name}", None
-    if why := image_problem(data, path.name, graph):
-        return why, None
-    return None, hashlib.blake2b(data, digest_size=16).hexdigest()
+        return f"image file is over {MAX_IMAGE_BYTES} bytes: {path.name}", data
+    return image_problem(data, path.name, graph), data
 
 
 def check_image(images: Path, graph: SceneGraph) -> str | None:
-    """Why the graph's image is refused, or None when it is fine (`inspect_image` without the digest)."""
+    """Why the graph's image is refused, or None when it is fine (`inspect_image` without the bytes)."""
     return inspect_image(images, graph)[0]
 
 
-def input_identity(scene_graphs: Path, images: Path | None) -> str:
-    """A digest of the stat identity of every file ingest reads: the scene-graph file(s) and each entry of
-    the images folder, as (name, size, mtime, ctime, inode, mode); no byte is read (os.scandir lists
-    150k images in well under a second). `os.utime` can set mtime back but never ctime, so any edit
-    changes it; a symlink is its own entry (ingest refuses it)."""
-    h = hashlib.blake2b(digest_size=16)
-
-    def add(name: str, st: os.stat_result) -> None:
-        fields = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode)
-        h.update(os.fsencode(name) + b"\0" + b" ".join(b"%d" % v for v in fields) + b"\n")
-
-    try:
-        for path in graph_files(scene_graphs):
-            add(str(path), path.stat())
-        if images is not None:
-            with os.scandir(images) as entries:
-                for e in sorted(entries, key=lambda e: e.name):
-                    add(e.name, e.stat(follow_symlinks=False))
-    except PermissionError as e:
-        raise unreadable_input(Path(e.filename or scene_graphs), e) from e
-    return h.hexdigest()
+def keep_photo(store: Path, image_id: str, data: bytes) -> None:
+    """The run's own copy of a checked image (`core/gqa/inputs.py`), written atomically."""
+    atomic_write_bytes(store / f"{image_id}.jpg", data)
 
 
 class IngestStage(Stage):
     name = "ingest"
-    version = "ingest@v2"  # v2: rows hold the image file's digest; the fingerprint, every input file's stat
-    writes = outputs({"graphs": GraphRow})  # one file per shard
+    version = "ingest@v3"  # v3: the run's photo store and the photos' record; the fingerprint, content only
+    writes = outputs({"graphs": GraphRow, "photos": PhotoRow})  # one graphs file per shard
     config = ("inputs", "demo", "shard_size")
     sharded = False
-    digest_is_content = True  # a rerun for a touched but unchanged input redoes nothing after it
+    digest_is_content = True  # a rerun that read the same content redoes nothing after it
 
     def extra_fingerprint(self, run: Run) -> Any:
+        """The scene graphs' content. A run that does not read its inputs (`hardneg split`) takes the digest
+        its ingest recorded: it reads the run folder only."""
         if run.cfg.inputs.scene_graphs is None:  # the demo world lives in the run: its config identifies it
             return "demo"
-        return input_identity(*resolve_inputs(run.root, run.cfg))
+        if run.frozen_inputs:
+            return self._recorded_digest(run)
+        return graphs_digest(input_paths(run.root, run.cfg)[0])
+
+    @staticmethod
+    def _recorded_digest(run: Run) -> str | None:
+        try:
+            return run.summary("ingest")["meta"].get("graphs_digest")
+        except RuntimeError:  # not finished: the stage is not complete either way
+            return None
+
+    def stale(self, run: Run) -> str | None:
+        """Why the stored ingest no longer matches the images it read (`photos_changed`), or None."""
+        if run.frozen_inputs or run.cfg.inputs.scene_graphs is None:  # the demo world: built from its config
+            return None
+        images = input_paths(run.root, run.cfg)[1]
+        if images is None:
+            return None
+        if not images.is_dir():
+            return f"images folder {images} is gone"
+        return photos_changed(images, run.read_all("ingest", "photos"))
 
     def run(self, unit: Unit) -> None:
         cfg = unit.cfg
-        sg, images = resolve_inputs(unit.root, cfg)
+        sg, images = input_paths(unit.root, cfg)
+        store = photo_store(unit.root)
         shards: list[str] = []
         buf: list[dict[str, Any]] = []
+        photos: list[dict[str, Any]] = []
         repairs: Counter = Counter()
         vocab: dict[str, Counter] = {"names": Counter(), "attributes": Counter(), "relations": Counter()}
 
@@ -183,10 +189,16 @@ class IngestStage(Stage):
             repairs.update(check.repairs)
             row = graph_to_row(check.graph)
             if images is not None:
-                why, row["image_digest"] = inspect_image(images, check.graph)
+                seen = photo_record(check.image_id, image_file(images, check.image_id))  # stat before the read
+                why, data = inspect_image(images, check.graph)
+                digest = bytes_digest(data) if data is not None else None
+                photos.append(seen | {"digest": digest})
                 if why:
                     unit.reject(Reject("ingest", why, check.image_id))
                     continue
+                assert data is not None and digest is not None
+                keep_photo(store, check.image_id, data)
+                row["image_digest"] = digest
             buf.append(row)
             for obj in check.graph.objects.values():
                 vocab["names"][obj.name] += 1
@@ -196,6 +208,8 @@ class IngestStage(Stage):
                 flush()
         if buf:
             flush()
+        if images is not None:
+            unit.write("photos", photos)
         unit.stats.update({"images_read": unit.items_in, "images_kept": unit.items_in - len(unit.rejects)})
         unit.stats["images_rejected"] = len(unit.rejects)
         unit.meta.update(
@@ -203,6 +217,8 @@ class IngestStage(Stage):
             repairs=dict(sorted(repairs.items())),
             vocab={k: dict(sorted(v.items(), key=lambda kv: (-kv[1], kv[0]))) for k, v in vocab.items()},
         )
+        if cfg.inputs.scene_graphs is not None:
+            unit.meta["graphs_digest"] = graphs_digest(sg)
 
 
 def corpus_vocab(summary: dict[str, Any]) -> dict[str, Counter]:
@@ -210,4 +226,4 @@ def corpus_vocab(summary: dict[str, Any]) -> dict[str, Counter]:
     return {k: Counter(v) for k, v in summary["meta"]["vocab"].items()}
 
 
-__all__ = ["ALL", "IngestStage", "check_image", "corpus_vocab", "graph_to_row", "input_identity", "row_to_graph"]
+__all__ = ["ALL", "IngestStage", "check_image", "corpus_vocab", "graph_to_row", "row_to_graph"]

@@ -19,6 +19,7 @@ from hardneg.core.config import RunConfig
 from hardneg.core.config_files import describe_errors
 from hardneg.core.demo.world import build_demo_world
 from hardneg.core.errors import ConfigError, HardnegError, InputError
+from hardneg.core.gqa.inputs import photo_store
 from hardneg.core.ids import id_problem
 from hardneg.core.io import atomic_write_bytes, clean_temp_files, digest, write_json
 from hardneg.core.runner.publish import recover, rollback
@@ -75,8 +76,9 @@ def stored_config(root: Path) -> RunConfig:
         raise ConfigError(f"{f} is not a valid config: {describe_errors(e, RunConfig)}") from None
 
 
-def resolve_inputs(root: Path, cfg: RunConfig) -> tuple[Path, Path | None]:
-    """(scene graphs, images folder or None) that the run reads."""
+def input_paths(root: Path, cfg: RunConfig) -> tuple[Path, Path | None]:
+    """(scene graphs, images folder or None) as the config names them: what the ingest stage reads, and
+    nothing else does (every later stage reads the run folder: `resolve_inputs`)."""
     if cfg.inputs.scene_graphs is None:
         return demo_dir(root) / "demo_sceneGraphs.json", demo_dir(root) / "images"
     sg = cfg.resolve(cfg.inputs.scene_graphs)
@@ -86,6 +88,16 @@ def resolve_inputs(root: Path, cfg: RunConfig) -> tuple[Path, Path | None]:
     if images is not None and not images.is_dir():
         raise InputError(f"images folder not found: {images}")
     return sg, images
+
+
+def resolve_inputs(root: Path, cfg: RunConfig) -> tuple[Path, Path | None]:
+    """(the scene graphs the run read, the run's photo store or None): the images every stage after ingest
+    reads are the run's own copies of the inputs (`core/gqa/inputs.py`), so nothing done to the inputs
+    after ingest reaches a run's outputs, and a moved run folder finds its photos."""
+    if cfg.inputs.scene_graphs is None:  # the demo world brings its images
+        return demo_dir(root) / "demo_sceneGraphs.json", photo_store(root)
+    images = photo_store(root) if cfg.inputs.images is not None else None
+    return cfg.resolve(cfg.inputs.scene_graphs), images
 
 
 def image_file(images: Path, image_id: str) -> Path:

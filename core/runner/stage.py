@@ -87,7 +87,12 @@ class Stage:
     digest_is_content: ClassVar[bool] = False  # its output digest is its version and files, not its fingerprint
 
     def extra_fingerprint(self, run: Run) -> Any:
-        """Anything else the output depends on (the ingest stage: the stat identity of the files it reads)."""
+        """Anything else the output depends on (the ingest stage: the content of the scene graphs)."""
+        return None
+
+    def stale(self, run: Run) -> str | None:
+        """Why the stored output no longer holds although the fingerprint matches (the ingest stage: an
+        input image's content changed since it was read), or None. A stale stage is redone."""
         return None
 
     def validate(self, cfg: RunConfig) -> None:
@@ -120,8 +125,19 @@ class Run:
 
     check_every_row = False  # check every row written against its record type, not only each write's first
 
-    def __init__(self, root: Path, cfg: RunConfig, stages: Sequence[Stage], progress: Progress | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        cfg: RunConfig,
+        stages: Sequence[Stage],
+        progress: Progress | None = None,
+        frozen_inputs: bool = False,
+    ) -> None:
         self.root, self.cfg, self.stages = root, cfg, {s.name: s for s in stages}
+        # True: the run folder is all there is (`hardneg split`): stages take what they recorded of the
+        # inputs instead of reading them, so a moved run folder, or one whose inputs are gone, re-splits
+        self.frozen_inputs = frozen_inputs
+        self._stale: dict[str, str | None] = {}
         self.progress = progress or Progress()  # told of stages opening, units done, closing
         self.order = [s.name for s in stages]
         if len(self.stages) != len(stages):
@@ -179,11 +195,18 @@ class Run:
 
     def is_complete(self, name: str) -> bool:
         """Finished for the current config and the current outputs of every stage it reads, with every
-        file it wrote still there."""
+        file it wrote still there, and not stale."""
         f, fp = self.stage_dir(name) / SUMMARY, self.fingerprint(name)
         if fp is None or not f.exists() or orjson.loads(f.read_bytes()).get("fingerprint") != fp:
             return False
-        return all(self._unit_ok(name, u) for u in self.units(name))
+        return all(self._unit_ok(name, u) for u in self.units(name)) and self.stale(name) is None
+
+    def stale(self, name: str) -> str | None:
+        """`Stage.stale` of a finished stage, asked once per Run (it may read inputs)."""
+        if name not in self._stale:
+            done = (self.stage_dir(name) / SUMMARY).exists() and all(self._unit_ok(name, u) for u in self.units(name))
+            self._stale[name] = self.stages[name].stale(self) if done else None
+        return self._stale[name]
 
     def _unit_ok(self, name: str, unit: str) -> bool:
         """Done: its marker exists and every file it lists is there with the size it was written with."""
@@ -243,9 +266,11 @@ class Run:
             raise RuntimeError(f"stage {name}: the stages it reads ({', '.join(self.reads[name])}) are not finished")
         if self.stages[name].publishes:  # the old outputs stay whole until the run commits
             open_transaction(self.root, self.published, name)
-        if d.exists() and self.stored_fingerprint(name) != fp:
-            log.info("stage %s: inputs changed, redoing it", name)
+        why = "inputs changed" if self.stored_fingerprint(name) != fp else self.stale(name)
+        if d.exists() and why:
+            log.info("stage %s: %s, redoing it", name, why)
             shutil.rmtree(d)
+            self._stale.pop(name, None)
         if not d.exists():
             d.mkdir(parents=True)
             atomic_write_bytes(d / FINGERPRINT, fp.encode())

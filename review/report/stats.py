@@ -268,13 +268,14 @@ class ReportData:
 
 def manifest_html(run: RunData) -> str:
     m = run.manifest
+    inputs = m.get("inputs") if isinstance(m.get("inputs"), dict) else {}
     rows = {
-        "run folder": str(run.root),
+        "run folder": run.root.name,
         "hardneg version": m.get("hardneg_version", "?"),
         "seed": m.get("seed", "?"),
         "config fingerprint": m.get("config_fingerprint", "?"),
-        "scene graphs": str(run.scene_graphs_path or "not available"),
-        "images": str(run.images_dir or "not available"),
+        "scene graphs": str(inputs.get("scene_graphs") or "not available"),
+        "images": str(inputs.get("images") or "none"),
         "positives": len(run.positives),
         "negatives": len(run.negatives),
     }
