@@ -26,6 +26,11 @@ class InputError(HardnegError):
     truncated download)."""
 
 
+class EmptyInput(InputError):
+    """The inputs give nothing to build on: no image could be kept, or no positive could be made from them.
+    A run that made its folder for nothing removes it (`core/runner/folder.py`)."""
+
+
 class MissingDependency(HardnegError, ImportError):
     """An optional library the config asks for is not installed; the message says what to install. Still an
     ImportError, for code that checks whether a library is there."""

@@ -39,7 +39,7 @@ from prefect.states import Completed, Failed, State
 from hardneg.core.config import RunConfig, load_config
 from hardneg.core.config_files import diff_tree
 from hardneg.core.errors import HardnegError
-from hardneg.core.runner.folder import prepare_run, stored_config
+from hardneg.core.runner.folder import prepare_run, removed_on_bad_input, stored_config
 from hardneg.core.runner.lock import RunBusy, RunLock
 from hardneg.core.runner.progress import Progress, Tee, stage_line
 from hardneg.core.runner.stage import Run
@@ -154,7 +154,7 @@ def generate(
     try:
         cfg, root = resolve_run(config, output, seed, overrides)
         plan(cfg, root)  # every check before anything is written
-        with RunLock(root, f"Prefect flow run {run_name_or_default()}"):
+        with removed_on_bad_input(root), RunLock(root, f"Prefect flow run {run_name_or_default()}"):
             prepare_run(cfg, root)
             token = TOP_LOG.set(log)
             try:

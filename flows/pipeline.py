@@ -16,7 +16,7 @@ from typing import Any
 
 from hardneg.core.config import RunConfig, apply_overrides, leaf_keys
 from hardneg.core.errors import ConfigError, HardnegError
-from hardneg.core.runner.folder import prepare_run, stored_config
+from hardneg.core.runner.folder import prepare_run, removed_on_bad_input, stored_config
 from hardneg.core.runner.lock import RunLock
 from hardneg.core.runner.progress import Progress
 from hardneg.core.runner.publish import publishing, rollback
@@ -47,7 +47,7 @@ def run_local(
     `flows/runners.py`). Holds the run folder's lock: a second run into the same folder refuses."""
     run = plan(cfg, root)
     run.progress = progress or run.progress
-    with RunLock(root), unit_pool(cfg, root, workers) as pool:
+    with removed_on_bad_input(root), RunLock(root), unit_pool(cfg, root, workers) as pool:
         prepare_run(cfg, root)
         run_stages(run, pool)
     return read_manifest(root)

@@ -149,3 +149,57 @@ def test_two_sites_that_differ_only_in_where_leave_two_distinct_rejects():
     search.run([st])
     lines = [orjson.dumps(r.to_json()) for r in search.rejects]
     assert len(lines) == 2 and len(set(lines)) == 2
+
+
+# -- input that gives nothing to build on: a user error, exit 2, no folder -------------------------------
+
+_ONE_TREE = {"width": 200, "height": 100, "objects": {"1": {"name": "tree", "x": 1, "y": 1, "w": 5, "h": 5}}}
+
+
+@pytest.mark.parametrize(
+    ("content", "says", "prefect"),
+    [
+        (b"{}", "hold no image", False),
+        (b"", "empty file", False),
+        (b'{"1": {"width": 200, "height": 100, "objects": {"1": {"name": "cup", ', "truncated", False),
+        (b'{"1": {"width": -5, "height": 100, "objects": {}}}', "none of the 1 images", False),
+        (orjson.dumps({"1": _ONE_TREE, "2": _ONE_TREE}), "no positive could be made from the 2 images", False),
+        (b"{}", "hold no image", True),  # the Prefect flow runs the same stages: two cases show it
+        (b"", "empty file", True),
+    ],
+    ids=["no-images", "empty", "truncated", "all-rejected", "no-positive", "prefect-no-images", "prefect-empty"],
+)
+def test_input_with_nothing_to_build_on_is_one_line_exit_2_and_leaves_no_folder(
+    tmp_path: Path, capsys, content: bytes, says: str, prefect: bool
+):
+    """Failed before: `{}` exited 0 with a dataset `load_dataset` cannot open; an empty or truncated file
+    exited 2 but left a run folder (the lock and `work/`) behind."""
+    from hardneg.cli import main
+
+    graphs = tmp_path / "sceneGraphs.json"
+    graphs.write_bytes(content)
+    out = tmp_path / "outputs" / "run"
+    args = ["run", "--scene-graphs", str(graphs), "--output", str(out), *([] if prefect else ["--no-prefect"])]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("hardneg: error: ") and says in err[-1], err
+    assert not out.exists() and not any((tmp_path / "outputs").iterdir())
+
+
+def test_an_unusable_rerun_into_an_earlier_run_leaves_that_run_whole(tmp_path: Path):
+    """A folder that holds a finished run is not removed for a later bad input: its outputs stand."""
+    from hardneg.cli import main
+
+    run = tmp_path / "run"
+    assert main(["run", "--no-prefect", "--config", str(_tiny_config(tmp_path)), "--output", str(run)]) == 0
+    before = (run / "manifest.json").read_bytes()
+    graphs = tmp_path / "sceneGraphs.json"
+    graphs.write_bytes(b"{}")
+    assert main(["run", "--no-prefect", "--scene-graphs", str(graphs), "--output", str(run)]) == 2
+    assert (run / "manifest.json").read_bytes() == before
+
+
+def _tiny_config(tmp_path: Path) -> Path:
+    p = tmp_path / "tiny.yaml"
+    p.write_text("demo: {n_scenes: 4}\nimages: {enabled: false}\n")
+    return p

@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from hardneg.core.config import load_config
+from hardneg.core.errors import EmptyInput
 from hardneg.core.ids import printable_id
 from hardneg.core.io import read_jsonl
 from hardneg.core.runner.folder import prepare_run
@@ -183,6 +184,8 @@ def _write_corpus(folder: Path, entries: list[Entry]) -> tuple[Path, Path]:
 
 
 def _run(folder: Path, entries: list[Entry]) -> tuple[Run, Path]:
+    """The stages up to paths; a corpus with no image kept, or no positive made, ends in `EmptyInput`
+    (a user error), raised by the stage that found it, whose units' outputs are still there to check."""
     graphs_file, images = _write_corpus(folder, entries)
     cfg = load_config(None, {"shard_size": 2, "inputs": {"scene_graphs": str(graphs_file), "images": str(images)}})
     root = folder / "out" / "run"
@@ -191,11 +194,17 @@ def _run(folder: Path, entries: list[Entry]) -> tuple[Run, Path]:
     prepare_run(cfg, root)
     run = Run(root, cfg, UP_TO_PATHS)
     for name in run.order:
-        run.run_stage(name)
+        try:
+            run.run_stage(name)
+        except EmptyInput:
+            assert (name == "ingest") == all(e.bad for e in entries) and name in ("ingest", "paths")
+            break
     return run, root
 
 
 def _paths_output(run: Run) -> tuple[list[Any], list[Any]]:
+    if not run.is_complete("ingest"):  # nothing kept: no path searched
+        return [], []
     rejects = [r for f in run.reject_files() if "paths" in f.parts for r in read_jsonl(f)]
     return list(run.read_all("paths", "positives")), rejects
 
@@ -231,7 +240,7 @@ def _check(entries: list[Entry]) -> int:
         assert all("/mixed/in/" in p for p in new), f"written outside the run folder: {sorted(new)}"
         assert not list(Path("/tmp").glob("hardneg-fuzz-*")) and not list(folder.glob("**/hardneg-fuzz-*"))
 
-        kept = [r["image_id"] for r in run.read_all("ingest", "graphs")]
+        kept = [r["image_id"] for f in sorted((root / "work" / "ingest").glob("graphs-*.jsonl")) for r in read_jsonl(f)]
         rejects = list(read_jsonl(root / "work" / "ingest" / "_rejects" / "all.jsonl"))
         reasons: dict[str, list[str]] = {}
         for r in rejects:

@@ -24,7 +24,7 @@ from typing import Any
 
 from PIL import Image, UnidentifiedImageError
 
-from hardneg.core.errors import InputError
+from hardneg.core.errors import EmptyInput, InputError
 from hardneg.core.gqa.inputs import bytes_digest, graphs_digest, photo_record, photo_store, photos_changed
 from hardneg.core.gqa.loader import GraphLimits, load_graphs
 from hardneg.core.ids import printable_id
@@ -164,6 +164,20 @@ class IngestStage(Stage):
         if not images.is_dir():
             return f"images folder {images} is gone"
         return photos_changed(images, run.read_all("ingest", "photos"))
+
+    def finish(self, run: Run, units: list[dict[str, Any]]) -> dict[str, Any]:
+        """Nothing to build on is the user's to fix, not a benchmark of nothing (`EmptyInput`)."""
+        stats = units[0]["stats"]
+        if stats.get("images_kept", 0) == 0:
+            sg = input_paths(run.root, run.cfg)[0]
+            if stats.get("images_read", 0) == 0:
+                raise EmptyInput(f"the scene graphs {sg.name} hold no image: nothing to build a benchmark from")
+            reasons = "; ".join(f"{n} x {why}" for why, n in run.common_reasons(self.name))
+            raise EmptyInput(
+                f"none of the {stats['images_read']} images in {sg.name} could be used ({reasons}); "
+                "fix the inputs and run again"
+            )
+        return {}
 
     def run(self, unit: Unit) -> None:
         cfg = unit.cfg

@@ -8,8 +8,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import shutil
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -57,6 +59,21 @@ def prepare_run(cfg: RunConfig, root: Path) -> None:
                 shutil.rmtree(d)
             build_demo_world(d, n_scenes=cfg.demo.n_scenes, seed=cfg.demo.seed)
             atomic_write_bytes(stamp, fp.encode())
+
+
+@contextlib.contextmanager
+def removed_on_bad_input(root: Path) -> Iterator[None]:
+    """Around a run: when its inputs turn out unusable as a whole (`InputError`: a truncated or empty
+    scene-graph file, no image kept, no positive made), a run folder this run created goes again, so the
+    mistake leaves nothing behind; a folder that held an earlier run is left to it (its outputs were
+    never touched: publishing is all or nothing)."""
+    fresh = not root.exists() or not any(root.iterdir())
+    try:
+        yield
+    except InputError:
+        if fresh:
+            shutil.rmtree(root, ignore_errors=True)
+        raise
 
 
 def created_on(root: Path) -> str | None:

@@ -35,6 +35,7 @@ The first stage partitions the corpus: its unit's `meta["shards"]` lists every s
 from __future__ import annotations
 
 import logging
+import re
 import shutil
 import time
 from collections import Counter
@@ -433,6 +434,15 @@ class Run:
                 if rel.startswith(f"{kind}-") and rel.endswith(".jsonl"):
                     out.append(d / rel)
         return out
+
+    def common_reasons(self, name: str, top: int = 3) -> list[tuple[str, int]]:
+        """A stage's commonest reject reasons (digits left out, so "image 12.jpg missing" counts with its
+        kind) with their counts, for a message that must stand without the run folder."""
+        count: Counter[str] = Counter()
+        for f in sorted((self.stage_dir(name) / "_rejects").glob("*.jsonl")):
+            for r in read_jsonl(f):
+                count[re.sub(r"\d+", "N", str(r.get("reason", "")))] += 1
+        return count.most_common(top)
 
     def reject_files(self) -> Iterator[Path]:
         """Every stage's rejects, in stage order then unit order."""

@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from hardneg.core.config import RunConfig
+from hardneg.core.errors import EmptyInput
 from hardneg.core.executor import GraphIndex, execute, matches_exactly
 from hardneg.core.gqa.annotations import AnnotationStats
 from hardneg.core.gqa.hygiene import words_digest
@@ -260,6 +261,18 @@ class PathsStage(Stage):
             unit.rejects.extend(rejects)
             unit.stats.update(stats)
         unit.write("positives", rows)
+
+    def finish(self, run: Run, units: list[dict]) -> dict:
+        """No positive from any image is the user's to fix (`EmptyInput`): every sample hangs off one."""
+        if not sum(u["written"].get("positives", 0) for u in units):
+            images = sum(u["items_in"] for u in units)
+            reasons = "; ".join(f"{n} x {why}" for why, n in run.common_reasons(self.name))
+            raise EmptyInput(
+                f"no positive could be made from the {images} images kept"
+                + (f" (commonest reasons: {reasons})" if reasons else "")
+                + "; use scene graphs with named, boxed objects (and attributes or relations to tell alike ones apart)"
+            )
+        return {}
 
     def summarize(self, run: Run, units: list[dict]) -> dict:
         versions = PathResources.load(run.cfg).versions()
