@@ -13,11 +13,17 @@ from collections.abc import Iterator
 from typing import Any
 
 from hardneg.core.errors import HardnegError
+from hardneg.core.requirements import Requirement, Weights
 from hardneg.core.runner.shared import clear, loaded_keys, shared
 
-__all__ = ["MODELS_HINT", "clear", "loaded_keys", "loading", "resolve_device_dtype", "shared"]
+__all__ = ["MODELS_HINT", "clear", "loaded_keys", "loading", "resolve_device_dtype", "shared", "transformers_model"]
 
 MODELS_HINT = "pip install 'torch==2.13.0' 'transformers>=5,<6'  (or: pip install -e '.[models]')"
+
+
+def transformers_model(role: str, *refs: str) -> Requirement:
+    """A role that loads transformers models (hub ids or local folders) on torch."""
+    return Requirement(role, ("torch", "transformers"), MODELS_HINT, tuple(Weights(r) for r in refs))
 
 
 def resolve_device_dtype(torch: Any, device: str | None, dtype: str | None) -> tuple[str, Any]:

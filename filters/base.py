@@ -42,6 +42,7 @@ from pydantic import BaseModel, ConfigDict
 
 from hardneg.core.errors import ConfigError, MissingDependency
 from hardneg.core.records import SceneGraph
+from hardneg.core.requirements import Requirement
 
 Box = tuple[int, int, int, int]  # xywh pixels
 Target = Literal["positive", "text_negative", "image_candidate", "text"]
@@ -106,6 +107,12 @@ class Filter:
     def __init__(self, options: Settings | None = None, batch_size: int = 16) -> None:
         self.options = options if options is not None else self.Options()
         self.batch_size = batch_size
+
+    def requirements(self, role: str) -> list[Requirement]:
+        """What the filter needs beyond hardneg's own install, checked before a run starts
+        (`core/requirements.py`; `role` is where the config turns it on): the packages and weights of its
+        model. None for a classical filter."""
+        return []
 
     @property
     def identity(self) -> str:

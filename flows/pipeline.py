@@ -22,6 +22,7 @@ from hardneg.core.runner.progress import Progress
 from hardneg.core.runner.publish import publishing, rollback
 from hardneg.core.runner.stage import Run
 from hardneg.exports.finecops import read_manifest
+from hardneg.flows.preflight import preflight
 from hardneg.flows.request import check_request
 from hardneg.flows.resplit_guard import keep_if_refused, refuse_emptying
 from hardneg.flows.runners import Pool, unit_pool
@@ -34,9 +35,12 @@ def plan(cfg: RunConfig, root: Path, frozen_inputs: bool = False) -> Run:
     its folder only (`hardneg split`): the inputs are not looked at, and may be gone."""
     for s in STAGES:
         s.validate(cfg)
-    if not frozen_inputs:
-        check_request(cfg, root)
-    return Run(root, cfg, STAGES, frozen_inputs=frozen_inputs)
+    if frozen_inputs:
+        return Run(root, cfg, STAGES, frozen_inputs=True)
+    check_request(cfg, root)
+    run = Run(root, cfg, STAGES)
+    preflight(run)  # every model role the stages still to do need is there
+    return run
 
 
 def run_local(

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from hardneg.core.config import DEFAULT_CONFIG, RunConfig, load_config
-from hardneg.core.errors import ConfigError, HardnegError, InputError
+from hardneg.core.errors import HardnegError, InputError
 from hardneg.core.gqa.stream import graph_files, iter_raw_graphs
 from hardneg.core.ids import id_problem
 from hardneg.core.io import not_writable
@@ -54,20 +54,10 @@ def config_param(config: str | Path | None) -> str | None:
 
 
 def check_request(cfg: RunConfig, root: Path) -> None:
-    """Raise a HardnegError (one line) when the run cannot start; writes nothing."""
+    """Raise a HardnegError (one line) when the run cannot start; writes nothing. (What its model roles
+    need is checked once the stages still to do are known: `flows/preflight.py`.)"""
     check_inputs(cfg)
-    check_backends(cfg)
     check_output(root)
-
-
-def check_backends(cfg: RunConfig) -> None:
-    """Settings a backend needs from the environment, found now rather than after the first stages."""
-    o = cfg.language.openai
-    if cfg.language.backend == "openai" and not (o.base_url or os.environ.get("OPENAI_BASE_URL")):
-        raise ConfigError(
-            "language.backend is openai but language.openai.base_url is null and $OPENAI_BASE_URL is not set; "
-            "set one (https://api.openai.com/v1 for OpenAI)"
-        )
 
 
 def check_inputs(cfg: RunConfig) -> None:

@@ -80,24 +80,44 @@ def _dead_url() -> str:
     return f"http://127.0.0.1:{port}/v1"
 
 
-def test_dead_server_fails_the_stage_with_a_clear_message(tmp_path: Path, capsys):
+def test_a_server_that_does_not_answer_stops_the_run_before_it_starts(tmp_path: Path, capsys):
+    """The preflight asks the server once before the first stage: one line naming it, exit 2, no folder.
+    (Before, the run made its folder and the stages before the language stage, then exited 3.)"""
     url = _dead_url()
-    cfg = _config(url)
-    with pytest.raises(BackendUnavailable, match=r"127\.0\.0\.1"):
-        run_local(
-            cfg.model_copy(
-                update={
-                    "language": cfg.language.model_copy(
-                        update={"openai": cfg.language.openai.model_copy(update={"max_retries": 1})}
-                    )
-                }
-            ),
-            tmp_path / "run",
-        )
     cfg_file = tmp_path / "c.yaml"
-    cfg_file.write_text(
-        f"demo: {{n_scenes: 4}}\nlanguage:\n  backend: openai\n  openai: {{base_url: '{url}', max_retries: 0}}\n"
-    )
-    assert cli_main(["run", "--no-prefect", "--config", str(cfg_file), "--output", str(tmp_path / "cli")]) == 3
-    err = capsys.readouterr().err
-    assert "unavailable" in err and "127.0.0.1" in err and "Traceback" not in err
+    cfg_file.write_text(f"demo: {{n_scenes: 4}}\nlanguage:\n  backend: openai\n  openai: {{base_url: '{url}'}}\n")
+    out = tmp_path / "cli"
+    assert cli_main(["run", "--no-prefect", "--config", str(cfg_file), "--output", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("hardneg: error: language.backend openai: no server answers at")
+    assert url in err[0] and "Traceback" not in err[0] and not out.exists()
+
+
+def test_a_server_that_fails_mid_run_stops_the_stage_with_a_clear_message(tmp_path: Path, capsys):
+    """A server that answers the preflight but fails every completion: exit 3, the work kept to resume."""
+    server = FakeServer(lambda body, n: Reply(status=503))
+    try:
+        cfg = _config(server.url)
+        with pytest.raises(BackendUnavailable, match=r"127\.0\.0\.1"):
+            run_local(
+                cfg.model_copy(
+                    update={
+                        "language": cfg.language.model_copy(
+                            update={"openai": cfg.language.openai.model_copy(update={"max_retries": 0})}
+                        )
+                    }
+                ),
+                tmp_path / "run",
+            )
+        cfg_file = tmp_path / "c.yaml"
+        cfg_file.write_text(
+            f"demo: {{n_scenes: 4}}\nlanguage:\n  backend: openai\n"
+            f"  openai: {{base_url: '{server.url}', max_retries: 0}}\n"
+        )
+        out = tmp_path / "cli"
+        assert cli_main(["run", "--no-prefect", "--config", str(cfg_file), "--output", str(out)]) == 3
+        err = capsys.readouterr().err
+        assert "unavailable" in err and "127.0.0.1" in err and "Traceback" not in err
+        assert (out / "work" / "ingest" / "_stage.json").exists()  # finished work is kept: a rerun resumes
+    finally:
+        server.close()

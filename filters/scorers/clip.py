@@ -27,9 +27,10 @@ from typing import Any
 
 from PIL import Image
 
-from hardneg.backends.models import MODELS_HINT, loading, resolve_device_dtype, shared
+from hardneg.backends.models import MODELS_HINT, loading, resolve_device_dtype, shared, transformers_model
 from hardneg.core.errors import MissingDependency
 from hardneg.core.plugins import FILTERS
+from hardneg.core.requirements import Requirement
 from hardneg.filters.base import Filter, Item, ScoreLine, Scores, Settings
 
 logger = logging.getLogger(__name__)
@@ -215,6 +216,9 @@ class ClipFilter(Filter):
             risk=lambda v: logistic(-v / CLIP_SCALE),
         ),
     )
+
+    def requirements(self, role: str) -> list[Requirement]:
+        return [transformers_model(role, self.options.model)]  # type: ignore[attr-defined]
 
     def _scorer(self) -> CLIPScorer:
         o = self.options

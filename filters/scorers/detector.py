@@ -23,11 +23,12 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from hardneg.backends.models import MODELS_HINT, loading, resolve_device_dtype, shared
+from hardneg.backends.models import MODELS_HINT, loading, resolve_device_dtype, shared, transformers_model
 from hardneg.core.errors import MissingDependency
 from hardneg.core.geometry import intersection, iou
 from hardneg.core.plugins import FILTERS
 from hardneg.core.records import SceneGraph
+from hardneg.core.requirements import Requirement
 from hardneg.filters.base import Box, Filter, Item, ScoreLine, Scores, Settings, probability
 
 log = logging.getLogger(__name__)
@@ -77,6 +78,9 @@ class DetectorFilter(Filter):
     @property
     def identity(self) -> str:
         return f"{self.version} {self.options.model}"  # type: ignore[attr-defined]
+
+    def requirements(self, role: str) -> list[Requirement]:
+        return [transformers_model(role, self.options.model)]  # type: ignore[attr-defined]
 
     def _load(self) -> tuple[Any, Any, Any]:
         o: DetectorOptions = self.options  # type: ignore[assignment]

@@ -16,9 +16,10 @@ from typing import Any, Literal
 import numpy as np
 from PIL import Image
 
-from hardneg.backends.models import MODELS_HINT, loading, resolve_device_dtype, shared
+from hardneg.backends.models import MODELS_HINT, loading, resolve_device_dtype, shared, transformers_model
 from hardneg.core.errors import MissingDependency
 from hardneg.core.plugins import FILTERS
+from hardneg.core.requirements import Requirement, Weights
 from hardneg.filters.base import Filter, Item, ScoreLine, Scores, Settings
 
 logger = logging.getLogger(__name__)
@@ -207,6 +208,13 @@ class Dinov2Filter(Filter):
         ),
     )
     Options = Dinov2Options
+
+    def requirements(self, role: str) -> list[Requirement]:
+        o: Dinov2Options = self.options  # type: ignore[assignment]
+        if o.loader != "torch.hub":
+            return [transformers_model(role, o.model or "")]
+        hub = Weights(o.repo_or_dir, "hubconf.py", "torch.hub" if o.source == "github" else "huggingface")
+        return [Requirement(role, ("torch",), MODELS_HINT, (hub,))]
 
     def _model(self) -> DinoSimilarity:
         o: Dinov2Options = self.options  # type: ignore[assignment]

@@ -37,6 +37,7 @@ from PIL import Image
 from hardneg.backends.models import loading, resolve_device_dtype, shared
 from hardneg.core.errors import MissingDependency
 from hardneg.core.plugins import FILTERS
+from hardneg.core.requirements import Requirement, Weights
 from hardneg.filters.base import Box, Filter, Item, Scores, Settings
 from hardneg.filters.scorers.dinov2 import imagenet_tensor, resize_center_crop
 from hardneg.filters.scorers.dire_checkpoint import (
@@ -370,6 +371,14 @@ class DireFilter(Filter):
     Options = DireOptions
     Thresholds = MaxRealism
     legend = SeamFilter.legend  # realism, as the seam score
+
+    def requirements(self, role: str) -> list[Requirement]:
+        o: DireOptions = self.options  # type: ignore[assignment]
+        return [
+            Requirement(
+                role, ("torch", "transformers", "diffusers"), DIFFUSERS_HINT, (Weights(o.unet), Weights(o.classifier))
+            )
+        ]
 
     def _model(self) -> DIREScorer:
         o: DireOptions = self.options  # type: ignore[assignment]

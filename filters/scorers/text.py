@@ -22,9 +22,10 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from hardneg.backends.models import MODELS_HINT, loading, shared
+from hardneg.backends.models import MODELS_HINT, loading, shared, transformers_model
 from hardneg.core.errors import MissingDependency
 from hardneg.core.plugins import FILTERS
+from hardneg.core.requirements import Requirement
 from hardneg.filters.base import Filter, Item, Scores, Settings
 from hardneg.filters.scorers.grammar import PENALTY, GrammarRuleScorer, _words
 
@@ -305,6 +306,9 @@ class TransformersOptions(Settings):
 class TransformersTextFilter(TextFilter):
     version = "transformers-cls@v1"
     Options = TransformersOptions
+
+    def requirements(self, role: str) -> list[Requirement]:
+        return [transformers_model(role, self.options.model)]  # type: ignore[attr-defined]
 
     @property
     def identity(self) -> str:
