@@ -32,12 +32,22 @@ from hardneg.flows.request import config_param
 SHUTDOWN_GRACE_S = 10.0  # after SIGTERM, how long the runner may spend telling the server it stops
 
 
-def make_deployment(config: str | None, output: str, cron: str, name: str = "hardneg-scheduled") -> Any:
-    """A RunnerDeployment of `hardneg-generate` with a cron schedule (validated by Prefect)."""
+def make_deployment(
+    config: str | None,
+    output: str,
+    cron: str,
+    overrides: dict[str, Any] | None = None,
+    name: str = "hardneg-scheduled",
+) -> Any:
+    """A RunnerDeployment of `hardneg-generate` with a cron schedule (validated by Prefect); `overrides`
+    carry the inputs `serve` was given, as absolute paths."""
+    parameters: dict[str, Any] = {"config": config_param(config), "output": output}
+    if overrides:
+        parameters["overrides"] = overrides
     return generate.to_deployment(
         name=name,
         cron=cron,
-        parameters={"config": config_param(config), "output": output},
+        parameters=parameters,
         entrypoint_type=EntrypointType.MODULE_PATH,
         description="hardneg on a schedule: each run resumes in the same run folder",
     )
@@ -69,12 +79,14 @@ def check_server(api_url: str, timeout_s: float = 5.0) -> None:
         ) from None
 
 
-def serve(config: str | None, output: str, cron: str) -> None:  # pragma: no cover - blocks until stopped
+def serve(
+    config: str | None, output: str, cron: str, overrides: dict[str, Any] | None = None
+) -> None:  # pragma: no cover - blocks until stopped
     """Serve the deployment until SIGTERM or Ctrl+C, then stop cleanly (`StoppingRunner`). When the server
     is gone the shutdown would hang on retries, so SHUTDOWN_GRACE_S after the signal the process exits
     anyway."""
     runner = StoppingRunner()
-    runner.deployment_id = runner.add_deployment(make_deployment(config, output, cron))
+    runner.deployment_id = runner.add_deployment(make_deployment(config, output, cron, overrides))
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # before the runner starts: nothing to stop yet
     signal.signal(signal.SIGINT, runner.handle_sigterm)  # Ctrl+C stops the same way (asyncio leaves it be)
     asyncio.run(runner.start())

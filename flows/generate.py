@@ -48,7 +48,7 @@ from hardneg.flows import runners
 from hardneg.flows.local_server import start_tied_server
 from hardneg.flows.pipeline import plan, run_stages
 from hardneg.flows.progress import closing_summary, split_counts
-from hardneg.flows.request import config_label, config_param, resolve_run
+from hardneg.flows.request import check_scheduled_inputs, config_label, config_param, resolve_run
 from hardneg.flows.runners import Pool
 from hardneg.flows.stages import STAGES
 
@@ -153,6 +153,8 @@ def generate(
     log = get_run_logger()
     try:
         cfg, root = resolve_run(config, output, seed, overrides)
+        if from_deployment():
+            check_scheduled_inputs(cfg, config)
         plan(cfg, root)  # every check before anything is written
         with removed_on_bad_input(root), RunLock(root, f"Prefect flow run {run_name_or_default()}"):
             prepare_run(cfg, root)
@@ -170,6 +172,13 @@ def generate(
     _artifacts(root, manifest)
     c = manifest["counts"]
     return {"run_folder": str(root), "positives": c["positives"], "negatives": c["negatives"]}
+
+
+def from_deployment() -> bool:
+    """Whether this flow run was made by a deployment (a schedule, `prefect deployment run`)."""
+    from prefect.runtime import deployment
+
+    return deployment.id is not None
 
 
 def refused(busy: RunBusy) -> State:

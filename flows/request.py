@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from hardneg.core.config import DEFAULT_CONFIG, RunConfig, load_config
-from hardneg.core.errors import HardnegError, InputError
+from hardneg.core.errors import ConfigError, HardnegError, InputError
 from hardneg.core.gqa.stream import graph_files, iter_raw_graphs
 from hardneg.core.ids import id_problem
 from hardneg.core.io import not_writable
@@ -37,6 +37,19 @@ def resolve_run(
         return cfg, Path(output).expanduser().resolve()
     stem = cfg.name or f"{config_label(config)}-{cfg.fingerprint()[:8]}"
     return cfg, Path.cwd() / "outputs" / stem
+
+
+def check_scheduled_inputs(cfg: RunConfig, config: str | None) -> None:
+    """A schedule (`hardneg serve`, a deployment) runs on real inputs: a config that names none would run the
+    demo world every time, which is a mistake unless the demo config is what was asked for, by name."""
+    asked_for_demo = config is not None and config_label(config) == DEFAULT_CONFIG.stem
+    if cfg.inputs.scene_graphs is None and not asked_for_demo:
+        name = f"config {config_label(config)}" if config is not None else "the default config"
+        raise ConfigError(
+            f"{name} names no inputs, so every scheduled run would build the demo world: "
+            "give --scene-graphs (and --images), or inputs.scene_graphs in the config; "
+            "to schedule the demo world, say --config demo"
+        )
 
 
 def config_label(config: str | None) -> str:

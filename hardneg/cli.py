@@ -2,7 +2,7 @@
 
 hardneg run [--config FILE|NAME] [--scene-graphs PATH --images DIR] [--output DIR] [--seed N] [--no-prefect]
 hardneg split RUN [--config FILE] [--force]
-hardneg serve --cron CRON --output DIR [--config FILE|NAME]
+hardneg serve --cron CRON --output DIR [--config FILE|NAME] [--scene-graphs PATH --images DIR]
 
 Exit status: 0 done; 2 a user error (`HardnegError`: a bad config, a missing input, a busy run folder,
 a folder that cannot be written), one line on stderr, found before Prefect starts and before any folder
@@ -114,9 +114,11 @@ def cmd_split(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from hardneg.flows.pipeline import plan
-    from hardneg.flows.request import resolve_run
+    from hardneg.flows.request import check_scheduled_inputs, resolve_run
 
-    cfg, run_dir = resolve_run(args.config, args.output)
+    overrides = _overrides(args)
+    cfg, run_dir = resolve_run(args.config, args.output, None, overrides)
+    check_scheduled_inputs(cfg, args.config)
     plan(cfg, run_dir)  # fail now, not at 3 a.m.
     prefect_env_defaults()
     from hardneg.flows.deploy import check_cron, check_server, serve
@@ -125,8 +127,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if not os.environ.get("PREFECT_API_URL"):
         raise HardnegError("schedules need a running Prefect server: `prefect server start`, then set PREFECT_API_URL")
     check_server(os.environ["PREFECT_API_URL"])
-    print(f"serving hardneg-generate/hardneg-scheduled on {args.cron!r} into {run_dir} (Ctrl+C or SIGTERM stops)")
-    serve(args.config, str(run_dir), args.cron)
+    what = "the demo world" if cfg.inputs.scene_graphs is None else cfg.inputs.scene_graphs.name
+    print(
+        f"serving hardneg-generate/hardneg-scheduled on {args.cron!r}: {what} into {run_dir} (Ctrl+C or SIGTERM stops)"
+    )
+    serve(args.config, str(run_dir), args.cron, overrides or None)
     print("hardneg serve: stopped")
     return 0
 
@@ -180,6 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     srv = sub.add_parser("serve", help="serve a cron-scheduled deployment of the run (needs a Prefect server)")
     srv.add_argument("--cron", required=True, help='cron schedule, e.g. "0 3 * * 1"')
     srv.add_argument("--config", default=None, help="YAML config, read when each run starts")
+    srv.add_argument("--scene-graphs", default=None, help="GQA *_sceneGraphs.json file or folder of them")
+    srv.add_argument("--images", default=None, help="folder of <image_id>.jpg")
     srv.add_argument("--output", required=True, help="the run folder every scheduled run resumes in")
     srv.add_argument("-v", "--verbose", action="store_true")
     add_commands(sub)  # report, review

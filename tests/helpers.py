@@ -12,6 +12,7 @@ from hardneg.core.records import PathEdge, PathNode, Relation, SameEdge, SceneGr
 from hardneg.core.words.attribute_table import AttributeTable
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+PHOTOS = REPO_ROOT / "tests" / "data" / "photos8"  # eight real photos with their graphs (its README)
 
 
 def obj(

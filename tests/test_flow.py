@@ -182,5 +182,26 @@ def test_scheduled_deployment_carries_the_cron_and_parameters(tmp_path: Path):
 
 def test_serve_refuses_without_a_server(monkeypatch, capsys, tmp_path: Path):
     monkeypatch.delenv("PREFECT_API_URL", raising=False)
-    assert cli_main(["serve", "--cron", "0 3 * * *", "--output", str(tmp_path / "x")]) == 2
+    assert cli_main(["serve", "--cron", "0 3 * * *", "--config", "demo", "--output", str(tmp_path / "x")]) == 2
     assert "running Prefect server" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("config", [None, "gqa"])
+def test_serve_refuses_to_schedule_the_demo_world_unless_asked_for_by_name(config, monkeypatch, capsys, tmp_path):
+    """Failed before: `hardneg serve --config gqa` scheduled the 40-image demo world (the config names no
+    inputs, and serve took no --scene-graphs)."""
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")  # never reached: refused first
+    args = ["serve", "--cron", "0 3 * * *", "--output", str(tmp_path / "x"), *(["--config", config] if config else [])]
+    assert cli_main(args) == 2
+    err = capsys.readouterr().err
+    assert "names no inputs, so every scheduled run would build the demo world" in err and "--scene-graphs" in err
+    assert not (tmp_path / "x").exists()
+
+
+def test_serve_takes_the_inputs_as_run_does(tmp_path: Path):
+    """The deployment `serve` makes carries the inputs as absolute paths in its overrides."""
+    from hardneg.flows.deploy import make_deployment
+
+    overrides = {"inputs": {"scene_graphs": "/data/gqa/val_sceneGraphs.json", "images": "/data/gqa/images"}}
+    dep = make_deployment("gqa", str(tmp_path / "run"), "0 3 * * 1", overrides)
+    assert dep.parameters == {"config": "gqa", "output": str(tmp_path / "run"), "overrides": overrides}

@@ -22,10 +22,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import orjson
 import pytest
 
 from hardneg.core.runner.lock import RunLock
-from tests.helpers import REPO_ROOT
+from tests.helpers import PHOTOS, REPO_ROOT
 
 pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent
@@ -132,12 +133,17 @@ def _runs(server: Server, flow: str, state: str | None = None) -> list[dict[str,
 
 
 def test_a_scheduled_run_fires_completes_and_reports_to_the_server(server: Server, tmp_path: Path):
+    """On real photos (`tests/data/photos8`), as a schedule runs in real use."""
     config = tmp_path / "tiny.yaml"
-    config.write_text("demo: {n_scenes: 4}\nshard_size: 4\nimages: {enabled: false}\n")
+    config.write_text("shard_size: 4\nimages: {candidates: 2}\n")
     out = tmp_path / "run"
     log = (tmp_path / "serve.log").open("w")
+    inputs = {"scene_graphs": str(PHOTOS / "sceneGraphs.json"), "images": str(PHOTOS / "images")}
     serve = subprocess.Popen(
-        [str(BIN / "hardneg"), "serve", "--cron", "* * * * *", "--config", str(config), "--output", str(out)],
+        [
+            str(BIN / "hardneg"), "serve", "--cron", "* * * * *", "--config", str(config), "--output", str(out),
+            "--scene-graphs", inputs["scene_graphs"], "--images", inputs["images"],
+        ],  # fmt: skip
         env=server.env,
         cwd=tmp_path,
         stdout=log,
@@ -148,8 +154,9 @@ def test_a_scheduled_run_fires_completes_and_reports_to_the_server(server: Serve
         [done] = _wait("a scheduled run to complete", lambda: _deployment_runs(server, "COMPLETED"), 240, 3)
         fired_s = time.monotonic() - t0
         assert done["name"] == "run (tiny)"  # the run folder and the config, not a random name
-        assert done["parameters"] == {"config": str(config), "output": str(out)}
+        assert done["parameters"] == {"config": str(config), "output": str(out), "overrides": {"inputs": inputs}}
         assert (out / "manifest.json").is_file() and (out / "README.md").is_file()
+        assert orjson.loads((out / "manifest.json").read_bytes())["counts"]["ingest"]["images_kept"] == 8
 
         # The run a user clicks (the deployment's own, not its "stages of" subflow) has every stage's line
         # and the counts.
@@ -158,7 +165,7 @@ def test_a_scheduled_run_fires_completes_and_reports_to_the_server(server: Serve
             return messages if any(m.startswith("run folder: ") and "positives" in m for m in messages) else []
 
         messages = _wait("the run's closing summary in its logs", closing_summary_logged, 30)
-        assert any(m.startswith("paths ") and " in 4 " in m and "rejects" in m for m in messages), messages
+        assert any(m.startswith("paths ") and " in 8 " in m and "rejects" in m for m in messages), messages
         assert any(m.startswith("write ") for m in messages)
 
         # Artifacts a browser opens: stats.md as markdown, the counts as a table, no file:// link.
