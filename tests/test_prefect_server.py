@@ -139,11 +139,10 @@ def test_a_scheduled_run_fires_completes_and_reports_to_the_server(server: Serve
     out = tmp_path / "run"
     log = (tmp_path / "serve.log").open("w")
     inputs = {"scene_graphs": str(PHOTOS / "sceneGraphs.json"), "images": str(PHOTOS / "images")}
+    args = ["serve", "--cron", "* * * * *", "--config", str(config), "--output", str(out)]
+    args += ["--scene-graphs", inputs["scene_graphs"], "--images", inputs["images"]]
     serve = subprocess.Popen(
-        [
-            str(BIN / "hardneg"), "serve", "--cron", "* * * * *", "--config", str(config), "--output", str(out),
-            "--scene-graphs", inputs["scene_graphs"], "--images", inputs["images"],
-        ],  # fmt: skip
+        [str(BIN / "hardneg"), *args],
         env=server.env,
         cwd=tmp_path,
         stdout=log,
