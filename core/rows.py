@@ -9,8 +9,12 @@ out. The samples' rows are the `to_vanilla()` forms of `core/records.py`'s `Posi
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
 
 from hardneg.core.gqa.loader import validate_graph
 from hardneg.core.records import SceneGraph
@@ -188,6 +192,16 @@ class PositiveDecisionRow:
     reason: str | None = None
     scores: dict[str, float] = field(default_factory=dict)
     risk_reasons: list[Json] = field(default_factory=list)
+
+
+def kept_digest(positives: Iterable[Json], negatives: Iterable[Json]) -> str:
+    """What the decide stage keeps, as one digest: each sample's keep and chosen candidate, not the reasons
+    (their wording names the thresholds). Two decisions with one digest publish the same benchmark."""
+    rows = sorted(
+        [(0, r["id"], bool(r["keep"]), -1) for r in positives]
+        + [(1, r["id"], bool(r["keep"]), -1 if r.get("candidate") is None else r["candidate"]) for r in negatives]
+    )
+    return hashlib.blake2b(orjson.dumps(rows), digest_size=16).hexdigest()
 
 
 @dataclass(slots=True, kw_only=True)

@@ -21,7 +21,8 @@ import orjson
 from hardneg import __version__
 from hardneg.core.demo.world import GENERATOR_VERSION as DEMO_WORLD_VERSION
 from hardneg.core.io import JsonArrayWriter, temp_path, write_json
-from hardneg.core.runner.folder import created_on, input_paths, resolve_inputs
+from hardneg.core.rows import kept_digest
+from hardneg.core.runner.folder import created_on, demo_dir, resolve_inputs
 from hardneg.core.runner.publish import begin, publish
 from hardneg.core.runner.stage import Run, Stage, Unit
 from hardneg.core.splits import split_of
@@ -138,6 +139,7 @@ class WriteStage(Stage):
         dataset = write_dataset(root, images)  # the Hugging Face form: data/*/*/metadata.parquet, README.md
         write_card(root, dataset, manifest)
         unit.meta["dataset"] = {"rows": dataset["rows"], "images": dataset["images"]}
+        unit.meta["kept"] = kept_digest(positive_decisions.values(), decisions.values())  # what `split` compares
 
 
 def _concat(files: list[Path], out: Path) -> None:
@@ -224,7 +226,12 @@ def _manifest(
 def published_inputs(run: Run, ingest: dict[str, Any]) -> dict[str, Any]:
     """What the run read, as the manifest publishes it: by name (a path inside the run folder, as the demo's
     are, relative to it), never an absolute path, with the scene graphs' content digest."""
-    sg, images = input_paths(run.root, run.cfg)
+    cfg = run.cfg
+    if cfg.inputs.scene_graphs is None:  # the demo world, inside the run folder
+        sg, images = demo_dir(run.root) / "demo_sceneGraphs.json", demo_dir(run.root) / "images"
+    else:  # as the config names them: split reads no input, and they may be gone
+        sg = cfg.resolve(cfg.inputs.scene_graphs)
+        images = cfg.resolve(cfg.inputs.images) if cfg.inputs.images is not None else None
     return {
         "scene_graphs": _public_path(str(sg), run.root),
         "images": _public_path(str(images), run.root) if images is not None else None,

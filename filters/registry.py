@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from hardneg.core.config_files import describe_errors
 from hardneg.core.errors import ConfigError
 from hardneg.core.plugins import FILTERS
 from hardneg.filters.base import Filter, Settings
@@ -25,10 +26,8 @@ def _settings(model: type[Settings], values: dict[str, Any] | None, where: str) 
     try:
         return model.model_validate(values or {})
     except ValidationError as e:
-        first = e.errors()[0]
-        key = ".".join(str(x) for x in first["loc"])
-        msg = "unknown key" if first["type"] == "extra_forbidden" else first["msg"]
-        raise ConfigError(f"config {where}{'.' + key if key else ''}: {msg}") from None
+        said = describe_errors(e, model).replace("(did you mean ", f"(did you mean {where}.")
+        raise ConfigError(f"config {where}.{said}") from None
 
 
 def build(name: str, options: dict[str, Any] | None, batch_size: int = 16, where: str = "") -> Filter:

@@ -11,17 +11,19 @@ Plain Python: no Prefect here.
 from __future__ import annotations
 
 import difflib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hardneg.core.config import RunConfig, apply_overrides, leaf_keys
 from hardneg.core.errors import ConfigError, HardnegError
+from hardneg.core.rows import kept_digest
 from hardneg.core.runner.folder import prepare_run, removed_on_bad_input, stored_config
 from hardneg.core.runner.lock import RunLock
 from hardneg.core.runner.progress import Progress
 from hardneg.core.runner.publish import publishing, rollback
-from hardneg.core.runner.stage import Run
-from hardneg.exports.finecops import read_manifest
+from hardneg.core.runner.stage import SUMMARY, Run
+from hardneg.exports.finecops import publishable, read_manifest
 from hardneg.flows.preflight import preflight
 from hardneg.flows.request import check_request
 from hardneg.flows.resplit_guard import keep_if_refused, refuse_emptying
@@ -74,13 +76,24 @@ def resplittable_keys() -> set[str]:
     return {k for k in decision if not any(k == o or k.startswith(o + ".") or o.startswith(k + ".") for o in other)}
 
 
+@dataclass(frozen=True, slots=True)
+class SplitOutcome:
+    """What `hardneg split` did: the manifest after it, the keys whose values it changed (old -> new, against
+    the settings the run's outputs were made with), and whether the outputs changed at all."""
+
+    manifest: dict[str, Any]
+    changed: list[tuple[str, Any, Any]]
+    unchanged: bool = False
+
+
 def resplit(
     root: Path, overrides: dict[str, Any], force: bool = False, progress: Progress | None = None
-) -> dict[str, Any]:
+) -> SplitOutcome:
     """Re-decide and re-split a finished run from its stored scores: the run's config (as `hardneg run`
     made it) plus `overrides`, every call starting afresh from the run's config. Refuses a key that would
     need new samples or scores, a run whose stored work is incomplete or was made for another config, and
-    (unless `force`) a rule that would now drop everything it sees: the run folder is then left as it was."""
+    (unless `force`) a rule that would now drop everything it sees: the run folder is then left as it was.
+    A change that keeps and drops exactly the samples the run has leaves it as it was too (`unchanged`)."""
     base = stored_config(root)
     allowed = resplittable_keys()
     for key in leaf_keys(overrides):
@@ -96,7 +109,35 @@ def resplit(
         return _resplit(root, apply_overrides(base, overrides), force, progress)
 
 
-def _resplit(root: Path, cfg: RunConfig, force: bool, progress: Progress | None) -> dict[str, Any]:
+def changed_keys(root: Path, cfg: RunConfig, keys: set[str]) -> list[tuple[str, Any, Any]]:
+    """(key, value the published outputs were made with, value now; None: not set, the default) for every
+    leaf under `keys` that differs; the published values are the manifest's (its config as `hardneg run`
+    or the last split left it)."""
+    try:
+        published = _leaves(read_manifest(root)["config"])
+    except (OSError, KeyError, ValueError):
+        return []
+    now = _leaves(publishable(cfg.model_dump(mode="json"), root))
+    diff = {k for k in published.keys() | now.keys() if published.get(k) != now.get(k) and _under(k, keys)}
+    deepest = [k for k in diff if not any(o.startswith(k + ".") for o in diff)]  # {} -> {seam: ...}: the leaf
+    return sorted((k, published.get(k), now.get(k)) for k in deepest)
+
+
+def _leaves(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in tree.items():
+        if isinstance(v, dict) and v:
+            out |= _leaves(v, f"{prefix}{k}.")
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+class _NothingChanged(Exception):
+    """Raised inside `keep_if_refused` to put the decide stage back: its new decisions are the old ones."""
+
+
+def _resplit(root: Path, cfg: RunConfig, force: bool, progress: Progress | None) -> SplitOutcome:
     run = plan(cfg, root, frozen_inputs=True)  # the run folder is all split reads
     run.progress = progress or run.progress
     rollback(root)  # an interrupted run's or split's outputs: back to the last finished one's
@@ -106,11 +147,37 @@ def _resplit(root: Path, cfg: RunConfig, force: bool, progress: Progress | None)
             f"{root} cannot be re-split: " + "; ".join(problems[:5]) + "; rerun `hardneg run` to complete it"
         )
     decision = [name for name in run.order if run.stages[name].decision]
-    with publishing(root):
-        with keep_if_refused(run, decision[0]) as before:
-            run.run_stage(decision[0])
+    changed = changed_keys(root, cfg, resplittable_keys())
+    if all(run.is_complete(name) for name in decision):  # these very settings made the outputs
+        return SplitOutcome(read_manifest(root), changed, unchanged=True)
+    first, rest = decision[0], decision[1:]
+    published = _published_kept(run)
+    try:
+        with keep_if_refused(run, first) as before:
+            run.run_stage(first)
             if not force:
-                refuse_emptying(run, decision[0], before)
-        for name in decision[1:]:
+                refuse_emptying(run, first, before)
+            later_keys = {k for name in rest for k in run.stages[name].config}
+            kept = kept_digest(run.read_all(first, "positives"), run.read_all(first, "negatives"))
+            if kept == published and not [c for c in changed if _under(c[0], later_keys)]:
+                raise _NothingChanged
+    except _NothingChanged:
+        return SplitOutcome(read_manifest(root), changed, unchanged=True)
+    with publishing(root):
+        for name in rest:
             run.run_stage(name)
-    return read_manifest(root)
+    return SplitOutcome(read_manifest(root), changed)
+
+
+def _published_kept(run: Run) -> str | None:
+    """The decisions the published outputs were written from (the write stage's record of them), when every
+    stage after the write stage finished for them too; None otherwise (then nothing is taken as unchanged)."""
+    names = [n for n in run.order if run.stages[n].decision]
+    write = next((n for n in names if run.stages[n].publishes and run.stages[n].reads_all), None)
+    if write is None or not all((run.stage_dir(n) / SUMMARY).exists() for n in names):
+        return None
+    return run.summary(write)["meta"].get("kept")
+
+
+def _under(key: str, keys: set[str]) -> bool:
+    return any(key == k or key.startswith(k + ".") for k in keys)

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import orjson
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -97,12 +98,49 @@ def split_counts(manifest: dict[str, Any]) -> dict[tuple[str, str], int]:
     return out
 
 
-def split_table(before: dict[str, Any], after: dict[str, Any]) -> str:
-    """Counts per kind and split before and after a `hardneg split`, as a text table."""
+def export_counts(root: Path) -> dict[tuple[str, str], int]:
+    """Per (export: kind, split): what each export of the run folder holds (its `summary.json` counts)."""
+    out: dict[tuple[str, str], int] = {}
+    for f in sorted(root.glob("*/summary.json")):
+        try:
+            summary = orjson.loads(f.read_bytes())
+            shape, counts = summary["shape"], summary.get("counts", {})
+            for kind, per_split in counts.items():
+                for split, n in per_split.items():
+                    if isinstance(n, int):
+                        out[(f"{shape}: {kind}", split)] = n
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            continue  # a folder that is no export, or an export from another version: not counted
+    return out
+
+
+def split_table(
+    before: dict[str, Any],
+    after: dict[str, Any],
+    exports_before: dict[tuple[str, str], int] | None = None,
+    exports_after: dict[tuple[str, str], int] | None = None,
+) -> str:
+    """Counts per kind and split before and after a `hardneg split`, as a text table: the FineCops-Ref
+    samples, then every export's (TRICD, the probes, ImageCoDe), so an export that lost everything shows."""
     import pandas as pd
 
-    b, a = split_counts(before), split_counts(after)
-    rows = [{"kind": k, "split": s, "before": b.get((k, s), 0), "after": a.get((k, s), 0)} for k, s in a | b]
+    b = split_counts(before) | (exports_before or {})
+    a = split_counts(after) | (exports_after or {})
+    kinds = list(dict.fromkeys(k for k, _ in split_counts(after)))  # positives, text, image negatives
+    splits = {"train": 0, "val": 1, "test": 2}
+
+    def order(key: tuple[str, str]) -> tuple[int, str, int]:  # the samples in their order, then the exports
+        kind, split = key
+        return (
+            (kinds.index(kind), "", splits.get(split, 3)) if kind in kinds else (len(kinds), kind, splits.get(split, 3))
+        )
+
+    keys = sorted(a | b, key=order)
+    rows = [
+        {"kind": k, "split": s, "before": b.get((k, s), 0), "after": a.get((k, s), 0)}
+        for k, s in keys
+        if b.get((k, s), 0) or a.get((k, s), 0)
+    ]
     df = pd.DataFrame(rows).set_index(["kind", "split"])
     df["change"] = [f"{d:+d}" if d else "" for d in df["after"] - df["before"]]
     return df.to_string()

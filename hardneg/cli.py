@@ -96,19 +96,27 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_split(args: argparse.Namespace) -> int:
     from hardneg.exports.finecops import read_manifest
     from hardneg.flows.pipeline import resplit
-    from hardneg.flows.progress import Terminal, split_table
+    from hardneg.flows.progress import Terminal, export_counts, split_table
 
     root = Path(args.run).resolve()
     if not root.is_dir():
         raise HardnegError(f"run folder not found: {args.run}")
     overrides = read_mapping(Path(args.config)) if args.config is not None else {}
     before = read_manifest(root) if (root / "manifest.json").is_file() else None
+    exports_before = export_counts(root)
     t0 = time.perf_counter()
     with Terminal() as terminal:
-        manifest = resplit(root, overrides, force=args.force, progress=terminal)
-    print(f"re-split {root} in {time.perf_counter() - t0:.1f}s")
+        outcome = resplit(root, overrides, force=args.force, progress=terminal)
+    took = time.perf_counter() - t0
+    for key, old, new in outcome.changed:
+        print(f"  {key}: {'default' if old is None else old} -> {'default' if new is None else new}")
+    if outcome.unchanged:
+        why = "they keep and drop the same samples" if outcome.changed else "its outputs were made with these settings"
+        print(f"nothing changed in {root} ({why}; {took:.1f}s): the run is left as it was")
+        return 0
+    print(f"re-split {root} in {took:.1f}s")
     if before is not None:
-        print(split_table(before, manifest))
+        print(split_table(before, outcome.manifest, exports_before, export_counts(root)))
     return 0
 
 

@@ -147,7 +147,7 @@ def test_a_run_on_outside_photos_splits_again_and_again_and_once_moved_without_i
     args = ["--scene-graphs", str(inputs / "sceneGraphs.json"), "--images", str(inputs / "images")]
     assert main(["run", "--no-prefect", "--config", cfg, "--output", str(run), *args]) == 0
     stricter = tmp_path / "stricter.yaml"
-    stricter.write_text("filters: {thresholds: {seam: {max: 0.05}}}\n")
+    stricter.write_text("negative_mix: {per_positive: 0.3}\n")  # fewer text negatives: it changes the splits
     for _ in range(2):
         assert main(["split", str(run), "--config", str(stricter)]) == 0
     published = run / "data" / "positives"
@@ -157,5 +157,35 @@ def test_a_run_on_outside_photos_splits_again_and_again_and_once_moved_without_i
     moved = tmp_path / "elsewhere" / "run"
     shutil.copytree(run, moved)
     shutil.rmtree(inputs)  # the inputs are gone: split reads the run folder only
+    stricter.write_text("negative_mix: {per_positive: 0.5}\n")  # a real re-split, with the inputs gone
     assert main(["split", str(moved), "--config", str(stricter)]) == 0
-    assert _manifest(moved)["thresholds"]["seam"]["max"] == 0.05
+    assert _manifest(moved)["config"]["negative_mix"]["per_positive"] == 0.5
+
+
+def test_split_names_the_keys_it_changed_and_shows_the_exports(run: Path, tmp_path: Path, capsys):
+    """Failed before: the table had the splits only (an export that lost every set said nothing), and
+    no line said which settings had changed."""
+    assert main(["split", str(run), "--config", _yaml(tmp_path, "filters: {thresholds: {seam: {max: 0.01}}}\n")]) == 0
+    out = capsys.readouterr().out
+    assert "  filters.thresholds.seam.max: default -> 0.01" in out.splitlines()
+    kinds = {line.split("  ")[0].strip() for line in out.splitlines()}
+    assert {"tricd: positive pairs", "probes: probe_c/composition"} <= kinds, out
+
+
+def test_a_split_that_changes_nothing_says_so_and_leaves_the_run_as_it_was(run: Path, tmp_path: Path, capsys):
+    """Failed before: a threshold that keeps and drops the same samples rebuilt every output and the
+    report (18 s on the demo), and said nothing."""
+    loose = _yaml(tmp_path, "filters: {thresholds: {seam: {max: 0.999}}}\n")  # looser than any score kept
+    before = _snapshot(run)
+    assert main(["split", str(run), "--config", loose]) == 0
+    out = capsys.readouterr().out
+    assert "nothing changed" in out and "they keep and drop the same samples" in out
+    assert _snapshot(run) == before  # the decide stage's work included: the run is as it was
+    assert main(["split", str(run)]) == 0  # the run's own settings: nothing to do at all
+    assert "its outputs were made with these settings" in capsys.readouterr().out
+    assert _snapshot(run) == before
+
+
+def test_a_misspelt_threshold_names_the_key_it_meant(run: Path, tmp_path: Path, capsys):
+    assert main(["split", str(run), "--config", _yaml(tmp_path, "filters: {thresholds: {seam: {maxx: 0.1}}}\n")]) == 2
+    assert "(did you mean filters.thresholds.seam.max?)" in capsys.readouterr().err
