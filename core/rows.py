@@ -194,14 +194,17 @@ class PositiveDecisionRow:
     risk_reasons: list[Json] = field(default_factory=list)
 
 
-def kept_digest(positives: Iterable[Json], negatives: Iterable[Json]) -> str:
-    """What the decide stage keeps, as one digest: each sample's keep and chosen candidate, not the reasons
-    (their wording names the thresholds). Two decisions with one digest publish the same benchmark."""
+def kept_digest(positives: Iterable[Json], negatives: Iterable[Json], meta: Json) -> str:
+    """What the decide stage's decisions publish, as one digest: each sample's keep and chosen candidate
+    (not the reasons: their wording names the thresholds), and what the human filter and the audit said
+    (`meta`'s review and audit, which stats.md and the card report). Two decisions with one digest
+    publish the same benchmark."""
     rows = sorted(
         [(0, r["id"], bool(r["keep"]), -1) for r in positives]
         + [(1, r["id"], bool(r["keep"]), -1 if r.get("candidate") is None else r["candidate"]) for r in negatives]
     )
-    return hashlib.blake2b(orjson.dumps(rows), digest_size=16).hexdigest()
+    said = {k: meta.get(k) for k in ("review", "audit")}
+    return hashlib.blake2b(orjson.dumps([rows, said], option=orjson.OPT_SORT_KEYS), digest_size=16).hexdigest()
 
 
 @dataclass(slots=True, kw_only=True)

@@ -139,7 +139,8 @@ class WriteStage(Stage):
         dataset = write_dataset(root, images)  # the Hugging Face form: data/*/*/metadata.parquet, README.md
         write_card(root, dataset, manifest)
         unit.meta["dataset"] = {"rows": dataset["rows"], "images": dataset["images"]}
-        unit.meta["kept"] = kept_digest(positive_decisions.values(), decisions.values())  # what `split` compares
+        # what `hardneg split` compares: the decisions this wrote out
+        unit.meta["kept"] = kept_digest(positive_decisions.values(), decisions.values(), summaries["decide"]["meta"])
 
 
 def _concat(files: list[Path], out: Path) -> None:
