@@ -245,6 +245,12 @@ class NegativeMixConfig(_Strict):
         return v
 
 
+class ReviewConfig(_Strict):
+    """What a run publishes of the human filter (`hardneg review`)."""
+
+    publish_annotators: bool = False  # False: published files name annotators "annotator 1", "annotator 2", ...
+
+
 class RiskConfig(_Strict):
     """Each positive's risk, what its graph cannot rule out (generators/paths/annotation_rules.py): the review
     app shows the riskiest first; `max` drops positives above it (`hardneg split` may change it)."""
@@ -329,6 +335,7 @@ class RunConfig(_Strict):
     refine: RefineConfig = RefineConfig()
     negative_mix: NegativeMixConfig = Field(default_factory=NegativeMixConfig)
     risk: RiskConfig = RiskConfig()
+    review: ReviewConfig = ReviewConfig()
     images: ImagesConfig = Field(default_factory=ImagesConfig)
     filters: FiltersConfig = FiltersConfig()
     exports: ExportsConfig = Field(default_factory=ExportsConfig)  # the other benchmark shapes (core/config_exports.py)

@@ -40,7 +40,7 @@ from hardneg.filters.mix import VERSION as MIX_VERSION
 from hardneg.filters.mix import MixItem, mix
 from hardneg.filters.refine import RefinePair, refine
 from hardneg.generators.paths.annotation_rules import RISK_WEIGHTS, combine, risk_band
-from hardneg.review.apply import apply_labels, load_labels
+from hardneg.review.apply import apply_labels, load_labels, pseudonymous
 from hardneg.review.apply import summary as review_summary
 from hardneg.review.audit import audit_key, audit_summary
 
@@ -88,6 +88,7 @@ class DecideStage(Stage):
         "negative_mix",
         "language.negative_types",
         "risk",
+        "review",
     )
     sharded = False
     decision = True
@@ -269,6 +270,8 @@ class DecideStage(Stage):
     def _review(self, unit: Unit, positives: list[dict[str, Any]], negatives: list[dict[str, Any]]) -> None:
         """The human filter, applied in place: dropped samples get keep False and the reason."""
         labels = load_labels(unit.root)
+        if not unit.cfg.review.publish_annotators:  # the reasons and counts are published: no names in them
+            labels = pseudonymous(labels)
         unit.meta["review"] = review_summary(labels)
         unit.meta["audit"] = audit_summary(unit.root, labels)  # {} without an audit (review/audit.py)
         if not labels:

@@ -19,7 +19,7 @@ from hardneg.core.gqa.stream import graph_files, iter_raw_graphs
 from hardneg.core.ids import id_problem
 from hardneg.core.io import not_writable
 from hardneg.core.runner.folder import CONFIG_FILE
-from hardneg.core.runner.lock import LOCK_FILE
+from hardneg.core.runner.lock import LOCK_FILE, RunBusy, holder
 
 
 def resolve_run(
@@ -120,12 +120,22 @@ def check_images_present(scene_graphs: Path, images: Path, checked: int, share: 
         )
 
 
+def _only_a_lock(p: Path) -> bool:
+    """`work/` holding nothing but a lock file (a first run that ended before it wrote anything), or a lock
+    file an older version kept at the top of the folder."""
+    if p.name == LOCK_FILE:
+        return True
+    return p.name == "work" and p.is_dir() and {q.name for q in p.iterdir()} <= {LOCK_FILE}
+
+
 def check_output(root: Path) -> None:
     """The run folder is new, empty, or a hardneg run folder (which the run resumes)."""
     if root.exists() and not root.is_dir():
         raise HardnegError(f"output {root} is a file; give a folder for the run")
     if root.is_dir() and not (root / CONFIG_FILE).exists():
-        others = [p.name for p in root.iterdir() if p.name != LOCK_FILE]
+        if who := holder(root):  # a first run that is still making its folder
+            raise RunBusy(f"{root} is being written by {who}; wait for it to finish")
+        others = [p.name for p in root.iterdir() if not _only_a_lock(p)]
         if others:
             raise HardnegError(
                 f"output {root} is a folder that is not a hardneg run (it holds {others[0]!r}"

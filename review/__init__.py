@@ -2,7 +2,7 @@
 
 FineCops-Ref's last quality gate is a human filter: annotators see the target in a red box
 and the related objects in green and blue, and mark each level-2/3 sample Correct, Ambiguous or Wrong
-expression. Decisions live in `RUN/review.sqlite`; `apply.py` turns them into drops for `hardneg split`.
+expression. Decisions live in `RUN/work/review.sqlite`; `apply.py` turns them into drops for `hardneg split`.
 This package reads run folders defensively (older or newer versions), and imports only `hardneg.core`.
 """
 

@@ -18,14 +18,14 @@ import logging
 import sqlite3
 from collections import Counter
 from collections.abc import Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from hardneg.core.errors import HardnegError
 from hardneg.review.agreement import pairwise
 from hardneg.review.labels import DROPPING, NEGATIVE_LABELS, POSITIVE_LABELS, SEVERITY
-from hardneg.review.store import FILENAME, ReviewStore
+from hardneg.review.store import ReviewStore, store_path
 
 log = logging.getLogger(__name__)
 
@@ -89,14 +89,30 @@ def decide_all(store: ReviewStore) -> dict[int, Label]:
     return {item: decide(item, v, adjudicators) for item, v in store.current().items()}
 
 
+def pseudonymous(labels: dict[int, Label]) -> dict[int, Label]:
+    """The labels with each annotator named "annotator k" (k by name order), for what a run publishes
+    (rejects, stats, the card, the manifest, the report) unless `review.publish_annotators` says names
+    may go out: who labelled is the team's business, how many and how they agreed is the reader's."""
+    names = sorted({who for lab in labels.values() for who in (*lab.votes, *lab.annotators)})
+    alias = {who: f"annotator {k}" for k, who in enumerate(names, 1)}
+    return {
+        i: replace(
+            lab,
+            annotators=tuple(alias[w] for w in lab.annotators),
+            votes={alias[w]: v for w, v in lab.votes.items()},
+        )
+        for i, lab in labels.items()
+    }
+
+
 def load_labels(run_dir: str | Path) -> dict[int, Label]:
-    """The labels in force in `RUN/review.sqlite` (the latest of each annotator); {} when nobody reviewed."""
-    if not (Path(run_dir) / FILENAME).is_file():
+    """The labels in force in `RUN/work/review.sqlite` (the latest of each annotator); {} when nobody reviewed."""
+    if not store_path(run_dir).is_file():
         return {}
     try:
         return decide_all(ReviewStore(run_dir, create=False))
     except sqlite3.DatabaseError as e:  # a corrupt or foreign file: say which, do not guess
-        raise HardnegError(f"{Path(run_dir) / FILENAME}: not a readable review store ({e})") from None
+        raise HardnegError(f"{store_path(run_dir)}: not a readable review store ({e})") from None
 
 
 def _drop(record: dict[str, Any], reason: str, label: Label) -> dict[str, Any]:

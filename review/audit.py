@@ -3,17 +3,18 @@
 The review queue puts the samples the scores most doubt first, so its labels say nothing about the share
 of bad samples in what ships. The audit draws instead at random from the kept positives and negatives
 (`RUN/splits/<split>/`), stratified by kind (positive, text negative, image negative), type and level,
-stores the sample in `RUN/review.sqlite` (`ReviewStore.audit`), and the app serves only those items,
+stores the sample in `RUN/work/review.sqlite` (`ReviewStore.audit`), and the app serves only those items,
 without scores (`hardneg review RUN --audit N`). From their labels (the decision in force per item, the
 same rule as everywhere: `apply.decide`) come the estimated share of negatives still true and of
 positives unusable, per stratum and per negative type with 95% Wilson intervals, and overall, weighted by
 the strata's sizes in the dataset the sample was drawn from. The labels vote like any other: an audited
 negative found Still true is dropped by the next `hardneg split`, and still counts in the estimate.
 
-Allocation (`allocate`): every non-empty stratum first gets `MIN_PER_STRATUM` items (all it has when it
-is smaller; `N // strata` each when N cannot give every stratum that many), and the rest is divided in
-proportion to the strata's sizes by largest remainders, never more than a stratum holds. Within a
-stratum the items are taken in a seeded hash order, so a larger N with the same seed extends the sample.
+Allocation (`allocate`): every non-empty stratum first gets one item (when N is below the number of
+strata, the command says so, and the kinds take turns so none goes unseen), then `MIN_PER_STRATUM` each
+where N allows every stratum that many, and the rest in proportion to the strata's sizes, never more than a
+stratum holds. The audit holds exactly N items: a larger N extends the stored sample to N. Within a stratum
+the items are taken in a seeded hash order, so a larger N with the same seed extends the sample.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from typing import Any
 from hardneg.core.errors import HardnegError
 from hardneg.review.apply import Label, load_labels
 from hardneg.review.labels import kind_of
-from hardneg.review.store import FILENAME, AuditSample, ReviewStore
+from hardneg.review.store import FILENAME, AuditSample, ReviewStore, store_path
 
 MIN_PER_STRATUM = 3  # "a few per stratum": enough for a stratum's interval to mean something
 Z95 = 1.959963984540054  # the normal quantile of a two-sided 95% interval
@@ -62,23 +63,44 @@ def _split_stratum(key: str) -> tuple[str, str, str]:
     return kind, typ, level
 
 
-def allocate(sizes: Mapping[str, int], n: int, minimum: int = MIN_PER_STRATUM) -> dict[str, int]:
-    """Items per stratum: a floor for every non-empty stratum, the rest in proportion to size (largest
-    remainders, ties by name), capped by each stratum's size; sums to min(n, total)."""
+def allocate(
+    sizes: Mapping[str, int], n: int, minimum: int = MIN_PER_STRATUM, have: Mapping[str, int] | None = None
+) -> dict[str, int]:
+    """Items per stratum, summing to exactly max(what `have` holds, min(n, total)): first one item for
+    every non-empty stratum (when `n` is below the number of strata, one each in turn over the kinds, the
+    largest strata first, so no kind goes unseen), then `minimum` each where `n` allows every stratum that
+    many, then the rest in proportion to size (the largest shortfall first, ties by name), never more than
+    a stratum holds and never fewer than `have` already drew from it (an audit extended from N1 to N2
+    holds N2 items)."""
     strata = sorted(k for k, v in sizes.items() if v > 0)
-    n = max(0, min(n, sum(sizes[k] for k in strata)))
+    alloc = {k: min((have or {}).get(k, 0), sizes[k]) for k in strata}
+    n = max(sum(alloc.values()), min(n, sum(sizes[k] for k in strata)))
+
+    def give(k: str, up_to: int) -> None:
+        alloc[k] = max(alloc[k], min(up_to, sizes[k], alloc[k] + n - sum(alloc.values())))
+
+    for k in coverage_order(strata, sizes):
+        give(k, 1)
     floor = min(minimum, n // len(strata)) if strata else 0
-    alloc = {k: min(sizes[k], floor) for k in strata}
-    while (left := n - sum(alloc.values())) > 0:
-        open_ = [k for k in strata if alloc[k] < sizes[k]]
-        total = sum(sizes[k] for k in open_)
-        quota = {k: left * sizes[k] / total for k in open_}
-        for k in open_:
-            alloc[k] += min(int(quota[k]), sizes[k] - alloc[k])
-        left = n - sum(alloc.values())
-        for k in sorted(open_, key=lambda k: (-(quota[k] - int(quota[k])), k))[:left]:
-            alloc[k] += alloc[k] < sizes[k]
+    for k in coverage_order(strata, sizes):
+        give(k, floor)
+    base, rest = dict(alloc), n - sum(alloc.values())
+    total = sum(sizes[k] for k in strata)
+    target = {k: base[k] + rest * sizes[k] / total for k in strata} if total else {}
+    while sum(alloc.values()) < n:
+        k = min((k for k in strata if alloc[k] < sizes[k]), key=lambda k: (alloc[k] - target[k], k))
+        alloc[k] += 1
     return {k: v for k, v in alloc.items() if v}
+
+
+def coverage_order(strata: list[str], sizes: Mapping[str, int]) -> list[str]:
+    """The strata in the order a small sample reaches them: one of each kind in turn (positive, text
+    negative, image negative), the largest stratum of each first."""
+    by_kind: dict[str, list[str]] = defaultdict(list)
+    for k in sorted(strata, key=lambda k: (-sizes[k], k)):
+        by_kind[k.split("/")[0]].append(k)
+    queues = [by_kind[kind] for kind in sorted(by_kind)]
+    return [q[i] for i in range(max(map(len, queues), default=0)) for q in queues if i < len(q)]
 
 
 def _order(seed: int, item_id: Any) -> int:
@@ -86,28 +108,38 @@ def _order(seed: int, item_id: Any) -> int:
     return int.from_bytes(hashlib.blake2b(f"{seed}:{item_id}".encode(), digest_size=8).digest(), "big")
 
 
-def draw(records: Iterable[dict[str, Any]], n: int, seed: int) -> tuple[dict[int, str], dict[str, int]]:
-    """(audited id -> stratum, stratum -> size): `n` items of `records` by `allocate`, the first of each
-    stratum in the seeded order."""
+def draw(
+    records: Iterable[dict[str, Any]], n: int, seed: int, stored: Mapping[int, str] | None = None
+) -> tuple[dict[int, str], dict[str, int]]:
+    """(newly drawn id -> stratum, stratum -> size): what `n` items by `allocate` add to the `stored` ones
+    (each stays and counts in its stratum), the first of each stratum in the seeded order. A stored item
+    the labels have dropped from the dataset since still belongs to the population it was drawn from."""
     by_stratum: dict[str, list[int]] = defaultdict(list)
     for r in records:
         if isinstance(r.get("id"), int):
             by_stratum[stratum_of(r)].append(r["id"])
-    sizes = {k: len(v) for k, v in by_stratum.items()}
+    stored = stored or {}
+    present = {i for ids in by_stratum.values() for i in ids}
+    gone = Counter(k for i, k in stored.items() if i not in present)
+    sizes = {k: len(by_stratum.get(k, ())) + gone[k] for k in by_stratum.keys() | gone.keys()}
+    have = Counter(stored.values())
     chosen: dict[int, str] = {}
-    for k, count in allocate(sizes, n).items():
-        for item_id in sorted(by_stratum[k], key=lambda i: _order(seed, i))[:count]:
+    for k, count in allocate(sizes, n, have=have).items():
+        fresh = [i for i in sorted(by_stratum[k], key=lambda i: _order(seed, i)) if i not in stored]
+        for item_id in fresh[: count - have[k]]:
             chosen[item_id] = k
     return chosen, sizes
 
 
 @dataclass(frozen=True, slots=True)
 class DrawResult:
-    """What a draw did, for the command line: the sample now, and how many items this draw added."""
+    """What a draw did, for the command line: the sample now, how many items this draw added, how many
+    were asked for, and how many strata the dataset has (more than N: some went without an item)."""
 
     sample: AuditSample
     added: int
     asked: int
+    strata: int
 
 
 def draw_audit(run_dir: str | Path, n: int, seed: int) -> DrawResult:
@@ -130,17 +162,12 @@ def draw_audit(run_dir: str | Path, n: int, seed: int) -> DrawResult:
             f"this run's audit was drawn with --seed {before.seed}; draw more with that seed "
             f"(or delete the audit tables of {FILENAME} to start another)"
         )
-    chosen, sizes = draw(records, n, seed)
-    # a stored item the audit's labels have dropped since still belongs to the population it came from
-    population = Counter(sizes)
-    if before is not None:
-        present = {r.get("id") for r in records}
-        population.update(Counter(k for i, k in before.items.items() if i not in present))
+    chosen, population = draw(records, n, seed, before.items if before is not None else None)
     at = datetime.now(UTC).isoformat(timespec="seconds")
-    added = store.add_audit(chosen, seed=seed, asked=n, population=dict(population), at=at)
+    added = store.add_audit(chosen, seed=seed, asked=n, population=population, at=at)
     sample = store.audit()
     assert sample is not None
-    return DrawResult(sample, added, n)
+    return DrawResult(sample, added, n, sum(1 for v in population.values() if v))
 
 
 def audit_order(sample: AuditSample) -> list[int]:
@@ -239,9 +266,9 @@ def estimate(sample: AuditSample, labels: Mapping[int, Label]) -> dict[str, Any]
 
 
 def audit_summary(run_dir: str | Path, labels: Mapping[int, Label] | None = None) -> dict[str, Any]:
-    """The run's audit estimates from `RUN/review.sqlite`; {} when no audit was drawn (the decide stage's
+    """The run's audit estimates from `RUN/work/review.sqlite`; {} when no audit was drawn (the decide stage's
     meta carries them to stats.md)."""
-    if not (Path(run_dir) / FILENAME).is_file():
+    if not store_path(run_dir).is_file():
         return {}
     sample = ReviewStore(run_dir, create=False).audit()
     if sample is None:
@@ -251,7 +278,7 @@ def audit_summary(run_dir: str | Path, labels: Mapping[int, Label] | None = None
 
 def audit_key(run_dir: str | Path) -> str | None:
     """A digest of the drawn sample (None without one): a new draw re-decides, so stats.md shows it."""
-    if not (Path(run_dir) / FILENAME).is_file():
+    if not store_path(run_dir).is_file():
         return None
     sample = ReviewStore(run_dir, create=False).audit()
     if sample is None:

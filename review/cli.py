@@ -30,14 +30,14 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
         action="append",
         default=[],
         metavar="NAME",
-        help="an annotator name whose label is the final word (repeatable; kept in RUN/review.sqlite)",
+        help="an annotator name whose label is the final word (repeatable; kept in RUN/work/review.sqlite)",
     )
     rev.add_argument(
         "--audit",
         type=int,
         metavar="N",
         help="draw (or extend) a random sample of N items of the final dataset, stratified by kind, type and "
-        "level, kept in RUN/review.sqlite, and serve only those, without scores (docs/review.md)",
+        "level, kept in RUN/work/review.sqlite, and serve only those, without scores (docs/review.md)",
     )
     rev.add_argument("--seed", type=int, default=0, help="seed of the audit's draw (default 0; keep it to extend)")
     rev.add_argument("-v", "--verbose", action="store_true")
@@ -60,7 +60,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _draw(run_dir: Path, n: int, seed: int) -> None:
+def draw_and_say(run_dir: Path, n: int, seed: int) -> None:
     """Draw the audit and say what the draw did: a first draw, an extension, or nothing new."""
     from hardneg.review.audit import draw_audit
 
@@ -74,6 +74,12 @@ def _draw(run_dir: Path, n: int, seed: int) -> None:
         what = f"nothing new drawn: the audit already holds {total} items (a larger N extends it)"
     strata = len(set(done.sample.items.values()))
     print(f"audit (seed {seed}): {what}; {total} items in {strata} strata, shown without scores", flush=True)
+    if strata < done.strata:
+        print(
+            f"audit: the dataset has {done.strata} strata (kind, type and level) and {total} items cover {strata} "
+            f"of them; --audit {done.strata} or more gives every stratum at least one item",
+            flush=True,
+        )
 
 
 def cmd_review(args: argparse.Namespace) -> int:
@@ -83,7 +89,7 @@ def cmd_review(args: argparse.Namespace) -> int:
         raise HardnegError(f"--port must be 0-65535, got {args.port}")
     run_dir = _run_dir(args.run)
     if args.audit is not None:
-        _draw(run_dir, args.audit, args.seed)
+        draw_and_say(run_dir, args.audit, args.seed)
     audit = args.audit is not None
     server = ReviewServer(run_dir, host=args.host, port=args.port, adjudicators=tuple(args.adjudicator), audit=audit)
     if args.host not in ("127.0.0.1", "localhost", "::1"):
@@ -96,4 +102,18 @@ def cmd_review(args: argparse.Namespace) -> int:
         threading.Timer(0.5, webbrowser.open, args=(server.page_url,)).start()
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl+C is how the app is stopped
         server.serve_forever()
+    print(closing_words(run_dir, audit), flush=True)
     return 0
+
+
+def closing_words(run_dir: Path, audit: bool) -> str:
+    """What the app's end says: the labels it holds, and the command that applies them."""
+    from hardneg.review.store import ReviewStore, store_path
+
+    labels = ReviewStore(run_dir).current() if store_path(run_dir).is_file() else {}
+    n, who = sum(len(v) for v in labels.values()), len({a for v in labels.values() for a in v})
+    estimate = " and put the audit's estimates in stats.md, the report and the card" if audit else ""
+    return (
+        f"review stopped: {n} labels on {len(labels)} items by {who} annotator{'s' if who != 1 else ''} kept; "
+        f"next, `hardneg split {run_dir}` applies them{estimate}"
+    )

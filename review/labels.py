@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-# label -> (button text, key). Positives: the paper's three choices.
+# label -> (button text, key). A key means one verdict whatever the kind, so a hand that moves from a
+# positive to a negative never says the wrong thing: 1 the sample is what it claims to be, 2 something
+# else in the image fits (more than one object for a positive, any object for a negative), 3 the
+# expression is wrong or unreadable as a description, 4 the image cannot be judged.
+# Positives: the paper's three choices.
 POSITIVE_LABELS: dict[str, tuple[str, str]] = {
     "correct": ("Correct", "1"),
     "ambiguous": ("Ambiguous", "2"),
@@ -15,7 +19,7 @@ POSITIVE_LABELS: dict[str, tuple[str, str]] = {
 NEGATIVE_LABELS: dict[str, tuple[str, str]] = {
     "negative": ("Negative", "1"),
     "still_true": ("Still true", "2"),
-    "unreadable": ("Unreadable", "3"),
+    "unreadable": ("Unreadable", "4"),
 }
 ALL_LABELS = {**POSITIVE_LABELS, **NEGATIVE_LABELS}
 

@@ -16,6 +16,7 @@ the app serves only the audit's random sample, blind: no item view carries a sco
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 import secrets
@@ -103,6 +104,13 @@ async def read_body(request: Request, limit: int = MAX_BODY) -> bytes:
     except ClientDisconnect:  # the client went away, or uvicorn already answered a broken chunk with a 400
         raise ClientError(400, "the request body was cut short") from None
     return bytes(raw)
+
+
+def view_of(it: Item, view: dict[str, Any]) -> str:
+    """What the page shows of an item, as a short digest: its id, its expression and its pictures. A label
+    names the view it was given on, so it can only land on the item that was on screen."""
+    shown = orjson.dumps([str(it.id), view.get("expression"), view.get("image"), view.get("source")])
+    return hashlib.blake2b(shown, digest_size=8).hexdigest()
 
 
 def parse_version(raw: Any) -> int:
@@ -298,6 +306,7 @@ def create_app(
         view = data.view(it, store.label_of(it.id, who) if who else None)
         lab = decisions().get(it.id)
         view["version"] = store.version(it.id, who) if who else None
+        view["view"] = view_of(it, view)
         view["tied"] = lab is not None and lab.tied
         return view
 
@@ -328,6 +337,11 @@ def create_app(
             hint = "not a label for this item" if isinstance(label, str) and label in ALL_LABELS else "unknown label"
             raise ClientError(400, f"{hint} {_short(label)}: {kind} takes {', '.join(allowed)}")
         version = parse_version(b.get("version"))
+        shown = b.get("view")
+        if not isinstance(shown, str):
+            raise ClientError(400, "send the view of the item on screen (the `view` of GET /api/items/ID)")
+        if shown != view_of(it, data.view(it, None)):
+            raise ClientError(409, f"this label names item {it.id}, but the page showed another item; reload")
         try:
             d = await run_in_threadpool(store.record, it.id, who, label, version)
         except StaleVersion:

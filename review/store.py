@@ -1,4 +1,4 @@
-"""Human-filter decisions in `RUN/review.sqlite`: an append-only event log plus the current label.
+"""Human-filter decisions in `RUN/work/review.sqlite`: an append-only event log plus the current label.
 
 Every click is one transaction (WAL, synchronous FULL), so a crash loses at most the click in flight and
 two browser tabs (or two processes) never interleave half a decision. `events` keeps the whole history:
@@ -28,6 +28,21 @@ from hardneg.core.errors import HardnegError
 from hardneg.review.labels import ALL_LABELS
 
 FILENAME = "review.sqlite"
+STORE = Path("work") / FILENAME  # the run's private part: no dataset upload or `load_dataset` reads it
+
+
+def store_path(run_dir: str | Path) -> Path:
+    """`RUN/work/review.sqlite`. A store an older version kept at `RUN/review.sqlite`, beside the published
+    files, is moved there the first time it is asked for (with its write-ahead files)."""
+    root = Path(run_dir)
+    path, old = root / STORE, root / FILENAME
+    if old.is_file() and not path.exists() and (root / "work").is_dir():
+        for suffix in ("", "-wal", "-shm"):
+            if (src := root / f"{FILENAME}{suffix}").exists():
+                src.rename(root / "work" / f"{FILENAME}{suffix}")
+    return path
+
+
 SCHEMA_VERSION = "1"
 
 _SCHEMA = """
@@ -95,9 +110,11 @@ class ReviewStore:
     """Decisions of one run folder. Opens a short-lived connection per operation (thread and process safe)."""
 
     def __init__(self, run_dir: str | Path, *, create: bool = True):
-        self.path = Path(run_dir) / FILENAME
+        self.path = store_path(run_dir)
         if not create and not self.path.is_file():
             raise FileNotFoundError(self.path)
+        if create:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
         if create:
             with self._connect() as con:
                 con.execute("PRAGMA journal_mode=WAL")

@@ -25,12 +25,13 @@ from hardneg.core.config import DEFAULT_CONFIG
 from hardneg.core.errors import HardnegError
 from hardneg.review.agreement import cohen_kappa, pairwise
 from hardneg.review.apply import Label, apply_labels, decide, load_labels, summary
+from hardneg.review.labels import NEGATIVE_LABELS, POSITIVE_LABELS
 from hardneg.review.priority import in_default_queue, priority_key, risk
 from hardneg.review.report.gallery import reason_group
 from hardneg.review.report.page import build_report
 from hardneg.review.rundata import RunData
 from hardneg.review.server import ReviewServer
-from hardneg.review.store import FILENAME, ReviewStore
+from hardneg.review.store import FILENAME, STORE, ReviewStore
 from tests.runs import shared_folder
 
 SMALL_DEMO = {"demo": {"n_scenes": 6}, "images": {"candidates": 2}}
@@ -96,7 +97,7 @@ def test_store_uses_wal_and_rejects_unknown_labels(tmp_path: Path):
     import sqlite3
 
     s = ReviewStore(tmp_path)
-    con = sqlite3.connect(tmp_path / FILENAME)
+    con = sqlite3.connect(tmp_path / STORE)
     assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     con.close()
     with pytest.raises(ValueError, match="unknown label"):
@@ -288,7 +289,8 @@ def test_report_on_the_demo_run(run_copy: Path):
     assert "chosen: images/" in html and "best of" in html  # image negatives with their losing candidates
     assert any("plot_score_image_negative_realism" in s for s in srcs)
     assert "image_negative similarity: no threshold recorded" in html
-    assert "kappa" in html and "Not applied yet" in html and "wrong (by alice" in html
+    assert "kappa" in html and "Not applied yet" in html and "wrong (by annotator 1" in html
+    assert "alice" not in html and "bob" not in html  # published with the run: no annotator names
     assert "the last split dropped 0 samples for them, and " in html
     assert sum(f.stat().st_size for f in (run_copy / "report" / "assets").iterdir()) < 30_000_000
 
@@ -397,8 +399,9 @@ def _writer(server: ReviewServer) -> httpx.Client:
 
 def _label(c: httpx.Client, item_id: str, label: str, who: str) -> httpx.Response:
     """Post a label on the item's current version (a fresh view, as a page that just opened it)."""
-    version = c.get(f"/api/items/{item_id}", params={"annotator": who}).json()["version"]
-    return c.post("/api/decisions", json={"item_id": item_id, "label": label, "annotator": who, "version": version})
+    view = c.get(f"/api/items/{item_id}", params={"annotator": who}).json()
+    body = {"item_id": item_id, "label": label, "annotator": who, "version": view["version"], "view": view["view"]}
+    return c.post("/api/decisions", json=body)
 
 
 def _item_ids(client: httpx.Client, who: str = "alice", **params: str) -> list[str]:
@@ -418,7 +421,8 @@ def test_app_label_undo_and_progress(app):
         item = c.get(f"/api/items/{first}", params={"annotator": "alice"}).json()
         assert item["mine"] is None and item["boxes"][0]["color"] == "#ff2020"
         label = item["labels"][1]["label"]
-        r = c.post("/api/decisions", json={"item_id": first, "label": label, "annotator": "alice", "version": 0})
+        body = {"item_id": first, "label": label, "annotator": "alice", "version": 0, "view": item["view"]}
+        r = c.post("/api/decisions", json=body)
         assert r.status_code == 200 and r.json()["label"] == label and r.json()["version"] == 1
         q2 = c.get("/api/queue", params={"annotator": "alice"}).json()
         assert (q2["done"], q2["pending"]) == (1, q["pending"] - 1) and first not in q2["ids"]
@@ -641,7 +645,8 @@ def test_cli_review_prints_a_loopback_url_and_serves(run_copy: Path):
 
 
 def test_a_corrupt_review_store_is_a_clear_error(tmp_path: Path):
-    (tmp_path / FILENAME).write_bytes(b"this is not sqlite" * 100)
+    (tmp_path / "work").mkdir()
+    (tmp_path / STORE).write_bytes(b"this is not sqlite" * 100)
     with pytest.raises(HardnegError, match="not a readable review store"):
         load_labels(tmp_path)
 
@@ -730,7 +735,7 @@ def test_app_refuses_a_stale_tab_with_409(app):
         first = _item_ids(c)[0]
         view = c.get(f"/api/items/{first}", params={"annotator": "alice"}).json()  # two tabs open the item
         labels = [lab["label"] for lab in view["labels"]]
-        one = {"item_id": first, "annotator": "alice", "version": view["version"]}
+        one = {"item_id": first, "annotator": "alice", "version": view["version"], "view": view["view"]}
         assert c.post("/api/decisions", json={**one, "label": labels[0]}).status_code == 200
         r = c.post("/api/decisions", json={**one, "label": labels[2]})  # the other tab, still on the old version
         assert r.status_code == 409 and "someone labelled this since you opened it; reload" in r.json()["error"]
@@ -769,3 +774,42 @@ def test_stats_md_counts_labels_per_annotator_and_shows_tied_items(tmp_path: Pat
     assert "Human review: 3 items, 1 dropped, 1 tied" in md
     assert "| alice | correct 2, wrong 1 |" in md and "| bob | correct 1, wrong 2 |" in md
     assert "| tied (kept, to adjudicate) | 1 |" in md
+
+
+def test_the_store_lives_in_the_run_private_part_and_an_old_one_moves_there(tmp_path: Path):
+    """Failed before: `review.sqlite` (annotator names, every click) sat beside the published files, where a
+    dataset upload of the run folder took it along."""
+    (tmp_path / "work").mkdir()
+    ReviewStore(tmp_path).record(1, "alice", "correct")
+    assert (tmp_path / "work" / "review.sqlite").is_file() and not (tmp_path / FILENAME).exists()
+    old = tmp_path / "older"
+    (old / "work").mkdir(parents=True)
+    (tmp_path / "work" / "review.sqlite").rename(old / FILENAME)  # where an older version kept it
+    assert ReviewStore(old).current() == {1: {"alice": "correct"}}
+    assert (old / STORE).is_file() and not (old / FILENAME).exists()
+
+
+def test_a_label_lands_only_on_the_item_whose_view_it_names(app):
+    """The POST names the item and the view the page was given for it: a label sent with another item's
+    view (a page that showed one item and sent another's id) is refused, and nothing is stored."""
+    server, run_dir = app
+    with _writer(server) as c:
+        first, second = _item_ids(c)[:2]
+        one = c.get(f"/api/items/{first}", params={"annotator": "alice"}).json()
+        two = c.get(f"/api/items/{second}", params={"annotator": "alice"}).json()
+        body = {"item_id": second, "label": two["labels"][0]["label"], "annotator": "alice", "version": two["version"]}
+        r = c.post("/api/decisions", json={**body, "view": one["view"]})
+        assert r.status_code == 409 and f"names item {second}, but the page showed another item" in r.json()["error"]
+        r = c.post("/api/decisions", json=body)
+        assert r.status_code == 400 and "view" in r.json()["error"]
+        assert ReviewStore(run_dir).history() == []
+        assert c.post("/api/decisions", json={**body, "view": two["view"]}).status_code == 200
+
+
+def test_a_key_means_one_verdict_for_every_kind():
+    """Failed before: key 3 was Wrong expression for a positive and Unreadable for a negative."""
+    verdicts = {"1": {"correct", "negative"}, "2": {"ambiguous", "still_true"}, "3": {"wrong"}, "4": {"unreadable"}}
+    for labels in (POSITIVE_LABELS, NEGATIVE_LABELS):
+        for label, (_, key) in labels.items():
+            assert label in verdicts[key], (label, key)
+    assert {k for _, k in POSITIVE_LABELS.values()} & {k for _, k in NEGATIVE_LABELS.values()} == {"1", "2"}

@@ -93,6 +93,34 @@ def test_the_draw_covers_every_stratum_is_deterministic_and_idempotent(base_run:
         draw_audit(root, 60, seed=2)
 
 
+def test_fewer_items_than_strata_reach_every_kind_and_say_so(base_run: Path, tmp_path: Path, capsys):
+    """Failed before: `--audit 30` on a run with 31 strata gave no item to 12 strata (51 of 52 image
+    negatives never shown) and said nothing."""
+    from hardneg.review.cli import draw_and_say
+
+    strata = Counter(stratum_of(r) for r in _records(base_run))
+    n = len(strata) - 1
+    chosen, _ = draw(_records(base_run), n, seed=1)
+    kinds = Counter(k.split("/")[0] for k in set(chosen.values()))
+    assert len(chosen) == n and set(kinds) == {"positive", "text_negative", "image_negative"}
+    sizes = {"positive/0_hop/L1": 500, "positive/1_hop/L1": 400, "text_negative/x/L1": 300, "image_negative/y/L1": 2}
+    assert set(allocate(sizes, 3)) == {"positive/0_hop/L1", "text_negative/x/L1", "image_negative/y/L1"}
+    root = shutil.copytree(base_run, tmp_path / "run")
+    draw_and_say(root, n, seed=1)  # what `hardneg review RUN --audit N` says
+    out = capsys.readouterr().out
+    assert f"the dataset has {len(strata)} strata" in out and f"--audit {len(strata)} or more" in out
+
+
+def test_an_extended_audit_holds_exactly_n_items(base_run: Path, tmp_path: Path):
+    """Failed before: `--audit 40` after `--audit 30` held 45 items (the items of the first draw that the new
+    allocation did not pick stayed, beside the ones it did)."""
+    root = shutil.copytree(base_run, tmp_path / "run")
+    strata = len({stratum_of(r) for r in _records(root)})
+    for n in (strata - 5, strata + 1, strata + 30, 3 * strata + 5):
+        done = draw_audit(root, n, seed=4)
+        assert len(done.sample.items) == n, (n, len(done.sample.items))
+
+
 # ---- the app, blind -----------------------------------------------------------------------------------------
 
 
@@ -118,7 +146,7 @@ def test_the_audit_app_serves_only_the_sample_and_no_scores(base_run: Path, tmp_
             first = q["ids"][0]
             view = c.get(f"/api/items/{first}", params={"annotator": "ann"}).json()
             label = view["labels"][0]["label"]
-            body = {"item_id": first, "label": label, "annotator": "ann", "version": 0}
+            body = {"item_id": first, "label": label, "annotator": "ann", "version": 0, "view": view["view"]}
             assert c.post("/api/decisions", json=body).status_code == 200
     finally:
         server.stop()
@@ -197,6 +225,10 @@ def test_the_audit_reaches_stats_md_and_the_dataset_card(tmp_path: Path):
     row = next(line for line in md.splitlines() if line.startswith(f"| {key} |"))
     assert f"| {cell['labelled']} | {cell['share']:.1%} | {cell['low']:.1%} to {cell['high']:.1%} |" in row
     assert "### Audit: estimated error rates" in (root / "README.md").read_text()  # the card embeds stats.md
+    # the report too, with the interval (failed before: the estimate was in stats.md and the card only)
+    overview = (root / "report.html").read_text()
+    assert "Audit of 60 items drawn at random (60 labelled): positives unusable: 0.0% (95% interval 0.0-" in overview
+    assert "Audit: estimated error rates" in (root / "report" / "review.html").read_text()
     # the audit's labels vote like any other: the Still true negative left the dataset, and still counts
     assert still_true[0] in by_id and still_true[0] not in {r["id"] for r in _records(root)}
 
@@ -244,3 +276,26 @@ def test_the_audit_page_shows_no_scores(browser, tmp_path: Path):
         assert not errors, errors
     finally:
         server.stop()
+
+
+def test_published_files_count_labels_without_annotator_names_unless_configured(tmp_path: Path):
+    """Failed before: the dataset card (and stats.md, the manifest, rejects.jsonl) named every annotator."""
+    from hardneg.flows.pipeline import resplit
+
+    root = copy_of_small_run(tmp_path / "run")
+    store = ReviewStore(root)
+    positives = [r for r in _records(root) if stratum_of(r).startswith("positive/")][:4]
+    for i, p in enumerate(positives):
+        store.record(p["id"], "alice.smith", "wrong" if i == 0 else "correct")
+        store.record(p["id"], "bob.jones", "wrong" if i < 2 else "correct")
+    resplit(root, {})
+    published = ["README.md", "stats.md", "stats.json", "manifest.json", "rejects.jsonl", "report.html"]
+    published += [str(p.relative_to(root)) for p in (root / "report").glob("*.html")]
+    for name in published:
+        text = (root / name).read_text()
+        assert "alice" not in text and "bob" not in text, name
+    card = (root / "README.md").read_text()
+    assert "annotator 1" in card and "annotator 2" in card  # how many, and how they agreed, still shows
+    assert '"review: wrong (by annotator 1, annotator 2)' in (root / "rejects.jsonl").read_text()
+    resplit(root, {"review": {"publish_annotators": True}})
+    assert "alice.smith" in (root / "README.md").read_text()

@@ -31,7 +31,8 @@ ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-LETTERS = {"positive": "caw", "negative": "ntu"}  # the app's letter keys, in button order
+# the app's letter keys; a digit is one verdict for every kind (review/labels.py)
+LETTERS = {"correct": "c", "ambiguous": "a", "wrong": "w", "negative": "n", "still_true": "t", "unreadable": "u"}
 
 
 def _unavailable(why: str) -> None:
@@ -106,12 +107,14 @@ def test_review_by_keyboard_kept_across_reload_and_restart(browser, demo_run: Pa
     try:
         page, errors = _open_app(browser, server.page_url, "alice")
         expected: dict[int, str] = {}
-        for n, key in enumerate(["2", "1", "3", None, "2", "1"]):
+        for n, key in enumerate(["2", "1", "last", "letter", "2", "1"]):
             item = httpx.get(f"{server.url}api/items/{_current(page)}").json()
-            kind = "positive" if item["kind"] == "positive" else "negative"
-            key = key or LETTERS[kind][1]  # one label by its letter key
-            index = "123".index(key) if key in "123" else LETTERS[kind].index(key)
-            expected[int(item["id"])] = item["labels"][index]["label"]
+            if key == "last":  # a positive's Wrong expression is 3, a negative's Unreadable 4
+                key = item["labels"][-1]["key"]
+            elif key == "letter":  # one label by its letter key
+                key = LETTERS[item["labels"][1]["label"]]
+            chosen = next(lab for lab in item["labels"] if key in (lab["key"], LETTERS[lab["label"]]))
+            expected[int(item["id"])] = chosen["label"]
             _press_and_wait(page, key)
             assert page.text_content("#status").startswith("saved"), n
         # undo the last label by keyboard: the app goes back to that item, and it is pending again
@@ -197,7 +200,7 @@ def test_a_stale_tab_is_refused_with_a_message_and_a_page_without_the_token_cann
         assert _current(stale) == first
         _press_and_wait(fresh, "1")
         assert fresh.text_content("#status").startswith("saved")
-        stale.keyboard.press("3")  # its view of the item is older than the label just saved
+        stale.keyboard.press("2")  # its view of the item is older than the label just saved
         stale.wait_for_function("document.getElementById('status').textContent.startsWith('not saved')")
         assert "someone labelled this since you opened it; reload" in stale.text_content("#status")
         assert _current(stale) == first  # it stays on the item, for a reload
@@ -215,5 +218,65 @@ def test_a_stale_tab_is_refused_with_a_message_and_a_page_without_the_token_cann
         assert "token" in bare.text_content("#status")
         bare.close()
         assert set(ReviewStore(run_dir).current()) == {int(first)}
+    finally:
+        server.stop()
+
+
+def test_a_pasted_item_link_loads_its_item_before_a_key_labels_it(browser, demo_run: Path, tmp_path: Path):
+    """Failed before: pasting `#item=X` into an open tab changed the URL but not the item, and the next key
+    labelled the item still on screen under X's link."""
+    run_dir = copy_run(demo_run, tmp_path / "run")
+    server = ReviewServer(run_dir)
+    server.start()
+    try:
+        page, errors = _open_app(browser, server.page_url, "alice")
+        _settled(page)
+        shown = _current(page)
+        other = next(i for i in httpx.get(f"{server.url}api/queue", params={"annotator": "x"}).json()["ids"][1:])
+        assert other != shown
+        expression = httpx.get(f"{server.url}api/items/{other}").json()["expression"]
+        page.evaluate("id => { location.hash = '#item=' + id; }", other)  # as a paste into the address bar does
+        page.wait_for_function("e => document.getElementById('expression').textContent === e", arg=expression)
+        page.keyboard.press("1")
+        page.wait_for_function("document.getElementById('status').textContent.startsWith('saved')")
+        assert set(ReviewStore(run_dir).current("alice")) == {int(other)}
+        assert errors == []
+        page.close()
+    finally:
+        server.stop()
+
+
+def test_the_next_expression_appears_with_its_own_picture(browser, demo_run: Path, tmp_path: Path):
+    """Failed before: after a label the next item's expression was drawn at once, over the previous item's
+    picture, until the next picture had loaded (here its image is held back for a second)."""
+    import time
+
+    run_dir = copy_run(demo_run, tmp_path / "run")
+    server = ReviewServer(run_dir)
+    server.start()
+    try:
+        page, errors = _open_app(browser, server.page_url, "alice")
+        _settled(page)
+        page.route("**/api/items/*/image", lambda route: (time.sleep(1.0), route.continue_()))
+        # the picture on the canvas at the moment the expression changes
+        page.evaluate(
+            """() => {
+                window.seen = [];
+                const expression = document.getElementById('expression');
+                new MutationObserver(() => window.seen.push([
+                    expression.textContent, document.getElementById('canvas').toDataURL(),
+                ])).observe(expression, {childList: true, characterData: true, subtree: true});
+            }"""
+        )
+        before = page.evaluate("document.getElementById('canvas').toDataURL()")
+        _press_and_wait(page, "1")
+        page.wait_for_function("window.seen.length > 0")
+        page.wait_for_timeout(300)
+        text, picture = page.evaluate("window.seen[0]")
+        assert text == page.text_content("#expression")
+        assert picture != before, "the new expression was shown over the previous item's picture"
+        assert picture == page.evaluate("document.getElementById('canvas').toDataURL()")
+        assert errors == []
+        page.close()
     finally:
         server.stop()

@@ -12,6 +12,7 @@ import orjson
 import pytest
 
 from hardneg.cli import main
+from hardneg.core.runner.lock import LOCK_FILE
 from hardneg.exports.stats import build_stats, write_stats
 from hardneg.flows.pipeline import resplit
 from tests.runs import copy_of_small_run
@@ -40,7 +41,7 @@ def _snapshot(root: Path) -> dict[str, bytes]:
     return {
         str(p.relative_to(root)): p.read_bytes()
         for p in sorted(root.rglob("*"))
-        if p.is_file() and "report_assets" not in p.parts and p.name != ".hardneg.lock"  # the lock says who held it
+        if p.is_file() and "report_assets" not in p.parts and p.name != LOCK_FILE  # the lock says who held it
     }
 
 

@@ -1,5 +1,6 @@
-"""One writer per run folder: `hardneg run`, the Prefect flow and `hardneg split` hold `<run>/.hardneg.lock`
-while they write, so two runs (two overlapping scheduled runs, a split during a run) never write one folder
+"""One writer per run folder: `hardneg run`, the Prefect flow and `hardneg split` hold
+`<run>/work/.hardneg.lock` (in the run's private part, with the stages' work: nothing a dataset upload
+reads) while they write, so two runs (two overlapping scheduled runs, a split during a run) never write one folder
 at once. The second refuses at once with who holds it.
 
 An advisory `flock` on the file: the operating system drops it when the holder exits, however it exits,
@@ -23,6 +24,27 @@ from hardneg.core.errors import HardnegError
 LOCK_FILE = ".hardneg.lock"
 
 
+def lock_path(root: Path) -> Path:
+    return root / "work" / LOCK_FILE
+
+
+def holder(root: Path) -> str | None:
+    """Who holds the run folder's lock now, or None when nobody does (a lock file left by a process that
+    ended holds nothing: the operating system dropped its lock)."""
+    path = lock_path(root)
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return _holder(path)
+    finally:
+        os.close(fd)  # closing drops the shared lock it took, if it took one
+    return None
+
+
 class RunBusy(HardnegError):
     """Another process is writing the run folder."""
 
@@ -34,8 +56,8 @@ class RunLock:
         self._fd: int | None = None
 
     def __enter__(self) -> RunLock:
-        self.root.mkdir(parents=True, exist_ok=True)
-        path = self.root / LOCK_FILE
+        path = lock_path(self.root)
+        path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

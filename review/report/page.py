@@ -17,11 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from hardneg.core.plugins import IMAGE_NEGATIVES, TEXT_NEGATIVES
+from hardneg.review.audit import audit_summary
 from hardneg.review.report.assets import MAX_BYTES, Assets, esc
 from hardneg.review.report.exports import export_sections
 from hardneg.review.report.rejects import RejectCards, rejects_intro
 from hardneg.review.report.site import Item, Section, anchor_pages, reset, write_overview, write_section
-from hardneg.review.report.stats import ReportData, edits_html, manifest_html, na
+from hardneg.review.report.stats import ReportData, audit_line, edits_html, manifest_html, na
 from hardneg.review.report.text import kinds_html, legend_html
 from hardneg.review.rundata import RunData
 
@@ -142,6 +143,7 @@ def _overview(rep: ReportData, sections: list[Section], notes: list[str], seed: 
             if notes
             else ""
         )
+        + (f"<p class='audit'>{esc(line)}</p>" if (line := audit_line(audit_summary(rep.run.root))) else "")
         + f"<h2 id='sections'>Sections</h2><ul class='sections'>{links}</ul>"
         + f"<p class='small'>Other benchmark shapes exported: {esc(', '.join(shapes) or 'none')}.</p>"
         + f"<h2 id='run'>Run</h2>{manifest_html(rep.run)}"

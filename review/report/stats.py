@@ -12,7 +12,8 @@ from typing import Any
 import pandas as pd
 
 from hardneg.core.plugins import FILTERS
-from hardneg.review.apply import apply_labels, load_labels, summary
+from hardneg.review.apply import apply_labels, load_labels, pseudonymous, summary
+from hardneg.review.audit import audit_summary
 from hardneg.review.labels import kind_of
 from hardneg.review.report import plots
 from hardneg.review.report.assets import Assets, esc, img_tag
@@ -231,6 +232,9 @@ class ReportData:
         labels = load_labels(self.run.root)
         if not labels:
             return "<p class='na'>No human review yet (run <code>hardneg review RUN</code>): not available.</p>"
+        audit = audit_html(audit_summary(self.run.root, labels))
+        if not self.run.manifest.get("config", {}).get("review", {}).get("publish_annotators"):
+            labels = pseudonymous(labels)  # the report is published with the run: no names in it
         s = summary(labels)
         # What the last split dropped is in its rejects; the splits hold only what it kept, so labels applied
         # to them find what labels given since would drop.
@@ -263,7 +267,40 @@ class ReportData:
         ):
             if reasons:
                 parts.append(f"<h3>{title}</h3>" + table(pd.Series(reasons, name="samples").to_frame()))
-        return "\n".join(parts)
+        return audit + "\n".join(parts)
+
+
+def _interval(c: dict[str, Any]) -> str:
+    if c.get("share") is None:
+        return "no label yet"
+    return f"{100 * c['share']:.1f}% (95% interval {100 * c['low']:.1f}-{100 * c['high']:.1f}%, n = {c['labelled']})"
+
+
+def audit_line(audit: dict[str, Any]) -> str:
+    """The audit's headline: each overall estimate with its interval, one sentence (the overview's)."""
+    if not audit:
+        return ""
+    said = "; ".join(f"{name}: {_interval(c)}" for name, c in audit["overall"].items())
+    return f"Audit of {audit['drawn']} items drawn at random ({audit['labelled']} labelled): {said}."
+
+
+def audit_html(audit: dict[str, Any]) -> str:
+    """The audit's estimates: overall, per negative type and per stratum, with their 95% intervals."""
+    if not audit:
+        return ""
+    rows = [
+        (name, c["population"], c["labelled"], _interval(c), f"{100 * c.get('coverage', 1):.0f}%")
+        for name, c in audit["overall"].items()
+    ]
+    rows += [(t, c["population"], c["labelled"], _interval(c), "") for t, c in audit["by_negative_type"].items()]
+    rows += [(k, c["population"], c["labelled"], _interval(c), "") for k, c in audit["strata"].items()]
+    df = pd.DataFrame(rows, columns=["estimate of", "in the dataset", "labelled", "error rate", "strata covered"])
+    return (
+        f"<h3 id='audit'>Audit: estimated error rates</h3><p>{esc(audit_line(audit))} Unusable positives: "
+        "Ambiguous or Wrong expression; negatives still true: Still true. The overall rows weight the strata "
+        "by their sizes. <code>hardneg split RUN</code> puts these in stats.md and the card.</p>"
+        + df.to_html(border=0, index=False)
+    )
 
 
 def manifest_html(run: RunData) -> str:

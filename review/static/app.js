@@ -3,7 +3,8 @@
 
 const $ = (id) => document.getElementById(id);
 const FILTERS = ["scope", "kind", "type", "negative_type", "level", "split"];
-const LETTERS = { positive: ["c", "a", "w"], negative: ["n", "t", "u"] };
+// A letter per label, its initial; a digit means one verdict for every kind (review/labels.py).
+const LETTERS = { correct: "c", ambiguous: "a", wrong: "w", negative: "n", still_true: "t", unreadable: "u" };
 const KIND_TEXT = { positive: "Positive", text_negative: "Text negative", image_negative: "Image negative" };
 
 // Writes need this server start's token, from the URL `hardneg review` printed (?token=...); kept per
@@ -19,7 +20,7 @@ const S = {
   token: readToken(),
   meta: null,
   queue: [],      // ids, in review order, from the server
-  cur: null,      // id shown
+  cur: null,      // id shown: its text, buttons and picture are all on screen
   item: null,     // its JSON
   history: [],    // ids shown before, for "back"
   skipped: new Set(),
@@ -146,9 +147,21 @@ async function show(id) {
   const seq = ++S.showSeq;
   const item = await api(`api/items/${id}?annotator=${encodeURIComponent(S.who)}`);
   if (seq !== S.showSeq) return;  // another item was asked for meanwhile
-  S.cur = id; S.item = item; S.showSource = false;
-  history.replaceState(null, "", `#item=${id}`);
+  const img = await loadImage(item.image);  // the picture first: text and picture change together
+  if (seq !== S.showSeq) return;
+  S.cur = String(id); S.item = item; S.showSource = false; S.img = img;
+  if (location.hash !== `#item=${id}`) history.replaceState(null, "", `#item=${id}`);
   render();
+}
+
+// The image at `src`, decoded (null when it cannot be loaded: the item still shows, with a note).
+function loadImage(src) {
+  return new Promise((resolve) => {
+    const img = new Image();
+    img.onload = () => resolve(img);
+    img.onerror = () => resolve(null);
+    img.src = src;
+  });
 }
 
 function badge(text, cls) {
@@ -194,16 +207,15 @@ function render() {
       "Press o for the source image.");
   }
 
-  const kind = it.kind === "positive" ? "positive" : "negative";
   const buttons = $("buttons");
   buttons.textContent = "";
-  it.labels.forEach((l, i) => {
+  it.labels.forEach((l) => {
     const b = document.createElement("button");
     b.type = "button";
     b.dataset.label = l.label;
     if (it.mine === l.label) b.classList.add("chosen");
     const k = document.createElement("kbd");
-    k.textContent = `${l.key} / ${LETTERS[kind][i]}`;
+    k.textContent = `${l.key} / ${LETTERS[l.label] || ""}`;
     b.appendChild(k);
     b.appendChild(document.createTextNode(l.text));
     b.addEventListener("click", () => label(l.label));
@@ -240,9 +252,9 @@ function draw() {
   const boxes = S.showSource ? it.source_boxes : it.boxes.concat(it.edit_boxes);
   $("img-caption").textContent = S.showSource ? "source image (press o for the edited one)" :
     (it.kind === "image_negative" ? "edited image" : "");
-  const img = new Image();
-  img.onload = () => {
+  const paint = (img) => {
     if (S.item !== it) return;
+    if (!img) { clearCanvas(); status("this item's image could not be loaded", true); return; }
     const c = $("canvas");
     const maxW = Math.max(320, $("stage").clientWidth);
     const maxH = Math.max(240, window.innerHeight - 140);
@@ -269,16 +281,16 @@ function draw() {
     }
     g.setLineDash([]);
   };
-  img.onerror = () => { if (S.item === it) status("this item's image could not be loaded", true); };
-  img.src = src;
+  if (src === it.image && S.img !== undefined) paint(S.img);  // decoded before the item was shown
+  else loadImage(src).then(paint);
 }
 
 async function label(value) {
   if (!S.item || S.busy) return;
   S.busy = true;
-  const id = S.cur;
+  const id = S.cur, shown = S.item;  // the item on screen: its id and the view the server gave it
   try {
-    await api("api/decisions", { item_id: id, label: value, annotator: S.who, version: S.item.version });
+    await api("api/decisions", { item_id: id, label: value, annotator: S.who, version: shown.version, view: shown.view });
     const text = (S.item.labels.find((l) => l.label === value) || {}).text || value;
     status(`saved: ${text}`);
     S.history.push(id);
@@ -359,10 +371,16 @@ function onKey(e) {
   if (!it) return;
   if (key === "o" && it.source) { S.showSource = !S.showSource; draw(); return; }
   if (key === "b") { S.showBoxes = !S.showBoxes; draw(); return; }
-  const letters = LETTERS[it.kind === "positive" ? "positive" : "negative"];
-  let i = ["1", "2", "3"].indexOf(key);
-  if (i < 0) i = letters.indexOf(key);
-  if (i >= 0 && i < it.labels.length) { e.preventDefault(); label(it.labels[i].label); }
+  const chosen = it.labels.find((l) => l.key === key || LETTERS[l.label] === key);
+  if (chosen) { e.preventDefault(); label(chosen.label); }
+  else if (/^[1-9]$/.test(key)) status(`key ${key} is no verdict for ${KIND_TEXT[it.kind] || "this item"}`);
+}
+
+// An #item=ID link pasted into an open tab: that item, on screen before any key labels it.
+async function onHash() {
+  const m = /#item=(\d+)/.exec(location.hash);
+  if (!m || m[1] === S.cur) return;
+  try { await show(m[1]); } catch (e) { status(`item ${m[1]}: ${e.message}`, true); }
 }
 
 function askName() {
@@ -418,6 +436,7 @@ async function start() {
     status(e.message, true);
   }
   document.addEventListener("keydown", onKey);
+  window.addEventListener("hashchange", onHash);
   for (const k of FILTERS) $(`f-${k}`).addEventListener("change", (e) => { e.target.blur(); onFilterChange(); });
   $("f-done").addEventListener("change", (e) => { e.target.blur(); onFilterChange(); });
   $("who").addEventListener("click", async () => { await askName(); await onFilterChange(); });
