@@ -83,7 +83,7 @@ def card_header(dataset: dict[str, Any], run_name: str, demo: bool = False) -> d
     size = next((c for n, c in bounds if total < n), "n>10M")
     return {
         "pretty_name": f"hardneg {run_name}",
-        "license": "other" if demo else LICENSE,  # the demo world is drawn by hardneg: hardneg's own terms
+        "license": "apache-2.0" if demo else LICENSE,  # the demo world is drawn by hardneg: hardneg's license
         "language": ["en"],
         "task_categories": ["zero-shot-object-detection"],
         "tags": ["referring-expression-comprehension", "hard-negatives", "finecops-ref"]
@@ -134,8 +134,8 @@ def _body(root: Path, dataset: dict[str, Any], manifest: dict[str, Any], stats_m
     if demo:
         made_from = "Scene graphs and images: the demo world, drawn by hardneg (no GQA data)."
         licence = (
-            "The demo world's scenes and images are drawn by hardneg itself and carry hardneg's own terms; "
-            "this run holds no GQA data."
+            "The demo world's scenes and images are drawn by hardneg itself and carry hardneg's license, the "
+            "Apache License 2.0 (hardneg's LICENSE file); this run holds no GQA data."
         )
     else:
         sg, im = inputs.get("scene_graphs"), inputs.get("images")

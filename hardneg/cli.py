@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
 import tempfile
 import time
@@ -30,9 +31,12 @@ from hardneg.review.cli import add_commands, cmd_report, cmd_review
 log = logging.getLogger("hardneg")
 
 
-def prefect_env_defaults() -> None:
-    """Offline, quiet, ephemeral Prefect (see ENVIRONMENT.md); explicit settings in the env win."""
+def prefect_env_defaults(verbose: bool = False) -> None:
+    """Offline, quiet, ephemeral Prefect; explicit settings in the env win. Quiet in every process: the
+    console handler of Prefect's own logging config (which the workers of the process and Dask task runners
+    set up for themselves) shows warnings only, while the run logs still reach the server."""
     defaults = {
+        "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "INFO" if verbose else "WARNING",
         "PREFECT_HOME": str(Path.home() / ".hardneg" / "prefect"),  # never inside the repository or a run
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
         "DO_NOT_TRACK": "1",
@@ -84,7 +88,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.no_prefect or all(run.is_complete(name) for name in run.order):
             manifest = run_local(cfg, run_dir, terminal)
         else:
-            prefect_env_defaults()
+            prefect_env_defaults(args.verbose)
             terminal.console.print(prefect_starting(), markup=False, highlight=False)
             from hardneg.flows.generate import run_flow
 
@@ -128,7 +132,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     cfg, run_dir = resolve_run(args.config, args.output, None, overrides)
     check_scheduled_inputs(cfg, args.config)
     plan(cfg, run_dir)  # fail now, not at 3 a.m.
-    prefect_env_defaults()
+    prefect_env_defaults(args.verbose)
     from hardneg.flows.deploy import check_cron, check_server, serve
 
     check_cron(args.cron)
@@ -142,6 +146,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     serve(args.config, str(run_dir), args.cron, overrides or None)
     print("hardneg serve: stopped")
     return 0
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the process is, so the run stops as on Ctrl+C: its context managers put the
+    outputs back and release the lock, and the command says how to resume."""
+
+
+def _terminated(signum: int, frame: object) -> None:
+    raise Terminated
 
 
 class _Quiet(logging.Filter):
@@ -202,9 +215,22 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging(args.verbose)
     from hardneg.backends.language import BackendUnavailable
 
+    stopping = args.command in ("run", "split")  # serve and review stop by themselves on a signal
+    if stopping:
+        signal.signal(signal.SIGTERM, _terminated)
     try:
         handlers = {"run": cmd_run, "split": cmd_split, "serve": cmd_serve, "report": cmd_report, "review": cmd_review}
         return handlers[args.command](args)
+    except KeyboardInterrupt as e:  # Ctrl+C, or SIGTERM (`_terminated`): the run's cleanup has run by now
+        if not stopping:
+            raise
+        how = "SIGTERM" if isinstance(e, Terminated) else "Ctrl+C"
+        print(
+            f"\nhardneg: stopped ({how}); finished work is kept and the outputs are as the last finished "
+            f"{args.command} left them: rerun the same command to resume",
+            file=sys.stderr,
+        )
+        return 143 if how == "SIGTERM" else 130
     except BackendUnavailable as e:  # finished shards and cached answers are kept: rerun to resume
         print(f"hardneg: error: {e}\nhardneg: finished work is kept; rerun the same command to resume", file=sys.stderr)
         return 3

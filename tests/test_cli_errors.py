@@ -184,3 +184,26 @@ def test_a_bug_shows_its_traceback_and_exit_1_while_a_user_error_stays_one_line(
     assert "images folder not found" in _error(
         capsys, [*argv, "--scene-graphs", str(graphs_folder), "--images", str(tmp_path / "nope")]
     )
+
+
+@pytest.mark.parametrize(("sig", "status", "how"), [(15, 143, "SIGTERM"), (2, 130, "Ctrl+C")])
+def test_a_stopped_run_says_how_to_resume_and_resumes(tmp_path: Path, sig: int, status: int, how: str):
+    """Failed before: SIGTERM ended a run without a word, and Ctrl+C printed Python's traceback."""
+    out = tmp_path / "run"
+    cmd = [str(Path(sys.executable).parent / "hardneg"), "run", "--no-prefect", "--output", str(out)]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    p = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert p.stderr is not None
+    seen = []
+    for line in p.stderr:  # stop it once it is under way: a stage has finished
+        seen.append(line)
+        if line.startswith("paths "):
+            break
+    p.send_signal(sig)
+    _, rest = p.communicate(timeout=120)
+    err = "".join(seen) + rest
+    assert p.returncode == status, err
+    assert f"hardneg: stopped ({how}); finished work is kept" in err and "rerun the same command to resume" in err
+    assert "Traceback" not in err
+    done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "paths        done before" in done.stderr, done.stderr

@@ -96,7 +96,8 @@ def test_the_card_declares_configs_splits_features_and_the_source_license():
     text = (run / "README.md").read_text()
     header = yaml.safe_load(text.split("---\n")[1])
     # the demo world is drawn by hardneg: neither Visual Genome's images nor its licence (the card said so)
-    assert header["license"] == "other" and "CC BY" not in text and "Visual Genome" not in text
+    assert header["license"] == "apache-2.0" and "CC BY" not in text and "Visual Genome" not in text
+    assert "Apache License 2.0" in text  # hardneg's own license (its LICENSE file): before, "own terms" and no file
     assert "drawn by hardneg" in text and str(run) not in text and "/tmp" not in text  # no absolute paths
     configs = {c["config_name"]: c for c in header["configs"]}
     assert configs["positives"]["default"] is True and "default" not in configs["negatives"]
