@@ -299,3 +299,14 @@ def test_published_files_count_labels_without_annotator_names_unless_configured(
     assert '"review: wrong (by annotator 1, annotator 2)' in (root / "rejects.jsonl").read_text()
     resplit(root, {"review": {"publish_annotators": True}})
     assert "alice.smith" in (root / "README.md").read_text()
+
+
+def test_the_app_ends_by_naming_the_command_that_applies_its_labels(tmp_path: Path):
+    """Failed before: stopping the app said nothing of what to run next."""
+    from hardneg.review.cli import closing_words
+
+    root = copy_of_small_run(tmp_path / "run")
+    ReviewStore(root).record(_records(root)[0]["id"], "ann", "correct")
+    said = closing_words(root, audit=True)
+    assert "1 labels on 1 items by 1 annotator kept" in said and f"`hardneg split {root}` applies them" in said
+    assert "the audit's estimates" in said
