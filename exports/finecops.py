@@ -11,6 +11,7 @@ a write that fails half-way leaves the previous outputs whole.
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -122,7 +123,9 @@ class WriteStage(Stage):
         stats = build_stats(table, neg_table, image_table, filters, decide.get("review"), mix, decide.get("audit"))
         stats["positive_risk"] = positive_risk(summaries["decide"]["stats"], unit.cfg.risk.max)
         stats["image_edits"] = image_edit_table(edits, summaries["images"]["stats"])
-        manifest = _manifest(unit.run, summaries, table, neg_table, image_table, writers, neg_writers)
+        manifest = publishable(
+            _manifest(unit.run, summaries, table, neg_table, image_table, writers, neg_writers), root
+        )
         stats["run"] = {**run_header(manifest, unit.cfg), "date": created_on(root)}
         stats["rejects"] = rejects_summary(out / "rejects.jsonl")
         write_stats(out, stats)
@@ -252,14 +255,20 @@ def _public_path(value: str, root: Path) -> str:
         return p.name
 
 
+# An absolute path inside a string: at its start, or after a space or a separator of the names hardneg
+# builds ("clip@v2 /models/clip", "dinov2:hub:/models/dinov2:..."); never the "//" of a URL.
+_ABSOLUTE = re.compile(r"(?:^|(?<=[\s:=(\[,]))~?/(?!/)[^\s:@,)\]]+")
+
+
 def publishable(value: Any, root: Path) -> Any:
-    """A config (or any JSON value) with every absolute path in it made `_public_path`."""
+    """A config, a manifest (any JSON value) with every absolute path in it, whole or inside a string,
+    made `_public_path`: a published file names no place on the maintainer's machine."""
     if isinstance(value, dict):
         return {k: publishable(v, root) for k, v in value.items()}
     if isinstance(value, list):
         return [publishable(v, root) for v in value]
-    if isinstance(value, str) and value.startswith(("/", "~")) and "\n" not in value:
-        return _public_path(str(Path(value).expanduser()), root)
+    if isinstance(value, str):
+        return _ABSOLUTE.sub(lambda m: _public_path(str(Path(m.group()).expanduser()), root), value)
     return value
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 from collections.abc import Sequence
@@ -9,6 +10,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from hardneg.core.plugins import IMAGE_NEGATIVES, TEXT_NEGATIVES
 from hardneg.review.boxes import Box, box_source, edit_boxes, has_flip, path_boxes, wanted_objects
@@ -151,6 +154,10 @@ class ReviewData:
             "labels": [{"label": k, "text": t, "key": key} for k, (t, key) in labels.items()],
             "mine": mine,
         }
+        # what the page shows, as a short digest: a label names the view it was given on, so the server
+        # can check that it lands on the item that was on screen
+        shown = orjson.dumps([out["id"], out["expression"], out["image"], out["source"]])
+        out["view"] = hashlib.blake2b(shown, digest_size=8).hexdigest()
         if self.blind:  # the audit: a label that saw the scores would measure the scores, not the sample
             for key in BLIND_KEYS:
                 out.pop(key, None)

@@ -3,6 +3,7 @@ negatives)."""
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any
 
 # label -> (button text, key). A key means one verdict whatever the kind, so a hand that moves from a
@@ -37,6 +38,27 @@ GUIDELINES = (
     "For a negative: Negative if the description fits nothing in the image (for an edited image: nothing "
     "in the edited image), Still true if something fits it, Unreadable if the image or text cannot be judged."
 )
+
+
+MAX_NAME = 64
+
+
+def annotator_name(raw: Any) -> str:
+    """An annotator's name as the store keeps it: NFKC-normalised (a full-width or composed spelling is the
+    same name), spaces at either end dropped, 1-64 printable characters. Refused: control and format
+    characters (a right-to-left override, a zero-width space), which would show one name and store another
+    (`bob` plus a zero-width space would vote a second time). Raises ValueError saying why."""
+    if not isinstance(raw, str):
+        raise ValueError("an annotator name is required (1-64 printable characters)")
+    name = unicodedata.normalize("NFKC", raw).strip()
+    if not name:
+        raise ValueError("an annotator name is required (1-64 printable characters)")
+    bad = next((c for c in name if unicodedata.category(c) in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")), None)
+    if bad is not None:
+        raise ValueError(f"an annotator name is 1-64 printable characters, not U+{ord(bad):04X}")
+    if len(name) > MAX_NAME:
+        raise ValueError(f"an annotator name is 1-64 printable characters, not {len(name)}")
+    return name
 
 
 def kind_of(record: dict[str, Any]) -> str:

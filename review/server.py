@@ -9,14 +9,14 @@ too): past it, a 413 and the connection closes.
 
 Writes need the server's token (random per start, in the URL `hardneg review` prints; the page sends it
 as `X-Review-Token`): without it a POST is refused with 403, so another local process or page cannot
-label. Reads stay open. Each item view carries the (item, annotator) version; a label posted on an old
-version is refused with 409, so a stale tab never overwrites what another tab saved. With `--audit N`
-the app serves only the audit's random sample, blind: no item view carries a score, risk or reason.
+label. Reads stay open. A label names the (item, annotator) version and the view its page was given: an
+old version or another item's view is refused with 409, so a stale tab never overwrites what another tab
+saved and a label lands only on the item on screen. With `--audit N` the app serves only the audit's
+random sample, blind: no item view carries a score, risk or reason.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import re
 import secrets
@@ -39,7 +39,7 @@ from hardneg.review.agreement import pairwise
 from hardneg.review.apply import Label, decide_all, summary
 from hardneg.review.audit import audit_order
 from hardneg.review.items import Item, ReviewData, negative_types
-from hardneg.review.labels import ALL_LABELS, GUIDELINES, labels_for
+from hardneg.review.labels import ALL_LABELS, GUIDELINES, annotator_name, labels_for
 from hardneg.review.rundata import RunData
 from hardneg.review.store import ReviewStore, StaleVersion
 
@@ -80,12 +80,10 @@ def parse_id(raw: Any) -> int:
 
 
 def parse_annotator(raw: Any) -> str:
-    if not isinstance(raw, str) or not raw.strip():
-        raise ClientError(400, "an annotator name is required (1-64 characters)")
-    name = raw.strip()
-    if len(name) > 64 or any(ord(c) < 32 or ord(c) == 127 for c in name):
-        raise ClientError(400, "an annotator name is 1-64 printable characters")
-    return name
+    try:
+        return annotator_name(raw)
+    except ValueError as e:
+        raise ClientError(400, str(e)) from None
 
 
 def _json(status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> JSONResponse:
@@ -104,13 +102,6 @@ async def read_body(request: Request, limit: int = MAX_BODY) -> bytes:
     except ClientDisconnect:  # the client went away, or uvicorn already answered a broken chunk with a 400
         raise ClientError(400, "the request body was cut short") from None
     return bytes(raw)
-
-
-def view_of(it: Item, view: dict[str, Any]) -> str:
-    """What the page shows of an item, as a short digest: its id, its expression and its pictures. A label
-    names the view it was given on, so it can only land on the item that was on screen."""
-    shown = orjson.dumps([str(it.id), view.get("expression"), view.get("image"), view.get("source")])
-    return hashlib.blake2b(shown, digest_size=8).hexdigest()
 
 
 def parse_version(raw: Any) -> int:
@@ -306,7 +297,6 @@ def create_app(
         view = data.view(it, store.label_of(it.id, who) if who else None)
         lab = decisions().get(it.id)
         view["version"] = store.version(it.id, who) if who else None
-        view["view"] = view_of(it, view)
         view["tied"] = lab is not None and lab.tied
         return view
 
@@ -340,7 +330,7 @@ def create_app(
         shown = b.get("view")
         if not isinstance(shown, str):
             raise ClientError(400, "send the view of the item on screen (the `view` of GET /api/items/ID)")
-        if shown != view_of(it, data.view(it, None)):
+        if shown != data.view(it, None)["view"]:
             raise ClientError(409, f"this label names item {it.id}, but the page showed another item; reload")
         try:
             d = await run_in_threadpool(store.record, it.id, who, label, version)

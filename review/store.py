@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from hardneg.core.errors import HardnegError
-from hardneg.review.labels import ALL_LABELS
+from hardneg.review.labels import ALL_LABELS, annotator_name
 
 FILENAME = "review.sqlite"
 STORE = Path("work") / FILENAME  # the run's private part: no dataset upload or `load_dataset` reads it
@@ -148,6 +148,7 @@ class ReviewStore:
         transaction, so two tabs cannot both pass it."""
         if label not in ALL_LABELS:
             raise ValueError(f"unknown label {label!r}")
+        annotator = annotator_name(annotator)  # one person, one spelling: the key the votes are counted by
         at = _now()
         with self._transaction() as con:
             if version is not None and (now := self._version(con, item_id, annotator)) != version:

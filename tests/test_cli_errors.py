@@ -129,11 +129,11 @@ def test_a_second_run_into_a_folder_being_written_refuses(tmp_path: Path, capsys
 
 def test_serve_checks_cron_and_server_before_serving(tmp_path: Path, capsys, monkeypatch):
     out = str(tmp_path / "run")
-    err = _error(capsys, ["serve", "--cron", "every monday", "--output", out])
+    err = _error(capsys, ["serve", "--cron", "every monday", "--config", "demo", "--output", out])
     assert 'is not a cron schedule: five fields, minute hour day month weekday, e.g. "0 3 * * 1"' in err
     monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")  # nothing listens on port 9
     assert "no Prefect server answers at PREFECT_API_URL=http://127.0.0.1:9/api" in _error(
-        capsys, ["serve", "--cron", "0 3 * * 1", "--output", out]
+        capsys, ["serve", "--cron", "0 3 * * 1", "--config", "demo", "--output", out]
     )
     assert "seeed: unknown key" in _error(
         capsys, ["serve", "--cron", "0 3 * * 1", "--output", out, "--config", _typo(tmp_path)]

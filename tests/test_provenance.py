@@ -79,7 +79,8 @@ def test_a_decision_only_change_re_decides_without_re_scoring(small_run: Path, t
         return {d.name: (d / "_stage.json").stat().st_mtime_ns for d in (root / "work").iterdir() if d.is_dir()}
 
     before = stamps()
-    resplit(root, {"refine": {"bins_2d": 10, "bins_1d": 4}})
+    outcome = resplit(root, {"negative_mix": {"per_positive": 0.3, "min_per_positive": 0.1}})  # fewer negatives
+    assert not outcome.unchanged
     after = stamps()
     # every decision stage from `decide` on (the exports pick from decided samples), nothing that scores
     assert {k for k in after if after[k] != before[k]} == {"decide", "write", "tricd", "probes", "imagecode", "report"}

@@ -813,3 +813,18 @@ def test_a_key_means_one_verdict_for_every_kind():
         for label, (_, key) in labels.items():
             assert label in verdicts[key], (label, key)
     assert {k for _, k in POSITIVE_LABELS.values()} & {k for _, k in NEGATIVE_LABELS.values()} == {"1", "2"}
+
+
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [("bob\u200b", "U+200B"), ("\u202ebob", "U+202E"), ("a\nb", "U+000A"), ("x" * 65, "not 65"), ("  ", "required")],
+)
+def test_an_annotator_name_is_printable_and_one_spelling_is_one_voter(tmp_path: Path, name: str, why: str):
+    """Failed before: names with a right-to-left override or a zero-width space were accepted, and `bob`
+    with a zero-width space counted as a second voter."""
+    with pytest.raises(ValueError, match=re.escape(why)):
+        ReviewStore(tmp_path).record(1, name, "correct")
+    s = ReviewStore(tmp_path)
+    s.record(1, "bob", "wrong")
+    s.record(1, "ｂｏｂ ", "correct")  # full-width letters and a trailing space: the same name, normalised
+    assert s.current() == {1: {"bob": "correct"}}

@@ -35,11 +35,10 @@ The first stage partitions the corpus: its unit's `meta["shards"]` lists every s
 from __future__ import annotations
 
 import logging
-import re
 import shutil
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -51,12 +50,12 @@ from hardneg.core.io import (
     clean_temp_files,
     digest,
     file_digest,
-    read_jsonl,
     write_json,
     write_jsonl,
 )
 from hardneg.core.runner import memory
 from hardneg.core.runner.cycles import no_cycle_collection
+from hardneg.core.runner.outputs import StageOutputs
 from hardneg.core.runner.progress import Progress
 from hardneg.core.runner.publish import open_transaction
 from hardneg.core.runner.unit import ALL, Unit
@@ -121,7 +120,7 @@ class Stage:
         return f"<stage {self.name} {self.version}>"
 
 
-class Run:
+class Run(StageOutputs):
     """A run folder with a config and the ordered stage list: fingerprints, opening, units, summaries."""
 
     check_every_row = False  # check every row written against its record type, not only each write's first
@@ -396,60 +395,3 @@ class Run:
             if name not in out:  # no unit was pending
                 out[name] = self.close(name)
         return {name: out[name] for name in names}
-
-    # -- reading stage outputs -----------------------------------------------------------------------
-
-    def record_type(self, stage: str, kind: str, reader: str | None = None) -> type:
-        """The record type `stage` declares for `kind`; a kind it does not write raises, naming `reader`
-        (the stage that asked, if any) and the kinds it does write."""
-        writes = self.stages[stage].writes
-        if kind not in writes:
-            who = f"stage {reader} reads" if reader else "reading"
-            kinds = ", ".join(sorted(writes)) or "nothing"
-            raise RuntimeError(f"{who} {kind!r} of stage {stage}, which does not write it (it writes {kinds})")
-        return writes[kind]
-
-    def read(self, stage: str, kind: str, unit: str) -> Iterator[Any]:
-        """The rows (dicts) `stage`'s `unit` wrote of `kind` (none if it wrote no such file)."""
-        self.record_type(stage, kind)
-        if (path := self.stage_dir(stage) / f"{kind}-{unit}.jsonl").exists():
-            yield from read_jsonl(path)
-
-    def read_all(self, stage: str, kind: str) -> Iterator[Any]:
-        """Every `kind` file the stage's units wrote, in unit order, then write order (a global stage
-        may write one file per shard, as ingest does)."""
-        for path in self.files(stage, kind):
-            yield from read_jsonl(path)
-
-    def files(self, stage: str, kind: str) -> list[Path]:
-        """The `kind` files `read_all` reads, in its order."""
-        self.record_type(stage, kind)
-        d = self.stage_dir(stage)
-        out = []
-        for unit in self.units(stage):
-            m = self._marker(stage, unit)
-            if not m.exists():
-                raise RuntimeError(f"stage {stage}: unit {unit} is not done")
-            for rel in orjson.loads(m.read_bytes())["files"]:
-                if rel.startswith(f"{kind}-") and rel.endswith(".jsonl"):
-                    out.append(d / rel)
-        return out
-
-    def common_reasons(self, name: str, top: int = 3) -> list[tuple[str, int]]:
-        """A stage's commonest reject reasons (digits left out, so "image 12.jpg missing" counts with its
-        kind) with their counts, for a message that must stand without the run folder."""
-        count: Counter[str] = Counter()
-        for f in sorted((self.stage_dir(name) / "_rejects").glob("*.jsonl")):
-            for r in read_jsonl(f):
-                count[re.sub(r"\d+", "N", str(r.get("reason", "")))] += 1
-        return count.most_common(top)
-
-    def reject_files(self) -> Iterator[Path]:
-        """Every stage's rejects, in stage order then unit order."""
-        for name in self.order:
-            d = self.stage_dir(name) / "_rejects"
-            if d.exists():
-                for unit in self.units(name):
-                    f = d / f"{unit}.jsonl"
-                    if f.exists():
-                        yield f

@@ -1,0 +1,88 @@
+"""Reading what the stages wrote: a run's outputs by stage and kind, and its rejects (`Run`'s reading half).
+
+A stage reads only what a stage declares it writes (`record_type`: a misspelt kind is an error naming the
+kinds the stage does write, never an empty read), in unit order, from the files each unit's marker lists.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from hardneg.core.io import read_jsonl
+
+
+class StageOutputs:
+    """Reading the outputs of a run's stages; `Run` provides the stages, their folders, units and markers."""
+
+    stages: Mapping[str, Any]
+    order: list[str]
+
+    def stage_dir(self, name: str) -> Path:
+        raise NotImplementedError
+
+    def units(self, name: str) -> list[str]:
+        raise NotImplementedError
+
+    def _marker(self, name: str, unit: str) -> Path:
+        raise NotImplementedError
+
+    def record_type(self, stage: str, kind: str, reader: str | None = None) -> type:
+        """The record type `stage` declares for `kind`; a kind it does not write raises, naming `reader`
+        (the stage that asked, if any) and the kinds it does write."""
+        writes = self.stages[stage].writes
+        if kind not in writes:
+            who = f"stage {reader} reads" if reader else "reading"
+            kinds = ", ".join(sorted(writes)) or "nothing"
+            raise RuntimeError(f"{who} {kind!r} of stage {stage}, which does not write it (it writes {kinds})")
+        return writes[kind]
+
+    def read(self, stage: str, kind: str, unit: str) -> Iterator[Any]:
+        """The rows (dicts) `stage`'s `unit` wrote of `kind` (none if it wrote no such file)."""
+        self.record_type(stage, kind)
+        if (path := self.stage_dir(stage) / f"{kind}-{unit}.jsonl").exists():
+            yield from read_jsonl(path)
+
+    def read_all(self, stage: str, kind: str) -> Iterator[Any]:
+        """Every `kind` file the stage's units wrote, in unit order, then write order (a global stage
+        may write one file per shard, as ingest does)."""
+        for path in self.files(stage, kind):
+            yield from read_jsonl(path)
+
+    def files(self, stage: str, kind: str) -> list[Path]:
+        """The `kind` files `read_all` reads, in its order."""
+        self.record_type(stage, kind)
+        d = self.stage_dir(stage)
+        out = []
+        for unit in self.units(stage):
+            m = self._marker(stage, unit)
+            if not m.exists():
+                raise RuntimeError(f"stage {stage}: unit {unit} is not done")
+            for rel in orjson.loads(m.read_bytes())["files"]:
+                if rel.startswith(f"{kind}-") and rel.endswith(".jsonl"):
+                    out.append(d / rel)
+        return out
+
+    def common_reasons(self, name: str, top: int = 3) -> list[tuple[str, int]]:
+        """A stage's commonest reject reasons (digits left out, so "image 12.jpg missing" counts with its
+        kind) with their counts, for a message that must stand without the run folder."""
+        count: Counter[str] = Counter()
+        for f in sorted((self.stage_dir(name) / "_rejects").glob("*.jsonl")):
+            for r in read_jsonl(f):
+                count[re.sub(r"\d+", "N", str(r.get("reason", "")))] += 1
+        return count.most_common(top)
+
+    def reject_files(self) -> Iterator[Path]:
+        """Every stage's rejects, in stage order then unit order."""
+        for name in self.order:
+            d = self.stage_dir(name) / "_rejects"
+            if d.exists():
+                for unit in self.units(name):
+                    f = d / f"{unit}.jsonl"
+                    if f.exists():
+                        yield f
