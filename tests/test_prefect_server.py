@@ -152,6 +152,7 @@ def test_a_scheduled_run_fires_completes_and_reports_to_the_server(server: Serve
     )
     try:
         t0 = time.monotonic()
+
         # a run of the minute's schedule that starts while the first still works is skipped (Completed,
         # named Skipped): the one that did the work is the one that is not
         def worked() -> list[dict[str, Any]]:
