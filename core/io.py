@@ -178,6 +178,13 @@ def digest(*parts: Any) -> str:
     return hashlib.sha1(orjson.dumps(parts, option=orjson.OPT_SORT_KEYS, default=str)).hexdigest()[:16]
 
 
+def stat_key(st: os.stat_result) -> list[int]:
+    """What says a file is as it was without reading it: size, mtime, ctime, inode. Only ever a cache key in
+    front of a content digest: an edit changes the ctime even when the mtime is set back, and a file whose
+    stat changed (a copy, a new link) is read again, never taken for changed."""
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+
+
 def file_digest(path: Path) -> str:
     h = hashlib.sha1()
     with path.open("rb") as f:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from hardneg.core.gqa.stream import graph_files
+from hardneg.core.io import stat_key
 
 PHOTOS = "photos"  # the store's folder inside the ingest stage's folder
 _BLOCK = 1 << 20
@@ -60,7 +61,7 @@ def graphs_digest(scene_graphs: Path) -> str:
     files = graph_files(scene_graphs)
     base = scene_graphs if scene_graphs.is_dir() else scene_graphs.parent
     for path in files:
-        content = _memo_digest(str(path.resolve()), tuple(stat_identity(path.stat())))
+        content = _memo_digest(str(path.resolve()), tuple(stat_key(path.stat())))
         h.update(os.fsencode(os.path.relpath(path, base)) + b"\0" + content.encode() + b"\n")
     return h.hexdigest()
 
@@ -70,18 +71,13 @@ def _memo_digest(path: str, identity: tuple[int, ...]) -> str:
     return file_content_digest(Path(path))
 
 
-def stat_identity(st: os.stat_result) -> list[int]:
-    """What says a file is unchanged without reading it: size, mtime, ctime, inode. A cache key only."""
-    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
-
-
 def photo_record(image_id: str, path: Path) -> dict[str, Any]:
     """What ingest records of one image before it reads it: the file's stat identity (None: no regular file
     there); ingest adds the digest of the bytes it then read (None: none could be). Taken before the read,
     so a file that changes while it is read is hashed again on resume."""
     try:
         st = path.lstat()
-        ident = stat_identity(st) if stat.S_ISREG(st.st_mode) else None
+        ident = stat_key(st) if stat.S_ISREG(st.st_mode) else None
     except OSError:
         ident = None
     return {"image_id": image_id, "digest": None, "stat": ident}
@@ -106,7 +102,7 @@ def photos_changed(images: Path, records: Iterable[dict[str, Any]]) -> str | Non
             continue
         if r["stat"] is None:
             return f"image {path.name} appeared"
-        if stat_identity(st) == r["stat"]:
+        if stat_key(st) == r["stat"]:
             continue
         try:
             now = file_content_digest(path)

@@ -50,6 +50,7 @@ from hardneg.core.io import (
     clean_temp_files,
     digest,
     file_digest,
+    stat_key,
     write_json,
     write_jsonl,
 )
@@ -209,11 +210,28 @@ class Run(StageOutputs):
         return self._stale[name]
 
     def _unit_ok(self, name: str, unit: str) -> bool:
-        """Done: its marker exists and every file it lists is there with the size it was written with."""
+        """Done: its marker exists and every file it lists holds the bytes it was written with: a file whose
+        stat is as written is trusted unread, any other is hashed, and one whose content changed (an edit,
+        a disk error) makes the unit to do again. A file found intact under a new stat (a copied run folder)
+        has its new stat recorded, so it is hashed once."""
         if not (m := self._marker(name, unit)).exists():
             return False
-        files, d = orjson.loads(m.read_bytes())["files"], self.stage_dir(name)
-        return all((f := d / rel).exists() and f.stat().st_size == info["size"] for rel, info in files.items())
+        marker, d, moved = orjson.loads(m.read_bytes()), self.stage_dir(name), False
+        for rel, info in marker["files"].items():
+            try:
+                st = (d / rel).stat()
+            except FileNotFoundError:
+                return False
+            if st.st_size != info["size"]:
+                return False
+            if info.get("stat") != stat_key(st):
+                if file_digest(d / rel) != info["sha1"]:
+                    log.warning("stage %s: %s changed since it was written; it is made again", name, rel)
+                    return False
+                info["stat"], moved = stat_key(st), True
+        if moved:
+            write_json(m, marker, indent=False)
+        return True
 
     def problems(self, name: str) -> list[str]:
         """Why a stage's stored work cannot be trusted under the current config (empty: it can): not

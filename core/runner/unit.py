@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from hardneg.core.config import RunConfig
-from hardneg.core.io import atomic_write_chunks, dumps
+from hardneg.core.io import atomic_write_chunks, dumps, stat_key
 from hardneg.core.records import Reject
 from hardneg.core.runner.shared import shared
 from hardneg.core.schema import row_problem, to_record
@@ -127,7 +127,8 @@ class Unit:
         path = self.path(kind, shard)
         size, sha1 = atomic_write_chunks(path, lines())
         self.written[kind] += count
-        self.files[path.name] = {"size": size, "sha1": sha1[:16]}
+        # the content's digest is what a resume trusts; the stat it had when written, only a cache key
+        self.files[path.name] = {"size": size, "sha1": sha1[:16], "stat": stat_key(path.stat())}
         return path
 
     def reject(self, reject: Reject) -> None:
