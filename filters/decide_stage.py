@@ -149,10 +149,12 @@ class DecideStage(Stage):
                 applied, why = first_failure(by_version, active, "positive")
                 tally.rules("positive", applied, why is not None)
             scores = {**flatten(by_version), "annotation_risk": risk}
-            if why is None and cfg.risk.max is not None and risk > cfg.risk.max:
-                kinds = ", ".join(sorted({x["kind"] for x in reasons}))
-                why = f"risk: {risk:.2f} above risk.max {cfg.risk.max} ({kinds})"
-                unit.stats["risk_dropped"] += 1
+            if why is None and cfg.risk.max is not None:  # the risk cut is a rule: `split`'s guard counts it
+                tally.one("risk", risk <= cfg.risk.max)
+                if risk > cfg.risk.max:
+                    kinds = ", ".join(sorted({x["kind"] for x in reasons}))
+                    why = f"risk: {risk:.2f} above risk.max {cfg.risk.max} ({kinds})"
+                    unit.stats["risk_dropped"] += 1
             if why is not None:
                 detail = {"tuple_type": r.tuple_type, "level": r.level, "expression": r.expression, **scores}
                 unit.reject(Reject("risk" if why.startswith("risk: ") else "filter", why, r.image_id, r.id,

@@ -190,3 +190,16 @@ def test_a_split_that_changes_nothing_says_so_and_leaves_the_run_as_it_was(run: 
 def test_a_misspelt_threshold_names_the_key_it_meant(run: Path, tmp_path: Path, capsys):
     assert main(["split", str(run), "--config", _yaml(tmp_path, "filters: {thresholds: {seam: {maxx: 0.1}}}\n")]) == 2
     assert "(did you mean filters.thresholds.seam.max?)" in capsys.readouterr().err
+
+
+def test_a_risk_cut_that_drops_every_positive_is_refused_like_any_rule(run: Path, tmp_path: Path, capsys):
+    """Failed before: `risk: {max: 0.0}` emptied the benchmark (every positive dropped) with exit 0 and
+    no --force: the guard counted the filters' rules, not the risk cut."""
+    before = _snapshot(run)
+    cut = _yaml(tmp_path, "risk: {max: 0.0}\n")
+    assert main(["split", str(run), "--config", cut]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("hardneg: error: split refused, the run is unchanged: ") and "risk would keep none of" in err
+    assert _snapshot(run) == before
+    assert main(["split", str(run), "--config", cut, "--force"]) == 0
+    assert sum(_manifest(run)["counts"]["positives"].values()) == 0

@@ -229,7 +229,7 @@ class Run(StageOutputs):
                     log.warning("stage %s: %s changed since it was written; it is made again", name, rel)
                     return False
                 info["stat"], moved = stat_key(st), True
-        if moved:
+        if moved and not self.frozen_inputs:  # `hardneg split` leaves the stages it does not run as they are
             write_json(m, marker, indent=False)
         return True
 
