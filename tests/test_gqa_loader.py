@@ -16,6 +16,7 @@ import pytest
 from benchmarks.synthetic_gqa import write_synthetic_gqa
 from hardneg.core.errors import InputError
 from hardneg.core.gqa.loader import iter_raw_graphs, load_graphs
+from hardneg.core.gqa.stream import GraphLimits, RawDefect
 
 CHUNK_SIZES = (1, 7, 64, 1000, 8 << 20)
 
@@ -184,11 +185,28 @@ def test_empty_top_level_object_yields_nothing(tmp_path: Path) -> None:
     assert list(load_graphs(_write(tmp_path / "e.json", b" { \n } \n"), 1)) == []
 
 
-def test_unbalanced_quote_is_caught_by_the_member_size_cap(tmp_path: Path) -> None:
+def test_an_unbalanced_quote_runs_to_the_end_of_the_file_held_in_bounded_memory(tmp_path: Path) -> None:
     raw = b'{"1": {"name": "open quote}, "2": {}' + b" " * 5000 + b"}"
     path = _write(tmp_path / "q.json", raw)
-    with pytest.raises(InputError, match="member longer than 1000 bytes"):
+    with pytest.raises(InputError, match="truncated file: it ends inside a string, in the image that starts at byte 1"):
         list(iter_raw_graphs(path, 64, max_member_bytes=1000))
+
+
+def test_a_well_formed_member_over_the_cap_is_rejected_and_the_others_read(tmp_path: Path) -> None:
+    """Failed before: one well-formed image over the cap (64 MiB by default) stopped the whole run ("member
+    longer than ... bytes (unbalanced quote?)") instead of being rejected with its reason."""
+    names = ",".join(f'"{i}": {{"name": "cup \\" {"x" * 30}", "x": 1, "y": 1, "w": 5, "h": 5}}' for i in range(400))
+    big = f'"big": {{"width": 100, "height": 100, "objects": {{{names}}}}}'.encode()
+    good = b'"ok": {"width": 100, "height": 100, "objects": {"1": {"name": "cup", "x": 1, "y": 1, "w": 5, "h": 5}}}'
+    path = _write(tmp_path / "big.json", b"{" + good + b", " + big + b", " + good.replace(b'"ok"', b'"ok2"') + b"}")
+    for chunk_size in (64, 4096):
+        got = list(iter_raw_graphs(path, chunk_size, max_member_bytes=2000))
+        assert [k for k, _ in got] == ["ok", "big", "ok2"]
+        assert isinstance(got[1][1], RawDefect) and f"{len(big) + 1:,} bytes of JSON" in got[1][1].reason  # its space
+        assert "above the 2,000 a member may be held" in got[1][1].reason
+    limits = GraphLimits(max_graph_bytes=1000)  # as with the defaults: the limit a user sets is the one named
+    [_, (_, why), _] = list(iter_raw_graphs(path, 4096, max_member_bytes=2000, limits=limits))
+    assert "above the limit of 1,000 (inputs.max_graph_bytes)" in why.reason
 
 
 def test_streaming_keeps_python_allocations_small(tmp_path: Path) -> None:

@@ -27,7 +27,8 @@ log = logging.getLogger("hardneg.core.gqa.loader")
 
 DEFAULT_CHUNK = 8 << 20  # bytes per read
 _SCAN_BLOCK = 256 << 10  # bytes scanned at once: its arrays take ~3x this, and small blocks stay in cache
-DEFAULT_MAX_MEMBER = 64 << 20  # bytes; a GQA graph is ~5-50 KB, a bigger one means broken quoting
+DEFAULT_MAX_MEMBER = 64 << 20  # bytes held of one member; past it the member is scanned to its end unheld
+_KEY_PREFIX = 64 << 10  # bytes of an unheld member kept to read its image id
 MAX_PARSEABLE_DEPTH = 200  # the parsers' own limits lie above: orjson writes 255 levels, json.loads ~1,000
 
 # The scanner's byte classes (0 = uninteresting). `[`/`{` and `]`/`}` share a class: depth counts
@@ -218,6 +219,15 @@ class _FileStream:
             return key, RawDefect(why)
         return self._parse_member(data, start)
 
+    def _unheld(self, prefix: bytes, size: int, start: int) -> tuple[str, Any]:
+        """A member too long to hold, rejected by its id (read from its first bytes) with its size."""
+        key = _member_key(prefix)
+        if key is None:
+            raise self._error(start, f"a member of {size:,} bytes whose image id cannot be read")
+        if size > self.limits.max_graph_bytes:  # always, with the default limits: the key the user can change
+            return key, RawDefect(over_limit(f"{size:,} bytes of JSON", self.limits.max_graph_bytes, "max_graph_bytes"))
+        return key, RawDefect(f"{size:,} bytes of JSON, above the {self.max_member:,} a member may be held")
+
     def _parse_member(self, data: bytes | memoryview, start: int) -> tuple[str, Any]:
         # Wrapping the member in braces lets orjson check the key, the colon and the value at once.
         doc = b"".join((b"{", data, b"}"))
@@ -257,6 +267,10 @@ class _FileStream:
         started = ended = False
         members = 0
         peak = 0  # the deepest nesting of the current member read in earlier chunks
+        # A member past `max_member` bytes is not held: the scanner follows it to its end (its brackets and
+        # strings, the quotes escaped or not), and it is rejected by its id with its size. One that never ends
+        # (an unbalanced quote) runs to the end of the file, which is then reported as truncated there.
+        skipping, skipped, prefix = False, 0, b""
         with self.path.open("rb") as f:
             for chunk in self._blocks(f):
                 if ended:
@@ -296,6 +310,13 @@ class _FileStream:
                 view = memoryview(chunk)
                 for i, p in enumerate(bounds):
                     member_peak, peak = max(peak, peaks[i]), 0
+                    if skipping:
+                        yield self._unheld(prefix, skipped + p - max(prev, 0), member_start)
+                        skipping, skipped, prefix = False, 0, b""
+                        members += 1
+                        member_start = offset + p + 1
+                        prev = p + 1
+                        continue
                     if parts:
                         parts.append(chunk[:p])
                         data: bytes | memoryview = b"".join(parts)
@@ -319,13 +340,14 @@ class _FileStream:
                         raise self._error(offset + pos, "trailing data")
                 else:
                     tail = chunk[max(prev, 0) :]
-                    parts.append(tail)
-                    held += len(tail)
-                    if held > self.max_member:
-                        raise self._error(
-                            member_start,
-                            f"member longer than {self.max_member} bytes (unbalanced quote?)",
-                        )
+                    if skipping:
+                        skipped += len(tail)
+                    else:
+                        parts.append(tail)
+                        held += len(tail)
+                        if held > self.max_member:  # from here on only counted, never held
+                            prefix = b"".join(parts[:2])[:_KEY_PREFIX]
+                            skipping, skipped, parts, held = True, held, [], 0
                 offset += len(chunk)
         if not started:
             raise self._error(offset, "no JSON object (empty file)")
