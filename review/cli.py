@@ -10,6 +10,8 @@ import webbrowser
 from pathlib import Path
 
 from hardneg.core.errors import HardnegError
+from hardneg.core.runner.lock import RunLock
+from hardneg.core.runner.publish import recover, rollback
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +57,15 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     if args.per_group < 1:
         raise HardnegError(f"--per-group must be at least 1, got {args.per_group}")
-    out = build_report(_run_dir(args.run), per_group=args.per_group, seed=args.seed)
+    root = _run_dir(args.run)
+    if not (root / "work").is_dir():  # a copy of the published files alone: nothing to recover, no lock
+        print(f"report: {build_report(root, per_group=args.per_group, seed=args.seed)}")
+        return 0
+    with RunLock(root, "hardneg report"):  # never beside a run or a split that is writing the folder
+        if stages := rollback(root):  # a run cut off half-way: its outputs as the last finished one left them
+            print(f"report: an interrupted run's outputs were put back first; {', '.join(stages)} will be redone")
+        recover(root)
+        out = build_report(root, per_group=args.per_group, seed=args.seed)
     print(f"report: {out}")
     return 0
 

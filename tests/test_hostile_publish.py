@@ -114,3 +114,21 @@ def _comparable(files: dict[str, bytes]) -> dict[str, bytes]:
     and the time each stage took."""
     timed = ("manifest.json", "stats.json", "stats.md", "README.md", "report.html")
     return {k: v for k, v in files.items() if k not in timed and not k.startswith("report/")}
+
+
+def test_hardneg_report_puts_a_half_published_folder_back_before_it_renders(tiny_run, tmp_path, monkeypatch):
+    """Failed before: after a kill -9 in the middle of publishing, `hardneg report` rendered the half-new
+    outputs (new splits beside the old card) as if they were a run."""
+    from hardneg.cli import main
+
+    root = _copy(tiny_run, tmp_path)
+    before = outputs(root)
+    monkeypatch.setattr("hardneg.core.runner.publish.rollback", lambda root: [])  # the dying process does nothing
+    monkeypatch.setattr("hardneg.exports.finecops.write_card", no_space)
+    with pytest.raises(OSError):
+        run_local(load_config(None, CHANGED), root)
+    monkeypatch.undo()
+    assert (root / TXN).exists() and outputs(root) != before
+    assert main(["report", str(root)]) == 0
+    assert not (root / TXN).exists()
+    assert _comparable(outputs(root)) == _comparable(before)  # the report of the last finished run

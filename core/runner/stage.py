@@ -238,13 +238,9 @@ class Run(StageOutputs):
         finished, made under another config, a unit or a file missing or not the bytes it was written with."""
         if not ((d := self.stage_dir(name)) / SUMMARY).exists():
             return [f"stage {name} has not finished"]
-        if not self.is_complete(name):
-            return [f"stage {name} was made under another config or version, or from other upstream output or inputs"]
         out = []
         units = self.summary(name)["units"]
-        if units != self.units(name):
-            out.append(f"stage {name} covers other shards than the ingest stage made")
-        for unit in units:
+        for unit in units:  # a damaged file first: it says more than the fingerprint it breaks
             if not (m := self._marker(name, unit)).exists():
                 out.append(f"stage {name}: unit {unit} is missing")
                 continue
@@ -253,7 +249,13 @@ class Run(StageOutputs):
                     out.append(f"stage {name}: {rel} is missing")
                 elif f.stat().st_size != info["size"] or file_digest(f) != info["sha1"]:
                     out.append(f"stage {name}: {rel} changed since it was written")
-        return out
+        if out:
+            return out
+        if not self.is_complete(name):
+            return [f"stage {name} was made under another config or version, or from other upstream output or inputs"]
+        if units != self.units(name):
+            return [f"stage {name} covers other shards than the ingest stage made"]
+        return []
 
     # -- units ---------------------------------------------------------------------------------------
 
