@@ -30,7 +30,7 @@ from PIL import Image
 from hardneg.backends.inpaint import EditRegion, InpaintJob, Rect
 from hardneg.core.colors import COLORS
 from hardneg.core.errors import MissingDependency
-from hardneg.core.masks import fill_holes, grabcut
+from hardneg.core.pixels.masks import fill_holes, grabcut
 
 try:
     import cv2
@@ -48,7 +48,7 @@ ACHROMATIC_CHROMA = 8.0  # LAB chroma below which a colour (or an object) counts
 HUE_TOLERANCE_DEG = 35.0  # pixels this far from the object's dominant hue are other parts (a flower's stem)
 NEUTRAL_L_TOLERANCE = 25.0  # LAB L; for a neutral object, pixels this far from its lightness are other parts
 # GrabCut itself (its working size, and the least share of the box a cut must keep, below which the whole
-# box is used) is core/masks.py's, shared with the pixel evidence checks.
+# box is used) is core/pixels/masks.py's, shared with the pixel evidence checks.
 # A replacement's donor must hide at least this share of the old object's pixels: the rest is Telea fill,
 # which over a large area is a smear a person sees at once (a window frame in a streaked plate's place).
 MIN_DONOR_COVER = 0.75
@@ -71,7 +71,7 @@ def _candidate_seed(seed: int, key: str, k: int) -> int:
 
 def _grabcut(rgb: np.ndarray, rect: Rect, iters: int, seed: int) -> np.ndarray | None:
     """GrabCut's foreground inside `rect` of `rgb` (bool, rgb-sized), or None when it finds nothing usable:
-    the box-initialised cut of `core/masks.py`."""
+    the box-initialised cut of `core/pixels/masks.py`."""
     return grabcut(rgb, (rect.x0, rect.y0, rect.x1, rect.y1), iters, seed)
 
 

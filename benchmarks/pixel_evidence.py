@@ -4,7 +4,7 @@
 
 PHOTOS are GQA-style folders (`images/<id>.jpg` and `sceneGraphs.json`); without any, the four Visual
 Genome photos the tests use (`tests/data/vg_photos`, with boxes from their raw graphs written below)
-and scikit-image's astronaut and coffee with hand-made boxes. Every object is masked (`core.masks.
+and scikit-image's astronaut and coffee with hand-made boxes. Every object is masked (`core.pixels.masks.
 object_mask`) and its colours read (`core.colors.read_colours`), `--repeat` times; the table gives the
 median ms per object for each step, split by how the mask was made (the centre-seeded retry runs a
 second GrabCut), the ms per image, and the baseline in the same run: the plain box-initialised GrabCut
@@ -26,7 +26,7 @@ import numpy as np
 from PIL import Image
 
 from hardneg.core.colors import read_colours
-from hardneg.core.masks import clip_box, context_window, grabcut, object_mask
+from hardneg.core.pixels.masks import clip_box, context_window, grabcut, object_mask
 
 REPO = Path(__file__).resolve().parent.parent
 

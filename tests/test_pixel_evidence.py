@@ -1,5 +1,5 @@
-"""The pixel primitives on real photos: object masks and their trust (core/masks.py), colour naming
-(core/colors.py) and the verdicts on colour claims (core/pixel_evidence.py).
+"""The pixel primitives on real photos: object masks and their trust (core/pixels/masks.py), colour naming
+(core/colors.py) and the verdicts on colour claims (core/pixels/evidence.py).
 
 Every case below was looked at by eye (the crop with its mask overlaid): the Visual Genome photos in
 tests/data/vg_photos with boxes and attributes from their raw graphs, and scikit-image's sample photos
@@ -16,8 +16,7 @@ from PIL import Image
 
 from hardneg.core import colors
 from hardneg.core.colors import TERMS, read_colours
-from hardneg.core.masks import ObjectMask, fill_holes, grabcut, object_mask
-from hardneg.core.pixel_evidence import (
+from hardneg.core.pixels.evidence import (
     ColourVerdict,
     colour_evidence,
     colour_word,
@@ -27,6 +26,7 @@ from hardneg.core.pixel_evidence import (
     same_colour,
     verify_recolour,
 )
+from hardneg.core.pixels.masks import ObjectMask, fill_holes, grabcut, object_mask
 from tests.helpers import REPO_ROOT
 
 skimage_data = pytest.importorskip("skimage.data")

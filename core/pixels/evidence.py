@@ -24,7 +24,7 @@ The rules (shares are of the object's named pixels):
   satisfied, and the object not multi-coloured;
 - contradicted: support below CONTRADICT_SUPPORT and the terms against it at least CONTRADICT_AGAINST;
   or the hue supported but the tone the opposite (a "light blue" object whose blue is dark);
-- unknown otherwise, and always when the mask cannot be trusted (`core.masks.ObjectMask.problems`): a
+- unknown otherwise, and always when the mask cannot be trusted (`core.pixels.masks.ObjectMask.problems`): a
   mask that kept the wrong part reads the wrong colour. A mask from the centre-seeded retry (`method`
   "seeded") may support but never contradict: it shows what the box centre looks like, which on a
   sloppy box is the background.
@@ -33,7 +33,7 @@ What it cannot see: colours the camera or the light changed (a white pillow in a
 which "white" tolerates; a wall under lamplight reads beige, which "white" tolerates; a strong colour
 cast is not corrected), polished metal (a silver spoon beside a red saucer reads brown: "silver", "gold"
 and "bronze" may be supported, never contradicted), and anything the mask leaves out or takes in (see
-`core/masks.py`).
+`core/pixels/masks.py`).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from typing import Literal
 import numpy as np
 
 from hardneg.core.colors import TERMS, ColourReading, read_colours
-from hardneg.core.masks import ObjectMask, object_mask
+from hardneg.core.pixels.masks import ObjectMask, object_mask
 
 Verdict = Literal["supported", "contradicted", "unknown"]
 Tone = Literal["light", "dark"]
