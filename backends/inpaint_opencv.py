@@ -30,6 +30,7 @@ from PIL import Image
 from hardneg.backends.inpaint import EditRegion, InpaintJob, Rect
 from hardneg.core.colors import COLORS
 from hardneg.core.errors import MissingDependency
+from hardneg.core.pixels.masks import fill_holes, grabcut
 
 try:
     import cv2
@@ -46,8 +47,8 @@ RGB = tuple[int, int, int]
 ACHROMATIC_CHROMA = 8.0  # LAB chroma below which a colour (or an object) counts as having no hue
 HUE_TOLERANCE_DEG = 35.0  # pixels this far from the object's dominant hue are other parts (a flower's stem)
 NEUTRAL_L_TOLERANCE = 25.0  # LAB L; for a neutral object, pixels this far from its lightness are other parts
-GRABCUT_MAX_SIDE = 128  # px; larger windows are segmented at reduced size (GrabCut is the costly step)
-MIN_GRABCUT_FILL = 0.05  # a GrabCut mask covering less of the box than this failed: use the whole box
+# GrabCut itself (its working size, and the least share of the box a cut must keep, below which the whole
+# box is used) is core/pixels/masks.py's, shared with the pixel evidence checks.
 # A replacement's donor must hide at least this share of the old object's pixels: the rest is Telea fill,
 # which over a large area is a smear a person sees at once (a window frame in a streaked plate's place).
 MIN_DONOR_COVER = 0.75
@@ -69,35 +70,9 @@ def _candidate_seed(seed: int, key: str, k: int) -> int:
 
 
 def _grabcut(rgb: np.ndarray, rect: Rect, iters: int, seed: int) -> np.ndarray | None:
-    """GrabCut's foreground inside `rect` of `rgb` (bool, rgb-sized), or None when it finds nothing usable."""
-    h, w = rgb.shape[:2]
-    if rect.w < 4 or rect.h < 4 or (rect.w >= w - 1 and rect.h >= h - 1):
-        return None  # too small to segment, or no background pixels to model
-    # GrabCut's cost grows with the window's area: segment a large window at reduced size and scale the
-    # mask back (nearest), which keeps the outline to within a pixel or two of the full-size cut.
-    scale = min(1.0, GRABCUT_MAX_SIDE / max(h, w))
-    sh, sw = max(1, round(h * scale)), max(1, round(w * scale))
-    x0, y0 = round(rect.x0 * scale), round(rect.y0 * scale)
-    rw, rh = max(1, round(rect.w * scale)), max(1, round(rect.h * scale))
-    small = rgb if scale == 1.0 else cv2.resize(rgb, (sw, sh), interpolation=cv2.INTER_AREA)
-    mask = np.zeros((sh, sw), np.uint8)
-    bgd, fgd = np.zeros((1, 65), np.float64), np.zeros((1, 65), np.float64)
-    cv2.setRNGSeed(seed % (2**31))  # GrabCut's GMM initialisation draws from OpenCV's RNG
-    bgr = np.ascontiguousarray(small[..., ::-1])
-    try:
-        cv2.grabCut(bgr, mask, (x0, y0, min(rw, sw - x0), min(rh, sh - y0)), bgd, fgd, iters, cv2.GC_INIT_WITH_RECT)
-    except cv2.error as e:  # degenerate colour statistics (e.g. a flat box): fall back to the box
-        logger.debug("grabCut failed on %s: %s", rect, e)
-        return None
-    fg = (mask == cv2.GC_FGD) | (mask == cv2.GC_PR_FGD)
-    if scale != 1.0:
-        fg = cv2.resize(fg.astype(np.uint8), (w, h), interpolation=cv2.INTER_NEAREST).astype(bool)
-        inside = np.zeros((h, w), bool)
-        inside[rect.slices()] = True
-        fg &= inside  # GrabCut never marks foreground outside its rectangle
-    if fg.sum() < MIN_GRABCUT_FILL * rect.w * rect.h:
-        return None
-    return fg
+    """GrabCut's foreground inside `rect` of `rgb` (bool, rgb-sized), or None when it finds nothing usable:
+    the box-initialised cut of `core/pixels/masks.py`."""
+    return grabcut(rgb, (rect.x0, rect.y0, rect.x1, rect.y1), iters, seed)
 
 
 def _morph(mask: np.ndarray, px: int) -> np.ndarray:
@@ -119,10 +94,7 @@ def _feather(mask: np.ndarray, sigma: float) -> np.ndarray:
 
 def _fill_holes(mask: np.ndarray) -> np.ndarray:
     """`mask` with every enclosed hole filled (highlights, patterns and outlines inside an object)."""
-    contours, _ = cv2.findContours(mask.astype(np.uint8), cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
-    filled = np.zeros(mask.shape, np.uint8)
-    cv2.drawContours(filled, contours, -1, 1, thickness=cv2.FILLED)
-    return filled.astype(bool)
+    return fill_holes(mask)
 
 
 def _colour_core(lab: np.ndarray, fg: np.ndarray, source: RGB | None = None) -> np.ndarray:
