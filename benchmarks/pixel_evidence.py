@@ -3,7 +3,7 @@
     .venv/bin/python -m benchmarks.pixel_evidence [PHOTOS ...] [--repeat N]
 
 PHOTOS are GQA-style folders (`images/<id>.jpg` and `sceneGraphs.json`); without any, the four Visual
-Genome photos the tests use (`tests/data/vg_photos`, with boxes from their raw graphs written below)
+Genome photos the tests use (`tests/data/photos8`, with boxes from their raw graphs written below)
 and scikit-image's astronaut and coffee with hand-made boxes. Every object is masked (`core.pixels.masks.
 object_mask`) and its colours read (`core.colors.read_colours`), `--repeat` times; the table gives the
 median ms per object for each step, split by how the mask was made (the centre-seeded retry runs a
@@ -56,7 +56,7 @@ def photos(folders: list[Path]) -> Iterator[tuple[str, np.ndarray, list[tuple[in
         for image, boxes in VG_BOXES.items():
             yield (
                 f"vg{image}",
-                np.asarray(Image.open(REPO / "tests/data/vg_photos" / f"{image}.jpg").convert("RGB")),
+                np.asarray(Image.open(REPO / "tests/data/photos8/images" / f"{image}.jpg").convert("RGB")),
                 boxes,
             )
         for name, boxes in SAMPLE_BOXES.items():

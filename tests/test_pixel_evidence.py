@@ -2,7 +2,7 @@
 (core/colors.py) and the verdicts on colour claims (core/pixels/evidence.py).
 
 Every case below was looked at by eye (the crop with its mask overlaid): the Visual Genome photos in
-tests/data/vg_photos with boxes and attributes from their raw graphs, and scikit-image's sample photos
+tests/data/photos8 with boxes and attributes from their raw graphs, and scikit-image's sample photos
 with boxes drawn by hand. What each case shows is in its comment.
 """
 
@@ -27,11 +27,11 @@ from hardneg.core.pixels.evidence import (
     verify_recolour,
 )
 from hardneg.core.pixels.masks import ObjectMask, fill_holes, grabcut, object_mask
-from tests.helpers import REPO_ROOT
+from tests.helpers import PHOTOS
 
 skimage_data = pytest.importorskip("skimage.data")
 
-VG = REPO_ROOT / "tests" / "data" / "vg_photos"
+VG = PHOTOS / "images"  # tests/data/photos8: the Visual Genome ones (ids 1, 2, 4, 5)
 
 # Raw Visual Genome boxes (xywh) with the graph's colour attributes, and what the photo shows.
 VG_SHIRT = ("1", (241, 289, 59, 101))  # "red, orange": a red long-sleeved shirt, shaded down one side
