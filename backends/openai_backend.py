@@ -104,11 +104,20 @@ class _Counters:
     cache_hits: int = 0
     retries: int = 0
     invalid_answers: int = 0
+    unusable_answers: int = 0  # fresh answers empty or not in the asked form (not counting semantic refusals)
+    unusable_in_a_row: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def add(self, name: str, k: int = 1) -> None:
         with self.lock:
             setattr(self, name, getattr(self, name) + k)
+
+    def answered(self, usable: bool) -> int:
+        """Count one fresh answer; returns how many in a row were unusable."""
+        with self.lock:
+            self.unusable_answers += not usable
+            self.unusable_in_a_row = 0 if usable else self.unusable_in_a_row + 1
+            return self.unusable_in_a_row
 
 
 def _redact_url(url: str) -> str:
@@ -170,6 +179,7 @@ class OpenAIBackend:
                 "cache_hits": c.cache_hits,
                 "retries": c.retries,
                 "invalid_answers": c.invalid_answers,
+                "unusable_answers": c.unusable_answers,
             }
 
     def close(self) -> None:
@@ -245,6 +255,8 @@ class OpenAIBackend:
                 return Answer(request.key, None, error=str(e), raw=None, attempts=attempt, cached=False)
             all_cached &= cached
             values, reason = check(request, raw)
+            if not cached:
+                self._count_answer(values is not None, raw, reason)
             if values is not None and contains_secret(raw, self._secrets()):
                 values, reason = None, "echoes a credential"
             if values is not None and validate is not None and (why := validate(request, values)) is not None:
@@ -262,6 +274,18 @@ class OpenAIBackend:
             attempts=self.settings.max_attempts,
             cached=all_cached,
         )
+
+    def _count_answer(self, usable: bool, raw: str, reason: str | None) -> None:
+        """A server that answers call after call with nothing usable (no choices, text not in the asked form)
+        is no language model: after `max_unusable_in_a_row` such answers the stage stops, saying what it sent,
+        rather than rejecting every sample one by one."""
+        n = self._counters.answered(usable)
+        if n >= self.settings.max_unusable_in_a_row:
+            said = repr(self._clean(raw, EXCERPT_CHARS)) if raw else "nothing (an empty answer)"
+            raise BackendUnavailable(
+                f"OpenAI-compatible server at {self._shown_url} gave no usable answer in {n} calls in a row "
+                f"(model {self.settings.model!r}); the last one: {said} ({self._clean(reason or '', 120)})"
+            )
 
     def _secrets(self) -> tuple[str, ...]:
         """The key the client sends: redacted from all this backend stores or raises."""

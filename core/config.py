@@ -168,6 +168,11 @@ class OpenAIConfig(_Strict):
     timeout_s: float = Field(30.0, gt=0)  # per HTTP request
     max_retries: int = Field(4, ge=0)  # transport retries per call: 429, 5xx, timeouts, connection errors
     max_attempts: int = Field(3, ge=1)  # answers that fail validation are asked again this many times in all
+    # a server whose answers are this many in a row empty or not in the asked form is no language model:
+    # the stage stops (exit 3, naming the server and what it answered) instead of rejecting every sample
+    max_unusable_in_a_row: int = Field(25, ge=1)
+    # a stage that ends with more of its answers unusable than this says so (terminal, stats.md, report)
+    warn_unusable_share: float = Field(0.5, ge=0.0, le=1.0)
     concurrency: int = Field(4, ge=1, le=256)
     temperature: float = Field(0.7, ge=0.0, le=2.0)  # of the first attempt
     json_mode: JsonMode = "json_object"

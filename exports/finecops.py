@@ -128,11 +128,15 @@ class WriteStage(Stage):
         )
         stats["run"] = {**run_header(manifest, unit.cfg), "date": created_on(root)}
         stats["rejects"] = rejects_summary(out / "rejects.jsonl")
+        # what a reader must see first: the stages' own warnings, then the text-negative mix's
+        stats["warnings"] = [w for name in unit.run.reads[self.name] for w in summaries[name].get("warnings", [])]
+        stats["warnings"] += mix.get("warnings", [])
         write_stats(out, stats)
         manifest["counts"]["filters"] = stats["filters"]
         manifest["thresholds"] = summaries["decide"]["meta"].get("thresholds", {})
         manifest["review"] = summaries["decide"]["meta"].get("review", {})
         manifest["counts"]["text_negative_mix"] = mix
+        manifest["counts"]["warnings"] = stats["warnings"]
         write_json(out / "manifest.json", manifest)
         publish(root)
         unit.stats.update({f"positives:{s}": writers[s].count for s in SPLITS})

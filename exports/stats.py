@@ -224,8 +224,9 @@ def write_stats(root: Path, stats: dict[str, Any]) -> None:
             + ". Rejects, with every reason: `rejects.jsonl`.\n"
         )
     mix = stats.get("text_negative_mix") or {}
-    if mix.get("warnings"):
-        parts.append("**Warnings**\n\n" + "\n".join(f"- **{w}**" for w in mix["warnings"]) + "\n")
+    warnings = stats.get("warnings", mix.get("warnings"))
+    if warnings:
+        parts.append("**Warnings**\n\n" + "\n".join(f"- **{w}**" for w in warnings) + "\n")
     psl = stats["positives_by_split_level"]
     parts.append(_table("Positives per split and level", ["split", "L1", "L2", "L3", "total"],
                         [[s, *psl[s].values(), sum(psl[s].values())] for s in SPLITS]))  # fmt: skip

@@ -75,7 +75,7 @@ def closing_summary(root: Path, manifest: dict[str, Any], seconds: float) -> str
         f"  images kept {ingest.get('images_kept', 0)}, rejected {ingest.get('images_rejected', 0)}; "
         f"positives {per_split(c['positives'])} of {c['positives_candidates']} candidates; "
         f"negatives {per_split(c['negatives'])}",
-        *(f"  WARNING: {w}" for w in c.get("text_negative_mix", {}).get("warnings", [])),
+        *(f"  WARNING: {w}" for w in c.get("warnings", c.get("text_negative_mix", {}).get("warnings", []))),
         f"  read first: {root / 'stats.md'}",
         f"  report:     {root / 'report.html'}",
         f'  dataset:    datasets.load_dataset("{root}")',

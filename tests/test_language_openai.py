@@ -121,3 +121,43 @@ def test_a_server_that_fails_mid_run_stops_the_stage_with_a_clear_message(tmp_pa
         assert (out / "work" / "ingest" / "_stage.json").exists()  # finished work is kept: a rerun resumes
     finally:
         server.close()
+
+
+def test_a_server_with_no_usable_answer_stops_the_run_naming_what_it_sent(tmp_path: Path, capsys):
+    """Failed before: a server answering every call with no choice ended the run with exit 0, every rewrite
+    rejected, and no line in the terminal or stats.md said so."""
+    server = FakeServer(lambda body, n: Reply(None))  # a chat completion whose message is empty
+    try:
+        cfg_file = tmp_path / "c.yaml"
+        cfg_file.write_text(
+            "demo: {n_scenes: 4}\nimages: {enabled: false}\nlanguage:\n  backend: openai\n"
+            f"  openai: {{base_url: '{server.url}', max_unusable_in_a_row: 6}}\n"
+        )
+        assert cli_main(["run", "--no-prefect", "--config", str(cfg_file), "--output", str(tmp_path / "r")]) == 3
+        err = capsys.readouterr().err
+        assert f"server at {server.url} gave no usable answer in 6 calls in a row" in err
+        assert "the last one: nothing (an empty answer)" in err and "rerun the same command to resume" in err
+    finally:
+        server.close()
+
+
+def test_a_stage_with_mostly_unusable_answers_says_so(tmp_path: Path, capsys):
+    """A server that answers often enough never to be stopped, but mostly with text in no asked form: the run
+    finishes, and the terminal, stats.md and the report say how much of what it sent was unusable."""
+
+    def mostly_garbage(body: dict[str, Any], n: int) -> Reply:
+        return answer(body, n) if n % 4 == 0 else Reply("I am sorry, I cannot help with that.")
+
+    server = FakeServer(mostly_garbage)
+    try:
+        root = tmp_path / "run"
+        run_local(_config(server.url), root)
+        stats = (root / "stats.md").read_text()
+        assert "language server: " in stats and "were empty or not in the form asked for" in stats
+        assert "were empty or not in the form asked for" in (root / "report.html").read_text()
+        from hardneg.exports.finecops import read_manifest
+        from hardneg.flows.progress import closing_summary
+
+        assert "WARNING: language server: " in closing_summary(root, read_manifest(root), 1.0)
+    finally:
+        server.close()

@@ -165,7 +165,7 @@ def test_valid_rewrites_parse_in_request_order(serve: Callable[[Responder], Fake
     for req, a in zip(reqs, answers, strict=True):
         assert a.values == (req.expression, f"{req.expression} here", f"there, {req.expression}")
         assert a.error is None and a.attempts == 1 and not a.cached
-    assert backend.stats() == {"calls": 8, "cache_hits": 0, "retries": 0, "invalid_answers": 0}
+    assert backend.stats() == {"calls": 8, "cache_hits": 0, "retries": 0, "invalid_answers": 0, "unusable_answers": 0}
     # With 4 workers the server may receive any request first: look at the one for reqs[0].
     body = next(b for b in server.bodies if expression_of(b) == reqs[0].expression)
     assert body["response_format"]["type"] == "json_object"
@@ -256,7 +256,7 @@ def test_invalid_then_valid(serve: Callable[[Responder], FakeServer]) -> None:
     backend = OpenAIBackend(settings(server.url))
     (a,) = backend.rewrite([rw(0)])
     assert a.values is not None and a.attempts == 2 and a.raw == rewrites(rw(0).expression)
-    assert backend.stats() == {"calls": 2, "cache_hits": 0, "retries": 0, "invalid_answers": 1}
+    assert backend.stats() == {"calls": 2, "cache_hits": 0, "retries": 0, "invalid_answers": 1, "unusable_answers": 1}
 
 
 @pytest.mark.parametrize(

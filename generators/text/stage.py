@@ -105,8 +105,20 @@ class LanguageStage(Stage):
         unit.write("positives", positives)
 
     def summarize(self, run: Run, units: list[dict[str, Any]]) -> dict[str, Any]:
-        """The backend and the spaCy pipeline that actually ran (None where no rewrite needed spaCy)."""
+        """The backend and the spaCy pipeline that actually ran (None where no rewrite needed spaCy), and a
+        warning when more of the server's answers than `warn_unusable_share` were unusable."""
+        calls = sum(u["stats"].get("backend:calls", 0) for u in units)
+        unusable = sum(u["stats"].get("backend:unusable_answers", 0) for u in units)
+        share = run.cfg.language.openai.warn_unusable_share
+        warnings = []
+        if calls and unusable / calls > share:
+            warnings.append(
+                f"language server: {unusable} of its {calls} answers ({unusable / calls:.0%}) were empty or not in "
+                f"the form asked for, so most rewrites and replacement words are missing "
+                f"(language.openai.warn_unusable_share {share:g})"
+            )
         return {
             "backends": sorted({u["meta"]["backend"] for u in units}),
             "spacy": sorted({u["meta"]["spacy"] for u in units if u["meta"].get("spacy")}),
+            "warnings": warnings,
         }

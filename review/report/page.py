@@ -166,7 +166,8 @@ def build_report(run_dir: str | Path, *, per_group: int = 12, seed: int = 0, max
     sections = _sections(rep)
     for s in sections:
         write_section(folder, sections, s, run.root.name)
-    notes = sorted(set(run.notes))
+    warned = run.manifest.get("counts", {}).get("warnings") if isinstance(run.manifest.get("counts"), dict) else None
+    notes = [*(warned or []), *sorted(set(run.notes))]
     if assets.refused:
         notes.append(f"{assets.refused} pictures left out: the assets reached their {max_bytes // 1_000_000} MB budget")
     body = _overview(rep, sections, notes, seed, per_group)
