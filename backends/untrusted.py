@@ -16,14 +16,16 @@ Limits:
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable
 
+from hardneg.core.secrets import MIN_SECRET_CHARS, REDACTED, Secrets
+
 MAX_STORED_CHARS = 1_000
 EXCERPT_CHARS = 200
-REDACTED = "[redacted]"
-MIN_SECRET_CHARS = 8  # a shorter key would redact ordinary words; such a key guards nothing anyway
+__all__ = ["EXCERPT_CHARS", "MAX_STORED_CHARS", "MIN_SECRET_CHARS", "REDACTED", "clean", "contains_secret", "redact"]
 
 # C0/C1 controls except tab and newline, DEL, lone surrogates (unencodable in UTF-8), and the bidi
 # controls that reorder how a line displays.
@@ -41,12 +43,15 @@ def has_unsafe_chars(text: str) -> bool:
     return _UNSAFE.search(text) is not None
 
 
+@functools.lru_cache(maxsize=8)
+def _secrets(values: tuple[str | None, ...]) -> Secrets:
+    return Secrets(tuple(v for v in values if v))
+
+
 def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
-    """`text` with each secret (of at least `MIN_SECRET_CHARS`) and each Authorization or bearer value
-    replaced by "[redacted]"."""
-    for secret in secrets:
-        if secret and len(secret) >= MIN_SECRET_CHARS:
-            text = text.replace(secret, REDACTED)
+    """`text` with each secret (of at least `MIN_SECRET_CHARS`, in any form `core.secrets` knows: any case,
+    JSON-escaped, split, base64) and each Authorization or bearer value replaced by "[redacted]"."""
+    text = _secrets(tuple(secrets)).redact(text)
     for pattern in _CREDENTIALS:
         text = pattern.sub(lambda m: m.group(1) + REDACTED, text)
     return text
@@ -63,8 +68,9 @@ def clean(text: str, secrets: Iterable[str | None] = (), limit: int = MAX_STORED
 
 
 def contains_secret(text: str, secrets: Iterable[str | None]) -> bool:
-    """Whether `text` holds one of `secrets` (of at least `MIN_SECRET_CHARS`) verbatim."""
-    return any(s and len(s) >= MIN_SECRET_CHARS and s in text for s in secrets)
+    """Whether `text` holds one of `secrets` (of at least `MIN_SECRET_CHARS`) in any form: verbatim, in any
+    case, escaped, split or base64 (`core.secrets`), checked on the decoded text too."""
+    return _secrets(tuple(secrets)).found(text)
 
 
 class NotAChatCompletion(ValueError):

@@ -23,6 +23,7 @@ from hardneg.core.runner.lock import RunLock
 from hardneg.core.runner.progress import Progress
 from hardneg.core.runner.publish import publishing, rollback
 from hardneg.core.runner.stage import SUMMARY, Run
+from hardneg.core.secrets import scrub_for
 from hardneg.exports.finecops import publishable, read_manifest
 from hardneg.flows.preflight import preflight
 from hardneg.flows.request import check_request
@@ -95,6 +96,7 @@ def resplit(
     (unless `force`) a rule that would now drop everything it sees: the run folder is then left as it was.
     A change that keeps and drops exactly the samples the run has leaves it as it was too (`unchanged`)."""
     base = stored_config(root)
+    scrub_for([base.language.openai.api_key_env])
     allowed = resplittable_keys()
     for key in leaf_keys(overrides):
         if not any(key == a or key.startswith(a + ".") for a in allowed):

@@ -20,6 +20,7 @@ from hardneg.core.ids import id_problem
 from hardneg.core.io import not_writable
 from hardneg.core.runner.folder import CONFIG_FILE
 from hardneg.core.runner.lock import LOCK_FILE, RunBusy, holder
+from hardneg.core.secrets import scrub_for
 
 
 def resolve_run(
@@ -33,6 +34,7 @@ def resolve_run(
     if seed is not None:
         extra["seed"] = seed
     cfg = load_config(config, extra)
+    scrub_for([cfg.language.openai.api_key_env])  # this run's credentials never reach a log line
     if output is not None:
         return cfg, Path(output).expanduser().resolve()
     stem = cfg.name or f"{config_label(config)}-{cfg.fingerprint()[:8]}"

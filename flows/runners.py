@@ -37,6 +37,7 @@ from hardneg.core.config import RunConfig
 from hardneg.core.errors import MissingDependency
 from hardneg.core.runner.folder import stored_config
 from hardneg.core.runner.stage import Jobs, Run, Stage
+from hardneg.core.secrets import scrub_for
 from hardneg.flows.stages import STAGES
 
 T = TypeVar("T")
@@ -51,6 +52,7 @@ def run_unit(run_dir: str, stage: str, unit: str, workers: int | None = None) ->
     `workers`: how many processes share this machine's cores (default: the config's)."""
     root = Path(run_dir)
     cfg = stored_config(root)
+    scrub_for([cfg.language.openai.api_key_env])  # a worker's log lines go to Prefect and the terminal too
     share_cores(workers or local_workers(cfg))
     return Run(root, cfg, STAGES).run_unit(stage, unit)
 

@@ -23,9 +23,11 @@ import time
 import traceback
 from pathlib import Path
 
+from hardneg.core.config import OpenAIConfig
 from hardneg.core.config_files import read_mapping
 from hardneg.core.errors import ConfigError, HardnegError
 from hardneg.core.io import os_error_message
+from hardneg.core.secrets import scrub_for, scrubbed
 from hardneg.review.cli import add_commands, cmd_report, cmd_review
 
 log = logging.getLogger("hardneg")
@@ -213,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     add_commands(sub)  # report, review
     args = parser.parse_args(argv)
     setup_logging(args.verbose)
+    scrub_for([OpenAIConfig().api_key_env])  # a config naming another key variable adds it when it is read
     from hardneg.backends.language import BackendUnavailable
 
     stopping = args.command in ("run", "split")  # serve and review stop by themselves on a signal
@@ -232,10 +235,13 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 143 if how == "SIGTERM" else 130
     except BackendUnavailable as e:  # finished shards and cached answers are kept: rerun to resume
-        print(f"hardneg: error: {e}\nhardneg: finished work is kept; rerun the same command to resume", file=sys.stderr)
+        said = scrubbed(str(e))
+        print(
+            f"hardneg: error: {said}\nhardneg: finished work is kept; rerun the same command to resume", file=sys.stderr
+        )
         return 3
     except HardnegError as e:
-        print(f"hardneg: error: {e}", file=sys.stderr)
+        print(f"hardneg: error: {scrubbed(str(e))}", file=sys.stderr)
         return 2
     except OSError as e:  # a folder read-only, full or missing: the user's to fix, not a bug to trace back
         where = getattr(args, "output", None) or getattr(args, "run", None)
@@ -243,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"hardneg: error: {msg}; then rerun the same command (finished work is kept)", file=sys.stderr)
         return 2
     except Exception:  # a bug, not the user's to fix: its traceback is what a report of it needs
-        traceback.print_exc()
+        print(scrubbed(traceback.format_exc()), file=sys.stderr, end="")
         print(
             "hardneg: internal error (a bug in hardneg, not in your input); please report it with the traceback above",
             file=sys.stderr,

@@ -57,7 +57,7 @@ def test_500_is_retried_then_succeeds(serve: Callable[[Responder], FakeServer]) 
     backend = OpenAIBackend(settings(server.url))
     (a,) = backend.rewrite([rw(0)])
     assert a.values is not None
-    assert backend.stats() == {"calls": 3, "cache_hits": 0, "retries": 2, "invalid_answers": 0}
+    assert backend.stats() == {"calls": 3, "cache_hits": 0, "retries": 2, "invalid_answers": 0, "unusable_answers": 0}
 
 
 def test_persistent_500_raises_unavailable(serve: Callable[[Responder], FakeServer]) -> None:
@@ -144,7 +144,8 @@ def test_cache_rerun_makes_zero_requests(serve: Callable[[Responder], FakeServer
     sent = len(server.bodies)
     with OpenAIBackend(settings(server.url, cache=cache)) as second:  # a new process, same cache file
         again = second.rewrite(reqs)
-        assert second.stats() == {"calls": 0, "cache_hits": 6, "retries": 0, "invalid_answers": 1}
+        want = {"calls": 0, "cache_hits": 6, "retries": 0, "invalid_answers": 1, "unusable_answers": 0}
+        assert second.stats() == want
     assert len(server.bodies) == sent
     assert [a.values for a in again] == [a.values for a in answers]
     assert all(a.cached for a in again) and again[0].attempts == 2
