@@ -296,3 +296,34 @@ def test_a_read_only_file_system_for_the_output_is_named_as_such(tmp_path):
                 check_output(folder / "run")
         finally:
             folder.chmod(0o755)
+
+
+def test_an_input_photo_edited_in_place_reaches_no_published_file(inputs, tmp_path):
+    """Failed before: `data/` hard-linked the input photos, so an edit of an input in place changed an
+    earlier run's published dataset too. Now the run's photos are its own copies; the next run sees the
+    edit (by content) and redoes what depends on it."""
+    graphs, images = inputs
+    root = tmp_path / "run"
+    run(graphs, images, root, STAGES)
+    published = sorted((root / "data").rglob("*.jpg"))
+    assert published
+    before = {p: p.read_bytes() for p in published}
+    victim = images / published[0].name
+    with victim.open("r+b") as f:  # in place: the same inode, other bytes
+        f.seek(200)
+        f.write(b"\x00" * 64)
+    assert {p: p.read_bytes() for p in published} == before
+    r = Run(root, load_config(None, {**SMALL, "inputs": {"scene_graphs": str(graphs), "images": str(images)}}), STAGES)
+    assert not r.is_complete("ingest") and "changed" in (r.stale("ingest") or "")
+
+
+def test_a_second_first_run_is_told_who_holds_the_folder(tmp_path, capsys):
+    """Failed before (2 of 14 races): a run that found the folder another first run had just made was told
+    it "is not a hardneg run (it holds 'work')" instead of who was writing it."""
+    from hardneg.core.runner.lock import RunLock
+
+    root = tmp_path / "run"
+    with RunLock(root, "the first run"):  # it holds the lock and has written nothing else yet
+        assert main(["run", "--no-prefect", "--output", str(root)]) == 2
+    err = capsys.readouterr().err
+    assert "is being written by the first run (pid" in err and "not a hardneg run" not in err
