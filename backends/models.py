@@ -12,8 +12,8 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
+from hardneg.backends.requirements import Requirement, Weights
 from hardneg.core.errors import HardnegError
-from hardneg.core.requirements import Requirement, Weights
 from hardneg.core.runner.shared import clear, loaded_keys, shared
 
 __all__ = ["MODELS_HINT", "clear", "loaded_keys", "loading", "resolve_device_dtype", "shared", "transformers_model"]

@@ -29,7 +29,6 @@ from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
 
 from hardneg.backends.cache import MAX_CACHED_CHARS, ResponseCache, cache_key
 from hardneg.backends.language import Answer, BackendUnavailable, ReplaceRequest, RewriteRequest, Validator
@@ -57,6 +56,7 @@ from hardneg.backends.untrusted import (
     contains_secret,
 )
 from hardneg.core.errors import ConfigError, MissingDependency
+from hardneg.core.secrets import shown_url
 
 if TYPE_CHECKING:
     import openai
@@ -120,14 +120,6 @@ class _Counters:
             return self.unusable_in_a_row
 
 
-def _redact_url(url: str) -> str:
-    """The URL without user:password@ (credentials in a URL must not reach messages either)."""
-    parts = urlsplit(url)
-    if parts.username or parts.password:
-        parts = parts._replace(netloc=parts.hostname + (f":{parts.port}" if parts.port else ""))
-    return urlunsplit(parts)
-
-
 def _retry_after(headers: Mapping[str, str] | None) -> float | None:
     value = headers.get("retry-after") if headers is not None else None
     if not value:
@@ -151,7 +143,7 @@ class OpenAIBackend:
         if not base_url:
             raise ConfigError("language.openai.base_url is null and $OPENAI_BASE_URL is not set")
         self.base_url = base_url
-        self._shown_url = _redact_url(base_url)
+        self._shown_url = shown_url(base_url)
         self.rewrite_prompt = self._load(settings.rewrite_prompt, "rewrite")
         self.replace_prompt = self._load(settings.replace_prompt, "replace")
         self._counters = _Counters()

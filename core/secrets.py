@@ -27,6 +27,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 REDACTED = "[redacted]"
 WHOLLY_REDACTED = "[redacted: it held a credential]"
@@ -118,6 +119,14 @@ class Secrets:
         if isinstance(value, list | tuple):
             return type(value)(self.redact_value(v) for v in value)
         return value
+
+
+def shown_url(url: str) -> str:
+    """The URL without user:password@, to print or store (credentials in a URL are credentials too)."""
+    parts = urlsplit(url)
+    if parts.username or parts.password:
+        parts = parts._replace(netloc=(parts.hostname or "") + (f":{parts.port}" if parts.port else ""))
+    return urlunsplit(parts)
 
 
 def from_environment(key_envs: Iterable[str] = ()) -> Secrets:

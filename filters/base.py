@@ -40,9 +40,9 @@ from typing import Any, ClassVar, Literal, TypeVar
 from PIL import Image
 from pydantic import BaseModel, ConfigDict
 
+from hardneg.backends.requirements import Requirement
 from hardneg.core.errors import ConfigError, MissingDependency
 from hardneg.core.records import SceneGraph
-from hardneg.core.requirements import Requirement
 
 Box = tuple[int, int, int, int]  # xywh pixels
 Target = Literal["positive", "text_negative", "image_candidate", "text"]
@@ -110,7 +110,7 @@ class Filter:
 
     def requirements(self, role: str) -> list[Requirement]:
         """What the filter needs beyond hardneg's own install, checked before a run starts
-        (`core/requirements.py`; `role` is where the config turns it on): the packages and weights of its
+        (`backends/requirements.py`; `role` is where the config turns it on): the packages and weights of its
         model. None for a classical filter."""
         return []
 

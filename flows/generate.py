@@ -236,7 +236,14 @@ def run_flow(
     A run refused by the lock raises RunBusy (one line from the CLI), as `run_local` does. Without a
     server address, Prefect's temporary server is started first, tied to this process: a kill -9 of the
     run takes it along (`flows/local_server.py`)."""
-    start_tied_server()
+    try:
+        start_tied_server()
+    except RuntimeError as e:  # Prefect's own words: "Timed out while attempting to connect to ephemeral ..."
+        raise HardnegError(
+            f"Prefect's temporary server did not start ({e}); a busy machine can take longer: raise "
+            "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS, start one with `prefect server start` and set "
+            "PREFECT_API_URL, or run with --no-prefect"
+        ) from None
     token = TERMINAL.set(progress)
     try:
         state = generate(

@@ -3,7 +3,7 @@
 The roles a config turns on: the language server (`language.backend: openai`), the diffusers inpainting
 backend (`images.backend: diffusers`), and each filter with a model (`filters.scorers.*`,
 `refine.scorers[*]`: CLIP, DINOv2, DIRE, the detector, a transformers text classifier). Each lists its
-`Requirement`s (`core/requirements.py`); a role whose stage is already done for this config is not asked
+`Requirement`s (`backends/requirements.py`); a role whose stage is already done for this config is not asked
 (a resumed run needs only what it has left to do). The first problem found stops the run: one line naming
 the role, the missing piece and how to get it, exit 2, before any folder is made.
 """
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import os
 
+from hardneg.backends.requirements import Requirement, Server, Weights, check
 from hardneg.core.config import RunConfig
 from hardneg.core.errors import ConfigError, HardnegError
-from hardneg.core.requirements import Requirement, Server, Weights, check
 from hardneg.core.runner.stage import Run
 
 

@@ -164,10 +164,9 @@ _ONE_TREE = {"width": 200, "height": 100, "objects": {"1": {"name": "tree", "x":
         (b'{"1": {"width": 200, "height": 100, "objects": {"1": {"name": "cup", ', "truncated", False),
         (b'{"1": {"width": -5, "height": 100, "objects": {}}}', "none of the 1 images", False),
         (orjson.dumps({"1": _ONE_TREE, "2": _ONE_TREE}), "no positive could be made from the 2 images", False),
-        (b"{}", "hold no image", True),  # the Prefect flow runs the same stages: two cases show it
-        (b"", "empty file", True),
+        (b"{}", "hold no image", True),  # the Prefect flow runs the same stages: one case shows it
     ],
-    ids=["no-images", "empty", "truncated", "all-rejected", "no-positive", "prefect-no-images", "prefect-empty"],
+    ids=["no-images", "empty", "truncated", "all-rejected", "no-positive", "prefect-no-images"],
 )
 def test_input_with_nothing_to_build_on_is_one_line_exit_2_and_leaves_no_folder(
     tmp_path: Path, capsys, content: bytes, says: str, prefect: bool

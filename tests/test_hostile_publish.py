@@ -77,8 +77,9 @@ def test_a_first_run_that_fails_at_the_end_publishes_nothing(tmp_path, monkeypat
     assert outputs(root) == {}  # no splits without their report: nothing that looks finished
 
 
-def test_a_crash_after_the_splits_is_undone_on_the_next_start(tiny_run, changed_run, tmp_path, monkeypatch):
-    """kill -9 runs no handler: the transaction is still open when the next run starts."""
+def _half_published(tiny_run: Path, tmp_path: Path, monkeypatch) -> tuple[Path, dict[str, bytes]]:
+    """A copy of the run killed (kill -9: no handler runs) after its new splits were swapped in and before
+    its card was written; and what it published before."""
     root = _copy(tiny_run, tmp_path)
     before = outputs(root)
     monkeypatch.setattr("hardneg.core.runner.publish.rollback", lambda root: [])  # the dying process does nothing
@@ -87,6 +88,12 @@ def test_a_crash_after_the_splits_is_undone_on_the_next_start(tiny_run, changed_
         run_local(load_config(None, CHANGED), root)
     monkeypatch.undo()
     assert (root / TXN).exists() and outputs(root) != before  # the half-published state
+    return root, before
+
+
+def test_a_crash_after_the_splits_is_undone_on_the_next_start(tiny_run, changed_run, tmp_path, monkeypatch):
+    """kill -9 runs no handler: the transaction is still open when the next run starts."""
+    root, before = _half_published(tiny_run, tmp_path, monkeypatch)
     monkeypatch.setattr("hardneg.review.report.page.build_report", no_space)  # the next run starts, then fails too
     with pytest.raises(OSError):
         run_local(load_config(None, CHANGED), root)
@@ -121,14 +128,7 @@ def test_hardneg_report_puts_a_half_published_folder_back_before_it_renders(tiny
     outputs (new splits beside the old card) as if they were a run."""
     from hardneg.cli import main
 
-    root = _copy(tiny_run, tmp_path)
-    before = outputs(root)
-    monkeypatch.setattr("hardneg.core.runner.publish.rollback", lambda root: [])  # the dying process does nothing
-    monkeypatch.setattr("hardneg.exports.finecops.write_card", no_space)
-    with pytest.raises(OSError):
-        run_local(load_config(None, CHANGED), root)
-    monkeypatch.undo()
-    assert (root / TXN).exists() and outputs(root) != before
+    root, before = _half_published(tiny_run, tmp_path, monkeypatch)
     assert main(["report", str(root)]) == 0
     assert not (root / TXN).exists()
     assert _comparable(outputs(root)) == _comparable(before)  # the report of the last finished run

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from hardneg.backends.requirements import Requirement, Server, Weights, check
 from hardneg.cli import main
 from hardneg.core.config import load_config
-from hardneg.core.requirements import Requirement, Server, Weights, check
 from hardneg.flows.preflight import requirements
 
 

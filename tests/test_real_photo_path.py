@@ -67,7 +67,7 @@ def test_the_run_is_quiet_publishes_no_private_part_and_no_absolute_path(photo_r
         assert str(PHOTOS).encode() not in data and str(root).encode() not in data, p
 
 
-def test_review_split_twice_load_and_report_on_real_photos(photo_run, browser, tmp_path: Path):  # noqa: F811
+def test_review_split_twice_load_and_report_on_real_photos(photo_run, browser, tmp_path: Path, monkeypatch):  # noqa: F811
     import shutil
 
     root = tmp_path / "run"
@@ -106,6 +106,9 @@ def test_review_split_twice_load_and_report_on_real_photos(photo_run, browser, t
 
     import datasets
 
+    # a fresh cache: `datasets` keys its cache by the files' content, and an identical run folder loaded before
+    # from elsewhere would hand back that folder's image paths
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "hf-cache")
     positives = datasets.load_dataset(str(root))
     negatives = datasets.load_dataset(str(root), "negatives")
     counts = orjson.loads((root / "manifest.json").read_bytes())["counts"]

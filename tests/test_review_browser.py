@@ -7,9 +7,12 @@ docs/screenshots/), else to the test's tmp folder.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -92,6 +95,22 @@ def _settled(page) -> None:
 
 def _current(page) -> str:
     return page.evaluate("location.hash").removeprefix("#item=")
+
+
+@contextlib.contextmanager
+def _app_page(browser, demo_run: Path, tmp_path: Path) -> Iterator[tuple[Path, ReviewServer, Any, list[str]]]:
+    """A copy of the demo run served, and a page on it that alice has opened and that shows an item:
+    (run folder, server, page, the page's errors)."""
+    run_dir = copy_run(demo_run, tmp_path / "run")
+    server = ReviewServer(run_dir)
+    server.start()
+    try:
+        page, errors = _open_app(browser, server.page_url, "alice")
+        _settled(page)
+        yield run_dir, server, page, errors
+        page.close()
+    finally:
+        server.stop()
 
 
 def _press_and_wait(page, key: str) -> None:
@@ -225,12 +244,7 @@ def test_a_stale_tab_is_refused_with_a_message_and_a_page_without_the_token_cann
 def test_a_pasted_item_link_loads_its_item_before_a_key_labels_it(browser, demo_run: Path, tmp_path: Path):
     """Failed before: pasting `#item=X` into an open tab changed the URL but not the item, and the next key
     labelled the item still on screen under X's link."""
-    run_dir = copy_run(demo_run, tmp_path / "run")
-    server = ReviewServer(run_dir)
-    server.start()
-    try:
-        page, errors = _open_app(browser, server.page_url, "alice")
-        _settled(page)
+    with _app_page(browser, demo_run, tmp_path) as (run_dir, server, page, errors):
         shown = _current(page)
         other = next(i for i in httpx.get(f"{server.url}api/queue", params={"annotator": "x"}).json()["ids"][1:])
         assert other != shown
@@ -241,9 +255,6 @@ def test_a_pasted_item_link_loads_its_item_before_a_key_labels_it(browser, demo_
         page.wait_for_function("document.getElementById('status').textContent.startsWith('saved')")
         assert set(ReviewStore(run_dir).current("alice")) == {int(other)}
         assert errors == []
-        page.close()
-    finally:
-        server.stop()
 
 
 def test_the_next_expression_appears_with_its_own_picture(browser, demo_run: Path, tmp_path: Path):
@@ -251,12 +262,7 @@ def test_the_next_expression_appears_with_its_own_picture(browser, demo_run: Pat
     picture, until the next picture had loaded (here its image is held back for a second)."""
     import time
 
-    run_dir = copy_run(demo_run, tmp_path / "run")
-    server = ReviewServer(run_dir)
-    server.start()
-    try:
-        page, errors = _open_app(browser, server.page_url, "alice")
-        _settled(page)
+    with _app_page(browser, demo_run, tmp_path) as (_, _, page, errors):
         page.route("**/api/items/*/image", lambda route: (time.sleep(1.0), route.continue_()))
         # the picture on the canvas at the moment the expression changes
         page.evaluate(
@@ -277,6 +283,3 @@ def test_the_next_expression_appears_with_its_own_picture(browser, demo_run: Pat
         assert picture != before, "the new expression was shown over the previous item's picture"
         assert picture == page.evaluate("document.getElementById('canvas').toDataURL()")
         assert errors == []
-        page.close()
-    finally:
-        server.stop()

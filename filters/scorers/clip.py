@@ -28,9 +28,9 @@ from typing import Any
 from PIL import Image
 
 from hardneg.backends.models import MODELS_HINT, loading, resolve_device_dtype, shared, transformers_model
+from hardneg.backends.requirements import Requirement
 from hardneg.core.errors import MissingDependency
 from hardneg.core.plugins import FILTERS
-from hardneg.core.requirements import Requirement
 from hardneg.filters.base import Filter, Item, ScoreLine, Scores, Settings
 
 logger = logging.getLogger(__name__)

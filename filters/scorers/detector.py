@@ -24,11 +24,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from hardneg.backends.models import MODELS_HINT, loading, resolve_device_dtype, shared, transformers_model
+from hardneg.backends.requirements import Requirement
 from hardneg.core.errors import MissingDependency
 from hardneg.core.geometry import intersection, iou
 from hardneg.core.plugins import FILTERS
 from hardneg.core.records import SceneGraph
-from hardneg.core.requirements import Requirement
 from hardneg.filters.base import Box, Filter, Item, ScoreLine, Scores, Settings, probability
 
 log = logging.getLogger(__name__)

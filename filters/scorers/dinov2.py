@@ -17,9 +17,9 @@ import numpy as np
 from PIL import Image
 
 from hardneg.backends.models import MODELS_HINT, loading, resolve_device_dtype, shared, transformers_model
+from hardneg.backends.requirements import Requirement, Weights
 from hardneg.core.errors import MissingDependency
 from hardneg.core.plugins import FILTERS
-from hardneg.core.requirements import Requirement, Weights
 from hardneg.filters.base import Filter, Item, ScoreLine, Scores, Settings
 
 logger = logging.getLogger(__name__)

@@ -35,9 +35,9 @@ import numpy as np
 from PIL import Image
 
 from hardneg.backends.models import loading, resolve_device_dtype, shared
+from hardneg.backends.requirements import Requirement, Weights
 from hardneg.core.errors import MissingDependency
 from hardneg.core.plugins import FILTERS
-from hardneg.core.requirements import Requirement, Weights
 from hardneg.filters.base import Box, Filter, Item, Scores, Settings
 from hardneg.filters.scorers.dinov2 import imagenet_tensor, resize_center_crop
 from hardneg.filters.scorers.dire_checkpoint import (

@@ -23,9 +23,9 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from hardneg.backends.models import MODELS_HINT, loading, shared, transformers_model
+from hardneg.backends.requirements import Requirement
 from hardneg.core.errors import MissingDependency
 from hardneg.core.plugins import FILTERS
-from hardneg.core.requirements import Requirement
 from hardneg.filters.base import Filter, Item, Scores, Settings
 from hardneg.filters.scorers.grammar import PENALTY, GrammarRuleScorer, _words
 

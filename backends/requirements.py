@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from hardneg.core.secrets import shown_url
+
 WeightsKind = Literal["huggingface", "torch.hub"]
 HUB_TIMEOUT_S = 5.0
 SERVER_TIMEOUT_S = 10.0
@@ -128,7 +130,7 @@ def _server_problem(server: Server) -> str | None:
     if server.key_env and (key := os.environ.get(server.key_env)):
         headers["Authorization"] = f"Bearer {key}"
     url = server.base_url.rstrip("/") + "/models"
-    shown = _shown(server.base_url)
+    shown = shown_url(server.base_url)
     try:
         r = httpx.get(url, headers=headers, timeout=SERVER_TIMEOUT_S)
     except httpx.HTTPError as e:
@@ -137,13 +139,3 @@ def _server_problem(server: Server) -> str | None:
         where = f"${server.key_env}" if server.key_env else "no key"
         return f"the server at {shown} refuses the API key ({where}; HTTP {r.status_code})"
     return None
-
-
-def _shown(url: str) -> str:
-    """A URL without user:password, to print."""
-    from urllib.parse import urlsplit, urlunsplit
-
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    netloc = host + (f":{parts.port}" if parts.port else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
