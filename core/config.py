@@ -185,6 +185,9 @@ class LanguageConfig(_Strict):
     negative_types: list[str] = Field(default_factory=lambda: list(TEXT_NEGATIVES.names()))
     max_rounds: int = Field(3, ge=1)  # replace sites tried per positive, one backend batch per round
     n_replacements: int = Field(5, ge=1, le=20)
+    # text negatives one replace site may make, each with another word ("the cup" -> "the bowl", "the plate"),
+    # while the positive has room: refinement and the type mix choose among them
+    words_per_site: int = Field(2, ge=1, le=20)
     lexicon: Path = Path("templates/lexicon.v1.yaml")
     openai: OpenAIConfig = OpenAIConfig()
 
@@ -243,6 +246,14 @@ class NegativeMixConfig(_Strict):
         if any(not (x >= 0) for x in v.values()) or not any(x > 0 for x in v.values()):
             raise ValueError("shares must be non-negative with at least one above 0")
         return v
+
+
+class PriorConfig(_Strict):
+    """Counts of real scene graphs that a run's own counts are added to (core/gqa/prior.py): attestation,
+    absurd swaps, refinement's plausibility scorer and what the corpus says about annotations read the sum."""
+
+    file: Path = Path("templates/prior.v1.json")
+    weight: float = Field(1000.0, ge=0.0)  # the prior speaks as this many images; 0: the run's counts alone
 
 
 class RiskConfig(_Strict):
@@ -322,6 +333,7 @@ class RunConfig(_Strict):
     splits: SplitsConfig = SplitsConfig()
     targets: TargetsConfig = TargetsConfig()
     hygiene: HygieneConfig = HygieneConfig()
+    prior: PriorConfig = PriorConfig()
     paths: PathsConfig = PathsConfig()
     balance: BalanceConfig = BalanceConfig()
     # the sections whose defaults name registered plugins are made on use: the plugins import this module

@@ -49,6 +49,16 @@ class CountRow:
 
 
 @dataclass(slots=True, kw_only=True)
+class PriorRow:
+    """A pseudo-count of the prior of real graphs (`core/gqa/prior.py`): `kind` is "counts:<table>" or
+    "notes:<table>", `n` the prior's count scaled to its weight."""
+
+    kind: str
+    key: str
+    n: float
+
+
+@dataclass(slots=True, kw_only=True)
 class FoldCountRow:
     """A count over one half of the corpus (`fold`: 0 or 1), for the cross-fit scorers."""
 

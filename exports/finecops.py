@@ -186,7 +186,10 @@ def _manifest(
         "inputs": {"scene_graphs": str(sg), "images": str(images) if images is not None else None},
         "versions": {
             "stages": {name: run.stages[name].version for name in run.order},
-            "data": summaries["paths"].get("data_versions", {}),
+            "data": {
+                **summaries["paths"].get("data_versions", {}),
+                **summaries["plausibility"].get("data_versions", {}),
+            },
             **({"demo_world": DEMO_WORLD_VERSION} if cfg.inputs.scene_graphs is None else {}),
         },
         "models": {

@@ -73,7 +73,9 @@ class RefineStage(Stage):
             fold = {pid: fold_of(img) for pid, (img, _) in positives.items()}
             models = None
             if any(getattr(f, "needs_counts", False) for f in filters):
-                models = load_fold_plausibility(unit.read_all("plausibility", "foldcounts"))
+                models = load_fold_plausibility(
+                    unit.read_all("plausibility", "foldcounts"), unit.read_all("plausibility", "prior")
+                )
             per_fold: list[list[TextFilter]] = []
             for f in filters:
                 if isinstance(f, NGramFilter):

@@ -229,6 +229,14 @@ def _cap_image(
     return [c for i, c in enumerate(kept) if i in chosen], [c for i, c in enumerate(kept) if i not in chosen]
 
 
+def _evidence(unit: Unit) -> Evidence:
+    """What the corpus says about annotations: the run's counts plus the prior's (`core/gqa/prior.py`)."""
+    read = unit.read_all
+    notes = AnnotationStats.from_rows(read("plausibility", "annotations")).with_prior(read("plausibility", "prior"))
+    counts = Counts.from_rows(r for r in read("plausibility", "counts") if r["kind"] != "triples")
+    return Evidence(notes, counts.with_prior(r for r in read("plausibility", "prior") if r["kind"] != "counts:triples"))
+
+
 class PathsStage(Stage):
     """Positives for every image of a shard, before global balancing."""
 
@@ -244,14 +252,7 @@ class PathsStage(Stage):
 
     def run(self, unit: Unit) -> None:
         res = PathResources.load(unit.cfg)
-        evidence = unit.shared(
-            "plausibility",
-            "evidence",
-            lambda: Evidence(
-                AnnotationStats.from_rows(unit.read_all("plausibility", "annotations")),
-                Counts.from_rows(r for r in unit.read_all("plausibility", "counts") if r["kind"] != "triples"),
-            ),
-        )
+        evidence = unit.shared("plausibility", "evidence", lambda: _evidence(unit))
         rows: list[dict] = []
         for row in unit.records("hygiene", "graphs", GraphRow):
             unit.items_in += 1
