@@ -101,6 +101,10 @@ class PathsConfig(_Strict):
     max_target_attributes: int = Field(2, ge=0, le=4)  # attributes on the target node
     max_related_attributes: int = Field(1, ge=0, le=3)  # attributes on each related node
     per_target_type: int = Field(1, ge=1)  # unique paths kept per (target, type)
+    # candidates looked at past those kept, per (target, type), for one that allows rarer negatives (a swap of
+    # attributes: two of its objects described in one category; else a swap of objects or a replaced relation:
+    # no crowd name among its objects), which then takes the place of one that allows fewer; 0: the first found
+    negatives_lookahead: int = Field(64, ge=0)
     max_per_image: int = Field(24, ge=1)  # positives kept per image before balancing
     max_candidates: int = Field(2000, ge=1)  # enumeration bound per (target, type): counts, never time
     # work bound on one image's search, in steps (generators/paths/budget.py): a crowd of one name stops
