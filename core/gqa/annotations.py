@@ -35,7 +35,7 @@ MIN_IMAGES = 5  # a name in fewer images decides nothing about coming in many
 PRINTED = 0.5  # boxes of a name inside a text surface, of all its boxes: the name is usually printed
 MIN_BOXES = 5  # a name with fewer boxes decides nothing about being printed or its usual size
 OVERSIZED = 10.0  # a box this many times its name's usual area is suspect (4x is an ordinary close-up)
-BESIDE = 0.5  # of the images holding a name, the share that also hold another: the other is usually there
+BESIDE = 0.35  # of the images holding a name, the share that also hold another: the other is often there
 
 
 def inside(a: SceneObject, b: SceneObject) -> bool:
