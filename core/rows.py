@@ -50,12 +50,12 @@ class CountRow:
 
 @dataclass(slots=True, kw_only=True)
 class PriorRow:
-    """A pseudo-count of the prior of real graphs (`core/gqa/prior.py`): `kind` is "counts:<table>" or
-    "notes:<table>", `n` the prior's count scaled to its weight."""
+    """One table of the prior of real graphs as pseudo-counts (`core/gqa/prior.py`): `kind` is
+    "counts:<table>" or "notes:<table>", `keys` its keys and `n` their counts scaled to the prior's weight."""
 
     kind: str
-    key: str
-    n: float
+    keys: list[Any]
+    n: list[float]
 
 
 @dataclass(slots=True, kw_only=True)

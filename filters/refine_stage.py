@@ -110,5 +110,7 @@ VOCABULARY = ("names", "attributes", "relations")
 def _vocabulary(unit: Unit) -> list[str]:
     """The corpus's words, the run's and the prior's: names, attributes, relations (the n-gram LM knows them)."""
     words = {r["key"] for r in unit.read_all("plausibility", "counts") if r["kind"] in VOCABULARY}
-    words |= {r["key"] for r in unit.read_all("plausibility", "prior") if r["kind"].partition(":")[2] in VOCABULARY}
+    for r in unit.read_all("plausibility", "prior"):
+        if r["kind"].partition(":")[2] in VOCABULARY:
+            words.update(r["keys"])
     return sorted(words)

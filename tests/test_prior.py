@@ -36,6 +36,11 @@ def prior_of(graphs, described: bool = True) -> Prior:
     return p
 
 
+def flat(rows) -> dict[tuple[str, str], float]:
+    """Served prior rows (one per table) as {(kind, key as JSON): count}."""
+    return {(r["kind"], json.dumps(k)): n for r in rows for k, n in zip(r["keys"], r["n"], strict=True)}
+
+
 def run_counts(graphs) -> Counts:
     c = Counts()
     for g in graphs:
@@ -46,7 +51,7 @@ def run_counts(graphs) -> Counts:
 def test_a_small_run_leans_on_the_prior_and_a_big_one_on_itself():
     prior = prior_of([cup_on_table(f"p{i}") for i in range(400)])  # 400 real images: a cup on a table
     rows = list(prior.rows(weight=100))  # speaking as 100 images: each count a quarter of the prior's
-    cup = {r["kind"]: r["n"] for r in rows if r["key"] == "cup"}
+    cup = {kind: n for (kind, key), n in flat(rows).items() if key == '"cup"'}
     assert cup["counts:names"] == cup["notes:images"] == cup["notes:boxes"] == 100.0
 
     def share_of_prior(run_images: int) -> float:
@@ -66,7 +71,7 @@ def test_a_table_counted_over_fewer_images_than_the_weight_speaks_as_itself():
     prior = prior_of([cup_on_table(f"f{i}") for i in range(10)])
     for i in range(990):
         prior.add(cup_on_table(f"r{i}", colour="red"), WORDS, described=False)
-    rows = {(r["kind"], json.dumps(r["key"])): r["n"] for r in prior.rows(weight=100)}
+    rows = flat(prior.rows(weight=100))
     assert rows[("counts:names", '"cup"')] == pytest.approx(100)  # 1,000 images scaled to 100
     assert rows[("counts:attribute_name", '["white", "cup"]')] == 10  # 10 images never speak as 100
     assert ("counts:attribute_name", '["red", "cup"]') not in rows  # a reduced graph's attributes: not counted
@@ -100,7 +105,7 @@ def test_the_plausibility_stage_serves_the_prior_less_the_runs_own_images(tmp_pa
     prior.write(path)
     cfg = RunConfig.model_validate({"prior": {"file": str(path), "weight": 1.0}})
     out = run_alone(STAGES, "plausibility", cfg, {"hygiene": {"graphs": [graph_to_row(cup_on_table("a"))]}})
-    served = {(r["kind"], json.dumps(r["key"])): r["n"] for r in out.outputs["prior"]}
+    served = flat(out.outputs["prior"])
     assert served[("counts:attribute_name", '["red", "cup"]')] == 1  # image b, at its own weight (1 of 1)
     assert ("counts:attribute_name", '["white", "cup"]') not in served  # image a is the run's: counted there
     assert out.summary["data_versions"] == {"prior": "prior@test"}

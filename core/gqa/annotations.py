@@ -132,8 +132,9 @@ class AnnotationStats:
         for r in rows:
             kind, _, table = r["kind"].partition(":")
             if kind == "notes":
-                key = r["key"]
-                getattr(self, table)[tuple(key) if isinstance(key, list) else key] += r["n"]
+                counts = getattr(self, table)
+                for key, n in zip(r["keys"], r["n"], strict=True):
+                    counts[tuple(key) if isinstance(key, list) else key] += n
         return self
 
     @classmethod

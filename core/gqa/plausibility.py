@@ -111,7 +111,8 @@ class Counts:
         for r in rows:
             kind, _, table = r["kind"].partition(":")
             if kind == "counts":
-                prior.put({"kind": table, "key": r["key"], "n": r["n"]})
+                for key, n in zip(r["keys"], r["n"], strict=True):
+                    prior.put({"kind": table, "key": key, "n": n})
                 any_row = True
         prior.with_pairs()
         if any_row and not self.full:

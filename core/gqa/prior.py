@@ -41,6 +41,7 @@ from hardneg.core.words.table import Words
 
 FORMAT = "prior@v1"  # the file's layout; the file's own `version` names its content
 DESCRIBED = frozenset({"attributes", "attribute_name", "full"})  # the tables counted over the full graphs only
+DERIVED = frozenset({"subject_relation", "relation_object"})  # made from the triples where they are read
 
 
 def _scale(weight: float, images: int) -> float:
@@ -130,17 +131,23 @@ class Prior:
         return _scale(weight, len(self.images)), _scale(weight, len(self.described))
 
     def rows(self, weight: float) -> Iterator[dict[str, Any]]:
-        """The prior as pseudo-counts for a run (`PriorRow`s: kind, key, n), each table scaled to speak as
-        `weight` images; nothing when the weight is 0."""
+        """The prior as pseudo-counts for a run (`PriorRow`s, one per table: kind, keys, counts), each table
+        scaled to speak as `weight` images; nothing when the weight is 0."""
         graphs, described = self.scales(weight)
         if weight <= 0:
             return
-        for r in self.counts.rows():
-            scale = described if r["kind"] in DESCRIBED else graphs
-            if scale > 0:
-                yield {"kind": f"counts:{r['kind']}", "key": r["key"], "n": r["n"] * scale}
-        for r in self.notes.rows():
-            yield {"kind": f"notes:{r['kind']}", "key": r["key"], "n": r["n"] * graphs}
+        for kind, table, scale in (
+            *((f"counts:{f.name}", getattr(self.counts, f.name), described if f.name in DESCRIBED else graphs)
+              for f in fields(Counts) if f.name not in DERIVED),
+            *((f"notes:{f.name}", getattr(self.notes, f.name), graphs) for f in fields(AnnotationStats)),
+        ):  # fmt: skip
+            if scale > 0 and table:
+                keys = sorted(table, key=str)
+                yield {
+                    "kind": kind,
+                    "keys": [list(k) if isinstance(k, tuple) else k for k in keys],
+                    "n": [round(table[k] * scale, 4) for k in keys],
+                }
 
     # -- the file ------------------------------------------------------------------------------------
 
