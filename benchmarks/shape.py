@@ -4,6 +4,8 @@ types and levels, and what each rule, refinement and the type mix removed per ty
     python -m benchmarks.shape                                            # the demo world
     python -m benchmarks.shape --scene-graphs /data/gqa/val_sceneGraphs.json   # real GQA graphs
     python -m benchmarks.shape --scene-graphs ... --config gqa            # another config
+    python -m benchmarks.shape --corpus val=/data/val.json --sample val:10 --sample val:25 \
+        --corpus photos=/data/photos/sceneGraphs.json,/data/photos/images   # one row per corpus
 
 Runs ingest -> ... -> decide (text negatives only: no images) in a temp folder with the offline config
 (the demo's, unless `--config`) and prints markdown:
@@ -16,11 +18,19 @@ Runs ingest -> ... -> decide (text negatives only: no images) in a temp folder w
 - emitted negatives per type and level;
 - what each generation rule refused per type (`refused:*`, replacement options kept out, sites with no
   word) and why refinement dropped what it dropped.
+
+With `--corpus NAME=GRAPHS[,IMAGES]` (repeatable; `--sample NAME:N` adds a keyed draw of N graphs of a
+corpus) it runs every corpus in turn and prints one row each instead: graphs, positives, text negatives
+per positive, each type's share against the paper's, the negatives' and the positives' levels, and how far
+the candidates that allow a swap of attributes got (`swap_attribute` is the rarest kind: a path must
+describe two of its objects with different attributes of one category).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import random
 import sys
 import tempfile
 import time
@@ -32,7 +42,9 @@ from hardneg.core.config import load_config
 from hardneg.core.plugins import TEXT_NEGATIVES
 from hardneg.core.runner.folder import prepare_run
 from hardneg.core.runner.stage import Run
+from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.flows.pipeline import STAGES
+from hardneg.generators.paths.select import swappable
 
 TYPES = TEXT_NEGATIVES.names()
 # each kind's weight in the default mix: for the paper's kinds, their counts in FineCops-Ref's test split (its
@@ -155,13 +167,115 @@ def report(m: dict[str, Any], what: str, seconds: float) -> str:
     return "\n".join(lines) + "\n"
 
 
+# -- several corpora, one row each -------------------------------------------------------------------
+
+
+def sample_graphs(graphs: Path, n: int, seed: int, out: Path) -> Path:
+    """A keyed draw of `n` graphs of a `*_sceneGraphs.json`, written to `out` (the same draw every time)."""
+    data = json.loads(graphs.read_bytes())
+    ids = sorted(data)
+    random.Random(f"shape:{seed}:{n}").shuffle(ids)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({k: data[k] for k in sorted(ids[:n])}))
+    return out
+
+
+def swap_funnel(run: Run) -> dict[str, int]:
+    """How far candidates that allow a swap of attributes got: candidate positives, kept by balancing, swaps
+    of attributes made, emitted."""
+    table = AttributeTable.load(run.cfg.resolve(run.cfg.attribute_table))
+    candidates = {r["id"] for r in run.read_all("paths", "positives") if swappable(r["path"], table)}
+    kept = {r["id"] for r in run.read_all("select", "kept")} & candidates
+    made = {r["id"] for r in run.read_all("language", "negatives") if r["negative_type"] == "swap_attribute"}
+    emitted = sum(1 for d in run.read_all("decide", "negatives") if d["id"] in made and d["keep"])
+    return {"paths": len(candidates), "kept": len(kept), "made": len(made), "emitted": emitted}
+
+
+def row(name: str, run: Run, m: dict[str, Any], seconds: float) -> str:
+    kept = _by_type(m["kept"])
+    n_pos, total = m["positives"], sum(kept.values())
+    total_paper = sum(PAPER.values())
+    shares = []
+    for t in TYPES:
+        share, paper = (kept[t] / total if total else 0.0), PAPER[t] / total_paper
+        shares.append(f"{share:.0%}" if share >= paper / 2 else f"**{share:.0%}**")
+    neg_levels = Counter(lv for (_, lv), n in m["kept"].items() for _ in range(n))
+    pos_levels = Counter(r["level"] for r in run.read_all("language", "positives"))
+    graphs = run.summary("hygiene")["items_in"]
+    f = swap_funnel(run)
+    return (
+        f"| {name} | {graphs} | {n_pos} | **{total / max(n_pos, 1):.2f}** | {' | '.join(shares)} | "
+        f"{neg_levels[1]}/{neg_levels[2]} | {pos_levels[1]}/{pos_levels[2]}/{pos_levels[3]} | "
+        f"{f['paths']}/{f['kept']}/{f['made']}/{f['emitted']} | {seconds:.0f} |"
+    )
+
+
+def header() -> str:
+    total_paper = sum(PAPER.values())
+    paper = "/".join(f"{PAPER[t] / total_paper:.0%}" for t in TYPES)
+    return "\n".join([
+        f"Emitted text negatives per positive (the paper's test split {PAPER_PER_POSITIVE:.2f}) and each type's share "
+        f"({', '.join(TYPES)}; the paper {paper}; **bold**: below half the paper's share).",
+        "",
+        "| corpus | graphs | positives | per positive | " + " | ".join(TYPES) + " | negatives L1/L2 | "
+        "positives L1/L2/L3 | swap_attribute: paths/kept/made/emitted | s |",
+        "|---|---|---|---|" + "---|" * len(TYPES) + "---|---|---|---|",
+    ])  # fmt: skip
+
+
+def parse_corpus(spec: str) -> tuple[str, Path | None, Path | None]:
+    """NAME=GRAPHS[,IMAGES]; an empty GRAPHS is the demo world."""
+    name, eq, paths = spec.partition("=")
+    if not name or not eq:
+        raise SystemExit(f"--corpus {spec!r}: NAME=GRAPHS[,IMAGES] (NAME= for the demo world)")
+    graphs, _, images = paths.partition(",")
+    return name, Path(graphs).resolve() if graphs else None, Path(images).resolve() if images else None
+
+
+def run_corpora(args: argparse.Namespace, tmp: Path) -> int:
+    corpora = [parse_corpus(c) for c in args.corpus]
+    by_name = {c[0]: c for c in corpora}
+    for spec in args.sample:
+        name, _, n = spec.rpartition(":")
+        if name not in by_name or not n.isdigit():
+            raise SystemExit(f"--sample {spec!r}: NAME:N of a --corpus")
+        _, graphs, images = by_name[name]
+        if graphs is None:
+            raise SystemExit(f"--sample {spec!r}: the demo world is not sampled")
+        corpora.append((f"{name}:{n}", sample_graphs(graphs, int(n), args.seed, tmp / f"{name}-{n}.json"), images))
+    sys.stdout.write(header() + "\n")
+    for name, graphs, images in corpora:
+        inputs: dict[str, Any] = {"scene_graphs": str(graphs) if graphs is not None else None}
+        if images is not None:
+            inputs["images"] = str(images)
+        root = (args.workdir or tmp) / name.replace(":", "-")
+        t0 = time.perf_counter()
+        run = run_text(root, args.config, {"seed": args.seed, "inputs": inputs})
+        seconds = time.perf_counter() - t0
+        sys.stdout.write(row(name, run, measure(run), seconds) + "\n")
+        sys.stdout.flush()
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scene-graphs", type=Path, help="a GQA *_sceneGraphs.json or a folder of them (default: demo)")
+    ap.add_argument(
+        "--corpus",
+        action="append",
+        default=[],
+        metavar="NAME=GRAPHS[,IMAGES]",
+        help="a corpus for the one-row-each table (repeatable; `demo=` is the demo world)",
+    )
+    ap.add_argument("--sample", action="append", default=[], metavar="NAME:N",
+                    help="also a keyed draw of N graphs of the corpus NAME (repeatable)")  # fmt: skip
     ap.add_argument("--config", help="config name or file (default: the embedded demo config)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workdir", type=Path, help="keep the run here instead of a temp folder")
     args = ap.parse_args(argv)
+    if args.corpus:
+        with tempfile.TemporaryDirectory() as tmp:
+            return run_corpora(args, Path(tmp))
     overrides: dict[str, Any] = {"seed": args.seed}
     what = "the demo world"
     if args.scene_graphs is not None:

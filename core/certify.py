@@ -20,6 +20,11 @@ once: `Words.name_relation`), the graph says no:
   names no object, or a part whose whole is in the graph (a wheel is there whenever a car is), or a part
   of a whole another part of which is in the graph (a head is there whenever a thumb is; a faucet in a
   bathroom whose mirror is annotated).
+
+Given the corpus's notes on annotation (`core/gqa/annotations.py`, the run's counts plus the prior of real
+graphs), a certifier is stricter: a name the corpus says comes in many is a crowd name, and a name the
+corpus usually annotates beside one of the graph's names is likely there unannotated ("the plate" in an
+image with a fork), so neither carries a claim of absence.
 """
 
 from __future__ import annotations
@@ -29,19 +34,22 @@ from typing import Any
 
 from hardneg.core.executor import GraphIndex, execute
 from hardneg.core.geometry import contradicted
+from hardneg.core.gqa.annotations import AnnotationStats
 from hardneg.core.records import PathEdge, PathNode, SceneGraph, SceneObject
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
 
-VERSION = "certify@v3"  # v2: a broader name (person, animal) may be the node's object; v3: parts of one whole
+# v2: a broader name (person, animal) may be the node's object; v3: parts of one whole; v4: names the corpus
+# says come in many or usually beside the image's names (with notes)
+VERSION = "certify@v4"
 COULD_BE = frozenset({"same", "plural", "synonym", "hyponym", "hypernym", "overlap"})  # name_relation(object, node)
 
 
 class Certifier:
     """Decides "certainly matches nothing" for paths on graphs; the word answers are cached."""
 
-    def __init__(self, words: Words, table: AttributeTable) -> None:
-        self.words, self.table = words, table
+    def __init__(self, words: Words, table: AttributeTable, notes: AnnotationStats | None = None) -> None:
+        self.words, self.table, self.notes = words, table, notes
         self._could: dict[tuple[str, str], bool] = {}
         self._accepted: dict[str, tuple[set[str], set[str]]] = {}  # node name -> (names it accepts, names asked)
         self._absent: dict[str, str | None] = {}
@@ -75,12 +83,16 @@ class Certifier:
                 why = "a mass noun: unannotated stuff"
             if why is None and w.not_object_reason(name) is not None:
                 why = f"not an object name ({w.not_object_reason(name)})"
+            if why is None and self.notes is not None:
+                why = self.notes.comes_in_many(name)
             self._absent[name] = why
         return self._absent[name]
 
     def _refusal_among(self, name: str, names: Mapping[str, Any]) -> str | None:
         """`absence_refusal` in a graph whose object names are the keys of `names`, in the graph's order."""
         why = self._refusal(name)
+        if why is None and self.notes is not None and (beside := self.notes.beside(name, names)) is not None:
+            return f"likely there unannotated: {beside}"
         if why is not None or not self.words.is_part_name(name):
             return why
         whole = self._first(self._parts, name, names, lambda a, b: self.words.name_relation(a, b) == "part")

@@ -101,6 +101,10 @@ class PathsConfig(_Strict):
     max_target_attributes: int = Field(2, ge=0, le=4)  # attributes on the target node
     max_related_attributes: int = Field(1, ge=0, le=3)  # attributes on each related node
     per_target_type: int = Field(1, ge=1)  # unique paths kept per (target, type)
+    # candidates looked at past those kept, per (target, type), for one that allows rarer negatives (a swap of
+    # attributes: two of its objects described in one category; else a swap of objects or a replaced relation:
+    # no crowd name among its objects), which then takes the place of one that allows fewer; 0: the first found
+    negatives_lookahead: int = Field(64, ge=0)
     max_per_image: int = Field(24, ge=1)  # positives kept per image before balancing
     max_candidates: int = Field(2000, ge=1)  # enumeration bound per (target, type): counts, never time
     # work bound on one image's search, in steps (generators/paths/budget.py): a crowd of one name stops
@@ -190,6 +194,9 @@ class LanguageConfig(_Strict):
     negative_types: list[str] = Field(default_factory=lambda: list(TEXT_NEGATIVES.names()))
     max_rounds: int = Field(3, ge=1)  # replace sites tried per positive, one backend batch per round
     n_replacements: int = Field(5, ge=1, le=20)
+    # text negatives one replace site may make, each with another word ("the cup" -> "the bowl", "the plate"),
+    # while the positive has room: refinement and the type mix choose among them
+    words_per_site: int = Field(2, ge=1, le=20)
     lexicon: Path = Path("templates/lexicon.v1.yaml")
     openai: OpenAIConfig = OpenAIConfig()
 
@@ -239,6 +246,10 @@ class NegativeMixConfig(_Strict):
     # a type below this fraction of its share is lifted by thinning the others, and reported where it stays
     # below (stats.md, the run summary); 0: never thin for the mix
     floor: float = Field(0.5, ge=0.0, le=1.0)
+    # spread (filters/mix.py): at most this many about one set of objects (a positive's path's objects), and
+    # this many per positive of an image (rounded up); None: no such cap
+    per_object_set: int | None = Field(3, ge=1)
+    per_image: float | None = Field(1.0, gt=0.0)
 
     @field_validator("shares")
     @classmethod
@@ -254,6 +265,14 @@ class ReviewConfig(_Strict):
     """What a run publishes of the human filter (`hardneg review`)."""
 
     publish_annotators: bool = False  # False: published files name annotators "annotator 1", "annotator 2", ...
+
+
+class PriorConfig(_Strict):
+    """Counts of real scene graphs that a run's own counts are added to (core/gqa/prior.py): attestation,
+    absurd swaps, refinement's plausibility scorer and what the corpus says about annotations read the sum."""
+
+    file: Path = Path("templates/prior.v1.json")
+    weight: float = Field(1000.0, ge=0.0)  # the prior speaks as this many images; 0: the run's counts alone
 
 
 class RiskConfig(_Strict):
@@ -333,6 +352,7 @@ class RunConfig(_Strict):
     splits: SplitsConfig = SplitsConfig()
     targets: TargetsConfig = TargetsConfig()
     hygiene: HygieneConfig = HygieneConfig()
+    prior: PriorConfig = PriorConfig()
     paths: PathsConfig = PathsConfig()
     balance: BalanceConfig = BalanceConfig()
     # the sections whose defaults name registered plugins are made on use: the plugins import this module

@@ -62,6 +62,16 @@ class CountRow:
 
 
 @dataclass(slots=True, kw_only=True)
+class PriorRow:
+    """One table of the prior of real graphs as pseudo-counts (`core/gqa/prior.py`): `kind` is
+    "counts:<table>" or "notes:<table>", `keys` its keys and `n` their counts scaled to the prior's weight."""
+
+    kind: str
+    keys: list[Any]
+    n: list[float]
+
+
+@dataclass(slots=True, kw_only=True)
 class FoldCountRow:
     """A count over one half of the corpus (`fold`: 0 or 1), for the cross-fit scorers."""
 

@@ -195,7 +195,10 @@ def _manifest(
         "inputs": published_inputs(run, ingest),
         "versions": {
             "stages": {name: run.stages[name].version for name in run.order},
-            "data": summaries["paths"].get("data_versions", {}),
+            "data": {
+                **summaries["paths"].get("data_versions", {}),
+                **summaries["plausibility"].get("data_versions", {}),
+            },
             **({"demo_world": DEMO_WORLD_VERSION} if cfg.inputs.scene_graphs is None else {}),
         },
         "models": {

@@ -110,9 +110,11 @@ class DecideStage(Stage):
         active = [r for r in rules_ if r.name in ran]
         stored = {r.id: r for r in unit.records_all("filters", "scores", FilterScoreRow)}
         tally = _Tally()
-        positives = self._positives(unit, stored, active, tally)
+        about: dict[int, tuple[str, frozenset[str]]] = {}  # positive id -> (image, the objects its path names)
+        positives = self._positives(unit, stored, active, tally, about)
         dropped = {p["id"]: p["reason"] for p in positives if not p["keep"]}
-        negatives = self._text(unit, stored, active, tally, dropped, len(positives) - len(dropped))
+        kept_about = {i: a for i, a in about.items() if i not in dropped}
+        negatives = self._text(unit, stored, active, tally, dropped, kept_about)
         negatives += self._images(unit, stored, active, tally, dropped)
         self._review(unit, positives, negatives)
         unit.write("positives", positives)
@@ -126,7 +128,12 @@ class DecideStage(Stage):
         unit.meta["thresholds"] = {r.name: r.thresholds.model_dump() for r in rules_}
 
     def _positives(
-        self, unit: Unit, stored: dict[int, FilterScoreRow], active: list[Rule], tally: _Tally
+        self,
+        unit: Unit,
+        stored: dict[int, FilterScoreRow],
+        active: list[Rule],
+        tally: _Tally,
+        about: dict[int, tuple[str, frozenset[str]]],
     ) -> list[dict[str, Any]]:
         """Each positive's filters, and its risk (`generators/paths/annotation_rules.py`): what the graph cannot
         rule out, plus "no detector looked for an unannotated twin" where none is configured; a positive
@@ -140,6 +147,7 @@ class DecideStage(Stage):
         for r in unit.records_all("language", "positives", PositiveRow):
             unit.items_in += 1
             unit.stats["positives"] += 1
+            about[r.id] = (r.image_id, _path_objects(r.path))
             reasons = [*r.risk_reasons, *run_reasons]
             risk = combine(x["weight"] for x in reasons)
             unit.stats[f"risk:{risk_band(risk)}"] += 1
@@ -169,7 +177,7 @@ class DecideStage(Stage):
         active: list[Rule],
         tally: _Tally,
         dropped: dict[int, str],
-        positives: int,
+        about: dict[int, tuple[str, frozenset[str]]],
     ) -> list[dict[str, Any]]:
         cfg = unit.cfg
         refine_rows = {r.id: r for r in unit.records_all("refine", "scores", RefineScoreRow)}
@@ -202,7 +210,7 @@ class DecideStage(Stage):
                 out.append({"id": r.id, "keep": False, "reason": why})
                 continue
             out.append({"id": r.id, "keep": True, "scores": scores})
-        self._mix(unit, out, kinds, cells, positives)
+        self._mix(unit, out, kinds, cells, about)
         return out
 
     def _mix(
@@ -211,19 +219,26 @@ class DecideStage(Stage):
         rows: list[dict[str, Any]],
         kinds: dict[int, tuple[str, int, int]],
         cells: dict[int, tuple[str, tuple[int, ...]]],
-        positives: int,
+        about: dict[int, tuple[str, frozenset[str]]],
     ) -> None:
-        """The type mix (filters/mix.py) over the text negatives still kept, in place, for `positives` kept
-        positives; what it thins goes to rejects with the reason."""
+        """The type mix (filters/mix.py) over the text negatives still kept, in place, for the kept positives
+        (`about`: each one's image and objects); what it thins goes to rejects with the reason."""
         cfg = unit.cfg
+        m = cfg.negative_mix
+        positives = len(about)
         wanted = set(cfg.language.negative_types)
-        shares = {t: s for t, s in cfg.negative_mix.shares.items() if t in wanted}
+        shares = {t: s for t, s in m.shares.items() if t in wanted}
         kept = [row for row in rows if row["keep"]]
-        items = [MixItem(str(row["id"]), kinds[row["id"]][0], str(kinds[row["id"]][1]),
-                         cells.get(row["id"], ("zero", ())), kinds[row["id"]][2]) for row in kept]  # fmt: skip
-        cap = math.floor(cfg.negative_mix.per_positive * positives + 1e-9)
-        least = math.ceil(min(cfg.negative_mix.min_per_positive, cfg.negative_mix.per_positive) * positives - 1e-9)
-        result = mix(items, shares, cap, cfg.negative_mix.floor, cfg.seed, least)
+        items = []
+        for row in kept:
+            kind, pid, level = kinds[row["id"]]
+            image, objects = about.get(pid, ("", frozenset()))
+            items.append(MixItem(str(row["id"]), kind, str(pid), cells.get(row["id"], ("zero", ())), level, image,
+                                 objects))  # fmt: skip
+        cap = math.floor(m.per_positive * positives + 1e-9)
+        least = math.ceil(min(m.min_per_positive, m.per_positive) * positives - 1e-9)
+        image_positives = Counter(image for image, _ in about.values())
+        result = mix(items, shares, cap, m.floor, cfg.seed, least, m.per_object_set, m.per_image, image_positives)
         for row in kept:
             why = result.dropped.get(str(row["id"]))
             if why is not None:
@@ -299,6 +314,18 @@ class DecideStage(Stage):
             if target is not None:
                 target.update(keep=False, reason=row["reason"])
         unit.stats["review_dropped"] = len(dropped)
+
+
+def _path_objects(path: dict[str, Any]) -> frozenset[str]:
+    """The object ids a stored path names, its related objects' too."""
+    out: set[str] = set()
+    todo = [path]
+    while todo:
+        n = todo.pop()
+        if n.get("id") is not None:
+            out.add(n["id"])
+        todo.extend(e["object"] for e in (*n.get("relations", ()), *n.get("same", ())))
+    return frozenset(out)
 
 
 def _scores(stored: dict[int, FilterScoreRow], sample_id: int) -> dict[str, Scores]:

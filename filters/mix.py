@@ -17,6 +17,13 @@ what refinement keeps is lopsided. The rule:
    is chosen so that refinement's balance holds: a negative is dropped together with one from its mirror
    cell (a both-zero pair alone), from the positives with the most negatives first, in a seeded order.
 
+Before the shares, the negatives are spread over positives and images (`spread`): at most
+`per_object_set` about one set of objects (the objects a positive's path names: "the man left of the
+mirror", "the mirror right of the man" and their negatives are about one pair), and at most
+`per_image` per positive of an image (rounded up), so a photo with a few positives over three objects
+does not hold the benchmark's variety. What a cap drops goes first from the types with most to spare
+against their shares, and each drop is one negative, not a mirror pair (the caps bite on few).
+
 `mix` never runs a model: `hardneg split` re-mixes with other shares in seconds.
 """
 
@@ -25,10 +32,10 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-VERSION = "mix@v1"
+VERSION = "mix@v2"  # v2: spread over object sets and images
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +47,8 @@ class MixItem:
     positive: str
     cell: tuple[str, tuple[int, ...]] = ("zero", ())
     level: int = 1
+    image: str = ""  # the image the positive is about ("": each positive its own)
+    objects: frozenset[str] = frozenset()  # the objects its positive's path names (empty: the positive alone)
 
 
 @dataclass(slots=True)
@@ -97,13 +106,75 @@ def plan_total(available: dict[str, int], shares: dict[str, float], cap: int, fl
     return int(min(most, max(math.floor(lifted), lo, least)))
 
 
+def spread(
+    items: Sequence[MixItem],
+    shares: dict[str, float],
+    per_object_set: int | None,
+    per_image: float | None,
+    image_positives: dict[str, int],
+    seed: int,
+) -> dict[str, str]:
+    """What the caps per set of objects and per image drop (key -> reason; None: no such cap). Each group
+    over its cap, object sets first, then images, in a stable order, loses one negative at a time: of the
+    type then furthest above its share of what is kept (a seeded draw among ties)."""
+    if per_object_set is None and per_image is None:
+        return {}
+    kept = Counter(it.negative_type for it in items)
+    n = len(items)
+
+    def excess(it: MixItem) -> tuple[float, float]:
+        over = kept[it.negative_type] / max(n, 1) - shares.get(it.negative_type, 0.0)
+        return over, random.Random(f"{VERSION}:{seed}:{it.key}").random()
+
+    dropped: dict[str, str] = {}
+    caps: list[tuple[dict[object, list[MixItem]], Callable[[object], int], Callable[[int], str]]] = []
+    if per_object_set is not None:
+        sets: dict[object, list[MixItem]] = defaultdict(list)
+        for it in items:
+            sets[(it.image or it.positive, tuple(sorted(it.objects or {it.positive})))].append(it)
+        caps.append((sets, lambda _g: per_object_set, lambda c: f"mix: spread: {c} text negatives about these objects"))
+    if per_image is not None:
+        images: dict[object, list[MixItem]] = defaultdict(list)
+        for it in items:
+            images[it.image or it.positive].append(it)
+
+        def image_cap(g: object) -> int:
+            return math.ceil(per_image * image_positives.get(str(g), 1) - 1e-9)
+
+        caps.append(
+            (images, image_cap, lambda c: f"mix: spread: {c} text negatives on this image ({per_image} a positive)")
+        )
+    for groups, cap_of, reason in caps:
+        for g in sorted(groups, key=str):
+            members = [it for it in groups[g] if it.key not in dropped]
+            cap = cap_of(g)
+            while len(members) > cap:
+                worst = max(members, key=excess)
+                members.remove(worst)
+                dropped[worst.key] = reason(cap)
+                kept[worst.negative_type] -= 1
+                n -= 1
+    return dropped
+
+
 def mix(
-    items: Sequence[MixItem], shares: dict[str, float], cap: int, floor: float, seed: int, least: int = 0
+    items: Sequence[MixItem],
+    shares: dict[str, float],
+    cap: int,
+    floor: float,
+    seed: int,
+    least: int = 0,
+    per_object_set: int | None = None,
+    per_image: float | None = None,
+    image_positives: dict[str, int] | None = None,
 ) -> MixResult:
-    """Keep a subset of `items` shaped by `shares` (normalised over the types given): at most `cap`, and
-    thinned to lift a scarce type to its floor no lower than `least`."""
+    """Keep a subset of `items` shaped by `shares` (normalised over the types given): spread over object sets
+    and images (`spread`; `image_positives`: the kept positives of each image), at most `cap`, and thinned to
+    lift a scarce type to its floor no lower than `least`."""
     norm = sum(shares.values())
     shares = {t: s / norm for t, s in shares.items()} if norm > 0 else shares
+    dropped: dict[str, str] = spread(items, shares, per_object_set, per_image, image_positives or {}, seed)
+    all_items, items = items, [it for it in items if it.key not in dropped]
     by_type: dict[str, list[MixItem]] = defaultdict(list)
     for it in items:
         by_type[it.negative_type].append(it)
@@ -111,7 +182,6 @@ def mix(
     total = plan_total(available, shares, cap, floor, least)
     want = allocate(available, shares, total)
     kept: set[str] = {it.key for it in items}
-    dropped: dict[str, str] = {}
     per_positive = Counter(it.positive for it in items)
     for t in sorted(by_type):
         if len(by_type[t]) <= want[t]:
@@ -138,13 +208,14 @@ def mix(
                 dropped[it.key] = why
                 per_positive[it.positive] -= 1
     emitted = Counter(it.negative_type for it in items if it.key in kept)
+    before = Counter(it.negative_type for it in all_items)
     n = sum(emitted.values())
     report: dict[str, dict[str, float]] = {}
     warnings: list[str] = []
     for t in sorted(available, key=lambda t: (-shares.get(t, 0), t)):
         share = emitted[t] / n if n else 0.0
         target = shares.get(t, 0.0)
-        report[t] = {"available": available[t], "emitted": emitted[t], "share": round(share, 4), "target": target}
+        report[t] = {"available": before[t], "emitted": emitted[t], "share": round(share, 4), "target": target}
         if target > 0 and share < floor * target:
             warnings.append(
                 f"text negatives: {t} is {share:.1%} of the emitted text negatives ({emitted[t]}), below "

@@ -35,7 +35,8 @@ def _blind(record: dict[str, Any]) -> dict[str, Any]:
 
 class RefineStage(Stage):
     name = "refine"
-    version = "refine-scores@v2"  # v2: the plausibility scorer is cross-fit too
+    # v2: the plausibility scorer is cross-fit too; v3: the n-gram LM knows the words of the corpus and the prior
+    version = "refine-scores@v3"
     reads = ("language", "plausibility")
     writes = outputs({"scores": RefineScoreRow})
     config = ("refine.scorers",)
@@ -73,13 +74,17 @@ class RefineStage(Stage):
             fold = {pid: fold_of(img) for pid, (img, _) in positives.items()}
             models = None
             if any(getattr(f, "needs_counts", False) for f in filters):
-                models = load_fold_plausibility(unit.read_all("plausibility", "foldcounts"))
+                models = load_fold_plausibility(
+                    unit.read_all("plausibility", "foldcounts"), unit.read_all("plausibility", "prior")
+                )
             per_fold: list[list[TextFilter]] = []
             for f in filters:
                 if isinstance(f, NGramFilter):
-                    per_fold.append(
-                        [f.fitted(sorted({t for pid, (_, t) in positives.items() if fold[pid] != k})) for k in (0, 1)]
-                    )
+                    vocabulary = _vocabulary(unit)
+                    per_fold.append([
+                        f.fitted(sorted({t for pid, (_, t) in positives.items() if fold[pid] != k}), vocabulary)
+                        for k in (0, 1)
+                    ])  # fmt: skip
                 elif getattr(f, "needs_counts", False):
                     per_fold.append([f.using(models[1 - k]) for k in (0, 1)])  # type: ignore[attr-defined, index]
                 else:
@@ -97,3 +102,15 @@ class RefineStage(Stage):
                     rows.append({"id": nid, "group": groups[nid], "s1": [s1[pos], s1[text]], "s2": [s2[pos], s2[text]]})
             rows.sort(key=lambda r: r["id"])
         unit.write("scores", rows)
+
+
+VOCABULARY = ("names", "attributes", "relations")
+
+
+def _vocabulary(unit: Unit) -> list[str]:
+    """The corpus's words, the run's and the prior's: names, attributes, relations (the n-gram LM knows them)."""
+    words = {r["key"] for r in unit.read_all("plausibility", "counts") if r["kind"] in VOCABULARY}
+    for r in unit.read_all("plausibility", "prior"):
+        if r["kind"].partition(":")[2] in VOCABULARY:
+            words.update(r["keys"])
+    return sorted(words)

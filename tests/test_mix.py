@@ -126,3 +126,27 @@ def test_a_type_with_a_level_too_small_to_balance_is_refined_as_one_group():
     assert groups["swap_object"]["pairs"] == 63
     assert {100, 101} & kept  # the L2 pairs in a (+,+) and a (-,-) cell are each other's mirrors
     assert cells[100][0] == "swap_object|2d"
+
+
+def test_negatives_spread_over_object_sets_and_images():
+    """One photo, three objects, many positives over them: at most `per_object_set` negatives about one set
+    of objects and `per_image` per positive of the image; what goes is of the type furthest above its share."""
+    about_pair = frozenset({"switch", "mirror"})
+    many = [MixItem(f"so:{i}", "swap_object", f"p{i}", image="photo", objects=about_pair) for i in range(6)]
+    many += [MixItem(f"ro:{i}", "replace_object", f"p{i}", image="photo", objects=about_pair) for i in range(2)]
+    elsewhere = [MixItem(f"ra:{i}", "replace_attribute", f"q{i}", image=f"other{i}", objects=frozenset({f"o{i}"}))
+                 for i in range(4)]  # fmt: skip
+    res = mix([*many, *elsewhere], PAPER, cap=100, floor=0.0, seed=0, per_object_set=3, per_image=1.0,
+              image_positives={"photo": 6, **{f"other{i}": 1 for i in range(4)}})  # fmt: skip
+    kept = sorted(res.kept)
+    assert len([k for k in kept if not k.startswith("ra:")]) == 3  # three about the switch and the mirror
+    assert {k for k in kept if k.startswith("ro:")} == {"ro:0", "ro:1"}  # the swaps were far above their share
+    assert all(res.dropped[k].startswith("mix: spread: 3 text negatives about these objects") for k in res.dropped)
+    # an image's cap: one negative per positive of the image
+    spread_out = [MixItem(f"ro:{i}", "replace_object", f"p{i}", image="photo", objects=frozenset({f"o{i}"}))
+                  for i in range(5)]  # fmt: skip
+    res = mix(spread_out, PAPER, cap=100, floor=0.0, seed=0, per_object_set=3, per_image=1.0,
+              image_positives={"photo": 2})  # fmt: skip
+    assert len(res.kept) == 2 and all("on this image" in why for why in res.dropped.values())
+    # no caps: everything stays
+    assert len(mix(spread_out, PAPER, cap=100, floor=0.0, seed=0).kept) == 5

@@ -13,6 +13,7 @@ from hardneg.core.config import load_config
 from hardneg.core.gqa.hygiene import clean
 from hardneg.core.records import Relation
 from hardneg.core.words.table import Words
+from hardneg.generators.paths.select import attributes_swappable
 from hardneg.generators.paths.stage import PathResources, generate_positives
 from hardneg.generators.text.english import EnglishCheck
 from tests.helpers import graph, node, obj
@@ -273,3 +274,23 @@ def test_a_rewritten_negative_is_checked_like_a_rewritten_positive():
     assert kept[0]["expression"] == "the yellow bananas" and kept[0]["expression_source"] == "template"
     assert kept[0]["rewrites"] == ["the bananas that are yellow"]
     assert rejects[0].detail["negative_type"] == "replace_object"
+
+
+def test_of_the_paths_of_a_target_one_that_allows_rarer_negatives_is_kept():
+    """A white cup on a brown table, beside a chair, in front of a wall: of its 1-hop paths, the one that
+    describes the cup and the table (a swap of colours) or else one that relates no crowd name is kept; the
+    first in the keyed order is kept only with `negatives_lookahead: 0`."""
+    rels = (("on", "2"), ("near", "3"), ("in front of", "4"))
+    g = graph(obj("1", "cup", ("white",), rels=rels, box=(100, 100, 40, 40)),
+              obj("2", "table", ("brown",), box=(50, 130, 300, 100)), obj("3", "chair", box=(360, 100, 80, 120)),
+              obj("4", "wall", box=(0, 0, 500, 200)))  # fmt: skip
+    kept, first = [], []
+    for seed in range(8):
+        for look, out in ((64, kept), (0, first)):
+            cfg = load_config(None, {"seed": seed, "paths": {"max_per_image": 100, "negatives_lookahead": look,
+                                                             "types": ["1_hop"]}})  # fmt: skip
+            positives, _, _ = generate_positives(g, cfg, PathResources.load(cfg))
+            out += [p.path for p in positives if p.path.name == "cup"]
+    assert len(kept) == len(first) == 8
+    assert all(attributes_swappable([set(n.attributes) for n in p.nodes()], RES.table) for p in kept)
+    assert not all(attributes_swappable([set(n.attributes) for n in p.nodes()], RES.table) for p in first)

@@ -163,9 +163,10 @@ def test_manifest_and_attribute_table(demo_run: Path):
     assert m["inputs"]["scene_graphs"] == "inputs/demo/demo_sceneGraphs.json"
     assert m["inputs"]["images"] == "inputs/demo/images"
     assert (demo_run / m["inputs"]["scene_graphs"]).exists() and (demo_run / m["inputs"]["images"]).is_dir()
-    assert m["versions"]["stages"]["paths"] == "paths@v5"
+    assert m["versions"]["stages"]["paths"] == "paths@v6"
     assert m["versions"]["stages"]["images"] == "negatives_image@v2"
     assert m["versions"]["data"]["templates"] == "templates@v1"
+    assert m["versions"]["data"]["prior"] == "prior-gqa@v1"  # the prior of real graphs the run added to its counts
     assert sum(m["counts"]["positives"].values()) == len(_positives(demo_run))
     assert m["counts"]["positives_kept"] + m["counts"]["balance_dropped"] == m["counts"]["positives_candidates"]
     table = orjson.loads((demo_run / "attribute_categories.json").read_bytes())

@@ -259,3 +259,16 @@ def test_transformers_scorer_loads_lazily_and_hints_missing_dependencies(tmp_pat
     monkeypatch.setitem(sys.modules, "transformers", None)  # import now raises ImportError
     with pytest.raises(MissingDependency, match=r"pip install 'torch==2\.13\.0' 'transformers>=5,<6'"):
         lazy.score(["the cup"])
+
+
+def test_the_ngram_lm_knows_the_corpus_words_its_texts_do_not_use():
+    """A negative that puts a real word the positives happen not to use is not scored as an unknown word:
+    the corpus vocabulary is known at the unigram level, and still below a word the texts do use."""
+    from hardneg.filters.scorers.text import NGramScorer
+
+    texts = ["the brown cup on the table", "the red cup near the plate", "the white plate on the table"]
+    plain = NGramScorer().fit(texts)
+    known = NGramScorer().fit(texts, vocabulary=["knife", "soda bottle", "cup"])
+    assert "knife" not in plain.vocabulary and {"knife", "soda", "bottle"} <= known.vocabulary
+    assert known.logprob("the brown knife on the table") > plain.logprob("the brown knife on the table")
+    assert known.logprob("the brown cup on the table") > known.logprob("the brown knife on the table")

@@ -8,7 +8,13 @@ it fails a person when another object fits as well but is not annotated ("the br
 pieces on a plate), or when the box is not the object its name says ("the hotel" that is the word HOTEL
 printed on a sign; a cabinet drawn as two boxes). What the graph alone cannot show, the corpus can
 suggest: a name usually seen several times per image comes in many; a name usually boxed inside a sign is
-usually printed.
+usually printed; a name usually annotated beside another is probably there beside it, annotated or not.
+
+The same notes make claims of absence stricter (`core/certify.py`, with the run's notes): a name that
+comes in many is like a crowd name (one of its instances is annotated, the next may not be: "the zebra to
+the right of the tree" may be true of a zebra nobody boxed), and a name usually annotated beside one of
+the image's names is likely there unannotated ("the plate" beside a fork). Counted with the prior of real
+graphs (`core/gqa/prior.py`), so a run of ten images knows what thousands say.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ MIN_IMAGES = 5  # a name in fewer images decides nothing about coming in many
 PRINTED = 0.5  # boxes of a name inside a text surface, of all its boxes: the name is usually printed
 MIN_BOXES = 5  # a name with fewer boxes decides nothing about being printed or its usual size
 OVERSIZED = 10.0  # a box this many times its name's usual area is suspect (4x is an ordinary close-up)
+BESIDE = 0.35  # of the images holding a name, the share that also hold another: the other is often there
 
 
 def inside(a: SceneObject, b: SceneObject) -> bool:
@@ -60,12 +67,15 @@ class AnnotationStats:
     boxes: Counter = field(default_factory=Counter)  # name -> boxes
     printed: Counter = field(default_factory=Counter)  # name -> boxes inside a text surface of another name
     log_area: Counter = field(default_factory=Counter)  # name -> sum of log(box area / image area)
+    together: Counter = field(default_factory=Counter)  # (name, other name), sorted -> images holding both
 
     def add(self, graph: SceneGraph, words: Words) -> None:
         per_image = Counter(o.name for o in graph.objects.values())
         for name, n in per_image.items():
             self.images[name] += 1
             self.multi[name] += n >= 2
+        names = sorted(per_image)
+        self.together.update((a, b) for i, a in enumerate(names) for b in names[i + 1 :])
         texts = [o for o in graph.objects.values() if words.surface_kind(o.name) == "text"]
         image_area = graph.width * graph.height
         for o in graph.objects.values():
@@ -80,6 +90,26 @@ class AnnotationStats:
         n = self.images[name]
         return self.multi[name] / n if n >= MIN_IMAGES else None
 
+    def comes_in_many(self, name: str) -> str | None:
+        """Why the corpus says `name` comes in many (one of them annotated, the next maybe not), or None."""
+        share = self.many(name)
+        if share is None or share < MANY:
+            return None
+        return f"comes in many: {share:.0%} of the images holding it hold several"
+
+    def beside(self, name: str, names: Iterable[str]) -> str | None:
+        """Why `name` is likely in an image holding `names` though none is annotated, or None: one of
+        `names` is annotated with it in at least `BESIDE` of the images holding that one (and in
+        `MIN_IMAGES` or more)."""
+        for other in names:
+            n = self.images[other]
+            if other == name or n < MIN_IMAGES:
+                continue
+            both = self.together[(name, other) if name < other else (other, name)]
+            if both >= BESIDE * n:
+                return f"usually annotated beside '{other}' ({both / n:.0%} of the images holding one)"
+        return None
+
     def printed_share(self, name: str) -> float | None:
         n = self.boxes[name]
         return self.printed[name] / n if n >= MIN_BOXES else None
@@ -90,15 +120,27 @@ class AnnotationStats:
         return math.exp(self.log_area[name] / n) if n >= MIN_BOXES else None
 
     def rows(self) -> Iterator[dict[str, Any]]:
-        for kind in ("images", "multi", "boxes", "printed", "log_area"):
+        for kind in ("images", "multi", "boxes", "printed", "log_area", "together"):
             c: Counter = getattr(self, kind)
             for key in sorted(c):
                 if c[key]:
-                    yield {"kind": kind, "key": key, "n": c[key]}
+                    yield {"kind": kind, "key": list(key) if isinstance(key, tuple) else key, "n": c[key]}
+
+    def with_prior(self, rows: Iterable[dict[str, Any]]) -> AnnotationStats:
+        """These statistics plus the prior's pseudo-counts (`core/gqa/prior.py`: the plausibility stage's
+        `prior` rows of kind "notes:<table>")."""
+        for r in rows:
+            kind, _, table = r["kind"].partition(":")
+            if kind == "notes":
+                counts = getattr(self, table)
+                for key, n in zip(r["keys"], r["n"], strict=True):
+                    counts[tuple(key) if isinstance(key, list) else key] += n
+        return self
 
     @classmethod
     def from_rows(cls, rows: Iterable[dict[str, Any]]) -> AnnotationStats:
         out = cls()
         for r in rows:
-            getattr(out, r["kind"])[r["key"]] = r["n"]
+            key = r["key"]
+            getattr(out, r["kind"])[tuple(key) if isinstance(key, list) else key] = r["n"]
         return out

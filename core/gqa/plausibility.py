@@ -31,13 +31,15 @@ from typing import Any
 from hardneg.core.gqa.annotations import AnnotationStats
 from hardneg.core.gqa.hygiene import words_digest
 from hardneg.core.records import PathNode, SceneGraph
-from hardneg.core.rows import CountRow, FoldCountRow, GraphRow
+from hardneg.core.rows import CountRow, FoldCountRow, GraphRow, PriorRow
 from hardneg.core.runner.stage import Stage, Unit
 from hardneg.core.schema import outputs
 from hardneg.core.splits import image_unit
 from hardneg.core.words.table import Words
 
-VERSION = "plausibility@v3"  # v2: the counts of each half of the corpus (cross-fitting); v3: annotations
+# v2: the counts of each half of the corpus (cross-fitting); v3: annotations; v4: the prior of real graphs, names
+# seen together
+VERSION = "plausibility@v4"
 B = 5.0  # pseudo-counts of the backoff distribution
 LAMBDA = 0.8  # weight of a triple's own relative frequency against the independence estimate
 MIN_SUPPORT = 50  # a name (or a subject/object in a role) seen fewer times than this decides nothing
@@ -54,6 +56,9 @@ class Counts:
     triples: Counter = field(default_factory=Counter)  # (subject, relation, object)
     subject_relation: Counter = field(default_factory=Counter)  # (subject, relation)
     relation_object: Counter = field(default_factory=Counter)  # (relation, object)
+    # boxes of each name in graphs that annotate every kind of fact (names, attributes, relations), where the
+    # absence of a fact is evidence: the run's, plus the prior's full graphs (`with_prior`); empty: `names`
+    full: Counter = field(default_factory=Counter)
 
     def add(self, graph: SceneGraph) -> None:
         """Count `graph`'s names, attributes and edges (an edge to an object missing from the graph is not
@@ -81,7 +86,7 @@ class Counts:
 
     def rows(self) -> Iterator[dict[str, Any]]:
         """JSON rows, sorted: stored by the plausibility stage."""
-        for kind in ("names", "attributes", "attribute_name", "relations", "triples"):
+        for kind in ("names", "attributes", "attribute_name", "relations", "triples", "full"):
             c: Counter = getattr(self, kind)
             for key in sorted(c, key=str):
                 yield {"kind": kind, "key": list(key) if isinstance(key, tuple) else key, "n": c[key]}
@@ -98,6 +103,27 @@ class Counts:
         """One stored row's count (`from_rows`, `with_pairs` once all are in)."""
         key = tuple(map(sys.intern, row["key"])) if isinstance(row["key"], list) else sys.intern(row["key"])
         getattr(self, row["kind"])[key] = row["n"]
+
+    def with_prior(self, rows: Iterable[dict[str, Any]]) -> Counts:
+        """These counts plus the prior's pseudo-counts (`core/gqa/prior.py`: the plausibility stage's `prior`
+        rows of kind "counts:<table>"), the (subject, relation) and (relation, object) pairs included."""
+        prior, any_row = Counts(), False
+        for r in rows:
+            kind, _, table = r["kind"].partition(":")
+            if kind == "counts":
+                for key, n in zip(r["keys"], r["n"], strict=True):
+                    prior.put({"kind": table, "key": key, "n": n})
+                any_row = True
+        prior.with_pairs()
+        if any_row and not self.full:
+            self.full = Counter(self.names)  # a graph of the run is what it is: its absent facts are evidence
+        for f in fields(Counts):
+            getattr(self, f.name).update(getattr(prior, f.name))
+        return self
+
+    def boxes(self, name: str) -> float:
+        """Boxes of `name` in graphs where a fact's absence is evidence (`full`; `names` when not kept)."""
+        return self.full[name] if self.full else self.names[name]
 
     def with_pairs(self) -> Counts:
         """The (subject, relation) and (relation, object) counts, from the triples (they are not stored)."""
@@ -116,7 +142,7 @@ class Plausibility:
     def attribute_logp(self, attribute: str, name: str) -> float:
         c = self.c
         p_a = (c.attributes[attribute] + 1) / (self.total_attrs + len(c.attributes) + 1)
-        return math.log((c.attribute_name[(attribute, name)] + B * p_a) / (c.names[name] + B))
+        return math.log((c.attribute_name[(attribute, name)] + B * p_a) / (c.boxes(name) + B))
 
     def triple_logp(self, s: str, r: str, o: str) -> float:
         c = self.c
@@ -151,19 +177,20 @@ class Plausibility:
         for f in self.facts(path):
             if f[0] == "attr":
                 _, a, n = f
-                expected = c.names[n] * c.attributes[a] / self.total_attrs if self.total_attrs else 0.0
-                if c.attribute_name[(a, n)] == 0 and c.names[n] >= MIN_SUPPORT and expected >= MIN_EXPECTED:
-                    return f"'{a} {n}' is never seen, though {expected:.0f} were expected among {c.names[n]} {n}"
+                boxes = c.boxes(n)
+                expected = boxes * c.attributes[a] / self.total_attrs if self.total_attrs else 0.0
+                if c.attribute_name[(a, n)] == 0 and boxes >= MIN_SUPPORT and expected >= MIN_EXPECTED:
+                    return f"'{a} {n}' is never seen, though {expected:.0f} were expected among {boxes:.0f} {n}"
                 continue
             _, s, r, o = f
             if c.triples[(s, r, o)]:
                 continue
             if (rev := c.triples[(o, r, s)]) >= MIN_REVERSE:
                 return f"'{s} {r} {o}' is never seen, but '{o} {r} {s}' is seen {rev} times"
-            if c.names[s] >= MIN_SUPPORT and c.subject_relation[(s, r)] == 0 and c.relations[r] >= MIN_SUPPORT:
-                return f"'{s}' (seen {c.names[s]} times) is never the subject of '{r}'"
-            if c.names[o] >= MIN_SUPPORT and c.relation_object[(r, o)] == 0 and c.relations[r] >= MIN_SUPPORT:
-                return f"'{o}' (seen {c.names[o]} times) is never the object of '{r}'"
+            if c.boxes(s) >= MIN_SUPPORT and c.subject_relation[(s, r)] == 0 and c.relations[r] >= MIN_SUPPORT:
+                return f"'{s}' (seen {c.boxes(s):.0f} times) is never the subject of '{r}'"
+            if c.boxes(o) >= MIN_SUPPORT and c.relation_object[(r, o)] == 0 and c.relations[r] >= MIN_SUPPORT:
+                return f"'{o}' (seen {c.boxes(o):.0f} times) is never the object of '{r}'"
         return None
 
 
@@ -175,42 +202,67 @@ def fold_of(image_id: str) -> int:
 
 class PlausibilityStage(Stage):
     """Corpus statistics of the cleaned graphs, for generation, refinement, swaps and the probes: the
-    whole corpus (`counts`) and each half of it (`foldcounts`, rows with a `fold`) for cross-fitting; and
-    how names are annotated (`annotations`, `core/gqa/annotations.py`) for the paths stage."""
+    whole corpus (`counts`) and each half of it (`foldcounts`, rows with a `fold`) for cross-fitting; how
+    names are annotated (`annotations`, `core/gqa/annotations.py`) for the paths stage; and the prior of
+    real graphs as pseudo-counts (`prior`, `core/gqa/prior.py`: less the images of this run it counted),
+    which the language, refine and paths stages add to the run's counts (the exports read the run's own)."""
 
     name = "plausibility"
     version = VERSION
     reads = ("hygiene",)
-    writes = outputs({"counts": CountRow, "foldcounts": FoldCountRow, "annotations": CountRow})
+    writes = outputs({"counts": CountRow, "foldcounts": FoldCountRow, "annotations": CountRow, "prior": PriorRow})
+    config = ("prior",)
+    data = ("prior.file",)
     sharded = False
 
     def extra_fingerprint(self, run: Any) -> Any:
         return words_digest()  # the annotation statistics read the word tables' surfaces
 
     def run(self, unit: Unit) -> None:
+        from hardneg.core.gqa.prior import Prior  # the prior module counts with this one's Counts
+
         folds = (Counts(), Counts())
         annotations = AnnotationStats()
         words = Words.load()
+        cfg = unit.cfg.prior
+        prior = Prior.load(unit.cfg.resolve(cfg.file))
+        overlap = []  # graphs of images the prior counted: counted once, by the run
         for row in unit.records_all("hygiene", "graphs", GraphRow):
             unit.items_in += 1
             graph = row.scene_graph()
             folds[fold_of(graph.image_id)].add(graph)
             annotations.add(graph, words)
+            if graph.image_id in prior.images:
+                overlap.append(graph)
         counts = folds[0] + folds[1]
         unit.write("counts", counts.rows())
         unit.write("foldcounts", ({**r, "fold": k} for k, c in enumerate(folds) for r in c.rows()))
         unit.write("annotations", annotations.rows())
+        prior = prior.without(overlap, words)
+        unit.write("prior", prior.rows(cfg.weight))
         unit.stats.update(names=len(counts.names), attributes=len(counts.attributes), triples=len(counts.triples))
+        unit.stats.update(prior_images=len(prior.images), prior_images_left_out=len(overlap))
+        unit.meta["prior"] = {"version": prior.version, "weight": cfg.weight, "images": len(prior.images)}
+
+    def summarize(self, run: Any, units: list[dict[str, Any]]) -> dict[str, Any]:
+        """The prior's version, for the manifest's data versions."""
+        meta = units[0]["meta"]["prior"] if units else {}
+        return {"data_versions": {"prior": meta.get("version")}, "prior": meta}
 
 
-def load_plausibility(rows: Iterable[dict[str, Any]]) -> Plausibility:
-    return Plausibility(Counts.from_rows(rows))
+def load_plausibility(rows: Iterable[dict[str, Any]], prior: Iterable[dict[str, Any]] = ()) -> Plausibility:
+    """The model of the run's counts (`counts` rows) plus the prior's pseudo-counts (`prior` rows)."""
+    return Plausibility(Counts.from_rows(rows).with_prior(prior))
 
 
-def load_fold_plausibility(rows: Iterable[dict[str, Any]]) -> tuple[Plausibility, Plausibility]:
+def load_fold_plausibility(
+    rows: Iterable[dict[str, Any]], prior: Iterable[dict[str, Any]] = ()
+) -> tuple[Plausibility, Plausibility]:
     """The models of the two halves of the corpus (`PlausibilityStage`'s `foldcounts`), each row counted
-    as it is read (at GQA scale the rows held at once were 0.8 GiB)."""
+    as it is read (at GQA scale the rows held at once were 0.8 GiB), each plus the prior's pseudo-counts
+    (the prior holds none of the run's images: `Prior.without`)."""
     folds = (Counts(), Counts())
     for r in rows:
         folds[r["fold"]].put(r)
-    return Plausibility(folds[0].with_pairs()), Plausibility(folds[1].with_pairs())
+    prior = list(prior)
+    return Plausibility(folds[0].with_pairs().with_prior(prior)), Plausibility(folds[1].with_pairs().with_prior(prior))

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
 from hardneg.backends.models import MODELS_HINT, loading, shared, transformers_model
@@ -78,16 +78,19 @@ class NGramScorer:
     long texts are not penalised for length: "how typical this word sequence is of the run's positives".
     Text is lower-cased and split into words; each sentence is padded with ``<s> <s>`` and ``</s>``.
     Words unseen in the corpus map to ``<unk>``, which gets the uniform share of the unigram level, so
-    every score is finite. Deterministic: counts only, no sampling.
+    every score is finite; a word of `vocabulary` (the corpus's names, attributes and relations) that the
+    texts do not hold is known at the unigram level as if seen in one context, so a negative is not scored
+    down for a real word a few hundred positives happen not to use. Deterministic: counts only, no sampling.
     """
 
-    version = "ngram-kn3@v1"
+    version = "ngram-kn3@v2"  # v2: the corpus vocabulary known at the unigram level
 
     def __init__(self) -> None:
         self._fitted = False
 
-    def fit(self, texts: Sequence[str]) -> NGramScorer:
-        """Count trigrams of `texts` (replacing any earlier fit); returns self."""
+    def fit(self, texts: Sequence[str], vocabulary: Iterable[str] = ()) -> NGramScorer:
+        """Count trigrams of `texts` (replacing any earlier fit), knowing the words of `vocabulary`;
+        returns self."""
         if not texts:
             raise ValueError("NGramScorer.fit needs at least one text")
         tri: Counter[tuple[str, ...]] = Counter()
@@ -97,6 +100,10 @@ class NGramScorer:
         # Lower orders use continuation counts: in how many distinct contexts a (shorter) n-gram appears.
         bi_cont: Counter[tuple[str, ...]] = Counter((v, w) for (_, v, w) in tri)
         uni_cont: Counter[tuple[str, ...]] = Counter((w,) for (_, w) in bi_cont)
+        for phrase in vocabulary:
+            for w in _words(phrase):
+                if (w,) not in uni_cont:
+                    uni_cont[(w,)] = 1
         self._tri, self._bi, self._uni = tri, bi_cont, uni_cont
         self._d3, self._d2, self._d1 = _discount(tri), _discount(bi_cont), _discount(uni_cont)
         # Context totals and the number of distinct followers of each context (the back-off mass).
@@ -275,9 +282,9 @@ class NGramFilter(TextFilter):
         super().__init__(options, batch_size)
         self._model: NGramScorer | None = None
 
-    def fitted(self, texts: Sequence[str]) -> NGramFilter:
+    def fitted(self, texts: Sequence[str], vocabulary: Iterable[str] = ()) -> NGramFilter:
         out = NGramFilter(self.options, self.batch_size)
-        out._model = NGramScorer().fit(texts)
+        out._model = NGramScorer().fit(texts, vocabulary)
         return out
 
     def scorer(self) -> TextScorer:

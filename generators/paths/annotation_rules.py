@@ -51,7 +51,7 @@ class Evidence:
     counts: Counts
 
     def discriminating(self, attribute: str, name: str) -> bool:
-        n = self.counts.names[name]
+        n = self.counts.boxes(name)
         return n > 0 and self.counts.attribute_name[(attribute, name)] / n <= RARE
 
 

@@ -137,10 +137,21 @@ def _search_target(
         rejects.append(Reject("targets", why, graph.image_id, detail={"object": tid, "name": obj.name}))
         return
     stats["targets"] += 1
+    lookahead = cfg.paths.negatives_lookahead
     for ptype in cfg.paths.types:
         rng = KeyedRandom(cfg.seed, graph.image_id, tid, ptype)
-        found = 0
+        found: list[_Candidate] = []
+        scores: list[int] = []
+        looked = 0
+        best = 0 if ptype == "0_hop" else _BEST  # a bare target relates nothing: no path of it allows more
         for path in candidate_paths(search, tid, ptype, rng):
+            full = len(found) >= cfg.paths.per_target_type
+            score = _allows(path, search) if lookahead else 0
+            if full and score <= min(scores):
+                looked += 1
+                if looked >= lookahead:
+                    break
+                continue
             search.steps.spend(search.steps.execution(path, search.known_size) + search.steps.level(path))
             if not matches_exactly(path, search.index, tid):
                 # The masks and the executor disagree: a bug, never a silent keep.
@@ -150,13 +161,35 @@ def _search_target(
                 rejects.append(Reject("paths", why, graph.image_id, Positive.make_id(graph.image_id, path),
                                       detail={"object": tid, "tuple_type": ptype}))  # fmt: skip
                 continue
-            kept.append(_Candidate(path, ptype, path_level(path, search.index)))
-            found += 1
-            if found >= cfg.paths.per_target_type:
+            candidate = _Candidate(path, ptype, path_level(path, search.index))
+            if full:  # a path that allows rarer negatives takes the place of the last that allows the fewest
+                k = max(i for i, x in enumerate(scores) if x == min(scores))
+                found[k], scores[k] = candidate, score
+                stats["negatives_preferred"] += 1
+            else:
+                found.append(candidate)
+                scores.append(score)
+            if len(found) >= cfg.paths.per_target_type and (not lookahead or min(scores) >= best):
                 break
-        stats[f"found:{ptype}"] += found
+        kept.extend(found)
+        stats[f"found:{ptype}"] += len(found)
         if not found:
             stats[f"none:{ptype}"] += 1
+
+
+_BEST = 2  # `_allows`: a path that allows a swap of attributes
+
+
+def _allows(path: PathNode, search: PathSearch) -> int:
+    """How rare the negatives a path allows are: 2 when two of its objects carry attributes of one category
+    (a swap of attributes, the rarest kind), 1 when it relates objects none of which is a crowd name (a swap
+    of objects and a replaced relation can rest on them), else 0."""
+    nodes = path.nodes()
+    if len(nodes) < 2:
+        return 0
+    if attributes_swappable([set(n.attributes) for n in nodes], search.res.table):
+        return 2
+    return int(not any(search.res.words.is_crowd(n.name) for n in nodes))
 
 
 def _annotation_reason(
@@ -230,6 +263,14 @@ def _cap_image(
     return [c for i, c in enumerate(kept) if i in chosen], [c for i, c in enumerate(kept) if i not in chosen]
 
 
+def _evidence(unit: Unit) -> Evidence:
+    """What the corpus says about annotations: the run's counts plus the prior's (`core/gqa/prior.py`)."""
+    read = unit.read_all
+    notes = AnnotationStats.from_rows(read("plausibility", "annotations")).with_prior(read("plausibility", "prior"))
+    counts = Counts.from_rows(r for r in read("plausibility", "counts") if r["kind"] != "triples")
+    return Evidence(notes, counts.with_prior(r for r in read("plausibility", "prior") if r["kind"] != "counts:triples"))
+
+
 class PathsStage(Stage):
     """Positives for every image of a shard, before global balancing."""
 
@@ -245,14 +286,7 @@ class PathsStage(Stage):
 
     def run(self, unit: Unit) -> None:
         res = PathResources.load(unit.cfg)
-        evidence = unit.shared(
-            "plausibility",
-            "evidence",
-            lambda: Evidence(
-                AnnotationStats.from_rows(unit.read_all("plausibility", "annotations")),
-                Counts.from_rows(r for r in unit.read_all("plausibility", "counts") if r["kind"] != "triples"),
-            ),
-        )
+        evidence = unit.shared("plausibility", "evidence", lambda: _evidence(unit))
         rows: list[dict] = []
         for row in unit.records("hygiene", "graphs", GraphRow):
             unit.items_in += 1

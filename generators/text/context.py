@@ -19,9 +19,13 @@ object). A change touches some of them; each touched fact must be seen
   things come in any colour, anything in sizes: a green chair needs no evidence, a blue banana does);
 - for a positional relation (left/right, in front/behind, next to, near: `Words.is_positional`), also when
   the two names, or a changed name and the kind of the other, are seen in any positional relation either
-  way, or both are objects of the image: any two objects that share a scene stand somewhere relative to
-  each other, and a scene and its mirror image are equally plausible (the reason flips are fair
-  negatives). "The girl in front of the zebra" needs a zebra seen beside a person.
+  way, or the two names are annotated in one image of the corpus, or both are objects of the image: any
+  two objects that share a scene stand somewhere relative to each other, and a scene and its mirror image
+  are equally plausible (the reason flips are fair negatives). "The girl in front of the zebra" needs a
+  zebra seen beside a person.
+
+The counts are the run's plus the prior of real graphs (`core/gqa/prior.py`), so ten images attest what
+thousands of real ones do, and a run of thousands speaks for itself.
 
 A change's weight is the product of its facts' counts (a fact seen only backed off weighs `BACKOFF` times
 its backed-off count, a free attribute `BACKOFF` squared times the attribute's count); a change that
@@ -41,7 +45,7 @@ from hardneg.core.records import PathNode
 from hardneg.core.words.table import Words
 from hardneg.generators.text.sites import Site
 
-VERSION = "context@v1"
+VERSION = "context@v2"  # v2: names annotated in one image attest a positional relation
 BACKOFF = 0.1  # the weight of a count seen only with a context name backed off to its category
 
 Fact = tuple[str | None, ...]  # ("attr", a, name) or ("rel", subject, relation, object); None: the word to fill
@@ -61,9 +65,11 @@ class Change:
 class Context:
     """Attested facts and their weights over the run's corpus statistics (`core/plausibility.Counts`)."""
 
-    def __init__(self, counts: Counts, words: Words) -> None:
+    def __init__(self, counts: Counts, words: Words, seen_together: Counter | None = None) -> None:
         self.c = counts
         self.words = words
+        # (name, other name), sorted -> images annotating both (`AnnotationStats.together`): read, not copied
+        self.seen_together: Counter = seen_together if seen_together is not None else Counter()
         self._cls: dict[str, str | None] = {}
         self.attr_kind: Counter = Counter()  # (attribute, category of the name)
         for (a, n), k in counts.attribute_name.items():
@@ -136,7 +142,7 @@ class Context:
         if self.positional(r):
             if s in scene and o in scene:
                 back = max(back, 1)
-            back = max(back, self.together[frozenset((s, o))])
+            back = max(back, self.together[frozenset((s, o))], self.seen_together[(s, o) if s < o else (o, s)])
             # seen beside something of the kind of the name it did not change (the changed one stays exact)
             if (both or "s" not in changed) and (cs := self.kind(s)) is not None:
                 back = max(back, self.together[frozenset((f"kind:{cs}", o))])

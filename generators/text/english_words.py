@@ -125,6 +125,9 @@ class TableReader:
         for key, synonyms in self.lexicon.relation_synonyms.items():
             if key == name or f" {key} " in padded:
                 forms.extend(synonyms)
+            # a rewrite's verb kept where a negative replaced the relation after it ("resting on" -> "resting
+            # under": the change between the template texts is carried onto the rewritten positive)
+            forms.extend(f"{s[: -len(key)]}{phrase}" for s in synonyms if s.endswith(f" {key}"))
         return forms
 
     def words(self, text: str, parts: Parts) -> list[Word] | None:

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from hardneg.backends.language import LanguageBackend, ReplaceRequest
 from hardneg.core.certify import VERSION as CERTIFY_VERSION
 from hardneg.core.certify import Certifier
 from hardneg.core.executor import GraphIndex, execute
+from hardneg.core.gqa.annotations import AnnotationStats
 from hardneg.core.gqa.plausibility import Plausibility
 from hardneg.core.plugins import TEXT_NEGATIVES
 from hardneg.core.records import PathNode, Reject, SceneGraph, TextNegative
@@ -28,6 +30,7 @@ from hardneg.core.words.table import Words
 from hardneg.generators.paths.expressions import Renderer, carry_change
 from hardneg.generators.text.context import VERSION as CONTEXT_VERSION
 from hardneg.generators.text.context import Context
+from hardneg.generators.text.photo import SHOWN, PhotoColours
 from hardneg.generators.text.sites import (
     SearchState,
     Site,
@@ -39,8 +42,9 @@ from hardneg.generators.text.sites import (
 )
 from hardneg.generators.text.types import text_type
 
-# v2: certified false, not just unmatched; v3: plausible by construction (the context), worded like the positive
-GENERATOR = f"negatives_text@v3+{CERTIFY_VERSION}+{CONTEXT_VERSION}"
+# v2: certified false, not just unmatched; v3: plausible by construction (the context), worded like the positive;
+# v4: names the corpus says come in many are crowds, a colour the photo shows is refused, words per site
+GENERATOR = f"negatives_text@v4+{CERTIFY_VERSION}+{CONTEXT_VERSION}"
 
 
 @dataclass(slots=True)
@@ -53,17 +57,22 @@ class NegativeContext:
     per_positive: int = 1
     max_rounds: int = 3
     n_replacements: int = 5
+    words_per_site: int = 1  # negatives one replace site may make, each with another word
     max_options: int = 40
     types: tuple[str, ...] = field(default_factory=TEXT_NEGATIVES.names)  # default: every registered kind
     plausibility: Plausibility | None = None  # corpus statistics: absurd swaps are refused
     context: Context | None = None  # what the corpus attests where a word changes (generators/text/context.py)
+    # how the corpus annotates names (run and prior): names that come in many are crowds, names usually
+    # annotated beside the image's carry no absence (core/gqa/annotations.py)
+    notes: AnnotationStats | None = None
+    images: Path | None = None  # the run's images: a colour the photo shows on the object is no negative
     refused: Counter = field(default_factory=Counter)  # corpus words kept out of the options, by rule
     _pool: dict[tuple[Any, ...], tuple[str, ...]] = field(default_factory=dict)
     _options: dict[tuple[Any, ...], tuple[tuple[str, ...], tuple[float, ...]]] = field(default_factory=dict)
 
     @property
     def site_vocab(self) -> SiteVocab:
-        return SiteVocab(self.table, self.words)
+        return SiteVocab(self.table, self.words, self.notes)
 
     def pool(self, site: Site, path: PathNode) -> tuple[str, ...]:
         """Corpus words of the site's category that contradict the replaced word, most frequent first."""
@@ -134,12 +143,13 @@ class TextSearch(SiteSearch):
         self.ctx = ctx
         self.vocab = ctx.site_vocab
         self.graphs = graphs
-        self.certifier = Certifier(ctx.words, ctx.table)
+        self.certifier = Certifier(ctx.words, ctx.table, ctx.notes)
         self._truths: dict[tuple[str, PathNode], tuple[str | None, str | None] | None] = {}  # see `_truth`
         self.indexes: dict[str, GraphIndex] = {}
         self._scenes: dict[str, frozenset[str]] = {}
         self._parts: dict[tuple[str, str], bool] = {}
         self.made: list[TextNegative] = []
+        self.photos = PhotoColours(ctx.images)
 
     def state(self, positive: dict[str, Any]) -> SearchState:
         path = PathNode.from_json(positive["path"])
@@ -222,7 +232,9 @@ class TextSearch(SiteSearch):
             if not ok:
                 why.append(reason)
             elif (truth := self._truth(st, apply_site(st.path, site, v))) is None:
-                return None
+                if (shown := self._shown(st, site, v)) is None:
+                    return None
+                why.append(f"{v!r} {shown}")
             else:
                 hit, doubt = truth
                 why.append(f"{v!r} is still true of object {hit} in the image" if hit else f"{v!r} {doubt}")
@@ -249,7 +261,18 @@ class TextSearch(SiteSearch):
         return True, ""
 
     def accept(self, st: SearchState, site: Site, values: tuple[str, ...]) -> bool:
-        return any(self._keep(st, site, apply_site(st.path, site, v), v) for v in values if self.usable(st, site, v)[0])
+        """Negatives from the first `words_per_site` values that make one (while the positive has room), each
+        word contradicting the ones used before it ("behind" and "standing behind" are one negative twice):
+        a site of a small corpus is often its only one, and refinement and the type mix choose among them."""
+        used: list[str] = []
+        for v in values:
+            if len(used) >= self.ctx.words_per_site or st.made >= self.per_positive:
+                break
+            if any(not self.vocab.contradicts(replace(site, word=u), st.path, v)[0] for u in used):
+                continue
+            if self.usable(st, site, v)[0] and self._keep(st, site, apply_site(st.path, site, v), v):
+                used.append(v)
+        return bool(used)
 
     def _truth(self, st: SearchState, neg_path: PathNode) -> tuple[str | None, str | None] | None:
         """None when the negative is false of the image; else (an object the executor finds it true of, None)
@@ -270,6 +293,25 @@ class TextSearch(SiteSearch):
                 self._truths[key] = None
         return self._truths[key]
 
+    def _shown(self, st: SearchState, site: Site, replacement: str | None) -> str | None:
+        """Why the photo says the colour the negative puts on an object may be there (`generators/text/photo.py`),
+        or None: every object the changed node could be, checked for each colour the change states."""
+        if self.photos.images is None:
+            return None
+        claims: list[tuple[int, str]] = []
+        if site.negative_type == "replace_attribute" and replacement is not None:
+            claims.append((site.nodes[0], replacement))
+        elif site.negative_type == "swap_attribute" and site.word is not None and site.other is not None:
+            claims += [(site.nodes[0], site.other), (site.nodes[1], site.word)]
+        image = st.positive["image_id"]
+        nodes = st.path.nodes()
+        for i, word in claims:
+            for o in self.certifier.candidates(nodes[i].name, self.graphs[image], self.indexes[image]):
+                share = self.photos.shown(image, o, word)
+                if share is not None and share >= SHOWN:
+                    return f"may be true: the photo shows {word} on {o.name} {o.id} ({share:.0%} of its box)"
+        return None
+
     def _keep(self, st: SearchState, site: Site, neg_path: PathNode, replacement: str | None) -> bool:
         pos = st.positive
         idx = self.indexes[pos["image_id"]]
@@ -277,6 +319,10 @@ class TextSearch(SiteSearch):
             if replacement is None:  # a swap that may be true: say so (a replacement's check already did)
                 hit, doubt = truth
                 self._refuse(st, site, f"still true of object {hit} in the image" if hit else doubt or "")
+            return False
+        if (shown := self._shown(st, site, replacement)) is not None:
+            if replacement is None:
+                self._refuse(st, site, shown)
             return False
         nid = TextNegative.make_id(pos["id"], site.negative_type, neg_path)
         if nid in st.seen:

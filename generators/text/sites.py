@@ -25,6 +25,7 @@ from typing import Any
 
 from hardneg.backends.language import Answer, LanguageBackend, ReplaceRequest
 from hardneg.core.geometry import direction
+from hardneg.core.gqa.annotations import AnnotationStats
 from hardneg.core.plugins import TEXT_NEGATIVES
 from hardneg.core.records import PathNode, Reject, SceneObject, keyed_seed
 from hardneg.core.words.attribute_table import AttributeTable
@@ -64,7 +65,7 @@ class Site:
 
 
 REFUSAL_KINDS = (  # (label, phrase in the reason): which rule refused a candidate negative (for the counts)
-    ("not contradicted by the graph", "may be true: "),
+    ("shown in the photo", "the photo shows"), ("not contradicted by the graph", "may be true: "),
     ("synonym", "synonym"), ("plural form", "plural form"), ("is-a", "hyponym"), ("is-a", "hypernym"),
     ("part/whole", "part of"), ("part/whole", "worn"), ("overlapping names", "can name one object"),
     ("compatible", "can hold at once"), ("compatible", "point the same way"), ("crowd name", "crowd name"),
@@ -86,10 +87,20 @@ def refusal_kind(reason: str) -> str:
 @dataclass(slots=True, frozen=True)
 class SiteVocab:
     """The tables that categorise and relate words (`core/words/table.py`); a word without a category cannot
-    be replaced, and a replacement must contradict the word it replaces."""
+    be replaced, and a replacement must contradict the word it replaces. With the corpus's `notes` (the
+    run's and the prior's, `core/gqa/annotations.py`), a name the corpus says comes in many is a crowd too."""
 
     table: AttributeTable
     words: Words
+    notes: AnnotationStats | None = field(default=None, compare=False)
+
+    def crowd(self, name: str) -> str | None:
+        """Why `name` cannot carry a claim that something is unique or absent: the word tables' crowd and
+        background names, and the names the corpus says come in many (one annotated, the next maybe not)."""
+        why = self.words.crowd_reason(name)
+        if why is None and self.notes is not None:
+            why = self.notes.comes_in_many(name)
+        return why
 
     def object_category(self, name: str) -> str | None:
         return self.words.name_category(name)
@@ -111,16 +122,16 @@ class SiteVocab:
         if site.part == "relation":
             names.append(node.relations[site.edge].object.name)  # type: ignore[index]
         for n in names:
-            if self.words.is_crowd(n):
-                return f"the change rests on the crowd name {n!r} ({self.words.crowd_reason(n)})"
+            if (why := self.crowd(n)) is not None:
+                return f"the change rests on the crowd name {n!r} ({why})"
         return None
 
     def contradicts(self, site: Site, path: PathNode, word: str) -> tuple[bool, str]:
         """Whether `word` in place of the site's word makes a claim the original cannot also make true:
         (True, "") or (False, why not). Same category is not enough."""
         old = site.word or ""
-        if site.part == "object" and self.words.is_crowd(word):
-            return False, f"{word!r} is a crowd name: its absence cannot be claimed"
+        if site.part == "object" and self.crowd(word) is not None:
+            return False, f"{word!r} is a crowd name: its absence cannot be claimed ({self.crowd(word)})"
         if site.part == "object":
             if self.object_category(word) is None:
                 return False, f"{word!r} is no object name in the word tables"
@@ -146,8 +157,8 @@ class SiteVocab:
         a, b = nodes[i], nodes[k]
         w = self.words
         for n in (a, b):
-            if w.is_crowd(n.name):
-                return f"swap involves the crowd name {n.name!r} ({w.crowd_reason(n.name)})"
+            if (why := self.crowd(n.name)) is not None:
+                return f"swap involves the crowd name {n.name!r} ({why})"
         # a swap exchanges two objects of the image, so the names need not share a category (a chair
         # and a lamp); they must only be unable to name one object (not synonyms, kinds, parts)
         for n in (a.name, b.name):

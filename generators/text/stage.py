@@ -9,12 +9,14 @@ from __future__ import annotations
 from typing import Any
 
 from hardneg.backends.registry import make_language_backend
+from hardneg.core.gqa.annotations import AnnotationStats
 from hardneg.core.gqa.hygiene import words_digest
 from hardneg.core.gqa.ingest import corpus_vocab
 from hardneg.core.gqa.plausibility import load_plausibility
 from hardneg.core.io import file_digest
 from hardneg.core.resources import bundled_dir
 from hardneg.core.rows import GraphRow, KeptRow, PositiveRow, TextNegativeRow
+from hardneg.core.runner.folder import resolve_inputs
 from hardneg.core.runner.stage import Run, Stage, Unit
 from hardneg.core.schema import outputs
 from hardneg.core.words.vocab import Lexicon
@@ -69,19 +71,32 @@ class LanguageStage(Stage):
         unit.rejects.extend(rejects)
         unit.stats["english:positives_dropped"] += len(rejects)
         plausibility = unit.shared(
-            "plausibility", "model", lambda: load_plausibility(unit.read_all("plausibility", "counts"))
+            "plausibility",
+            "model",
+            lambda: load_plausibility(unit.read_all("plausibility", "counts"), unit.read_all("plausibility", "prior")),
+        )
+        notes = unit.shared(
+            "plausibility",
+            "notes",
+            lambda: AnnotationStats.from_rows(unit.read_all("plausibility", "annotations")).with_prior(
+                unit.read_all("plausibility", "prior")
+            ),
         )
         ctx = NegativeContext(
             table=res.table,
             words=res.words,
             renderer=res.renderer,
             plausibility=plausibility,
-            context=unit.shared("plausibility", "context", lambda: Context(plausibility.c, res.words)),
-            vocab=vocab,
+            context=unit.shared("plausibility", "context", lambda: Context(plausibility.c, res.words, notes.together)),
+            notes=notes,
+            # the words a replacement is drawn from: the run's and the prior's (a ten-image run names little)
+            vocab={kind: vocab[kind] + getattr(plausibility.c, kind) for kind in ("names", "attributes", "relations")},
             seed=cfg.seed,
             per_positive=lang.negatives_per_positive,
             max_rounds=lang.max_rounds,
             n_replacements=lang.n_replacements,
+            words_per_site=lang.words_per_site,
+            images=resolve_inputs(unit.root, cfg)[1],
             types=tuple(lang.negative_types),
         )
         negatives: list[dict[str, Any]] = []

@@ -1,0 +1,112 @@
+"""Negatives that stay false where graphs leave things out: names the corpus says come unannotated, colours
+the photo shows, and more than one word per replace site. The search is the real one; the language backend
+is the scripted one of `tests/test_negatives_truth.py`."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+from PIL import Image
+
+from hardneg.core.certify import Certifier
+from hardneg.core.gqa.annotations import AnnotationStats
+from hardneg.core.words.attribute_table import AttributeTable
+from hardneg.core.words.table import Words
+from hardneg.generators.text.negatives import make_text_negatives
+from tests.helpers import graph, node, obj
+from tests.test_negatives_truth import Scripted, context, positive
+
+WORDS = Words.load()
+TABLE = AttributeTable.load()
+
+
+def notes_of(*images: list[str]) -> AnnotationStats:
+    """Annotation statistics of images given as lists of object names."""
+    notes = AnnotationStats()
+    for i, names in enumerate(images):
+        notes.add(graph(*(obj(f"{i}:{k}", n) for k, n in enumerate(names)), image_id=f"c{i}"), WORDS)
+    return notes
+
+
+# ten images with a fork always beside a plate and zebras three at a time in seven of them; ten with a car
+CORPUS = notes_of(
+    *([["fork", "plate", "zebra", "zebra", "zebra"]] * 7), *([["fork", "plate", "zebra"]] * 3), *([["car"]] * 10)
+)
+
+
+def made_with(g, path, ptype, answers, types, notes=None, images=None, words_per_site=1):
+    ctx = dataclasses.replace(context(types), notes=notes, images=images, words_per_site=words_per_site,
+                              per_positive=5)  # fmt: skip
+    made, rejects, _ = make_text_negatives([positive(g, path, ptype)], {g.image_id: g}, ctx, Scripted(answers))
+    return made, rejects
+
+
+def test_a_name_usually_annotated_beside_one_of_the_image_carries_no_absence():
+    """ "The plate to the left of the car" in an image with a fork but no plate annotated: a plate is very
+    likely there, unboxed. Without the corpus's notes the absence was certified."""
+    g = graph(obj("1", "cup", box=(10, 10, 60, 60)), obj("2", "car", box=(300, 10, 100, 100)),
+              obj("3", "fork", box=(100, 200, 30, 60)))  # fmt: skip
+    assert Certifier(WORDS, TABLE).absence_refusal("plate", g) is None
+    why = Certifier(WORDS, TABLE, CORPUS).absence_refusal("plate", g)
+    assert why == "likely there unannotated: usually annotated beside 'fork' (100% of the images holding one)"
+    assert Certifier(WORDS, TABLE, CORPUS).absence_refusal("plate", graph(obj("1", "cup"))) is None  # no fork
+    path = node("cup", rel=[("to the left of", node("car"))], oid="1")
+    made, _ = made_with(g, path, "1_hop", {"cup": ("plate",)}, ("replace_object",))
+    assert [n.change["to"] for n in made] == ["plate"]
+    made, rejects = made_with(g, path, "1_hop", {"cup": ("plate",)}, ("replace_object",), notes=CORPUS)
+    assert not made and any("usually annotated beside 'fork'" in r.reason for r in rejects)
+
+
+def test_a_name_the_corpus_says_comes_in_many_carries_no_claim():
+    """One zebra boxed left of the car: "the zebra to the right of the car" may be true of a zebra nobody
+    boxed. Zebras are in no crowd list; the corpus says they come in herds."""
+    g = graph(obj("1", "zebra", rels=(("to the left of", "2"),), box=(10, 100, 60, 60)),
+              obj("2", "car", box=(300, 100, 100, 100)))  # fmt: skip
+    path = node("zebra", rel=[("to the left of", node("car"))], oid="1")
+    answers = {"to the left of": ("to the right of",)}
+    made, _ = made_with(g, path, "1_hop", answers, ("replace_relation",))
+    assert [n.change["to"] for n in made] == ["to the right of"]
+    made, rejects = made_with(g, path, "1_hop", answers, ("replace_relation",), notes=CORPUS)
+    assert not made
+    assert any("the crowd name 'zebra' (comes in many: 70% of the images" in r.reason for r in rejects)
+    # nor does it replace another name, nor carry an absence
+    assert Certifier(WORDS, TABLE, CORPUS).absence_refusal("zebra", graph(obj("1", "car"))) is not None
+    made, _ = made_with(g, node("car", oid="2"), "0_hop", {"car": ("zebra", "bus")}, ("replace_object",), notes=CORPUS)
+    assert [n.change["to"] for n in made] == ["bus"]
+
+
+def photo(tmp_path, stripe: bool):
+    """A white bus on a gray street, with a red band along it or none."""
+    img = np.full((400, 500, 3), 120, np.uint8)
+    img[100:300, 50:450] = (240, 240, 236)
+    if stripe:
+        img[180:230, 50:450] = (200, 35, 35)
+    d = tmp_path / ("striped" if stripe else "plain")
+    d.mkdir()
+    Image.fromarray(img).save(d / "1.jpg", quality=95)
+    return d
+
+
+def test_a_colour_the_photo_shows_on_the_object_is_no_negative(tmp_path):
+    """The graph says "white bus"; the bus has a red band. "The red bus" is still true."""
+    g = graph(obj("1", "bus", ("white",), box=(50, 100, 400, 200)))
+    path = node("bus", "white", oid="1")
+    answers = {"white": ("red",)}
+    made, rejects = made_with(g, path, "0_hop", answers, ("replace_attribute",), images=photo(tmp_path, True))
+    assert not made
+    assert any("the photo shows red on bus 1 (25% of its box)" in r.reason for r in rejects)
+    made, _ = made_with(g, path, "0_hop", answers, ("replace_attribute",), images=photo(tmp_path, False))
+    assert [n.change["to"] for n in made] == ["red"]
+
+
+def test_a_site_makes_a_second_negative_only_with_a_word_that_says_something_else():
+    g = graph(obj("1", "cat", box=(10, 10, 60, 60)), obj("2", "car", box=(300, 10, 100, 100)))
+    path = node("cat", rel=[("to the left of", node("car"))], oid="1")
+    made, _ = made_with(g, path, "1_hop", {"cat": ("dog", "horse", "cow")}, ("replace_object",), words_per_site=2)
+    assert [n.change["to"] for n in made] == ["dog", "horse"]
+    made, _ = made_with(g, path, "1_hop", {"cat": ("dog", "horse")}, ("replace_object",))
+    assert [n.change["to"] for n in made] == ["dog"]  # one word per site unless asked for more
+    # a puppy is a dog: the two would say one thing twice
+    made, _ = made_with(g, path, "1_hop", {"cat": ("dog", "puppy", "horse")}, ("replace_object",), words_per_site=2)
+    assert [n.change["to"] for n in made] == ["dog", "horse"]
