@@ -112,3 +112,20 @@ def test_the_readme_architecture_names_every_source_folder_and_only_real_ones():
     }
     unnamed = sorted(p for p in packages if p not in named and p.split("/")[-1] not in named)
     assert not unnamed, f"source folders the README's architecture does not show: {unnamed}"
+
+
+def test_the_wheel_lists_every_source_package():
+    """The package list in pyproject.toml is explicit: a new folder missing from it works from the checkout
+    and fails only once installed (a module not found, in a fresh environment)."""
+    import tomllib
+
+    setup = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    listed = set(setup["packages"])
+    dirs = {v: k for k, v in setup["package-dir"].items()}
+    found = set()
+    for folder, package in dirs.items():
+        for init in (REPO_ROOT / folder).glob("**/__init__.py"):
+            rel = init.parent.relative_to(REPO_ROOT / folder).parts
+            found.add(".".join((package, *rel)))
+    assert found - listed == set(), f"packages the wheel leaves out: {sorted(found - listed)}"
+    assert listed - found == set(), f"packages listed but absent: {sorted(listed - found)}"
