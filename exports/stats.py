@@ -222,8 +222,12 @@ def official_finecops(stats: dict[str, Any]) -> str:
         if negatives and level1:
             ok.append(s)
         else:
-            lacks = " and ".join(x for x, n in (("negatives", negatives), ("level-1 positives", level1)) if not n)
-            why.append(f"not {s}: it has no {lacks}")
+            lacks = (
+                "neither negatives nor level-1 positives"
+                if not negatives and not level1
+                else ("no negatives" if not negatives else "no level-1 positives")
+            )
+            why.append(f"not {s}: it has {lacks}")
     can = f"scores {', '.join(ok)}" if ok else "scores no split"
     line = f"FineCops-Ref's own `eval_metric.py` {can}" + ("; " + "; ".join(why) if why else "")
     tail = " (`hardneg.evaluation.finecops` scores any split).\n" if why else ".\n"

@@ -360,6 +360,36 @@ def test_probe_b_in_the_papers_layout(probe_b):
                 assert labels and all(len(x) == 1 for x in labels)  # every label a class, at least one
 
 
+def test_probe_b_cooccurrence_split_is_the_target_alone_big_enough_to_see(probe_b):
+    """Probe-B's object-only split in the layout `eval_cooccurence_understanding.py` reads: per image the
+    target's class and the others it shows, the target alone on each filler; never a target too small to
+    recognise on its own (the paper keeps single objects "not too small relative to the image size")."""
+    probes = export_run() / "probes"
+    cfg = stored_config(export_run()).exports.probe_b
+    n = 0
+    for split in cfg.splits:
+        base = probes / "probe_b" / split
+        context = {
+            a["image_id"]: a for a in orjson.loads((base / "context" / "background_context_dataset.json").read_bytes())
+        }
+        for a in orjson.loads((base / "context" / "object_context_dataset.json").read_bytes()):
+            assert isinstance(a["image_id"], int) and a["path"] == f"{a['object']}_{_coco(base, a['image_id']).name}"
+            assert {a["object"], *a["other_objects"]} == set(context[a["image_id"]]["annotations"])
+            w, h = a["hardneg"]["target"]["box"][2:]
+            size = Image.open(_coco(base / "val2014", a["image_id"])).size
+            assert w * h >= cfg.min_object_area * size[0] * size[1]
+            for fill in a["hardneg"]["fillers"]:
+                assert (
+                    base
+                    / "val2014_background_removed_and_cooccurrence_dataset"
+                    / "segmentation_mask"
+                    / fill
+                    / a["path"]
+                ).is_file()
+            n += 1
+    assert n >= 1
+
+
 def test_probe_b_class_list_names_distinct_things():
     from hardneg.exports.probes.official import class_list
 

@@ -35,6 +35,8 @@ from itertools import cycle, islice
 from pathlib import Path
 from typing import Any
 
+from PIL import Image
+
 from hardneg.core.certify import Certifier
 from hardneg.core.gqa.plausibility import Counts
 from hardneg.core.ids import safe_name
@@ -214,7 +216,7 @@ def script_label(prompt: str) -> str:
 
 def probe_b_tree(
     folder: ExportFolder, root: Path, groups: list[dict[str, Any]], labels: ClassLabels, words: Words,
-    names_of: Callable[[str], Iterable[str]], splits: Iterable[str], fillers: Iterable[str],
+    names_of: Callable[[str], Iterable[str]], splits: Iterable[str], fillers: Iterable[str], min_area: float = 0.0,
 ) -> dict[str, dict[str, int]]:  # fmt: skip
     """Write Probe-B's files per split of `splits` (each filler's folders even when empty, so that both
     scripts run to 0 items); returns per split the images and co-occurrence records written and what was
@@ -238,11 +240,15 @@ def probe_b_tree(
             name = f"COCO_val2014_{str(number).zfill(12)}.jpg"
             folder.place(root / g["images"]["x0"], f"{base}/{B_ORIGINAL}/{name}")
             target = _target_class(g, present, labels)
-            alone = target is not None and all(script_label(prompts[c]) == c for c in present)
-            if target is not None and not alone:
-                tally["left_out:cooccurrence_prompt"] += 1  # the script reads back no label for one of them
-            elif target is None:
+            readable = all(script_label(prompts[c]) == c for c in present)
+            big = _share(root / g["images"]["x0"], g["target"]["box"]) >= min_area
+            alone = target is not None and readable and big
+            if target is None:
                 tally["left_out:cooccurrence_class"] += 1
+            elif not readable:
+                tally["left_out:cooccurrence_prompt"] += 1  # the script reads back no label for one of them
+            elif not big:
+                tally["left_out:cooccurrence_small"] += 1
             fills = []
             for fill in g["fillers"]:
                 if fill == "scene" and labels.labels(g["present"], g.get("scene_names", [])) is None:
@@ -272,6 +278,13 @@ def probe_b_tree(
         write_classes(folder.dir / base / "context" / "prompt_classes.csv", labels.classes, words)
         counts[split] = {"images": len(records), "cooccurrence": len(objects), **dict(sorted(tally.items()))}
     return counts
+
+
+def _share(image: Path, box: list[int]) -> float:
+    """The share of the image a box covers."""
+    with Image.open(image) as im:
+        w, h = im.size
+    return box[2] * box[3] / max(w * h, 1)
 
 
 def _target_class(g: dict[str, Any], present: dict[str, list[str]], labels: ClassLabels) -> str | None:

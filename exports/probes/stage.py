@@ -135,11 +135,13 @@ class ProbesStage(ExportStage):
     Options = ProbesExport
     title = "Probes (Probe-R, Probe-C, Probe-B)"
     about = (
-        "Probe-R: a relation prompt against the most implausible contradicting predicate or a subject never "
-        "seen in the corpus, with subject-only and swapped-subject images; Probe-C: 2 images x 2 prompts with "
+        "Probe-R: a relation prompt against the most implausible predicate never seen with the pair that the "
+        "image refutes, or a subject never seen in the triple and absent from the image, with ten subject-only "
+        "and ten swapped-subject images; Probe-C: 2 images x 2 prompts with "
         "the attribute swapped for its antonym or another of its category, or the object swapped; Probe-B: "
         "the background replaced by a filler, keeping every object (BMR) or the target (BR), scored over a "
-        "class list of the corpus's names; in the paper's own layout and as `evaluation.probes` tables"
+        "class list of the corpus's names, and the target alone for the co-occurrence split; in the paper's own "
+        "layout and as `evaluation.probes` tables"
     )
     reads = ("hygiene", "plausibility", "language", "decide", "probe_b")
     writes = outputs({"probe_r": ProbeRRow, "probe_c": ProbeCRow, "sets": ProbeRSetRow})
@@ -211,7 +213,7 @@ class ProbesStage(ExportStage):
                 return info.names if info is not None else frozenset()
 
             official["probe_b"] = probe_b_tree(
-                folder, run.root, groups, labels, shared.words, names_of, sorted(b.splits), b.fillers
+                folder, run.root, groups, labels, shared.words, names_of, sorted(b.splits), b.fillers, b.min_object_area
             )
             official["probe_b_classes"] = len(classes)
         summary = {"shape": "probes", "version": VERSION, "enabled": opts.enabled, "counts": counts,
