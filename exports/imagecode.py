@@ -13,7 +13,7 @@ matches nothing, drawn from two sources, the first first:
    variants, and two negatives with one edit count once;
 2. **the corpus's real images most like the target** (`exports/tricd/rank.py`'s likeness by the graph:
    the target's name first, then the expression's other names, its relations, the names the two images
-   share, the location; and, when the run has the photos and `pixels` is on, the pixels: `exports/pixels.py`),
+   share, the location; and, when the run has the photos and `pixels` is on, the pixels: `exports/alike.py`),
    of the target's split. About `candidates` images are sampled (with the whole split when it has fewer),
    the `checked` most alike kept, and, with pixels, ordered by the sum of their two ranks; they are
    certified in that order (`Certifier.nothing`: a missing annotation proves nothing) until the set is full.
@@ -65,13 +65,12 @@ from hardneg.core.records import PathNode, Reject, SceneGraph, content_id, keyed
 from hardneg.core.runner.folder import image_file, resolve_inputs
 from hardneg.core.runner.stage import Run, Unit
 from hardneg.core.schema import outputs
+from hardneg.exports.alike import Ranking
 from hardneg.exports.base import ExportStage
 from hardneg.exports.common import SPLITS, ExportFolder, kept_image_negatives, kept_positives
-from hardneg.exports.corpus import Candidates, Corpus, GraphChecks, Option, SortedIds, certifier, corpus, sample
+from hardneg.exports.corpus import Candidates, GraphChecks, Option, certifier, corpus
 from hardneg.exports.corpus import shards_per_unit as batch_shards
-from hardneg.exports.pixels import likeness, signature
 from hardneg.exports.rows import ImageCodeSetRow
-from hardneg.exports.tricd.rank import Scoring, candidate_pool, path_edges
 
 # v2: one image per distinct edit, `min_edits`, `max_sets_per_image`; certified edits. v3: ImageCoDe's layout.
 # v4: ten images a set, corpus images as distractors, batches of shards, no file for a split without sets
@@ -119,7 +118,7 @@ class ImageCodeExport(ExportOptions):
     # names; the whole split when it is smaller), of which the `checked` most alike are certified in order
     candidates: int = Field(200, ge=1)
     checked: int = Field(40, ge=1)
-    pixels: bool = True  # with the photos, the corpus images ranked by their pixels too (`exports/pixels.py`)
+    pixels: bool = True  # with the photos, the corpus images ranked by their pixels too (`exports/alike.py`)
     batch_images: int = Field(12_500, ge=1)  # images of positives searched together (`shards_per_unit`)
 
     @model_validator(mode="after")
@@ -302,54 +301,6 @@ class ImageCodeStage(ExportStage):
             made.update((m.positive["id"], m) for m in search.made)
         # in the positives' order (their shards'), so that batches of shards write what one search writes
         return [_record(made[p["id"]], folder, images, cfg.seed) for p in positives if p["id"] in made]
-
-
-class Ranking:
-    """The corpus images of a positive's split most like its image, best first: by the graph
-    (`exports/tricd/rank.py`), then, with the photos, re-ordered by the sum of the graph's rank and the
-    pixels' rank (`exports/pixels.py`), ties by the graph's."""
-
-    def __init__(self, index: Corpus, opts: ImageCodeExport, seed: int, images: Path | None,
-                 signatures: dict[str, np.ndarray]) -> None:  # fmt: skip
-        self.index, self.opts, self.seed, self.images, self.signatures = index, opts, seed, images, signatures
-
-    def rank(self, p: dict[str, Any]) -> list[str]:
-        i0, path = p["image_id"], PathNode.from_json(p["path"])
-        k = self.opts.candidates
-        pool = candidate_pool(self.index, i0, path, k, self.seed, "imagecode", p["id"])
-        if len(pool) < k:  # a small corpus: every image of the split is a candidate
-            everyone = split_images(self.index).get(self.index.images[i0].split, SortedIds(()))
-            pool |= set(sample(everyone.without(i0), k - len(pool), self.seed, "imagecode", "any", p["id"]))
-            pool.discard(i0)
-        if not pool:
-            return []
-        partners = {n.name for n in path.nodes()[1:]} - {path.name}
-        ranked = Scoring.of(self.index).best(i0, pool, path.name, partners, path_edges(path), self.opts.checked)
-        if self.images is None or len(ranked) < 2:
-            return ranked
-        mine = self._signature(i0)
-        alike = [likeness(mine, self._signature(j)) for j in ranked]
-        by_pixels = sorted(range(len(ranked)), key=lambda i: (-alike[i], i))
-        pixel_rank = {i: r for r, i in enumerate(by_pixels)}
-        return [ranked[i] for i in sorted(range(len(ranked)), key=lambda i: (i + pixel_rank[i], i))]
-
-    def _signature(self, image_id: str) -> np.ndarray:
-        got = self.signatures.get(image_id)
-        if got is None:
-            assert self.images is not None
-            got = self.signatures[image_id] = signature(image_file(self.images, image_id))
-        return got
-
-
-def split_images(index: Corpus) -> dict[str, SortedIds]:
-    """The corpus's images of each split, sorted (worked out once per corpus)."""
-    got = index.derived.get("split_images")
-    if got is None:
-        by: dict[str, list[str]] = defaultdict(list)
-        for image_id, info in index.images.items():
-            by[info.split].append(image_id)
-        got = index.derived["split_images"] = {s: SortedIds.of(ids) for s, ids in by.items()}
-    return got
 
 
 def _signatures(unit: Unit) -> dict[str, np.ndarray]:

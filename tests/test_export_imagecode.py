@@ -27,9 +27,9 @@ from hardneg.core.splits import split_of
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
 from hardneg.evaluation.imagecode import imagecode_accuracy, prediction_accuracy, read_official
+from hardneg.exports.alike import Ranking, likeness, signature
 from hardneg.exports.corpus import Corpus
-from hardneg.exports.imagecode import SET_SIZE, ImageCodeExport, ImageSets, Ranking, gather
-from hardneg.exports.pixels import likeness, signature
+from hardneg.exports.imagecode import SET_SIZE, ImageCodeExport, ImageSets, gather
 from hardneg.flows.pipeline import resplit
 from tests.export_run import EXPORT_RUN, export_run, graphs, records
 

@@ -1,5 +1,4 @@
-"""Probe-R and Probe-C from the decided positives (the probing paper: "Probing Conceptual Understanding of
-Large Visual-Language Models", Schiappa et al.).
+"""Probe-R and Probe-C from the decided positives (the probing paper, Schiappa et al.).
 
 **Probe-R**, per (subject, relation, object) triple of a positive's path whose subject is an object (not a
 crowd or background name: "ground under a chair" asks nothing), on the positive's image I0:
@@ -7,8 +6,8 @@ crowd or background name: "ground under a chair" asks nothing), on the positive'
   with that subject and object in the corpus* (the paper's rule; the plausibility stage's triple counts),
   the most implausible first (the paper's "highly unlikely" predicate): one never seen with the subject at
   all, then one that only says where things are seen from (left/right, front/behind, near), then the lowest
-  smoothed triple probability; only a relation a certificate can refute is tried (the boxes decide it, or it
-  contradicts the stored one), and the first that I0 certainly contradicts is kept ("a cup under a table");
+  smoothed triple probability; the first that I0 certainly refutes (by the boxes, or contradicting the
+  stored relation: `_refutable`) is kept ("a cup under a table");
 - `probe_r/subject`: against the subject swapped for a corpus name never seen in that triple (the paper's
   rule) that I0 certainly does not show at all ("a dog on a table": no dog anywhere in I0, which no name
   that could be the subject passes);
@@ -86,7 +85,6 @@ class ProbeSearch:
         self._carrying: dict[tuple[str, str, str | None], Any] = m.setdefault("carrying", {})
         self._attribute_categories: dict[str, str | None] = m.setdefault("attribute_categories", {})
         self._could: dict[str, frozenset[str]] = m.setdefault("could", {})
-        self._crowds: dict[str, bool] = m.setdefault("crowds", {})
         self._refute: dict[tuple[str, str, str], bool] = m.setdefault("refute", {})
         self.probes: list[Candidates] = []
         self.relation_probes: list[RelationProbes] = []
@@ -230,26 +228,19 @@ class ProbeSearch:
         test = self._holds(true, false)
         certificate = {"true": true.to_json(), "false": false.to_json()}  # one for all: up to 10 rows a probe
         others = self._objects_of(i0) - {name}
-        images = islice(self._alone(pool, others, could, kind, pid, name, *base["triple"]), self._tries())
-        probe.add_all(Option(partial(_image_option, img, certificate), [(img, test)]) for img in images)
+        tries = max(self.candidates, POOL * self.subject_only)  # images certified at most (some fail)
+        images = islice(self._alone(pool, others, could, tries, kind, pid, name, *base["triple"]), tries)
+        probe.add_all(Option(partial(dict, image_id=img, certificate=certificate), [(img, test)]) for img in images)
         probe.start(self.checks)
         return probe
 
-    def _tries(self) -> int:
-        """Images certified at most per image set (some fail their certificate)."""
-        return max(self.candidates, POOL * self.subject_only)
-
     def _objects_of(self, image_id: str) -> frozenset[str]:
         """The names of an image's objects (not crowds or background: a sky is no object of the scene)."""
-        return frozenset(n for n in self.index.images[image_id].names if not self._crowd(n))
+        return frozenset(n for n in self.index.images[image_id].names if not self.words.is_crowd(n))
 
-    def _crowd(self, name: str) -> bool:
-        got = self._crowds.get(name)
-        if got is None:
-            got = self._crowds[name] = self.words.is_crowd(name)
-        return got
-
-    def _alone(self, pool: SortedIds, others: frozenset[str], could: frozenset[str], *key: object) -> Iterator[str]:
+    def _alone(
+        self, pool: SortedIds, others: frozenset[str], could: frozenset[str], tries: int, *key: object
+    ) -> Iterator[str]:
         """`pool`'s images that show nothing `could` names, in keyed order, drawn as they are taken: first those
         that show none of `others` (the paper's images with "no other objects found in the anchor image"),
         then, where the corpus has too few of those, the rest; one pass over `SCAN` images at most."""
@@ -260,7 +251,7 @@ class ProbeSearch:
                 continue
             if others.isdisjoint(names):
                 yield img
-            elif len(later) < self._tries():
+            elif len(later) < tries:
                 later.append(img)
         yield from later
 
@@ -427,32 +418,3 @@ class ProbeSearch:
                 "swapped_subject_ids": [o["image_id"] for o in parts["probe_r/swapped_subject"]],
             })  # fmt: skip
         return sets
-
-
-def balance_categories(rows: list[dict[str, Any]], share: float) -> list[dict[str, Any]]:
-    """Probe-C composition rows with no attribute category above `share` of them, per split (the rows past
-    a category's cap dropped in their given order): sizes have the most antonyms, and a probe of sizes
-    alone says nothing about colours or materials. A split with one category keeps it whole."""
-    out: list[dict[str, Any]] = []
-    for split in sorted({r["split"] for r in rows}):
-        mine = [r for r in rows if r["split"] == split]
-        sizes: dict[Any, int] = defaultdict(int)
-        for r in mine:
-            sizes[r.get("category")] += 1
-        while len(sizes) > 1:
-            big = max(sizes, key=lambda k: (sizes[k], str(k)))
-            rest = sum(sizes.values()) - sizes[big]
-            cap = max(1, int(share / (1.0 - share) * rest))
-            if sizes[big] <= cap:
-                break
-            sizes[big] = cap
-        kept: dict[Any, int] = defaultdict(int)
-        for r in mine:
-            if kept[r.get("category")] < sizes[r.get("category")]:
-                kept[r.get("category")] += 1
-                out.append(r)
-    return out
-
-
-def _image_option(img: str, certificate: dict[str, Any]) -> dict[str, Any]:
-    return {"image_id": img, "certificate": certificate}

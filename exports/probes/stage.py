@@ -22,7 +22,7 @@ folder from the units' rows (`first_by_id`), the files one search over every pos
 from __future__ import annotations
 
 import heapq
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -56,7 +56,7 @@ from hardneg.exports.probes.official import (
     probe_c_record,
     probe_r_records,
 )
-from hardneg.exports.probes.relation_composition import ProbeSearch, balance_categories
+from hardneg.exports.probes.relation_composition import ProbeSearch
 from hardneg.exports.rows import ProbeCRow, ProbeRRow, ProbeRSetRow
 
 # v2: the paper's own layout beside our tables; implausible predicates first; swapped-subject images;
@@ -350,3 +350,28 @@ def hardness(tables: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
         "composition_categories": dict(Counter(str(r.get("category")) for r in comp).most_common()),
         "composition_swaps": dict(Counter("/".join(r["swap"]["attribute"]) for r in comp).most_common(12)),
     }
+
+
+def balance_categories(rows: list[dict[str, Any]], share: float) -> list[dict[str, Any]]:
+    """Probe-C composition rows with no attribute category above `share` of them, per split (the rows past
+    a category's cap dropped in their given order): sizes have the most antonyms, and a probe of sizes
+    alone says nothing about colours or materials. A split with one category keeps it whole."""
+    out: list[dict[str, Any]] = []
+    for split in sorted({r["split"] for r in rows}):
+        mine = [r for r in rows if r["split"] == split]
+        sizes: dict[Any, int] = defaultdict(int)
+        for r in mine:
+            sizes[r.get("category")] += 1
+        while len(sizes) > 1:
+            big = max(sizes, key=lambda k: (sizes[k], str(k)))
+            rest = sum(sizes.values()) - sizes[big]
+            cap = max(1, int(share / (1.0 - share) * rest))
+            if sizes[big] <= cap:
+                break
+            sizes[big] = cap
+        kept: dict[Any, int] = defaultdict(int)
+        for r in mine:
+            if kept[r.get("category")] < sizes[r.get("category")]:
+                kept[r.get("category")] += 1
+                out.append(r)
+    return out
