@@ -46,7 +46,9 @@ SPLITS = ("train", "val", "test")
 
 class WriteStage(Stage):
     name = "write"
-    version = "write@v2"  # v2: the Hugging Face dataset (data/, README.md); COCO file names under the run
+    # v2: the Hugging Face dataset (data/, README.md); COCO file names under the run. v3: stats.md says which
+    # splits FineCops-Ref's own evaluation script can score
+    version = "write@v3"
     reads_all = True
     reports = True  # the manifest's counts and timings describe the latest run of every stage
     config = ("splits",)

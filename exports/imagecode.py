@@ -1,64 +1,80 @@
-"""The ImageCoDe export: retrieval sets of one original and up to `exports.imagecode.edits` minimally
-different edited images, the expression as the description that singles out the original (the ImageCoDe
-paper).
+"""The ImageCoDe export: retrieval sets of ten images, the original and nine distractors each certified
+false of the description (the expression), in ImageCoDe's own layout (the ImageCoDe paper).
 
-The edits are the image stage's negatives of the positive's source image: the positive's own first, then
-the other positives' negatives of the same image (an edit made for "the cup left of the plate" often makes
-"the red cup" false too). A negative joins the set only when it was kept, its chosen candidate passed
-every configured filter (the decide stage's `passed`: realism, sharpness, ...), and executing the
-positive's path on the edit's graph (`core.edits.apply_edit`) matches nothing. Each distinct edit gives
-one image, its chosen candidate (the decide stage's best): a negative's other candidates are
-near-identical variants of the same edit, and a set of variants would test telling one edit from its
-copies, not the expression. Two negatives with one edit (two positives' flips of one image) count once.
+ImageCoDe's sets are ten minimally different images, and a description true of one of them alone. A set
+here is the positive's image and nine distractors, each one an image in which the expression certainly
+matches nothing, drawn from two sources, the first first:
 
-A set needs at least `min_edits` distinct edits and takes up to `edits` of them; a positive with fewer
-gets no set (a reject says so). So that the sets spread over the corpus instead of piling up on the few
-images with many edits, a source image gives at most `max_sets_per_image` sets: the fullest first, ties
-broken by a keyed seed, so reruns choose the same positives; the rest are counted
-(`positives_over_image_cap`) and rejected with the reason.
+1. **verified edits of the target** (up to `exports.imagecode.edits`): the image stage's negatives of the
+   positive's image, the positive's own first, then other positives' whose edit also makes this
+   expression false; kept by every configured filter (the decide stage's `passed`: realism, sharpness, ...)
+   and re-checked by executing the path on the edit's graph (`core.edits.apply_edit`, `Certifier.nothing`).
+   One image per distinct edit, its chosen candidate: a negative's other candidates are near-identical
+   variants, and two negatives with one edit count once;
+2. **the corpus's real images most like the target** (`exports/tricd/rank.py`'s likeness by the graph:
+   the target's name first, then the expression's other names, its relations, the names the two images
+   share, the location; and, when the run has the photos and `pixels` is on, the pixels: `exports/alike.py`),
+   of the target's split. About `candidates` images are sampled (with the whole split when it has fewer),
+   the `checked` most alike kept, and, with pixels, ordered by the sum of their two ranks; they are
+   certified in that order (`Certifier.nothing`: a missing annotation proves nothing) until the set is full.
 
-The export is in ImageCoDe's own layout, so its official scripts read it unchanged: the images, shuffled by
-a keyed seed, sit at `imagecode/image-sets/<set>/img<k>.jpg`, and each split's descriptions in the file the
-scripts name (`train_data.json`, `valid_data.json`, `test_data.json`, plus `test_data_unlabeled.json`), as
-`{set: {"k": description}}` with `k` the original's index. The set's name, `hardneg-open-images_<id>`, is
-the same form for every set and says nothing of the order; `open-images` is how the official scripts tell
-a set of static pictures (no frame order) from video frames. Sets of every size are written: the scripts
-that score a description (zero-shot CLIP, `evaluate_clip.py`, the dataset class one set a batch) sort and
-count a set's files themselves; only the context-module models assume 10 images, which `min_edits: 9`
-gives. Our own record per set stays in `<split>.json` (and parquet), a file the scripts never open:
-`set`, `images` (run-relative paths), `target`, `description`, and the edits with their certificates. It
-reads straight into `evaluation.imagecode.imagecode_accuracy` (with a model's `scores`), as does the
-official layout through `evaluation.imagecode.read_official`. A decision stage.
+A positive whose set cannot be filled (fewer than `min_edits` edits, or too few certified images: a split
+of fewer than ten images can make no set from real images alone) gets none, with the reason in the
+rejects. One source image gives at most `max_sets_per_image` sets: its positives are tried one after the
+other, those with the most edits first (ties broken by a keyed seed, so reruns choose the same), until that
+many sets are full; the rest are counted (`positives_over_image_cap`).
+
+The folder is in ImageCoDe's own layout, so its official scripts read it unchanged: the ten images,
+shuffled by a keyed seed, at `imagecode/image-sets/<set>/img<k>.jpg`, and each split's descriptions in the
+file the scripts name (`train_data.json`, `valid_data.json`, `test_data.json`, plus
+`test_data_unlabeled.json`), `{set: {"k": description}}` with `k` the original's index. A split with no set
+gets no file: every script divides by the number of sets it read. The set's name, `hardneg-open-images_<id>`,
+is the same form for every set and says nothing of the order; `open-images` is how the scripts tell static
+pictures from video frames. Our own record per set stays in `<split>.json` (and parquet), a file the
+scripts never open: `set`, `images` (run-relative paths), `target`, `description`, the `edits` and the
+corpus `distractors` with their certificates. It reads straight into `evaluation.imagecode.imagecode_accuracy`
+(with a model's `scores`), as does the official layout through `evaluation.imagecode.read_official`.
+
+A decision stage: `hardneg split` reruns it. It searches a batch of shards a unit
+(`exports.imagecode.batch_images`), on every worker; `finish` places the images and writes the folder.
 """
 
 from __future__ import annotations
 
 import random
 from collections import Counter, defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
 from pydantic import Field, model_validator
 
+from hardneg.core.certify import VERSION as CERTIFIER
 from hardneg.core.certify import Certifier
 from hardneg.core.config_exports import ExportOptions
 from hardneg.core.edits import apply_edit
 from hardneg.core.executor import GraphIndex
+from hardneg.core.gqa.hygiene import words_digest
 from hardneg.core.io import write_json
 from hardneg.core.plugins import EXPORTS
 from hardneg.core.records import PathNode, Reject, SceneGraph, content_id, keyed_seed
 from hardneg.core.runner.folder import image_file, resolve_inputs
-from hardneg.core.runner.stage import Unit
+from hardneg.core.runner.stage import Run, Unit
 from hardneg.core.schema import outputs
-from hardneg.core.words.attribute_table import AttributeTable
-from hardneg.core.words.table import Words
+from hardneg.exports.alike import Ranking
 from hardneg.exports.base import ExportStage
-from hardneg.exports.common import ExportFolder, by_split, kept_image_negatives, kept_positives
-from hardneg.exports.corpus import GraphChecks, corpus
+from hardneg.exports.common import SPLITS, ExportFolder, kept_image_negatives, kept_positives
+from hardneg.exports.corpus import Candidates, GraphChecks, Option, certifier, corpus
+from hardneg.exports.corpus import shards_per_unit as batch_shards
 from hardneg.exports.rows import ImageCodeSetRow
 
-# v2: one image per distinct edit, `min_edits`, `max_sets_per_image`; certified edits. v3: ImageCoDe's layout
-VERSION = "imagecode@v3"
+# v2: one image per distinct edit, `min_edits`, `max_sets_per_image`; certified edits. v3: ImageCoDe's layout.
+# v4: ten images a set, corpus images as distractors, batches of shards, no file for a split without sets
+VERSION = f"imagecode@v4+{CERTIFIER}"
 # ImageCoDe's own layout, as its scripts read it (`evaluation.imagecode` reads the same names; a test keeps
 # the two equal: the metrics module imports nothing of the pipeline)
 OFFICIAL_FILES = {"train": "train_data.json", "val": "valid_data.json", "test": "test_data.json"}
@@ -66,11 +82,11 @@ UNLABELED_FILE = "test_data_unlabeled.json"  # the test split without targets, a
 IMAGE_SETS = "image-sets"
 STATIC_MARK = "open-images"  # the official scripts' only sign of a static picture set (else: video frames)
 FOLDER = "imagecode"
-SPLITS = ("train", "val", "test")
+SET_SIZE = 10  # ImageCoDe's: the context models stack exactly ten images a set
+DISTRACTORS = SET_SIZE - 1
 
 
 Pair = tuple[dict[str, Any], str]  # (image negative, the candidate image it gives a set)
-Dropped = tuple[dict[str, Any], str, str]  # (positive, stats key, reason)
 
 
 def gather(p: dict[str, Any], negs: list[dict[str, Any]], ok: dict[tuple[int, int], bool]) -> list[Pair]:
@@ -90,27 +106,20 @@ def gather(p: dict[str, Any], negs: list[dict[str, Any]], ok: dict[tuple[int, in
     return out
 
 
-Choice = tuple[dict[str, Any], list[Pair]]  # (positive, the edits of its set)
-
-
 class ImageCodeExport(ExportOptions):
-    """ImageCoDe retrieval sets (the ImageCoDe paper): the original and between `min_edits` and `edits`
-    edited images, one per distinct edit, at most `max_sets_per_image` sets per source image."""
+    """ImageCoDe retrieval sets (the ImageCoDe paper): the original and nine certified distractors, verified
+    edits of it first, then the corpus's most alike images; at most `max_sets_per_image` sets an image."""
 
     enabled: bool = True
-    edits: int = Field(9, ge=1, le=63)  # the paper: 9 (10 images a set); the most distinct edits a set holds
-    min_edits: int = Field(5, ge=1)  # the fewest; a positive with fewer distinct edits gets no set
+    edits: int = Field(DISTRACTORS, ge=0, le=DISTRACTORS)  # the most verified edits of the target a set takes
+    min_edits: int = Field(0, ge=0, le=DISTRACTORS)  # the fewest a set needs (0: corpus images may fill it)
     max_sets_per_image: int = Field(1, ge=1)  # so that the sets spread over the corpus's images
-
-    @model_validator(mode="before")
-    @classmethod
-    def _min_follows_edits(cls, data: Any) -> Any:
-        """A config that asks for fewer `edits` than the default minimum and names no minimum asks for
-        sets of exactly that many edits: `edits: 3` alone is a valid config, not a clash with the default."""
-        if isinstance(data, dict) and "min_edits" not in data and isinstance(data.get("edits"), int):
-            default = cls.model_fields["min_edits"].default
-            return {**data, "min_edits": min(default, data["edits"])}
-        return data
+    # corpus images sampled per positive (the target's name, the expression's relations, the scene's rarest
+    # names; the whole split when it is smaller), of which the `checked` most alike are certified in order
+    candidates: int = Field(200, ge=1)
+    checked: int = Field(40, ge=1)
+    pixels: bool = True  # with the photos, the corpus images ranked by their pixels too (`exports/alike.py`)
+    batch_images: int = Field(12_500, ge=1)  # images of positives searched together (`shards_per_unit`)
 
     @model_validator(mode="after")
     def _min_at_most_edits(self) -> ImageCodeExport:
@@ -119,42 +128,81 @@ class ImageCodeExport(ExportOptions):
         return self
 
 
-def choose(pools: list[Choice], opts: ImageCodeExport, seed: int) -> tuple[list[Choice], list[Dropped]]:
-    """The sets to make from each positive's distinct edits, and the positives left out, both in the
-    input's order. A set takes the first `edits` edits and needs `min_edits`; one source image gives at
-    most `max_sets_per_image` sets, the fullest first, ties broken by a keyed seed, so the choice depends
-    on neither order nor sharding and reruns agree."""
-    why: dict[int, tuple[str, str]] = {}
-    by_image: dict[str, list[Choice]] = defaultdict(list)
-    for p, pool in pools:
-        if len(pool) < opts.min_edits:
-            reason = f"{len(pool)} distinct passing edits falsify the expression; a set needs {opts.min_edits}"
-            why[p["id"]] = ("positives_with_too_few_edits", reason)
+Dropped = tuple[dict[str, Any], str, str]  # (positive, stats key, reason)
+
+
+@dataclass(slots=True)
+class Made:
+    """A full set: the positive, its edits (negative, candidate) and its corpus distractors (image ids)."""
+
+    positive: dict[str, Any]
+    edits: list[Pair]
+    images: list[str]
+
+
+@dataclass(slots=True, eq=False)
+class ImageSets:
+    """The sets of one source image: its positives tried one after the other (most edits first, ties by a
+    keyed seed) until `max_sets_per_image` are full; each positive's corpus distractors certified in rank
+    order, only as many as its set still needs (`Candidates`), the next positive asked only if it failed."""
+
+    queue: list[tuple[dict[str, Any], list[Pair]]]
+    opts: ImageCodeExport
+    rank: Callable[[dict[str, Any]], list[str]]
+    test: Callable[[dict[str, Any]], Callable[[SceneGraph, GraphIndex], bool]]
+    checks: GraphChecks
+    made: list[Made] = field(default_factory=list)
+    dropped: list[Dropped] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.queue = list(self.queue)  # taken from as the positives are tried: the caller's list stays whole
+
+    def next(self) -> None:
+        while self.queue and len(self.made) < self.opts.max_sets_per_image:
+            p, edits = self.queue.pop(0)
+            if len(edits) < self.opts.min_edits:
+                why = f"{len(edits)} distinct passing edits falsify the expression; a set needs {self.opts.min_edits}"
+                self.dropped.append((p, "positives_with_too_few_edits", why))
+                continue
+            need = DISTRACTORS - len(edits)
+            if need == 0:
+                self.made.append(Made(p, edits, []))
+                continue
+            ranked = self.rank(p)
+            test = self.test(p)
+            found = Candidates({}, need, then=partial(self._done, p, edits, len(ranked)))
+            found.add_all(Option(partial(dict, image_id=img), [(img, test)]) for img in ranked)
+            found.start(self.checks)  # `_done` goes on with the queue once it is decided
+            return
+        for p, _ in self.queue:
+            cap = self.opts.max_sets_per_image
+            why = f"image {p['image_id']} already gives {cap} set(s) of positives tried before it"
+            self.dropped.append((p, "positives_over_image_cap", why))
+        self.queue = []
+
+    def _done(self, p: dict[str, Any], edits: list[Pair], ranked: int, found: Candidates) -> None:
+        won = [o["image_id"] for o in found.won()]
+        if len(edits) + len(won) == DISTRACTORS:
+            self.made.append(Made(p, edits, won))
         else:
-            by_image[p["image_id"]].append((p, pool[: opts.edits]))
-    kept: dict[int, list[Pair]] = {}
-    for image_id, sets in by_image.items():
-        sets.sort(key=lambda c: (-len(c[1]), keyed_seed(seed, "imagecode", "pick", c[0]["id"])))
-        kept.update((p["id"], pool) for p, pool in sets[: opts.max_sets_per_image])
-        for p, _ in sets[opts.max_sets_per_image :]:
-            cap = opts.max_sets_per_image
-            why[p["id"]] = ("positives_over_image_cap", f"image {image_id} already gives {cap} fuller or tied set(s)")
-    chosen = [(p, kept[p["id"]]) for p, _ in pools if p["id"] in kept]
-    dropped = [(p, *why[p["id"]]) for p, _ in pools if p["id"] in why]
-    return chosen, dropped
+            why = (f"{len(edits) + len(won)} of {DISTRACTORS} distractors certified ({len(edits)} edits, {len(won)} "
+                   f"of the {ranked} most alike corpus images of its split)")  # fmt: skip
+            self.dropped.append((p, "positives_with_too_few_distractors", why))
+        self.next()
 
 
 @EXPORTS.add("imagecode", order=50)
 class ImageCodeStage(ExportStage):
-    """ImageCoDe sets from the decided positives and the candidates of their images' negatives."""
+    """ImageCoDe sets of ten from the decided positives: verified edits, then the corpus's most alike images."""
 
     version = VERSION
     Options = ImageCodeExport
     title = "ImageCoDe retrieval sets"
     about = (
-        "the original image and minimally different edits (one image per distinct edit that passes every "
-        "filter and makes the expression false; `min_edits` to `edits` a set, at most `max_sets_per_image` "
-        "sets a source image), shuffled, with the expression as the description, in ImageCoDe's own layout "
+        "the original image and nine distractors each certified false of the expression: verified edits of "
+        "it (one per distinct edit that passes every filter), then the corpus's images most like it (by the "
+        "graph, and by the pixels when the run has the photos); at most `max_sets_per_image` sets a source "
+        "image; shuffled, with the expression as the description, in ImageCoDe's own layout "
         "(`image-sets/<set>/img<k>.jpg`, `train_data.json`, `valid_data.json`, `test_data.json`) for its "
         "official scripts; `evaluation.imagecode`"
     )
@@ -162,56 +210,108 @@ class ImageCodeStage(ExportStage):
     writes = outputs({"sets": ImageCodeSetRow})
     config = ("seed", "splits", "exports.imagecode")
     data = ("attribute_table",)
-    sharded = False
     decision = True
     publishes = (FOLDER,)
 
-    def run(self, unit: Unit) -> None:
-        opts = unit.cfg.exports.imagecode
-        folder = ExportFolder(unit.root, FOLDER)
-        folder.reset()
-        records = self._sets(unit, folder) if opts.enabled else []
-        splits = by_split(records)
-        folder.write_tables(splits)
-        for split, rows in splits.items():
-            write_json(folder.dir / OFFICIAL_FILES[split], descriptions(rows))
-        write_json(folder.dir / UNLABELED_FILE, {n: list(d.values()) for n, d in descriptions(splits["test"]).items()})
-        counts = _counts(records)
-        official = {**OFFICIAL_FILES, "test (unlabeled)": UNLABELED_FILE, "images": f"{IMAGE_SETS}/<set>/img<k>.jpg"}
-        folder.write_summary(
-            {"shape": "imagecode", "version": VERSION, "enabled": opts.enabled, "official": official, "counts": counts}
-        )
-        unit.meta["counts"] = counts
-        unit.write("sets", records)
+    def extra_fingerprint(self, run: Run) -> Any:
+        return words_digest()
 
-    def _sets(self, unit: Unit, folder: ExportFolder) -> list[dict[str, Any]]:
-        cfg = unit.cfg
-        table = AttributeTable.load(cfg.resolve(cfg.attribute_table))
+    def shards_per_unit(self, run: Run) -> int:
+        return batch_shards(run.cfg, run.cfg.exports.imagecode.batch_images)
+
+    def run(self, unit: Unit) -> None:
+        """The sets of the unit's positives (a batch of shards), each image the file it shows (`finish` places
+        them); the corpus's images per split, for the summary's notes."""
+        if unit.cfg.exports.imagecode.enabled:
+            unit.write("sets", self._sets(unit))
+
+    def finish(self, run: Run, units: list[dict[str, Any]]) -> dict[str, Any]:
+        """Every unit's sets in the run's folder, in shard order: the images placed, our tables, and the
+        official descriptions files of the splits that have sets."""
+        opts = run.cfg.exports.imagecode
+        folder = ExportFolder(run.root, FOLDER)
+        folder.reset()
+        described: dict[str, dict[str, dict[str, str]]] = {s: {} for s in SPLITS}
+        tally: Counter = Counter()
+        with folder.tables() as tables:
+            for r in run.read_all(self.name, "sets"):
+                at = f"{IMAGE_SETS}/{r['set']}/img{{}}.jpg"
+                r["images"] = [folder.place(run.root / src, at.format(k)) for k, src in enumerate(r["images"])]
+                tables.add(r["split"], r)
+                described[r["split"]][r["set"]] = {str(r["target"]): r["description"]}
+                _count(tally, r)
+        official = {}
+        for split, sets in described.items():
+            if sets:  # the scripts divide by the number of sets: a split without any gets no file
+                write_json(folder.dir / OFFICIAL_FILES[split], sets)
+                official[split] = OFFICIAL_FILES[split]
+        if described["test"]:
+            write_json(folder.dir / UNLABELED_FILE, {n: list(d.values()) for n, d in described["test"].items()})
+            official["test (unlabeled)"] = UNLABELED_FILE
+        if official:
+            official["images"] = f"{IMAGE_SETS}/<set>/img<k>.jpg"
+        kinds = sorted({k for k, _ in tally}, key=lambda k: (k != "sets", k))
+        counts = {k: {s: tally.get((k, s), 0) for s in SPLITS} for k in kinds} or {"sets": dict.fromkeys(SPLITS, 0)}
+        notes = _notes(run, units, described) if opts.enabled else []
+        summary = {"shape": "imagecode", "version": VERSION, "enabled": opts.enabled, "official": official,
+                   "counts": counts, "notes": notes}  # fmt: skip
+        folder.write_summary(summary)
+        return {"meta": {"counts": counts}}
+
+    def _sets(self, unit: Unit) -> list[dict[str, Any]]:
+        cfg, opts = unit.cfg, unit.cfg.exports.imagecode
         positives = kept_positives(unit)
+        unit.items_in = len(positives)
+        images = resolve_inputs(unit.root, cfg)[1]
+        if images is None:  # no photos to put in a set
+            unit.meta["no_images"] = True
+            return []
+        _, table, cert = certifier(unit)
+        index = corpus(unit)
+        unit.meta["split_images"] = dict(Counter(info.split for info in index.images.values()))
+        if not positives:
+            return []
         negs_by_image: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for n in kept_image_negatives(unit, {p["id"] for p in positives}):
             negs_by_image[n["source_image_id"]].append(n)
-        positives = [p for p in positives if negs_by_image.get(p["image_id"])]
-        unit.items_in = len(positives)
-        ok: dict[tuple[int, int], bool] = {}
-        certifier = Certifier(Words.load(), table)
         by_image: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for p in positives:
             by_image[p["image_id"]].append(p)
-        if by_image:  # the corpus index is built only when there is something to check on it
-            checks = GraphChecks(table, corpus(unit))
-            for image_id, ps in by_image.items():
-                checks.add(image_id, _falsifies(ps, negs_by_image[image_id], certifier, ok))
-            checks.run()
-        images = resolve_inputs(unit.root, cfg)[1]
-        if images is None:  # no source images: the images stage made no negatives either
-            return []
-        pools = [(p, gather(p, negs_by_image[p["image_id"]], ok)) for p in positives]
-        chosen, dropped = choose(pools, cfg.exports.imagecode, cfg.seed)
-        for p, stat, why in dropped:
-            unit.stats[stat] += 1
-            unit.reject(Reject("imagecode", why, p["image_id"], p["id"]))
-        return [_record(p, pool, folder, image_file(images, p["image_id"]), cfg.seed) for p, pool in chosen]
+        ok: dict[tuple[int, int], bool] = {}
+        checks = GraphChecks(table, index)
+        for image_id, ps in by_image.items():
+            if negs_by_image.get(image_id):
+                checks.add(image_id, _falsifies(ps, negs_by_image[image_id], cert, ok))
+        checks.run()  # the edits are decided before any positive is chosen
+        ranking = Ranking(index, opts, cfg.seed, images if opts.pixels else None, _signatures(unit))
+        searches = []
+        for ps in by_image.values():
+            pools = [(p, gather(p, negs_by_image.get(p["image_id"], []), ok)[: opts.edits]) for p in ps]
+            pools.sort(key=lambda c: (-len(c[1]), keyed_seed(cfg.seed, "imagecode", "pick", c[0]["id"])))
+            search = ImageSets(pools, opts, ranking.rank, partial(_distractor_test, cert), checks)
+            search.next()
+            searches.append(search)
+        checks.run()
+        folder = ExportFolder(unit.root, FOLDER)
+        made: dict[int, Made] = {}
+        for search in searches:
+            for p, stat, why in search.dropped:
+                unit.stats[stat] += 1
+                unit.reject(Reject("imagecode", why, p["image_id"], p["id"]))
+            made.update((m.positive["id"], m) for m in search.made)
+        # in the positives' order (their shards'), so that batches of shards write what one search writes
+        return [_record(made[p["id"]], folder, images, cfg.seed) for p in positives if p["id"] in made]
+
+
+def _signatures(unit: Unit) -> dict[str, np.ndarray]:
+    """The photos' pixel signatures, one per image, kept per worker for every unit it runs (about 450 bytes
+    an image)."""
+    return unit.shared("hygiene", "imagecode:signatures", dict)
+
+
+def _distractor_test(cert: Certifier, p: dict[str, Any]) -> Callable[[SceneGraph, GraphIndex], bool]:
+    bare = PathNode.from_json(p["path"]).without_ids()  # once, not once a candidate
+    return lambda g, ix: cert.nothing(bare, g, ix) is None
 
 
 def set_name(set_id: int) -> str:
@@ -226,18 +326,31 @@ def descriptions(rows: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
     return {r["set"]: {str(r["target"]): r["description"]} for r in rows}
 
 
-def _counts(records: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
-    """Rows of the summary's table, each per split: the sets, the sets of each size (sizes vary between
-    `min_edits` and `edits` plus the original) and the edits of each negative type."""
-    counts = {"sets": {s: len(v) for s, v in by_split(records).items()}}
-    per_split = {s: 0 for s in SPLITS}
-    sizes = Counter((len(r["images"]), r["split"]) for r in records)
-    for n in sorted({n for n, _ in sizes}):
-        counts[f"sets of {n} images"] = {**per_split, **{s: c for (m, s), c in sizes.items() if m == n}}
-    types = Counter((e["negative_type"], r["split"]) for r in records for e in r["edits"])
-    for t in sorted({t for t, _ in types}):
-        counts[f"edits: {t}"] = {**per_split, **{s: c for (u, s), c in types.items() if u == t}}
-    return counts
+def _count(tally: Counter, r: dict[str, Any]) -> None:
+    """A set in the summary's counts: the sets, its edits of each negative type, its corpus images."""
+    tally[("sets", r["split"])] += 1
+    for e in r["edits"]:
+        tally[(f"distractors: edit ({e['negative_type']})", r["split"])] += 1
+    tally[("distractors: corpus image", r["split"])] += len(r["distractors"])
+
+
+def _notes(run: Run, units: list[dict[str, Any]], described: dict[str, dict[str, Any]]) -> list[str]:
+    """What stats.md says of the splits without sets: that no official file is written for them, and why
+    when the split is too small to fill a set from its own images."""
+    if any(u.get("meta", {}).get("no_images") for u in units):
+        return ["no sets: the run has no photos (`--images`), and a set is made of them"]
+    sizes: Counter = Counter()
+    for u in units[:1]:
+        sizes.update(u.get("meta", {}).get("split_images", {}))
+    out = []
+    for split in SPLITS:
+        if described[split]:
+            continue
+        n = sizes.get(split, 0)
+        small = f"; it has {n} image(s) and a set needs {DISTRACTORS} others of its split (edits of the target count)"
+        out.append(f"{split}: no sets, so no `{OFFICIAL_FILES[split]}` (the official scripts divide by the "
+                   f"number of sets){small if n < SET_SIZE else ''}")  # fmt: skip
+    return out
 
 
 def _falsifies(
@@ -260,23 +373,31 @@ def _falsifies(
     return check
 
 
-def _record(p: dict[str, Any], pool: list[Pair], folder: ExportFolder, src: Any, seed: int) -> dict:
+def _record(m: Made, folder: ExportFolder, images: Path, seed: int) -> dict[str, Any]:
+    """A set's row: `images` are the files it shows, in order (`finish` places them), the target's index."""
+    p = m.positive
     set_id = content_id("imagecode", str(p["id"]))
-    name = set_name(set_id)
-    sources: list[Any] = [src] + [folder.root / cand for _, cand in pool]
+    sources = [image_file(images, p["image_id"])]
+    sources += [folder.root / cand for _, cand in m.edits] + [image_file(images, i) for i in m.images]
     order = list(range(len(sources)))
     random.Random(keyed_seed(seed, "imagecode", p["id"])).shuffle(order)  # order[k]: which image sits at k
-    paths = [folder.place(sources[i], f"{IMAGE_SETS}/{name}/img{k}.jpg") for k, i in enumerate(order)]
+    at = {i: k for k, i in enumerate(order)}
+    false = PathNode.from_json(p["path"]).without_ids().to_json()
     edits = [
-        {"index": order.index(i + 1), "negative_id": n["id"], "negative_type": n["negative_type"],
+        {"index": at[i + 1], "negative_id": n["id"], "negative_type": n["negative_type"],
          "edit": n["edit"], "candidate": cand, "source_image_id": n["source_image_id"]}
-        for i, (n, cand) in enumerate(pool)
+        for i, (n, cand) in enumerate(m.edits)
     ]  # fmt: skip
+    first = 1 + len(m.edits)
+    distractors = [
+        {"index": at[first + i], "image_id": img, "certificate": {"kind": "distractor", "false": false}}
+        for i, img in enumerate(m.images)
+    ]
     return {
         "id": set_id,
-        "set": name,
-        "images": paths,
-        "target": order.index(0),
+        "set": set_name(set_id),
+        "images": [folder.source(sources[i]) for i in order],
+        "target": at[0],
         "description": p["expression"],
         "split": p["split"],
         "positive_id": p["id"],
@@ -286,4 +407,5 @@ def _record(p: dict[str, Any], pool: list[Pair], folder: ExportFolder, src: Any,
         "level": p["level"],
         "path": p["path"],
         "edits": edits,
+        "distractors": distractors,
     }

@@ -46,11 +46,12 @@ class TricdPairRow:
 
 @dataclass(slots=True, kw_only=True)
 class ImageCodeSetRow:
-    """One ImageCoDe set: the positive's image and its negatives' candidates, `target` the positive's index."""
+    """One ImageCoDe set of ten: the positive's image, its verified edits and its certified corpus images,
+    `target` the positive's index."""
 
     id: int
     set: str
-    images: list[str]
+    images: list[str]  # run-relative (a shard's row: the files, `ExportFolder.source`)
     target: int
     description: str
     split: str
@@ -61,6 +62,7 @@ class ImageCodeSetRow:
     level: int
     path: Json
     edits: list[Json]
+    distractors: list[Json]  # the corpus images, each with its certificate
 
 
 @dataclass(slots=True, kw_only=True)

@@ -55,6 +55,8 @@ def section(summaries: dict[str, dict[str, Any]], heading: str = "##") -> str:
                 for k, v in counts.items()]  # fmt: skip
         head = ["| what | " + " | ".join(SPLITS) + " | total |", "|---|" + "---|" * (len(SPLITS) + 1)]
         parts.append("\n".join(head + (rows or ["| (none) | 0 | 0 | 0 | 0 |"])) + "\n")
+        if notes := s.get("notes"):  # what the official scripts get of a split with nothing in it, and why
+            parts.append("\n".join(f"- {n}" for n in notes) + "\n")
     return "\n".join(parts)
 
 

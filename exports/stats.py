@@ -211,6 +211,29 @@ def _audit_table(audit: dict[str, Any]) -> str:
     return _table("Audit: estimated error rates (n labelled, 95% interval)", header, rows) + "\n" + note
 
 
+def official_finecops(stats: dict[str, Any]) -> str:
+    """Which splits FineCops-Ref's own `eval_metric.py` can score: it needs a negative (its recall table has a
+    row per negative type) and a level-1 positive (its AUROC pools the level-1 positives' scores)."""
+    ok, why = [], []
+    for s in SPLITS:
+        negatives = sum(v.get(s, 0) for k in ("text_negatives_by_type_level", "image_negatives_by_type_level")
+                        for v in stats[k].values())  # fmt: skip
+        level1 = stats["positives_by_split_level"][s].get("L1", 0)
+        if negatives and level1:
+            ok.append(s)
+        else:
+            lacks = (
+                "neither negatives nor level-1 positives"
+                if not negatives and not level1
+                else ("no negatives" if not negatives else "no level-1 positives")
+            )
+            why.append(f"not {s}: it has {lacks}")
+    can = f"scores {', '.join(ok)}" if ok else "scores no split"
+    line = f"FineCops-Ref's own `eval_metric.py` {can}" + ("; " + "; ".join(why) if why else "")
+    tail = " (`hardneg.evaluation.finecops` scores any split).\n" if why else ".\n"
+    return "### FineCops-Ref's official evaluation\n\n" + line + tail
+
+
 def write_stats(root: Path, stats: dict[str, Any]) -> None:
     write_json(root / "stats.json", stats)
     parts = ["# Run statistics\n"]
@@ -247,6 +270,7 @@ def write_stats(root: Path, stats: dict[str, Any]) -> None:
         for k, v in stats["filters"].items()
     ]  # fmt: skip
     parts.append(_table("Filter pass rates", ["filter", "passed", "seen", "rate"], rates))
+    parts.append(official_finecops(stats))
     if mix.get("types"):
         rows = [
             [t, r["made"], r["refined"], r["emitted"], f"{r['share']:.0%}", f"{r['target']:.0%}",

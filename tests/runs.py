@@ -37,8 +37,7 @@ SMALL = {
 # The whole 40-scene demo world without negative images (those have their own tests and cost the most).
 NO_IMAGES = {"images": {"enabled": False}}
 # 16 scenes and two candidates per image negative: every stage runs, with negatives of every kind. ImageCoDe
-# sets of 1 + 3 images (the demo's 4 candidates make sets of 10; the export tests want the round trip and
-# the certificates).
+# sets take at most 3 edits (the rest of their ten images are corpus images).
 SIXTEEN = {"demo": {"n_scenes": 16}, "images": {"candidates": 2}, "exports": {"imagecode": {"edits": 3}}}
 
 DONE = ".built"  # written last: a folder without it is a build that did not finish

@@ -1,7 +1,9 @@
-"""The ImageCoDe export: it is in ImageCoDe's own layout as its official scripts read it, its sets read
-straight into `evaluation.imagecode` (an oracle scores 100, a blind model exactly chance), every edit
-re-checks as false, a set holds one image per distinct edit, a source image gives at most
-`max_sets_per_image` sets, and `hardneg split` re-makes the sets."""
+"""The ImageCoDe export: sets of ten in ImageCoDe's own layout as its official scripts read it, read
+straight into `evaluation.imagecode` (an oracle scores 100, a blind model exactly chance); every distractor
+is false of the description (edits re-executed, corpus images certified on their graphs); a set holds one
+image per distinct edit; a source image gives at most `max_sets_per_image` sets; a split without sets gets
+no official file and says why; the pixels re-rank the graph's most alike images; `hardneg split` re-makes
+the sets."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import orjson
 import pytest
 from pydantic import ValidationError
 
+from hardneg.core.certify import Certifier
 from hardneg.core.edits import apply_edit
 from hardneg.core.executor import GraphIndex, execute
 from hardneg.core.io import read_jsonl
@@ -22,13 +25,17 @@ from hardneg.core.records import PathNode
 from hardneg.core.runner.folder import resolve_inputs, stored_config
 from hardneg.core.splits import split_of
 from hardneg.core.words.attribute_table import AttributeTable
+from hardneg.core.words.table import Words
 from hardneg.evaluation.imagecode import imagecode_accuracy, prediction_accuracy, read_official
-from hardneg.exports.imagecode import ImageCodeExport, choose, gather
+from hardneg.exports.alike import Ranking, likeness, signature
+from hardneg.exports.corpus import Corpus
+from hardneg.exports.imagecode import SET_SIZE, ImageCodeExport, ImageSets, gather
 from hardneg.flows.pipeline import resplit
 from tests.export_run import EXPORT_RUN, export_run, graphs, records
 
 TABLE = AttributeTable.load(None)
 OPTS = ImageCodeExport.model_validate(EXPORT_RUN["exports"]["imagecode"])
+PHOTOS = Path(__file__).parent / "data" / "photos8"
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +44,7 @@ def sets() -> list[dict]:
 
 
 def test_oracle_scores_100_and_blind_scores_chance(sets):
-    assert len(sets) >= 3
+    assert len(sets) >= 3 and {len(s["images"]) for s in sets} == {SET_SIZE}
     # a record plus a model's scores is what the metric reads (its `target`, `is_video` come along)
     oracle = [{**s, "scores": [float(i == s["target"]) for i in range(len(s["images"]))]} for s in sets]
     best = imagecode_accuracy(oracle)["all"]
@@ -66,30 +73,36 @@ def test_the_export_reads_as_the_official_scripts_read_imagecode(sets):
     images = resolve_inputs(root, stored_config(root))[1]
     ours = {s["set"]: s for s in sets}
     described: dict[str, str] = {}
+    summary = orjson.loads((folder / "summary.json").read_bytes())
     for split, file in OFFICIAL.items():
+        if not any(s["split"] == split for s in sets):  # the scripts divide by the number of sets: no file
+            assert not (folder / file).exists() and file not in summary["official"].values()
+            assert any(n.startswith(f"{split}: no sets, so no `{file}`") for n in summary["notes"]), split
+            continue
         data = orjson.loads((folder / file).read_bytes())  # {set: {"k": description}}
-        assert isinstance(data, dict)
+        assert isinstance(data, dict) and summary["official"][split] == file
         for name, texts in data.items():
             assert re.fullmatch(r"hardneg-open-images_[0-9a-f]{13}", name)  # one form: it tells no order
             files = official_files(folder / "image-sets" / name)
-            assert [f.name for f in files] == [f"img{k}.jpg" for k in range(len(files))]  # file k is position k
+            assert [f.name for f in files] == [f"img{k}.jpg" for k in range(SET_SIZE)]  # file k is position k
             assert isinstance(texts, dict) and len(texts) == 1
             (k, text), s = next(iter(texts.items())), ours[name]
             assert isinstance(k, str) and k.isdigit() and 0 <= int(k) < len(files) and isinstance(text, str)
             assert files[int(k)].read_bytes() == (images / f"{s['image_id']}.jpg").read_bytes()  # the original
-            assert (text, s["split"], len(files)) == (s["description"], split, len(s["images"]))
+            assert (text, s["split"]) == (s["description"], split)
             assert [f.relative_to(root).as_posix() for f in files] == s["images"]
             described[name] = split
     assert described.keys() == ours.keys() == {d.name for d in (folder / "image-sets").iterdir()}
-    test = orjson.loads((folder / "test_data.json").read_bytes())
-    unlabeled = orjson.loads((folder / "test_data_unlabeled.json").read_bytes())  # {set: [description]}
-    assert unlabeled == {name: list(texts.values()) for name, texts in test.items()}
-    summary = orjson.loads((folder / "summary.json").read_bytes())
-    assert summary["version"] == "imagecode@v3" and summary["official"]["val"] == "valid_data.json"
+    if (folder / "test_data.json").exists():
+        test = orjson.loads((folder / "test_data.json").read_bytes())
+        unlabeled = orjson.loads((folder / "test_data_unlabeled.json").read_bytes())  # {set: [description]}
+        assert unlabeled == {name: list(texts.values()) for name, texts in test.items()}
+    assert summary["version"].startswith("imagecode@v4")
 
 
 def test_leaderboard_predictions_on_the_official_layout_score_as_known(sets):
-    rows = [r for split in OFFICIAL for r in read_official(export_run() / "imagecode", split)]
+    folder = export_run() / "imagecode"
+    rows = [r for split, f in OFFICIAL.items() if (folder / f).exists() for r in read_official(folder, split)]
     assert len(rows) == len(sets) and all(r["is_video"] is False for r in rows)
     right = {r["set"]: [r["target"]] for r in rows}
     assert prediction_accuracy(right, rows)["static"]["accuracy"] == 1.0
@@ -101,25 +114,28 @@ def test_leaderboard_predictions_on_the_official_layout_score_as_known(sets):
     assert sum(p["all"]["accuracy"] for p in picks) / len(picks) == pytest.approx(chance, abs=0.05)
 
 
-def test_every_set_holds_the_original_and_edits_that_make_the_expression_false(sets):
+def test_every_set_holds_the_original_and_nine_distractors_false_of_the_description(sets):
     root = export_run()
     g = graphs(root)
     images = resolve_inputs(root, stored_config(root))[1]
     splits = stored_config(root).splits
+    cert = Certifier(Words.load(), TABLE)
     decisions = {d["id"]: d for d in read_jsonl(root / "work" / "decide" / "negatives-all.jsonl")}
     negatives = {}
     for f in (root / "work" / "images").glob("image-negatives-*.jsonl"):
         negatives.update({r["id"]: r for r in read_jsonl(f)})
     assert max(Counter(s["image_id"] for s in sets).values()) <= OPTS.max_sets_per_image
+    assert sum(len(s["distractors"]) for s in sets) > 0
     for s in sets:
-        assert OPTS.min_edits <= len(s["edits"]) <= OPTS.edits and len(s["images"]) == len(s["edits"]) + 1
-        assert len(set(s["images"])) == len(s["images"])
+        assert OPTS.min_edits <= len(s["edits"]) <= OPTS.edits and len(s["edits"]) + len(s["distractors"]) == 9
+        assert len(set(s["images"])) == SET_SIZE
         assert s["split"] == split_of(s["image_id"], splits) and s["description"]
         original = (root / s["images"][s["target"]]).read_bytes()
         assert original == (images / f"{s['image_id']}.jpg").read_bytes()
         path = PathNode.from_json(s["path"]).without_ids()
         assert execute(path, GraphIndex(g[s["image_id"]], TABLE))  # true of the original
-        assert sorted([s["target"]] + [e["index"] for e in s["edits"]]) == list(range(len(s["images"])))
+        at = [s["target"]] + [e["index"] for e in s["edits"]] + [d["index"] for d in s["distractors"]]
+        assert sorted(at) == list(range(SET_SIZE))
         edits = set()
         for e in s["edits"]:
             n, d = negatives[e["negative_id"]], decisions[e["negative_id"]]
@@ -130,15 +146,23 @@ def test_every_set_holds_the_original_and_edits_that_make_the_expression_false(s
             assert (root / s["images"][e["index"]]).read_bytes() == (root / e["candidate"]).read_bytes()
             edits.add(orjson.dumps(e["edit"], option=orjson.OPT_SORT_KEYS))
         assert len(edits) == len(s["edits"]) == len({e["negative_id"] for e in s["edits"]})  # one image an edit
+        others = [d["image_id"] for d in s["distractors"]]
+        assert len(set(others)) == len(others) and s["image_id"] not in others
+        for d in s["distractors"]:  # a real image of the split in which the description certainly matches nothing
+            j = d["image_id"]
+            assert split_of(j, splits) == s["split"] and cert.nothing(path, g[j]) is None, (s["description"], j)
+            assert (root / s["images"][d["index"]]).read_bytes() == (images / f"{j}.jpg").read_bytes()
+            assert d["certificate"]["false"] == path.to_json()
 
 
 def test_split_remakes_the_sets_without_new_samples(tmp_path):
     root = tmp_path / "run"
     shutil.copytree(export_run(), root)
-    before = len(records(root, "imagecode"))
-    resplit(root, {"exports": {"imagecode": {"edits": 1, "min_edits": 1}, "tricd": {"distractors": 0}}})
+    before = records(root, "imagecode")
+    resplit(root, {"exports": {"imagecode": {"max_sets_per_image": 3}, "tricd": {"distractors": 0}}})
     after = records(root, "imagecode")
-    assert len(after) >= before and all(len(s["images"]) == 2 for s in after)
+    assert len(after) > len(before) and all(len(s["images"]) == SET_SIZE for s in after)
+    assert max(Counter(s["image_id"] for s in after).values()) > 1
     assert not [p for p in records(root, "tricd") if p.get("negative") == "distractor"]
     assert "imagecode" in (root / "stats.md").read_text() and "imagecode" in (root / "report.html").read_text()
 
@@ -164,49 +188,101 @@ def test_a_set_takes_one_image_per_distinct_edit():
     assert all(cand == n["passed"][0] for n, cand in pool)  # the decide stage's best, never a variant
 
 
-def _pools(image_edits: dict[str, list[int]]) -> list[tuple[dict, list]]:
-    """Positives with their distinct edits, as `gather` gives them: per image, one positive per count."""
-    pools, nid = [], 100
-    for image, counts in image_edits.items():
-        for count in counts:
-            nid += 100
-            p = {"id": nid, "image_id": image}
-            pools.append((p, [(_neg(nid + k, nid, {"k": k}, 1, image), f"c{nid + k}") for k in range(count)]))
-    return pools
+class _Checks:
+    """GraphChecks for options whose tests need no graph: each test runs on `run()`, in the order added."""
+
+    def __init__(self) -> None:
+        self.todo: list = []
+
+    def add(self, image_id: str, check) -> None:
+        self.todo.append((image_id, check))
+
+    def run(self) -> None:
+        while self.todo:
+            image_id, check = self.todo.pop(0)
+            check(image_id, None)
 
 
-def test_a_positive_with_fewer_than_min_edits_gets_no_set():
-    opts = ImageCodeExport(edits=9, min_edits=5)
-    chosen, dropped = choose(_pools({"a": [4], "b": [5], "c": [12]}), opts, 0)
-    assert [(p["image_id"], len(pool)) for p, pool in chosen] == [("b", 5), ("c", 9)]  # at most `edits`
-    assert [(p["image_id"], stat) for p, stat, _ in dropped] == [("a", "positives_with_too_few_edits")]
-    assert "a set needs 5" in dropped[0][2]
+def _sets(pools, opts, passing: set[str], ranked: list[str]) -> ImageSets:
+    """An image's sets from `pools`, the corpus ranked as `ranked`, the images in `passing` certified."""
+    checks = _Checks()
+    search = ImageSets(pools, opts, lambda p: ranked, lambda p: lambda g, ix: g in passing, checks)  # type: ignore[arg-type]
+    search.next()
+    checks.run()
+    return search
 
 
-def test_one_source_image_gives_at_most_max_sets_per_image_sets_the_same_on_every_run():
-    pools = _pools({"a": [6, 9, 7, 9, 9, 3], "b": [5, 5]})
-    for cap in (1, 2):
-        opts = ImageCodeExport(min_edits=5, max_sets_per_image=cap)
-        chosen, dropped = choose(pools, opts, 7)
-        per_image = Counter(p["image_id"] for p, _ in chosen)
-        assert per_image == {"a": cap, "b": cap}
-        assert all(len(pool) == 9 for p, pool in chosen if p["image_id"] == "a")  # the fullest sets first
-        over = [p for p, stat, _ in dropped if stat == "positives_over_image_cap"]
-        assert len(over) == 5 - cap + 2 - cap and len(dropped) == len(over) + 1  # and the one with 3 edits
-        # the same choice whatever the order the positives come in, and on a rerun
-        again, _ = choose(pools[::-1], opts, 7)
-        assert {p["id"] for p, _ in again} == {p["id"] for p, _ in chosen}
-    # ties are broken by the seed, not by the order: some seed picks another of the three full sets
-    picks = {next(p["id"] for p, _ in choose(pools, ImageCodeExport(), seed)[0] if p["image_id"] == "a")
-             for seed in range(20)}  # fmt: skip
-    assert len(picks) > 1
+def _edits(n: int, image: str = "a") -> list:
+    return [(_neg(1000 + k, 1, {"k": k}, 1, image), f"c{k}") for k in range(n)]
+
+
+def test_a_set_is_the_edits_first_then_the_certified_corpus_images_in_rank_order():
+    ranked = [f"j{k}" for k in range(12)]
+    search = _sets([({"id": 1, "image_id": "a"}, _edits(3))], ImageCodeExport(), set(ranked) - {"j1", "j4"}, ranked)
+    (made,) = search.made
+    assert len(made.edits) == 3 and made.images == ["j0", "j2", "j3", "j5", "j6", "j7"]  # the first six that pass
+    full = _sets([({"id": 2, "image_id": "a"}, _edits(9))], ImageCodeExport(), set(), [])
+    assert full.made[0].images == [] and not full.dropped  # nine edits need no corpus image
+
+
+def test_a_positive_whose_set_cannot_be_filled_gets_none_and_the_next_is_tried():
+    ranked = [f"j{k}" for k in range(7)]  # a small corpus: seven other images of the split
+    pools = [({"id": 1, "image_id": "a"}, _edits(1)), ({"id": 2, "image_id": "a"}, _edits(2)),
+             ({"id": 3, "image_id": "a"}, _edits(2))]  # fmt: skip
+    search = _sets(pools, ImageCodeExport(), set(ranked), ranked)
+    assert [m.positive["id"] for m in search.made] == [2]  # 2 edits + 7 images; then the image is done
+    assert [(p["id"], stat) for p, stat, _ in search.dropped] == [
+        (1, "positives_with_too_few_distractors"), (3, "positives_over_image_cap")]  # fmt: skip
+    assert "8 of 9 distractors certified (1 edits, 7 of the 7 most alike" in search.dropped[0][2]
+    strict = _sets(pools[1:], ImageCodeExport(min_edits=3), set(ranked), ranked)
+    assert not strict.made and {stat for _, stat, _ in strict.dropped} == {"positives_with_too_few_edits"}
+    two = _sets(pools, ImageCodeExport(max_sets_per_image=2), set(ranked), ranked)
+    assert [m.positive["id"] for m in two.made] == [2, 3]
 
 
 def test_min_edits_is_checked_against_edits():
-    assert ImageCodeExport().min_edits == 5 and ImageCodeExport().max_sets_per_image == 1
-    assert ImageCodeExport(edits=3).min_edits == 3  # a small set size alone needs no minimum of its own
+    assert ImageCodeExport().min_edits == 0 and ImageCodeExport().edits == 9
+    assert ImageCodeExport().max_sets_per_image == 1 and ImageCodeExport().pixels
     with pytest.raises(ValidationError, match="min_edits"):
         ImageCodeExport(edits=3, min_edits=5)
+    with pytest.raises(ValidationError):
+        ImageCodeExport(edits=10)  # a set holds ten images: nine distractors at most
+
+
+# -- the pixels (real photos) ------------------------------------------------------------------------
+
+
+def test_a_photo_is_most_like_itself_then_its_edits_then_other_photos(tmp_path):
+    from PIL import Image, ImageEnhance
+
+    src = PHOTOS / "images" / "2.jpg"
+    darker = tmp_path / "darker.jpg"
+    ImageEnhance.Brightness(Image.open(src)).enhance(0.8).save(darker)
+    mine = signature(src)
+    assert likeness(mine, signature(src)) == pytest.approx(1.0)
+    near = likeness(mine, signature(darker))
+    far = [likeness(mine, signature(PHOTOS / "images" / f"{i}.jpg")) for i in ("1339", "2331963", "2400861", "4")]
+    assert near > max(far), (near, far)
+    assert likeness(mine, signature(tmp_path / "missing.jpg")) == 0.0  # an unreadable photo is like nothing
+
+
+def test_with_the_photos_the_graphs_most_alike_images_are_ordered_by_both_ranks():
+    from hardneg.core.config import SplitsConfig
+
+    raw = orjson.loads((PHOTOS / "sceneGraphs.json").read_bytes())
+    index = Corpus.of_rows(({"image_id": k, "graph": v} for k, v in raw.items()), SplitsConfig(train=1, val=0, test=0))
+    p = {"id": 7, "image_id": "2", "path": {"name": "car", "attributes": [], "relations": [], "same": []}}
+    opts = ImageCodeExport()
+    by_graph = Ranking(index, opts, 0, None, {}).rank(p)
+    assert sorted(by_graph) == sorted(set(raw) - {"2"})  # a small corpus: every other image of the split
+    signatures: dict = {}
+    both = Ranking(index, opts, 0, PHOTOS / "images", signatures).rank(p)
+    assert sorted(both) == sorted(by_graph) and set(signatures) == set(raw)
+    mine = signatures["2"]
+    pixel_rank = {j: r for r, j in enumerate(sorted(by_graph, key=lambda j: (-likeness(mine, signatures[j]),
+                                                                               by_graph.index(j))))}  # fmt: skip
+    keys = [(by_graph.index(j) + pixel_rank[j], by_graph.index(j)) for j in both]
+    assert keys == sorted(keys)
 
 
 def test_the_export_and_the_metrics_name_the_official_layout_alike():

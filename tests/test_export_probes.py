@@ -11,7 +11,7 @@ import orjson
 import pytest
 from PIL import Image
 
-from hardneg.core.certify import Certifier
+from hardneg.core.certify import Certifier, path_of
 from hardneg.core.executor import GraphIndex, execute
 from hardneg.core.gqa.plausibility import Counts
 from hardneg.core.io import read_jsonl
@@ -106,12 +106,12 @@ def test_probe_r_certificates(probe_r):
         assert r["split"] == split_of(r["image_id"], splits) and (root / r["image"]).is_file()
         s, rel, o = r["triple"]
         assert not words.is_crowd(s)
-        if r["kind"] == "probe_r/predicate":
+        if r["kind"] == "probe_r/predicate":  # never seen with the pair (the paper), false here (certified above)
             r2 = r["swap"]["relation"][1]
-            assert counts.triples[(s, r2, o)] == 0 and words.relations_contradict(rel, r2, o)[0]
-        elif r["kind"] == "probe_r/subject":
+            assert counts.triples[(s, r2, o)] == 0 and r2 != rel
+        elif r["kind"] == "probe_r/subject":  # never seen in the triple, and not in the anchor image at all
             s2 = r["swap"]["subject"][1]
-            assert counts.triples[(s2, rel, o)] == 0 and words.names_contradict(s, s2)[0]
+            assert counts.triples[(s2, rel, o)] == 0 and cert.nothing(path_of(s2), image) is None, r
         elif r["kind"] == "probe_r/swapped_subject":  # the swapped subject is there, nothing that could be ours
             assert any(x.name == true.name for x in image.objects.values()) and false.name == s
             assert not any(cert.could_be(x.name, s) for x in image.objects.values())
@@ -242,6 +242,44 @@ def test_probe_r_in_the_papers_layout():
     assert total == sum(v["records"] for v in summary["official"]["probe_r"].values())
 
 
+def test_probe_r_image_sets_are_ten_distinct_images_without_the_anchors_objects_where_the_corpus_has_them():
+    """The paper's subject-only images show the subject and no other object of the anchor image; here those
+    come first, then, where the split has too few, others (never one that could show the object); and a set
+    repeats images only when the split has fewer than ten that pass."""
+    root = export_run()
+    g, cert = graphs(root), Certifier(Words.load(), TABLE)
+    splits = stored_config(root).splits
+    words = Words.load()
+    sets = 0
+    for split in ("train", "val", "test"):
+        annot = root / "probes" / "probe_r" / split / "data" / "visual_genome" / "relation_eval_subject.json"
+        for a in orjson.loads(annot.read_bytes()).values():
+            ours = a["hardneg"]
+            s, rel, o = ours["triple"]
+            anchor = g[ours["image_id"]]
+            others = {x.name for x in anchor.objects.values() if not words.is_crowd(x.name)} - {s}
+            chosen = ours["subject_only_image_ids"]
+            assert len(set(chosen)) == len(chosen) == ours["distinct"]["positive_image_ids"]
+            passing, clean = [], []
+            false = path_of(s, relation=rel, obj=o)
+            for j, h in g.items():
+                names = {x.name for x in h.objects.values()}
+                if j == anchor.image_id or split_of(j, splits) != split or s not in names:
+                    continue
+                if any(cert.could_be(n, o) for n in names) or cert.nothing(false, h) is not None:
+                    continue
+                passing.append(j)
+                if not names & others:
+                    clean.append(j)
+            assert set(chosen) <= set(passing) and len(chosen) == min(10, len(passing)), (a, passing)
+            if len(clean) >= len(chosen):
+                assert set(chosen) <= set(clean), (chosen, clean)
+            else:
+                assert set(clean) <= set(chosen)
+            sets += 1
+    assert sets >= 5
+
+
 def test_probe_r_records_repeat_small_image_sets_and_key_each_triple():
     from hardneg.exports.probes.official import probe_r_records
 
@@ -320,6 +358,36 @@ def test_probe_b_in_the_papers_layout(probe_b):
                     assert _coco(base / folder, a["image_id"]).is_file()
                 labels = [np.where(names == c)[0] for c in a["annotations"]]
                 assert labels and all(len(x) == 1 for x in labels)  # every label a class, at least one
+
+
+def test_probe_b_cooccurrence_split_is_the_target_alone_big_enough_to_see(probe_b):
+    """Probe-B's object-only split in the layout `eval_cooccurence_understanding.py` reads: per image the
+    target's class and the others it shows, the target alone on each filler; never a target too small to
+    recognise on its own (the paper keeps single objects "not too small relative to the image size")."""
+    probes = export_run() / "probes"
+    cfg = stored_config(export_run()).exports.probe_b
+    n = 0
+    for split in cfg.splits:
+        base = probes / "probe_b" / split
+        context = {
+            a["image_id"]: a for a in orjson.loads((base / "context" / "background_context_dataset.json").read_bytes())
+        }
+        for a in orjson.loads((base / "context" / "object_context_dataset.json").read_bytes()):
+            assert isinstance(a["image_id"], int) and a["path"] == f"{a['object']}_{_coco(base, a['image_id']).name}"
+            assert {a["object"], *a["other_objects"]} == set(context[a["image_id"]]["annotations"])
+            w, h = a["hardneg"]["target"]["box"][2:]
+            size = Image.open(_coco(base / "val2014", a["image_id"])).size
+            assert w * h >= cfg.min_object_area * size[0] * size[1]
+            for fill in a["hardneg"]["fillers"]:
+                assert (
+                    base
+                    / "val2014_background_removed_and_cooccurrence_dataset"
+                    / "segmentation_mask"
+                    / fill
+                    / a["path"]
+                ).is_file()
+            n += 1
+    assert n >= 1
 
 
 def test_probe_b_class_list_names_distinct_things():

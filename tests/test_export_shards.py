@@ -1,4 +1,4 @@
-"""The TRICD and probes exports search a few shards at a time (in any worker, side by side) and put the
+"""The TRICD, probes and ImageCoDe exports search a few shards at a time (in any worker, side by side) and put the
 units' rows together once every unit is done (`Stage.finish`): the files are those one search over every
 positive writes, and a run cut off while they are put together writes them again when resumed."""
 
@@ -24,9 +24,14 @@ pytestmark = pytest.mark.slow
 FOUR = {
     **SIXTEEN,
     "shard_size": 4,
-    "exports": {**SIXTEEN["exports"], "tricd": {"batch_images": 8}, "probes": {"batch_images": 8}},
+    "exports": {
+        **SIXTEEN["exports"],
+        "tricd": {"batch_images": 8},
+        "probes": {"batch_images": 8},
+        "imagecode": {**SIXTEEN["exports"]["imagecode"], "batch_images": 8},
+    },
 }
-SHARDED = ("tricd", "probes")
+SHARDED = ("tricd", "probes", "imagecode")
 
 
 def _tree(root: Path, shape: str) -> dict[str, bytes]:
@@ -50,7 +55,7 @@ def sharded() -> Path:
 
 def test_shards_write_what_one_search_over_every_positive_writes(sharded: Path, tmp_path: Path):
     run = Run(sharded, stored_config(sharded), STAGES)
-    assert [run.units(n) for n in SHARDED] == [["00000-00001", "00002-00003"]] * 2
+    assert [run.units(n) for n in SHARDED] == [["00000-00001", "00002-00003"]] * 3
     assert run.unit_shards("00002-00003") == ["00002", "00003"]
     assert sum(1 for f in (sharded / "work" / "probes").glob("probe_r-*.jsonl") if f.stat().st_size) > 1
     whole = []
@@ -62,7 +67,7 @@ def test_shards_write_what_one_search_over_every_positive_writes(sharded: Path, 
     root = tmp_path / "run"
     shutil.copytree(sharded, root)
     one = _rerun(root, whole)
-    assert [one.units(n) for n in SHARDED] == [[ALL], [ALL]]
+    assert [one.units(n) for n in SHARDED] == [[ALL]] * 3
     for shape in SHARDED:
         mine, theirs = _tree(sharded, shape), _tree(root, shape)
         assert len(mine) > 10 and mine.keys() == theirs.keys(), shape

@@ -127,6 +127,9 @@ class ProbeBExport(ExportOptions):
     patch_frac: float = Field(0.1, gt=0.0, lt=0.5)  # the control patch's share of the image
     min_background: float = Field(0.2, ge=0.0, lt=1.0)  # share of the image the fillers must replace
     max_overlap: float = Field(0.25, ge=0.0, le=1.0)  # BR: another object's box may lie this much in the target's
+    # the co-occurrence split's target alone must cover this share of the image (the paper keeps a single
+    # object "not too small relative to the image size": a ball of 30 x 15 pixels alone is a patch of dirt)
+    min_object_area: float = Field(0.01, ge=0.0, lt=1.0)
     max_images: int | None = Field(None, ge=1)  # per shard; None = every eligible image
 
     @field_validator("fillers")

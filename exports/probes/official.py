@@ -26,6 +26,7 @@ the scripts never read; prompts read "A photo of a small dog." as the paper's do
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import re
 from collections import defaultdict
@@ -33,6 +34,8 @@ from collections.abc import Callable, Iterable
 from itertools import cycle, islice
 from pathlib import Path
 from typing import Any
+
+from PIL import Image
 
 from hardneg.core.certify import Certifier
 from hardneg.core.gqa.plausibility import Counts
@@ -45,6 +48,8 @@ IMAGES = 10  # images per Probe-R image set: the script reshapes each set's feat
 R_FILE = "data/visual_genome/relation_eval_subject.json"
 C_FILES = {"probe_c/composition": "data_compositional_switch.json", "probe_c/object": "data_object_switch.json"}
 B_ORIGINAL, B_PATCH, B_MOD = "val2014", "val2014_random_patch_dataset", "val2014_background_removed_dataset"
+B_OBJECT = "val2014_background_removed_and_cooccurrence_dataset"  # Probe-B's object-only images (BR)
+MASK = "segmentation_mask"  # the folder the scripts look in under the BMR and BR folders
 CLASS_NAME = re.compile(r"[a-z][a-z' -]*[a-z]")  # what pandas reads back as the same string
 NA_WORDS = frozenset({"na", "nan", "null", "none", "nat", "n a"})  # pandas reads these as missing
 CERTAINLY = frozenset({"same", "plural", "synonym", "hyponym"})  # name_relation(object, class): it is one
@@ -194,22 +199,56 @@ class ClassLabels:
         return dict(sorted(out.items()))
 
 
+def coco_number(image_id: str) -> int:
+    """The integer the Probe-B scripts read an image's id as (one of them parses it back from the file name):
+    the id itself when it is a plain decimal number, else a 13-digit number from its hash (above any GQA id)."""
+    if image_id.isascii() and image_id.isdigit() and (image_id == "0" or not image_id.startswith("0")):
+        return int(image_id)
+    digest = hashlib.sha1(image_id.encode("utf-8", "surrogatepass")).digest()
+    return 10**12 + int.from_bytes(digest[:8], "big") % (9 * 10**12)
+
+
+def script_label(prompt: str) -> str:
+    """The class the co-occurrence script reads back from a prompt (it strips "A photo of a " and the dots):
+    an object whose prompt does not read back as its class gets no label there, and the script fails."""
+    return prompt.replace("A photo of a ", "").replace(".", "")
+
+
 def probe_b_tree(
     folder: ExportFolder, root: Path, groups: list[dict[str, Any]], labels: ClassLabels, words: Words,
-    names_of: Callable[[str], Iterable[str]],
+    names_of: Callable[[str], Iterable[str]], splits: Iterable[str], fillers: Iterable[str], min_area: float = 0.0,
 ) -> dict[str, dict[str, int]]:  # fmt: skip
-    """Write Probe-B's files per split; returns per split the images written and left out per filler."""
+    """Write Probe-B's files per split of `splits` (each filler's folders even when empty, so that both
+    scripts run to 0 items); returns per split the images and co-occurrence records written and what was
+    left out."""
     counts: dict[str, dict[str, int]] = {}
-    for split in sorted({g["split"] for g in groups}):
+    fillers = list(fillers)
+    prompts = {c: photo(noun_phrase(words, c)) for c in labels.classes}
+    for split in splits:
         base = f"probe_b/{split}"
-        records, tally = [], defaultdict(int)
+        for fill in fillers:
+            for sub in (f"{B_PATCH}/{fill}", f"{B_MOD}/{MASK}/{fill}", f"{B_OBJECT}/{MASK}/{fill}"):
+                (folder.dir / base / sub).mkdir(parents=True, exist_ok=True)
+        (folder.dir / base / B_ORIGINAL).mkdir(parents=True, exist_ok=True)
+        records, objects, tally = [], [], defaultdict(int)
         for g in (g for g in groups if g["split"] == split):
             present = labels.labels(g["present"], names_of(g["image_id"]))
             if present is None:
                 tally["left_out:labels"] += 1
                 continue
-            name = coco_file(g["image_id"])
+            number = coco_number(g["image_id"])
+            name = f"COCO_val2014_{str(number).zfill(12)}.jpg"
             folder.place(root / g["images"]["x0"], f"{base}/{B_ORIGINAL}/{name}")
+            target = _target_class(g, present, labels)
+            readable = all(script_label(prompts[c]) == c for c in present)
+            big = _share(root / g["images"]["x0"], g["target"]["box"]) >= min_area
+            alone = target is not None and readable and big
+            if target is None:
+                tally["left_out:cooccurrence_class"] += 1
+            elif not readable:
+                tally["left_out:cooccurrence_prompt"] += 1  # the script reads back no label for one of them
+            elif not big:
+                tally["left_out:cooccurrence_small"] += 1
             fills = []
             for fill in g["fillers"]:
                 if fill == "scene" and labels.labels(g["present"], g.get("scene_names", [])) is None:
@@ -217,19 +256,42 @@ def probe_b_tree(
                     continue
                 folder.place(root / g["images"][f"x0_patch/{fill}"], f"{base}/{B_PATCH}/{fill}/{name}")
                 folder.place(root / g["images"][f"bmr/{fill}"], f"{base}/{B_MOD}/segmentation_mask/{fill}/{name}")
+                if alone:
+                    rel = f"{base}/{B_OBJECT}/segmentation_mask/{fill}/{target}_{name}"
+                    folder.place(root / g["images"][f"br/{fill}"], rel)
                 fills.append(fill)
                 tally[f"images:{fill}"] += 1
+            ours = {"id": g["id"], "split": split, "image_id": g["image_id"], "target": g["target"],
+                    "fillers": fills, "images": g["images"]}  # fmt: skip
             records.append({
                 "annotations": {c: [{"name": n} for n in ns] for c, ns in present.items()},
                 "image": name,
-                "image_id": safe_name(g["image_id"]),
-                "hardneg": {"id": g["id"], "split": split, "image_id": g["image_id"], "target": g["target"],
-                            "fillers": fills, "images": g["images"]},
+                "image_id": number,
+                "hardneg": ours,
             })  # fmt: skip
+            if alone:
+                others = sorted(present.keys() - {target})
+                rec = {"image_id": number, "object": target, "other_objects": others, "path": f"{target}_{name}"}
+                objects.append({**rec, "hardneg": ours})
         write_json(folder.dir / base / "context" / "background_context_dataset.json", records)
+        write_json(folder.dir / base / "context" / "object_context_dataset.json", objects)
         write_classes(folder.dir / base / "context" / "prompt_classes.csv", labels.classes, words)
-        counts[split] = {"images": len(records), **dict(sorted(tally.items()))}
+        counts[split] = {"images": len(records), "cooccurrence": len(objects), **dict(sorted(tally.items()))}
     return counts
+
+
+def _share(image: Path, box: list[int]) -> float:
+    """The share of the image a box covers."""
+    with Image.open(image) as im:
+        w, h = im.size
+    return box[2] * box[3] / max(w * h, 1)
+
+
+def _target_class(g: dict[str, Any], present: dict[str, list[str]], labels: ClassLabels) -> str | None:
+    """The one class the target certainly is (Probe-B's co-occurrence split asks for it on the image that
+    keeps the target alone), or None when it is none or several."""
+    mine = labels.certainly(g["target"]["name"]) & present.keys()
+    return next(iter(mine)) if len(mine) == 1 else None
 
 
 def write_classes(path: Path, classes: list[str], words: Words) -> None:

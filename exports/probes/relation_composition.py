@@ -1,21 +1,24 @@
-"""Probe-R and Probe-C from the decided positives (the probing paper: "Probing Conceptual Understanding of
-Large Visual-Language Models", Schiappa et al.).
+"""Probe-R and Probe-C from the decided positives (the probing paper, Schiappa et al.).
 
 **Probe-R**, per (subject, relation, object) triple of a positive's path whose subject is an object (not a
 crowd or background name: "ground under a chair" asks nothing), on the positive's image I0:
 - `probe_r/predicate`: the prompt "a cup on a table" against the predicate swapped for one *never seen
-  with that subject and object in the corpus* (the plausibility stage's triple counts) that the relation
-  tables say contradicts the true one ("a cup under a table"); among those, the most implausible first (the
-  paper's "highly unlikely" predicate): one never seen with the subject at all, then one that only says
-  where things are seen from (left/right, front/behind, near), then the lowest smoothed triple probability;
-- `probe_r/subject`: against the subject swapped for a corpus name never seen in that triple, which
-  contradicts the subject's name ("a dog on a table": no dog in I0, or none the graph lets be on it);
+  with that subject and object in the corpus* (the paper's rule; the plausibility stage's triple counts),
+  the most implausible first (the paper's "highly unlikely" predicate): one never seen with the subject at
+  all, then one that only says where things are seen from (left/right, front/behind, near), then the lowest
+  smoothed triple probability; the first that I0 certainly refutes (by the boxes, or contradicting the
+  stored relation: `_refutable`) is kept ("a cup under a table");
+- `probe_r/subject`: against the subject swapped for a corpus name never seen in that triple (the paper's
+  rule) that I0 certainly does not show at all ("a dog on a table": no dog anywhere in I0, which no name
+  that could be the subject passes);
 - `probe_r/subject_only`: on images of I0's split that show the subject and certainly no object of the
   object's kind, the subject-only prompt "a cup" against the triple's prompt (the paper's X_O1 vs P_O1);
 - `probe_r/swapped_subject`: on images of the split that show the swapped subject and certainly no object
   of the subject's kind, "a dog" against "a cup" (the paper's X_O3 vs P_O1). The subject swap kept is the
   first certified one whose name has such images; both image sets hold up to `subject_only_images` (the
-  paper: 10), and `relation_sets` gives them per triple for the paper's own record.
+  paper: 10) distinct images, those that show none of I0's other objects first (the paper's images with
+  "no other objects found in the anchor image"), then, where the split has too few of those, the others;
+  `relation_sets` gives them per triple for the paper's own record.
 **Probe-C**, per attribute of a grounded object of a positive ("a small dog" on I0), 2 images x 2 prompts:
 - `probe_c/composition`: the attribute swapped for its antonym (`Words.antonym`, which must contradict it),
   else for another attribute of its category that contradicts it ("a red car" / "a blue car"), with a
@@ -36,20 +39,23 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
+from itertools import islice
 from typing import Any
 
 from hardneg.core.certify import Certifier, path_of
 from hardneg.core.executor import GraphIndex
+from hardneg.core.geometry import direction
 from hardneg.core.gqa.plausibility import Counts, Plausibility
 from hardneg.core.records import PathNode, SceneGraph, keyed_seed
 from hardneg.core.words.table import Words
 from hardneg.exports.common import noun_phrase, relation_prompt
-from hardneg.exports.corpus import NO_IDS, Candidates, Corpus, GraphChecks, Option, Test, drawn, sample
+from hardneg.exports.corpus import NO_IDS, Candidates, Corpus, GraphChecks, Option, SortedIds, Test, drawn, sample
 
 SUBJECT_TRIES = 12  # swapped subjects certified per triple (the first that passes is kept)
 OBJECT_TRIES = 5  # swapped objects tried per Probe-C attribute
 ATTRIBUTE_TRIES = 4  # swapped attributes tried per Probe-C attribute when there is no antonym
-POOL = 3  # images sampled per image wanted (subject-only, swapped-subject): some fail their certificate
+POOL = 10  # images certified at most per image wanted (subject-only, swapped-subject): some fail their certificate
+SCAN = 150  # images of a name looked at for an image set (the index's names only, no graph read)
 
 
 @dataclass(slots=True)
@@ -79,7 +85,7 @@ class ProbeSearch:
         self._carrying: dict[tuple[str, str, str | None], Any] = m.setdefault("carrying", {})
         self._attribute_categories: dict[str, str | None] = m.setdefault("attribute_categories", {})
         self._could: dict[str, frozenset[str]] = m.setdefault("could", {})
-        self._contradicting: dict[str, tuple[str, ...]] = m.setdefault("contradicting", {})
+        self._refute: dict[tuple[str, str, str], bool] = m.setdefault("refute", {})
         self.probes: list[Candidates] = []
         self.relation_probes: list[RelationProbes] = []
         self.plausibility = Plausibility(counts)
@@ -141,11 +147,10 @@ class ProbeSearch:
         the first `SUBJECT_TRIES` that contradict the subject, and their swapped-subject image sets."""
         c, true_path = self.counts, path_of(s, relation=r, obj=o)
         if self.cert.present(true_path, g, ix):
-            swaps = [
-                r2
-                for r2 in self._order(self.relations, "probe_r/predicate", pid, s, r, o)
-                if c.triples[(s, r2, o)] == 0 and self.words.relations_contradict(r, r2, o)[0]
-            ]
+            order = self._order(self.relations, "probe_r/predicate", pid, s, r, o)
+            # the paper's: never seen with the pair; and one the certificate can refute here, by the boxes or by
+            # contradicting the stored relation (no other relation is ever certified false)
+            swaps = [r2 for r2 in order if c.triples[(s, r2, o)] == 0 and self._refutable(r, r2, o)]
             for r2 in sorted(swaps, key=lambda x: self.implausibility(s, x, o)):  # stable: keyed order breaks ties
                 false = path_of(s, relation=r2, obj=o)
                 if self.cert.nothing(false, g, ix) is None:
@@ -153,7 +158,7 @@ class ProbeSearch:
                     break
             swapped = []
             for s2 in self._subject_tries(pid, s, r, o):
-                if self.cert.nothing(path_of(s2, relation=r, obj=o), g, ix) is None:
+                if self.cert.nothing(path_of(s2), g, ix) is None:  # not in the anchor image at all
                     rp.subject.add(partial(self._subject_option, s, r, o, s2))
                     swapped.append(s2)
             if self.subject_only and self.cert.absence_refusal(s) is None:  # else "no cup here" proves nothing
@@ -176,15 +181,21 @@ class ProbeSearch:
                 base, "probe_r/swapped_subject", pid, i0, names[0], path_of(s), then=then
             )
 
+    def _refutable(self, r: str, r2: str, o: str) -> bool:
+        """Whether a certificate can show `r2` false of a pair stored as `r`: the boxes decide it, or it
+        contradicts `r` (`Certifier.nothing` excludes a pair by nothing else)."""
+        key = (r, r2, o)
+        got = self._refute.get(key)
+        if got is None:
+            got = self._refute[key] = direction(r2) is not None or self.words.relations_contradict(r, r2, o)[0]
+        return got
+
     def _subject_tries(self, pid: int, s: str, r: str, o: str) -> list[str]:
-        """The first `SUBJECT_TRIES` corpus names, in keyed order, that contradict `s` and are never seen in the
-        triple (drawn from the names that contradict `s`, worked out once per subject)."""
-        against = self._contradicting.get(s)
-        if against is None:
-            against = self._contradicting[s] = tuple(n for n in self.names if self.words.names_contradict(s, n)[0])
+        """The first `SUBJECT_TRIES` corpus names, in keyed order, never seen in the triple (the paper's rule;
+        the anchor image then certifies the name absent, which no name that could be `s` passes)."""
         out = []
-        for n in drawn(against, self.seed, "probe_r/subject", pid, s, r, o):
-            if self.counts.triples[(n, r, o)] == 0:
+        for n in drawn(self.names, self.seed, "probe_r/subject", pid, s, r, o):
+            if n != s and self.counts.triples[(n, r, o)] == 0:
                 out.append(n)
                 if len(out) == SUBJECT_TRIES:
                     break
@@ -212,19 +223,37 @@ class ProbeSearch:
             fields.update(correct=noun_phrase(self.words, name), swapped=noun_phrase(self.words, false.name))
         probe = Candidates(fields, self.subject_only, then=then)
         pool = self.index.by_name.get((base["split"], name), NO_IDS).without(i0)
-        k = max(self.candidates, POOL * self.subject_only)
         could = self._could_be(banned) if banned is not None else frozenset()
         true = path_of(name)
         test = self._holds(true, false)
         certificate = {"true": true.to_json(), "false": false.to_json()}  # one for all: up to 10 rows a probe
-        images = self._order(sample(pool, k, self.seed, kind, pid, name), *base["triple"], name)
-        probe.add_all(
-            Option(partial(_image_option, img, certificate), [(img, test)])
-            for img in images
-            if could.isdisjoint(self.index.images[img].names)
-        )
+        others = self._objects_of(i0) - {name}
+        tries = max(self.candidates, POOL * self.subject_only)  # images certified at most (some fail)
+        images = islice(self._alone(pool, others, could, tries, kind, pid, name, *base["triple"]), tries)
+        probe.add_all(Option(partial(dict, image_id=img, certificate=certificate), [(img, test)]) for img in images)
         probe.start(self.checks)
         return probe
+
+    def _objects_of(self, image_id: str) -> frozenset[str]:
+        """The names of an image's objects (not crowds or background: a sky is no object of the scene)."""
+        return frozenset(n for n in self.index.images[image_id].names if not self.words.is_crowd(n))
+
+    def _alone(
+        self, pool: SortedIds, others: frozenset[str], could: frozenset[str], tries: int, *key: object
+    ) -> Iterator[str]:
+        """`pool`'s images that show nothing `could` names, in keyed order, drawn as they are taken: first those
+        that show none of `others` (the paper's images with "no other objects found in the anchor image"),
+        then, where the corpus has too few of those, the rest; one pass over `SCAN` images at most."""
+        later = []
+        for img in islice(drawn(pool, self.seed, *key, "alone"), SCAN):
+            names = self.index.images[img].names
+            if not could.isdisjoint(names):
+                continue
+            if others.isdisjoint(names):
+                yield img
+            elif len(later) < tries:
+                later.append(img)
+        yield from later
 
     # -- Probe-C ------------------------------------------------------------------------------------
 
@@ -389,32 +418,3 @@ class ProbeSearch:
                 "swapped_subject_ids": [o["image_id"] for o in parts["probe_r/swapped_subject"]],
             })  # fmt: skip
         return sets
-
-
-def balance_categories(rows: list[dict[str, Any]], share: float) -> list[dict[str, Any]]:
-    """Probe-C composition rows with no attribute category above `share` of them, per split (the rows past
-    a category's cap dropped in their given order): sizes have the most antonyms, and a probe of sizes
-    alone says nothing about colours or materials. A split with one category keeps it whole."""
-    out: list[dict[str, Any]] = []
-    for split in sorted({r["split"] for r in rows}):
-        mine = [r for r in rows if r["split"] == split]
-        sizes: dict[Any, int] = defaultdict(int)
-        for r in mine:
-            sizes[r.get("category")] += 1
-        while len(sizes) > 1:
-            big = max(sizes, key=lambda k: (sizes[k], str(k)))
-            rest = sum(sizes.values()) - sizes[big]
-            cap = max(1, int(share / (1.0 - share) * rest))
-            if sizes[big] <= cap:
-                break
-            sizes[big] = cap
-        kept: dict[Any, int] = defaultdict(int)
-        for r in mine:
-            if kept[r.get("category")] < sizes[r.get("category")]:
-                kept[r.get("category")] += 1
-                out.append(r)
-    return out
-
-
-def _image_option(img: str, certificate: dict[str, Any]) -> dict[str, Any]:
-    return {"image_id": img, "certificate": certificate}

@@ -22,7 +22,7 @@ folder from the units' rows (`first_by_id`), the files one search over every pos
 from __future__ import annotations
 
 import heapq
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -56,12 +56,14 @@ from hardneg.exports.probes.official import (
     probe_c_record,
     probe_r_records,
 )
-from hardneg.exports.probes.relation_composition import ProbeSearch, balance_categories
+from hardneg.exports.probes.relation_composition import ProbeSearch
 from hardneg.exports.rows import ProbeCRow, ProbeRRow, ProbeRSetRow
 
 # v2: the paper's own layout beside our tables; implausible predicates first; swapped-subject images;
-# attribute swaps beyond antonyms, categories balanced
-VERSION = f"probes@v2+{CERTIFIER}"
+# attribute swaps beyond antonyms, categories balanced. v3: Probe-R's swaps by the paper's rules (never seen
+# in the triple, the subject absent from the anchor), its image sets without the anchor's other objects first;
+# Probe-B's co-occurrence split, every filler's folders written
+VERSION = f"probes@v3+{CERTIFIER}"
 FOLDER = "probes"
 TABLES = ("probe_r", "probe_c", "probe_b")
 
@@ -118,7 +120,7 @@ class ProbesExport(ExportOptions):
     # Probe-R subject-only and swapped-subject images per triple (the paper: 10; its script averages
     # exactly 10, so its layout repeats a smaller set in turn); 0 leaves both sets, and the paper's file, out
     subject_only_images: int = Field(10, ge=0, le=10)
-    candidates: int = Field(10, ge=1)  # corpus images certified per search (second image; image sets: 3 x theirs)
+    candidates: int = Field(10, ge=1)  # corpus images certified per search (second image; image sets: 10 x theirs)
     max_category_share: float = Field(0.4, gt=0.0, le=1.0)  # Probe-C composition: no attribute category above it
     class_min_count: int = Field(5, ge=1)  # Probe-B's class list: corpus names seen at least this often
     batch_images: int = Field(12_500, ge=1)  # images of positives searched together (`shards_per_unit`)
@@ -133,11 +135,13 @@ class ProbesStage(ExportStage):
     Options = ProbesExport
     title = "Probes (Probe-R, Probe-C, Probe-B)"
     about = (
-        "Probe-R: a relation prompt against the most implausible contradicting predicate or a subject never "
-        "seen in the corpus, with subject-only and swapped-subject images; Probe-C: 2 images x 2 prompts with "
+        "Probe-R: a relation prompt against the most implausible predicate never seen with the pair that the "
+        "image refutes, or a subject never seen in the triple and absent from the image, with ten subject-only "
+        "and ten swapped-subject images; Probe-C: 2 images x 2 prompts with "
         "the attribute swapped for its antonym or another of its category, or the object swapped; Probe-B: "
         "the background replaced by a filler, keeping every object (BMR) or the target (BR), scored over a "
-        "class list of the corpus's names; in the paper's own layout and as `evaluation.probes` tables"
+        "class list of the corpus's names, and the target alone for the co-occurrence split; in the paper's own "
+        "layout and as `evaluation.probes` tables"
     )
     reads = ("hygiene", "plausibility", "language", "decide", "probe_b")
     writes = outputs({"probe_r": ProbeRRow, "probe_c": ProbeCRow, "sets": ProbeRSetRow})
@@ -198,7 +202,8 @@ class ProbesStage(ExportStage):
             c = Counter((r["kind"] if name != "probe_b" else "probe_b/groups", r["split"]) for r in rows)
             for kind in sorted({k for k, _ in c}):
                 counts[kind] = {s: c.get((kind, s), 0) for s in SPLITS}
-        if groups:  # the corpus's counts and index: here only for Probe-B's class list and scene names
+        b = run.cfg.exports.probe_b
+        if b.enabled and b.splits:  # the corpus's counts and index: here only for Probe-B's class list and scene names
             shared = Shared.load(Unit(run, self, ALL))  # read as the stage's units read them
             classes = class_list(shared.counts, shared.words, shared.cert, opts.class_min_count)
             labels = ClassLabels(classes, shared.words, shared.cert)
@@ -207,10 +212,12 @@ class ProbesStage(ExportStage):
                 info = shared.index.images.get(image_id)
                 return info.names if info is not None else frozenset()
 
-            official["probe_b"] = probe_b_tree(folder, run.root, groups, labels, shared.words, names_of)
+            official["probe_b"] = probe_b_tree(
+                folder, run.root, groups, labels, shared.words, names_of, sorted(b.splits), b.fillers, b.min_object_area
+            )
             official["probe_b_classes"] = len(classes)
         summary = {"shape": "probes", "version": VERSION, "enabled": opts.enabled, "counts": counts,
-                   "official": official, "hardness": hard}  # fmt: skip
+                   "official": official, "hardness": hard, "notes": official_notes(official, b.splits)}  # fmt: skip
         folder.write_summary(summary)
         return {"meta": {"counts": counts}}
 
@@ -297,6 +304,29 @@ class ProbesStage(ExportStage):
         return out
 
 
+def official_notes(official: dict[str, Any], b_splits: list[str]) -> list[str]:
+    """stats.md's lines on the splits where a probe's official file holds nothing: written all the same, and
+    the script runs on it to 0 items; Probe-B's splits outside `exports.probe_b.splits` are not written."""
+    out = []
+    for split in SPLITS:
+        empty = []
+        if split in official.get("probe_r", {}) and not official["probe_r"][split]["records"]:
+            empty.append("Probe-R (`relation_eval_subject.json`)")
+        c = official.get("probe_c", {}).get(split, {})
+        empty += [f"Probe-C (`{name}`)" for name, n in c.items() if not n]
+        b = official.get("probe_b", {}).get(split)
+        if b is not None and not b["images"]:
+            empty.append("Probe-B (its folders empty)")
+        elif b is not None and not b["cooccurrence"]:
+            empty.append("Probe-B's co-occurrence split (`object_context_dataset.json`)")
+        if empty:
+            out.append(f"{split}: nothing in {', '.join(empty)}; written all the same, and the script runs to 0 items")
+    if "probe_b" in official:
+        out += [f"{s}: no Probe-B (`exports.probe_b.splits` leaves it out), so no `probe_b/{s}/`"
+                for s in SPLITS if s not in b_splits]  # fmt: skip
+    return out
+
+
 def first_by_id(shards: Iterable[Iterable[dict[str, Any]]]) -> Iterator[dict[str, Any]]:
     """The shards' rows by id, of each id the first positive's (each shard's rows come by id, one per id): what
     one search over every positive keeps, though a probe that positives of two shards ask (the same triple,
@@ -320,3 +350,28 @@ def hardness(tables: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
         "composition_categories": dict(Counter(str(r.get("category")) for r in comp).most_common()),
         "composition_swaps": dict(Counter("/".join(r["swap"]["attribute"]) for r in comp).most_common(12)),
     }
+
+
+def balance_categories(rows: list[dict[str, Any]], share: float) -> list[dict[str, Any]]:
+    """Probe-C composition rows with no attribute category above `share` of them, per split (the rows past
+    a category's cap dropped in their given order): sizes have the most antonyms, and a probe of sizes
+    alone says nothing about colours or materials. A split with one category keeps it whole."""
+    out: list[dict[str, Any]] = []
+    for split in sorted({r["split"] for r in rows}):
+        mine = [r for r in rows if r["split"] == split]
+        sizes: dict[Any, int] = defaultdict(int)
+        for r in mine:
+            sizes[r.get("category")] += 1
+        while len(sizes) > 1:
+            big = max(sizes, key=lambda k: (sizes[k], str(k)))
+            rest = sum(sizes.values()) - sizes[big]
+            cap = max(1, int(share / (1.0 - share) * rest))
+            if sizes[big] <= cap:
+                break
+            sizes[big] = cap
+        kept: dict[Any, int] = defaultdict(int)
+        for r in mine:
+            if kept[r.get("category")] < sizes[r.get("category")]:
+                kept[r.get("category")] += 1
+                out.append(r)
+    return out

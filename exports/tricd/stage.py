@@ -61,8 +61,9 @@ from hardneg.exports.tricd.official import file_name, write_official
 from hardneg.exports.tricd.rank import rank_distractors
 from hardneg.generators.images.edits import falsified
 
-# v2: image edits certified on graphs that follow the pixels; v3: TRICD's own layout, confusable distractors
-VERSION = f"tricd@v3+{CERTIFIER}"
+# v2: image edits certified on graphs that follow the pixels; v3: TRICD's own layout, confusable distractors; v4: the
+# summary says what the official script gets of a split without pairs
+VERSION = f"tricd@v4+{CERTIFIER}"
 FOLDER = "tricd"
 SHOWN = 5  # a dropped positive's rejects line shows why its first candidates failed
 Size = tuple[int, int]
@@ -139,7 +140,13 @@ class TricdStage(ExportStage):
         kinds = sorted({k for k, _ in counts})
         counts_out = {k: {s: counts.get((k, s), 0) for s in SPLITS} for k in kinds}
         enabled = run.cfg.exports.tricd.enabled
-        folder.write_summary({"shape": "tricd", "version": VERSION, "enabled": enabled, "counts": counts_out})
+        notes = [
+            f"{s}: no pairs; `{file_name(s)}` is written empty, and the official `main.py` runs on it to 0 items"
+            for s in SPLITS
+            if enabled and not counts.get(("positive pairs", s))
+        ]
+        summary = {"shape": "tricd", "version": VERSION, "enabled": enabled, "counts": counts_out, "notes": notes}
+        folder.write_summary(summary)
         return {"meta": {"counts": counts_out}}
 
     def _pairs(self, unit: Unit) -> list[dict[str, Any]]:

@@ -208,8 +208,10 @@ def imagecode_html(r: Any) -> str:
         figs = []
         for i, rel in enumerate(s.get("images") or []):
             mark = i == s.get("target")
-            edit = next((e for e in s.get("edits") or [] if e.get("index") == i), {})
-            caption = "original" if mark else str(edit.get("negative_type", "?"))
+            edit = next((e for e in s.get("edits") or [] if e.get("index") == i), None)
+            other = next((d for d in s.get("distractors") or [] if d.get("index") == i), {})
+            caption = f"edit: {edit.get('negative_type')}" if edit else f"image {other.get('image_id')}"
+            caption = "original" if mark else caption
             style = f" style='outline:3px solid {TARGET}'" if mark else ""
             pic = _thumb(r, f"ic_{s['id']}_{i}", rel, [], 150, f"image {i}")
             figs.append(f"<figure class='cand'{style}>{pic}<figcaption>{i}: {esc(caption)}</figcaption></figure>")
@@ -225,7 +227,7 @@ def imagecode_html(r: Any) -> str:
 GALLERIES: dict[str, tuple[str, Callable[[Any], str]]] = {
     "tricd": ("TRICD pairs: phrases' boxes on the positive image, the negative images", tricd_html),
     "probes": ("Probes: Probe-R, Probe-C groups, Probe-B fillers", probes_html),
-    "imagecode": ("ImageCoDe sets: the original among its edits", imagecode_html),
+    "imagecode": ("ImageCoDe sets: the original among its edits and the corpus's most alike images", imagecode_html),
 }
 
 
