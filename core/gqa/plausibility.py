@@ -37,7 +37,9 @@ from hardneg.core.schema import outputs
 from hardneg.core.splits import image_unit
 from hardneg.core.words.table import Words
 
-VERSION = "plausibility@v3"  # v2: the counts of each half of the corpus (cross-fitting); v3: annotations
+VERSION = (
+    "plausibility@v4"  # v2: the counts of each half of the corpus (cross-fitting); v3: annotations; v4: box shapes
+)
 B = 5.0  # pseudo-counts of the backoff distribution
 LAMBDA = 0.8  # weight of a triple's own relative frequency against the independence estimate
 MIN_SUPPORT = 50  # a name (or a subject/object in a role) seen fewer times than this decides nothing
