@@ -180,6 +180,14 @@ class Certifier:
                 return f"{o.name} {o.id} may fit as well: nothing annotated on it rules the expression out"
         return None
 
+    def doubtful_objects(self, path: PathNode, graph: SceneGraph, target: str) -> list[SceneObject]:
+        """Every object `doubtful` could name: each other object that may carry `path` as well."""
+        memo = _Memo()
+        bare = path.without_ids()
+        return [
+            o for o in self.candidates(bare.name, graph) if o.id != target and not self._excluded(bare, o, graph, memo)
+        ]
+
     def present(self, path: PathNode, graph: SceneGraph, index: GraphIndex | None = None) -> bool:
         """The executor's "some object matches" (the positive half of a probe)."""
         return bool(execute(path.without_ids(), index or GraphIndex(graph, self.table)))

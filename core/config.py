@@ -114,14 +114,14 @@ class PathsConfig(_Strict):
     relations: Path = Path("templates/relations.v1.yaml")
     templates: Path = Path("templates/expressions.v1.yaml")
     english: Path = Path("templates/english.v1.yaml")
+    box_shapes: Path = Path("templates/box_shapes.v1.json")  # names' usual boxes (core/gqa/boxes.py)
     # rules a careful annotator applies, each switchable to measure what it removes:
     # crowd_targets: a crowd/background name (trees, windows, grass) is never a target;
     # crowd_anchors: a path that needs a relation to tell its target apart never rests on a crowd name;
-    # name_chains: no name three times in a path, and no related object of the target's name when the
-    #   image holds more than two of it ("the window right of a window right of a window");
+    # name_chains: no name three times in a path, nor a related object of the target's name in a crowd of it;
     # size_across_categories: same_attr on size only between objects of one name category;
     # repeated_conjuncts: no `and` whose two branches read the same ("right of a banana and right of a banana");
-    # many_targets, printed_targets: what the corpus says about annotations (generators/paths/annotation_rules.py).
+    # many_targets, printed_targets, same_kind (a cake for "the food"): generators/paths/annotation_rules.py
     rules: list[str] = Field(default_factory=lambda: list(PATH_RULES))
 
     @field_validator("rules")
@@ -141,7 +141,7 @@ class PathsConfig(_Strict):
 
 
 PATH_RULES = ("crowd_targets", "crowd_anchors", "name_chains", "size_across_categories", "repeated_conjuncts",
-              "many_targets", "printed_targets")  # fmt: skip
+              "many_targets", "printed_targets", "same_kind")  # fmt: skip
 
 
 class HygieneConfig(_Strict):
@@ -276,10 +276,24 @@ class PriorConfig(_Strict):
 
 
 class RiskConfig(_Strict):
-    """Each positive's risk, what its graph cannot rule out (generators/paths/annotation_rules.py): the review
-    app shows the riskiest first; `max` drops positives above it (`hardneg split` may change it)."""
+    """Positives' risk (generators/paths/annotation_rules.py, filters/evidence.py): `max` drops those above it; those
+    of `drop_levels` whose twin or box risk reaches `drop_twin`/`drop_box` are dropped (None: flag only)."""
 
     max: float | None = Field(None, ge=0.0, le=1.0)  # None: flag only
+    drop_levels: list[int] = Field(default_factory=lambda: [2, 3])
+    drop_twin: float | None = Field(0.4, ge=0.0, le=1.0)
+    drop_box: float | None = Field(0.5, ge=0.0, le=1.0)
+
+
+PixelRule = Literal["colour_contradicted", "multicoloured", "same_colour_contradicted", "colour_still_true"]
+
+
+class PixelsConfig(_Strict):
+    """The photo as evidence (core/pixels/claims.py); `drop`: the rules that drop a sample (`split` may change)."""
+
+    enabled: bool = True
+    twin_search: bool = True  # look for another region like the target (core/pixels/twins.py)
+    drop: list[PixelRule] = Field(default_factory=lambda: list(get_args(PixelRule)))
 
 
 SplitName = Literal["train", "val", "test"]
@@ -360,6 +374,7 @@ class RunConfig(_Strict):
     refine: RefineConfig = RefineConfig()
     negative_mix: NegativeMixConfig = Field(default_factory=NegativeMixConfig)
     risk: RiskConfig = RiskConfig()
+    pixels: PixelsConfig = PixelsConfig()
     review: ReviewConfig = ReviewConfig()
     images: ImagesConfig = Field(default_factory=ImagesConfig)
     filters: FiltersConfig = FiltersConfig()

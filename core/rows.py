@@ -194,6 +194,25 @@ class RefineScoreRow:
 
 
 @dataclass(slots=True, kw_only=True)
+class PixelPositiveRow:
+    """What the photo says about one positive (`core/pixels/claims.py`): the rules that had something to
+    judge, the findings (`{"rule", "reason", "objects"}`), and why the graph's twin doubt is settled."""
+
+    id: int
+    checked: list[str]
+    findings: list[Json] = field(default_factory=list)
+    resolved: str | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class PixelNegativeRow:
+    """A colour text negative checked in the photo: its finding when the photo shows the new colour."""
+
+    id: int
+    finding: Json | None = None
+
+
+@dataclass(slots=True, kw_only=True)
 class PositiveDecisionRow:
     """Whether a positive is kept, why not, its flattened scores and its risk reasons."""
 

@@ -33,6 +33,7 @@ from hardneg.exports.dataset import source_dir, write_dataset
 from hardneg.exports.stats import (
     build_stats,
     image_edit_table,
+    pixel_rules,
     positive_risk,
     rejects_summary,
     run_header,
@@ -125,6 +126,7 @@ class WriteStage(Stage):
         stats = build_stats(table, neg_table, image_table, filters, decide.get("review"), mix, decide.get("audit"))
         stats["positive_risk"] = positive_risk(summaries["decide"]["stats"], unit.cfg.risk.max)
         stats["image_edits"] = image_edit_table(edits, summaries["images"]["stats"])
+        stats["pixel_rules"] = pixel_rules(summaries["pixels"]["stats"], summaries["decide"]["stats"])
         manifest = publishable(
             _manifest(unit.run, summaries, table, neg_table, image_table, writers, neg_writers), root
         )

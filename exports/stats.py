@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 
 from hardneg.core.io import atomic_write_bytes, write_json
+from hardneg.core.pixels.claims import RULE_TEXT
 
 SPLITS = ("train", "val", "test")
 LEVELS = (1, 2, 3)
@@ -50,6 +51,35 @@ def positive_risk(decide_stats: dict[str, int], max_risk: float | None) -> dict[
         "bands": {b: decide_stats.get(f"risk:{b}", 0) for b in ("none", "low", "medium", "high")},
         "max": max_risk,
         "dropped": decide_stats.get("risk_dropped", 0),
+    }
+
+
+def pixel_rules(pixels: dict[str, int], decide: dict[str, int]) -> dict[str, Any]:
+    """What each pixel rule checked, found and acted on (the pixels and decide stages' counts: a finding on
+    a positive another rule dropped first is found, not acted on), the cost, and the risk cut by level."""
+    acted = {rule: decide.get(f"pixels:removed:{rule}", 0) + decide.get(f"pixels:risk:{rule}", 0) for rule in RULE_TEXT}
+    acted["twin_resolved"] = decide.get("pixels:resolved:unannotated_twin", 0)
+    images = pixels.get("images", 0)
+    return {
+        "not_run": next((k.split(":", 1)[1] for k in sorted(pixels) if k.startswith("not_run:")), None),
+        "rules": {
+            rule: {
+                "checks": text,
+                "checked": pixels.get(f"checked:{rule}", 0),
+                "found": pixels.get(f"found:{rule}", 0),
+                "acted": acted[rule],
+            }
+            for rule, text in RULE_TEXT.items()
+        },
+        "images": images,
+        "objects": pixels.get("objects", 0),
+        "masks": pixels.get("masks", 0),
+        "ms_per_image": round(pixels.get("ms", 0) / images) if images else None,
+        "by_level": {
+            f"{what}:{family}": decide.get(f"risk_{what}:{family}", 0)
+            for what in ("level_dropped", "flagged")
+            for family in ("twin", "box")
+        },
     }
 
 
@@ -234,6 +264,24 @@ def official_finecops(stats: dict[str, Any]) -> str:
     return "### FineCops-Ref's official evaluation\n\n" + line + tail
 
 
+def _pixel_table(p: dict[str, Any]) -> str:
+    """The pixel rules' table, and the risk acted on by level (`filters/evidence.py`)."""
+    lv = p["by_level"]
+    cut = (
+        f"Risk acted on where it hurts most (`risk.drop_levels`): dropped for twin risk {lv['level_dropped:twin']}, "
+        f"for box risk {lv['level_dropped:box']}; at the other levels flagged and kept, first in the review queue: "
+        f"twin {lv['flagged:twin']}, box {lv['flagged:box']}.\n"
+    )
+    if p["not_run"]:
+        return f"### Pixel evidence\n\nNot checked: {p['not_run']} (`--images`); the graph alone decided.\n\n" + cut
+    rows = [[rule, r["checks"], r["checked"], r["found"], r["acted"]] for rule, r in p["rules"].items()]
+    title = (
+        f"Pixel evidence: each claim against the photo ({p['images']} images, {p['masks']} of their {p['objects']} "
+        f"objects masked, {p['ms_per_image']} ms an image; acted on: dropped, risk added or settled)"
+    )
+    return _table(title, ["rule", "what it checks", "checked", "found", "acted on"], rows) + "\n" + cut
+
+
 def write_stats(root: Path, stats: dict[str, Any]) -> None:
     write_json(root / "stats.json", stats)
     parts = ["# Run statistics\n"]
@@ -317,6 +365,8 @@ def write_stats(root: Path, stats: dict[str, Any]) -> None:
             f"`risk.max` {risk['max']} dropped {risk['dropped']})" if risk["max"] is not None else "not dropped)"
         )
         parts.append(_table(title, ["risk", "positives"], rows))
+    if pixels := stats.get("pixel_rules"):
+        parts.append(_pixel_table(pixels))
     rejects = stats.get("rejects") or {}
     if rejects:
         rows = [

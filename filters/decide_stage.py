@@ -1,11 +1,12 @@
 """The decide stage: scores in, decisions out, in seconds and without a model (`hardneg split` reruns it).
 
-Per positive: each configured filter that scores positives (the detector: an unannotated twin, a label
-error). Per text negative: SugarCREPE's balancing (`filters/refine.py`), then each filter's `keep`. Per
-image negative: the candidates every filter keeps, the best of them by the ranking filter. Then the human
-filter's labels (`review/apply.py`): each annotator's latest label is a vote to keep or to drop, a majority
-decides, an adjudicator's label is the final word, and a tie keeps the sample and queues it. A dropped
-positive takes its negatives with it.
+Per positive: what the photo says (the pixels stage; `filters/evidence.py`), each configured filter that
+scores positives (the detector: an unannotated twin, a label error), the risk cuts. Per text negative: a
+colour the photo shows after all (`filters/evidence.py`), SugarCREPE's balancing (`filters/refine.py`),
+then each filter's `keep`. Per image negative: the candidates every filter keeps, the best of them by the
+ranking filter. Then the human filter's labels (`review/apply.py`): each annotator's latest label is a vote
+to keep or to drop, a majority decides, an adjudicator's label is the final word, and a tie keeps the
+sample and queues it. A dropped positive takes its negatives with it.
 
 Output rows (`PositiveDecisionRow`, `NegativeDecisionRow`; `scores` flattened by score name:
 `{"similarity": 0.93, "realism": 0.04}`):
@@ -27,6 +28,8 @@ from hardneg.core.rows import (
     FilterScoreRow,
     ImageNegativeRow,
     NegativeDecisionRow,
+    PixelNegativeRow,
+    PixelPositiveRow,
     PositiveDecisionRow,
     PositiveRow,
     RefineScoreRow,
@@ -36,6 +39,7 @@ from hardneg.core.runner.stage import Stage, Unit
 from hardneg.core.schema import outputs
 from hardneg.filters.base import Scores
 from hardneg.filters.decide import Rule, decide_image, first_failure, flatten, rules
+from hardneg.filters.evidence import level_drop, negative_photo, with_photo
 from hardneg.filters.mix import VERSION as MIX_VERSION
 from hardneg.filters.mix import MixItem, mix
 from hardneg.filters.refine import RefinePair, refine
@@ -74,8 +78,9 @@ class _Tally:
 
 class DecideStage(Stage):
     name = "decide"
-    version = "decide@v5"  # v4: refinement per type and level, the type mix of text negatives; v5: positives' risk
-    reads = ("language", "images", "filters", "refine")
+    version = "decide@v6"  # v4: refinement per type and level, the type mix of text negatives; v5: positives' risk;
+    # v6: the photo's findings, risk dropped by level
+    reads = ("language", "images", "pixels", "filters", "refine")
     writes = outputs({"positives": PositiveDecisionRow, "negatives": NegativeDecisionRow})
     config = (
         "seed",
@@ -88,6 +93,7 @@ class DecideStage(Stage):
         "negative_mix",
         "language.negative_types",
         "risk",
+        "pixels.drop",
         "review",
     )
     sharded = False
@@ -143,17 +149,19 @@ class DecideStage(Stage):
         if "detector" not in cfg.filters.scorers:
             why = "no detector looked for an unannotated object of the target's name"
             run_reasons.append({"kind": "no_detector", "why": why, "weight": RISK_WEIGHTS["no_detector"]})
+        photo = {r.id: r for r in unit.records_all("pixels", "positives", PixelPositiveRow)}
         out = []
         for r in unit.records_all("language", "positives", PositiveRow):
             unit.items_in += 1
             unit.stats["positives"] += 1
             about[r.id] = (r.image_id, _path_objects(r.path))
-            reasons = [*r.risk_reasons, *run_reasons]
+            reasons, why = with_photo([*r.risk_reasons, *run_reasons], photo.get(r.id), cfg, unit.stats)
+            if r.id in photo:
+                tally.one("pixels:positive", why is None)
             risk = combine(x["weight"] for x in reasons)
             unit.stats[f"risk:{risk_band(risk)}"] += 1
-            why = None
             by_version = _scores(stored, r.id)
-            if by_version:  # a positive no filter scored is decided by its risk alone
+            if by_version and why is None:  # a positive no filter scored is decided by its risk alone
                 applied, why = first_failure(by_version, active, "positive")
                 tally.rules("positive", applied, why is not None)
             scores = {**flatten(by_version), "annotation_risk": risk}
@@ -163,10 +171,15 @@ class DecideStage(Stage):
                     kinds = ", ".join(sorted({x["kind"] for x in reasons}))
                     why = f"risk: {risk:.2f} above risk.max {cfg.risk.max} ({kinds})"
                     unit.stats["risk_dropped"] += 1
+            if why is None:
+                why, flagged = level_drop(r.level, reasons, cfg, unit.stats)
+                tally.one("risk_level", why is None)
+                if flagged:
+                    scores["at_risk"] = 1.0  # kept at risk: the review queue starts with it
             if why is not None:
                 detail = {"tuple_type": r.tuple_type, "level": r.level, "expression": r.expression, **scores}
-                unit.reject(Reject("risk" if why.startswith("risk: ") else "filter", why, r.image_id, r.id,
-                                   detail=detail))  # fmt: skip
+                stage = why.split(": ", 1)[0] if why.startswith(("risk: ", "pixels: ")) else "filter"
+                unit.reject(Reject(stage, why, r.image_id, r.id, detail=detail))
             out.append({"id": r.id, "keep": why is None, "reason": why, "scores": scores, "risk_reasons": reasons})
         return out
 
@@ -185,6 +198,7 @@ class DecideStage(Stage):
         unit.meta["refine"] = groups
         out: list[dict[str, Any]] = []
         kinds: dict[int, tuple[str, int, int]] = {}  # id -> (negative type, positive id, negative level)
+        photo = {r.id: r for r in unit.records_all("pixels", "negatives", PixelNegativeRow)}
         for r in unit.records_all("language", "negatives", TextNegativeRow):
             kinds[r.id] = (r.negative_type, r.positive_id, r.negative_level)
             unit.items_in += 1
@@ -193,6 +207,10 @@ class DecideStage(Stage):
             detail = {"negative_type": r.negative_type, "expression": r.expression, **scores}
             if r.positive_id in dropped:
                 out.append({"id": r.id, "keep": False, "reason": f"its positive was dropped: {dropped[r.positive_id]}"})
+                continue
+            if (why := negative_photo(photo.get(r.id), cfg, unit.stats)) is not None:
+                unit.reject(Reject("pixels", why, r.image_id, r.id, detail=detail))
+                out.append({"id": r.id, "keep": False, "reason": why})
                 continue
             if cfg.refine.enabled:
                 tally.one("refine", r.id in refine_kept)

@@ -1,7 +1,7 @@
 """The pipeline's one ordered stage list, which every way of running loops over.
 
     ingest -> hygiene (per shard) -> plausibility -> paths (per shard) -> select -> language (per shard)
-           -> images (per shard) -> filters (per shard) -> refine -> decide -> write -> exports -> report
+           -> images, pixels (per shard) -> filters (per shard) -> refine -> decide -> write -> exports -> report
 
 A module of its own, importing only the stages: the pipeline (`flows/pipeline.py`) and the workers that
 run one unit wherever they are (`flows/runners.py`) both read it, and neither imports the other for it.
@@ -16,6 +16,7 @@ from hardneg.core.plugins import EXPORTS
 from hardneg.core.runner.stage import Stage
 from hardneg.exports.finecops import WriteStage
 from hardneg.filters.decide_stage import DecideStage
+from hardneg.filters.pixels_stage import PixelsStage
 from hardneg.filters.refine_stage import RefineStage
 from hardneg.filters.score import FiltersStage
 from hardneg.generators.images.stage import ImagesStage
@@ -35,6 +36,7 @@ def stages() -> tuple[Stage, ...]:
         SelectStage(),
         LanguageStage(),
         ImagesStage(),
+        PixelsStage(),
         FiltersStage(),
         RefineStage(),
         DecideStage(),

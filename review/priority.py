@@ -23,6 +23,8 @@ UNSCORED = 0.5  # a record with no known score: no evidence either way
 RUN_RISKS: dict[str, Callable[[float], float]] = {
     # annotation risk: what the positive's graph cannot rule out (generators/paths/annotation_rules.py)
     "annotation_risk": lambda v: min(1.0, max(0.0, v)),
+    # a positive kept at a level where its twin or box risk would have dropped it (filters/evidence.py)
+    "at_risk": lambda v: min(1.0, max(0.0, v)),
 }
 
 
@@ -69,7 +71,9 @@ def priority_key(record: dict[str, Any]) -> tuple[float, int, int, int]:
 
 
 def in_default_queue(record: dict[str, Any]) -> bool:
-    """What the paper sent to humans: positives of levels 2 and 3; and here every negative."""
+    """What the paper sent to humans: positives of levels 2 and 3; and here every negative, and every positive
+    kept at risk (`at_risk`: its twin or box risk drops its kind at levels 2 and 3)."""
     if "positive_id" in record or "negative_type" in record:
         return True
-    return _int(record.get("level")) >= 2
+    scores = record.get("scores")
+    return _int(record.get("level")) >= 2 or (isinstance(scores, dict) and scores.get("at_risk") == 1.0)

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hardneg.core.geometry import intersection
+from hardneg.core.gqa.boxes import bin_key, box_bins
 from hardneg.core.records import SceneGraph, SceneObject
 from hardneg.core.words.table import Words
 
@@ -68,6 +69,8 @@ class AnnotationStats:
     printed: Counter = field(default_factory=Counter)  # name -> boxes inside a text surface of another name
     log_area: Counter = field(default_factory=Counter)  # name -> sum of log(box area / image area)
     together: Counter = field(default_factory=Counter)  # (name, other name), sorted -> images holding both
+    shape: Counter = field(default_factory=Counter)  # "<name>\t<bin>" -> boxes (`core/gqa/boxes.py`)
+    place: Counter = field(default_factory=Counter)  # the same for where the box's centre is
 
     def add(self, graph: SceneGraph, words: Words) -> None:
         per_image = Counter(o.name for o in graph.objects.values())
@@ -82,6 +85,9 @@ class AnnotationStats:
             self.boxes[o.name] += 1
             if o.area > 0:
                 self.log_area[o.name] += math.log(o.area / image_area)
+            if (bins := box_bins(o.box, graph.width, graph.height)) is not None:
+                self.shape[bin_key(o.name, bins["shape"])] += 1
+                self.place[bin_key(o.name, bins["place"])] += 1
             if any(t.name != o.name and inside(o, t) for t in texts):
                 self.printed[o.name] += 1
 
@@ -120,7 +126,7 @@ class AnnotationStats:
         return math.exp(self.log_area[name] / n) if n >= MIN_BOXES else None
 
     def rows(self) -> Iterator[dict[str, Any]]:
-        for kind in ("images", "multi", "boxes", "printed", "log_area", "together"):
+        for kind in ("images", "multi", "boxes", "printed", "log_area", "together", "shape", "place"):
             c: Counter = getattr(self, kind)
             for key in sorted(c):
                 if c[key]:

@@ -7,25 +7,35 @@ Rules (each a `paths.rules` entry, switchable to measure what it removes):
   mostly boxes inside one;
 - `many_targets`: a name the corpus usually sees several times per image (meat on a plate, fries, people
   in a crowd) cannot pick out one object by itself, nor with an attribute most of its instances carry
-  ("the brown meat"): its path needs a relation, or an attribute that is rare for the name.
+  ("the brown meat"): its path needs a relation, or an attribute that is rare for the name;
+- `same_kind`: a name covers more than itself. "The food" is not unique where a cake is annotated, nor
+  "the man" beside "men": another object whose name is a kind of the target's, a plural or a synonym of
+  it, and that fits the path as well, makes the path not unique (`SameKind`). An object that is the
+  target itself or a part of it (its box inside the target's, or the target's inside its) is no twin.
 
 Then every positive gets a `risk` (`risk_reasons`), what the graph cannot rule out, for the review app to
 show first and `hardneg split` to drop above `risk.max`: a name that often comes in many, a box inside a
 picture (a painting, a screen) that may show the object rather than hold it, a box far larger than its
 name's, a box that tiles one rectangle with another of its name (one object in two halves, or two alike
-side by side: the boxes cannot tell), and a uniqueness that rests on a missing annotation (another object
-of the name is not annotated otherwise: a plate with no colour may well be white).
+side by side: the boxes cannot tell), a box unlike its name's boxes in size, shape or place
+(`core/gqa/boxes.py`: a sliver of a counter called "cabinet"), and a uniqueness that rests on a missing
+annotation (another object of the name is not annotated otherwise: a plate with no colour may well be
+white).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from hardneg.core.executor import GraphIndex, execute
+from hardneg.core.geometry import iou
 from hardneg.core.gqa.annotations import MANY, OVERSIZED, PRINTED, AnnotationStats, inside, split_pair
+from hardneg.core.gqa.boxes import BoxShapes
 from hardneg.core.gqa.plausibility import Counts
 from hardneg.core.records import PathNode, SceneGraph, SceneObject
+from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
 
 RARE = 0.25  # an attribute held by at most this share of a name's boxes tells one of them apart
@@ -37,9 +47,21 @@ RISK_WEIGHTS = {
     "in_picture": 0.4,
     "oversized": 0.2,
     "split": 0.3,
+    "box_misfit": 0.5,
     "unannotated_twin": 0.4,
     "no_detector": 0.1,
+    # read in the photo (`core/pixels/`, the pixels stage): another region that looks like the target, strongly
+    # or somewhat; another object the path's colour claim does not rule out and whose pixels show that colour
+    "photo_twin": 0.5,
+    "photo_lookalike": 0.2,
+    "colour_twin": 0.6,
 }
+# the reasons that say another object may fit, and those that say the box may not be what its name says:
+# a positive of a level in `risk.drop.levels` whose twin or box risk reaches `risk.drop` is dropped
+TWIN_KINDS = frozenset({"many", "split", "unannotated_twin", "photo_twin", "photo_lookalike", "colour_twin"})
+BOX_KINDS = frozenset({"in_picture", "oversized", "box_misfit"})
+SAME_KIND = frozenset({"plural", "synonym", "hyponym"})  # Words.name_relation(other, target): a kind of the target
+SAME_OBJECT_IOU = 0.5  # two boxes this alike are one object under two names
 
 
 @dataclass(slots=True, frozen=True)
@@ -49,6 +71,7 @@ class Evidence:
 
     notes: AnnotationStats
     counts: Counts
+    boxes: BoxShapes | None = None  # the shipped box shapes combined with the run's own (`core/gqa/boxes.py`)
 
     def discriminating(self, attribute: str, name: str) -> bool:
         n = self.counts.boxes(name)
@@ -99,6 +122,10 @@ def risk_reasons(
             out.append(
                 {"kind": "oversized", "why": f"its box is {area / usual:.0f}x the usual size of a '{target.name}'"}
             )
+    if ev is not None and ev.boxes is not None:
+        misfit = ev.boxes.misfit(target.name, target.box, graph.width, graph.height, counted=True)
+        if misfit is not None:
+            out.append({"kind": "box_misfit", "why": misfit.reason})
     for other in graph.objects.values():
         if other.id != target.id and other.name == target.name and split_pair(target, other):
             why = f"its box and {other.name} {other.id} tile one rectangle: it may be half of one object"
@@ -109,6 +136,45 @@ def risk_reasons(
     for r in out:
         r["weight"] = RISK_WEIGHTS[r["kind"]]
     return out
+
+
+class SameKind:
+    """Rule `same_kind` for one target: the other objects of its kind under another name (a kind of the
+    target's name, a plural or a synonym of it, not the target itself or a part of it), and a second index of
+    the graph in which they carry the target's name, so the executor tells whether a path fits them too."""
+
+    def __init__(self, target: SceneObject, graph: SceneGraph, words: Words, table: AttributeTable) -> None:
+        self.target = target
+        self.kin: dict[str, str] = {}  # object id -> how its name relates to the target's
+        for o in graph.objects.values():
+            if o.id == target.id or o.name == target.name:
+                continue
+            rel = words.name_relation(o.name, target.name)
+            if rel in SAME_KIND and not _one_object(o, target, rel):
+                self.kin[o.id] = rel
+        self.index: GraphIndex | None = None
+        if self.kin:
+            renamed = {oid: replace(o, name=target.name) if oid in self.kin else o for oid, o in graph.objects.items()}
+            self.index = GraphIndex(replace(graph, objects=renamed), table)
+
+    def refusal(self, path: PathNode, graph: SceneGraph) -> str | None:
+        """Why `path` does not pick out the target alone once its kin carry its name, or None."""
+        if self.index is None:
+            return None
+        fits = sorted(set(execute(path.without_ids(), self.index)) & self.kin.keys())
+        if not fits:
+            return None
+        o = graph.objects[fits[0]]
+        how = {"plural": "a plural of", "synonym": "another name for", "hyponym": "a kind of"}[self.kin[o.id]]
+        return f"'{o.name}' {o.id} is {how} '{self.target.name}' and fits the path as well"
+
+
+def _one_object(o: SceneObject, target: SceneObject, rel: str) -> bool:
+    """Whether `o` is the target itself, or a part or a whole of it (its box in the target's or the
+    target's in its); a group under a plural name is one object only when its box is the target's."""
+    if rel == "plural":
+        return iou(o.box, target.box) >= 0.7
+    return iou(o.box, target.box) >= SAME_OBJECT_IOU or inside(o, target) or inside(target, o)
 
 
 def combine(weights: Iterable[float]) -> float:

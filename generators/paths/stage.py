@@ -14,6 +14,7 @@ from hardneg.core.config import RunConfig
 from hardneg.core.errors import EmptyInput
 from hardneg.core.executor import GraphIndex, execute, matches_exactly
 from hardneg.core.gqa.annotations import AnnotationStats
+from hardneg.core.gqa.boxes import BoxShapes
 from hardneg.core.gqa.hygiene import words_digest
 from hardneg.core.gqa.plausibility import Counts
 from hardneg.core.records import PathEdge, PathNode, Positive, Reject, SameEdge, SceneGraph, SceneObject
@@ -21,7 +22,7 @@ from hardneg.core.rows import GraphRow, PositiveRow
 from hardneg.core.runner.stage import Run, Stage, Unit
 from hardneg.core.schema import outputs
 from hardneg.core.words.vocab import RelationVocab
-from hardneg.generators.paths.annotation_rules import Evidence, many_refusal, printed_refusal, risk_reasons
+from hardneg.generators.paths.annotation_rules import Evidence, SameKind, many_refusal, printed_refusal, risk_reasons
 from hardneg.generators.paths.budget import SearchBudgetSpent
 from hardneg.generators.paths.search import KeyedRandom, PathSearch, candidate_paths
 from hardneg.generators.paths.select import attributes_swappable
@@ -138,6 +139,7 @@ def _search_target(
         return
     stats["targets"] += 1
     lookahead = cfg.paths.negatives_lookahead
+    kin = SameKind(obj, graph, res.words, res.table) if "same_kind" in res.rules else None
     for ptype in cfg.paths.types:
         rng = KeyedRandom(cfg.seed, graph.image_id, tid, ptype)
         found: list[_Candidate] = []
@@ -158,6 +160,11 @@ def _search_target(
                 raise AssertionError(f"image {graph.image_id}: mask search kept a non-unique path")
             if "many_targets" in res.rules and (why := many_refusal(path, evidence)) is not None:
                 stats["refused:many_targets"] += 1
+                rejects.append(Reject("paths", why, graph.image_id, Positive.make_id(graph.image_id, path),
+                                      detail={"object": tid, "tuple_type": ptype}))  # fmt: skip
+                continue
+            if kin is not None and (why := kin.refusal(path, graph)) is not None:
+                stats["refused:same_kind"] += 1
                 rejects.append(Reject("paths", why, graph.image_id, Positive.make_id(graph.image_id, path),
                                       detail={"object": tid, "tuple_type": ptype}))  # fmt: skip
                 continue
@@ -240,6 +247,14 @@ def _positive(
     )
 
 
+def _evidence(unit: Unit) -> Evidence:
+    """What the corpus says about annotations: the run's statistics, and its boxes with the shipped ones."""
+    notes = AnnotationStats.from_rows(unit.read_all("plausibility", "annotations"))
+    counts = Counts.from_rows(r for r in unit.read_all("plausibility", "counts") if r["kind"] != "triples")
+    shipped = BoxShapes.load(unit.cfg.resolve(unit.cfg.paths.box_shapes))
+    return Evidence(notes, counts, shipped.combined(BoxShapes.from_counts(notes.shape, notes.place)))
+
+
 def _cap_image(
     kept: list[_Candidate], cfg: RunConfig, image_id: str, res: PathResources
 ) -> tuple[list[_Candidate], list[_Candidate]]:
@@ -279,7 +294,8 @@ class PathsStage(Stage):
     reads = ("hygiene", "plausibility")
     writes = outputs({"positives": PositiveRow})  # candidates: the select stage keeps some
     config = ("seed", "attribute_table", "targets", "paths")
-    data = ("attribute_table", "targets.poor_referents", "paths.relations", "paths.templates", "paths.english")
+    data = ("attribute_table", "targets.poor_referents", "paths.relations", "paths.templates", "paths.english",
+            "paths.box_shapes")  # fmt: skip
 
     def extra_fingerprint(self, run: Run) -> object:
         return words_digest()
