@@ -29,7 +29,10 @@ class LexiconBackend:
         self.version = lexicon.version
         self._rules = [(re.compile(a), b) for a, b in lexicon.paraphrases]
         self._synonyms = {**lexicon.relation_synonyms, **lexicon.attribute_synonyms}
-        self._synonym_patterns = [(re.compile(rf"\b{re.escape(w)}\b"), syns) for w, syns in self._synonyms.items()]
+        # One alternation, longest phrase first: "on top of" is one relation, never "on" followed by "top of"
+        # (swapping that "on" wrote "on top of top of").
+        words = sorted(self._synonyms, key=len, reverse=True)
+        self._synonym_rx = re.compile(r"\b(" + "|".join(re.escape(w) for w in words) + r")\b") if words else None
         self._calls = 0
 
     def stats(self) -> dict[str, int]:
@@ -40,9 +43,11 @@ class LexiconBackend:
         """Every distinct paraphrase reachable by one or two rules or one synonym swap, sorted."""
         once = [rx.sub(repl, text, count=1) for rx, repl in self._rules]
         out = {t for t in once if t != text}
-        for pat, syns in self._synonym_patterns:
-            if pat.search(text):
-                out.update(pat.sub(s, text, count=1) for s in syns)
+        first: dict[str, re.Match[str]] = {}
+        for m in self._synonym_rx.finditer(text) if self._synonym_rx else ():
+            first.setdefault(m.group(1), m)
+        for word, m in first.items():
+            out.update(text[: m.start()] + s + text[m.end() :] for s in self._synonyms[word])
         for a, b in itertools.combinations(range(len(self._rules)), 2):
             if once[a] == text:
                 continue  # rule a changes nothing: the pair is rule b alone, already in `out`

@@ -180,6 +180,16 @@ def test_lexicon_backend_is_deterministic_and_prefers_antonyms():
     assert vetoed.values is None and vetoed.error == "semantic: all still match"
 
 
+def test_a_lexicon_rewrite_swaps_a_whole_relation_never_a_word_inside_a_longer_one():
+    """ "on top of" is one relation: swapping its "on" for a synonym of "on" wrote "on top of top of" and
+    "atop top of"."""
+    b = LexiconBackend(LEXICON, seed=0)
+    variants = b.variants("the parking meter behind a man and on top of a street")
+    assert "the parking meter behind a man and atop a street" in variants
+    assert not [v for v in variants if "top of top" in v or "atop top" in v or "on on" in v], variants
+    assert "the cup atop the table" in b.variants("the cup on the table")  # a lone "on" is still swapped
+
+
 def test_no_emitted_replacement_or_swap_is_still_true_by_the_word_tables(demo_run: Path):
     """On the whole demo, every replacement contradicts what it replaced and no swap exchanges
     words that could both be true (synonyms, plural forms, kinds, parts, compatible words, crowd names)."""

@@ -10,6 +10,10 @@ and are visible from the graph alone:
 - **spatial edges the boxes contradict**: a stored "A to the left of B" where the boxes put A right of B
   by the geometric rule (`core/geometry.py`) is dropped.
 
+Relations written another way than GQA writes them (Visual Genome's raw "wears", "is on", "sits on") are
+respelled in GQA's form ("wearing", "on", "sitting on": `Words.relation_form`), so templates read "the man
+wearing the backpack", never "the man that is wears the backpack"; respellings are counted, not rejected.
+
 Crowd and background names (trees, windows, grass) are not changed here; the path rules refuse them as
 targets and anchors (`generators/paths/targets.py`), by the word tables (`core/words/table.py`).
 """
@@ -108,25 +112,29 @@ def clean(
         seen: set[tuple[str, str]] = set()
         for r in o.relations:
             other = target(r.object)
-            if other == oid or (r.name, other) in seen or other not in graph.objects:
+            name = words.relation_form(r.name) or r.name
+            if other == oid or (name, other) in seen or other not in graph.objects:
                 continue
-            if drop_spatial and contradicted(r.name, o.box, graph.objects[other].box):
+            if name != r.name:
+                changes.append({"kind": "respelled_relation", "reason": f"'{r.name}' -> '{name}'", "objects": []})
+            if drop_spatial and contradicted(name, o.box, graph.objects[other].box):
                 changes.append({
                     "kind": "dropped_contradicted_edge",
-                    "reason": f"'{o.name}' {oid} {r.name} '{graph.objects[other].name}' {other}: "
+                    "reason": f"'{o.name}' {oid} {name} '{graph.objects[other].name}' {other}: "
                     "the boxes say the opposite",
                     "objects": [oid, other],
                 })  # fmt: skip
                 continue
-            seen.add((r.name, other))
-            rels.append(Relation(r.name, other))
+            seen.add((name, other))
+            rels.append(Relation(name, other))
         objects[oid] = replace(o, relations=tuple(rels))
     return replace(graph, objects=objects), changes
 
 
 class HygieneStage(Stage):
     name = "hygiene"
-    version = "hygiene@v2"  # v2: the box rule reads every spelling of a direction ("to left of")
+    version = "hygiene@v3"  # v2: the box rule reads every spelling of a direction ("to left of"); v3: GQA's
+    # spelling of every relation
     reads = ("ingest",)
     writes = outputs({"graphs": GraphRow})
     config = ("hygiene",)
@@ -143,6 +151,8 @@ class HygieneStage(Stage):
             graph, changes = clean(row.scene_graph(), words, h.merge_iou, h.drop_contradicted_spatial)
             for c in changes:
                 unit.stats[c["kind"]] += 1
+                if c["kind"] == "respelled_relation":
+                    continue  # the same fact, spelled as GQA spells it
                 unit.reject(Reject("hygiene", c["reason"], graph.image_id, detail={"objects": c["objects"]}))
             rows.append(graph_to_row(graph))
         unit.write("graphs", rows)
