@@ -11,45 +11,21 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from hardneg.core.config_exports import ExportsConfig
-from hardneg.core.config_files import describe_errors, find_config, merge, read_layers
+from hardneg.core.config_files import Strict as _Strict
+from hardneg.core.config_files import describe_errors, dotted_value, find_config, merge, read_layers
 from hardneg.core.errors import ConfigError
 from hardneg.core.gqa.stream import DEFAULT_LIMITS, MAX_PARSEABLE_DEPTH
 from hardneg.core.ids import id_problem
 from hardneg.core.plugins import IMAGE_NEGATIVES, TEXT_NEGATIVES
-from hardneg.core.resources import bundled_dir, data_path, is_bundled
+from hardneg.core.resources import bundled_dir, data_path
 
 DEFAULT_CONFIG = bundled_dir("configs") / "demo.yaml"
 
 PathType = Literal["0_hop", "1_hop", "and", "2_hop", "same_attr", "same_attr_2hop"]
 ALL_PATH_TYPES: tuple[str, ...] = ("0_hop", "1_hop", "and", "2_hop", "same_attr", "same_attr_2hop")
-
-
-class _Strict(BaseModel):
-    # strict: `shard_size: "16"` or `true` is an error, not 16 or 1; a float key takes an int (0 is 0.0)
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-    @field_validator("*", mode="before")
-    @classmethod
-    def _paths_from_strings(cls, v: Any, info: ValidationInfo) -> Any:
-        """YAML has no path type: a string is a path where a path is expected (JSON mode does this itself)."""
-        if isinstance(v, str) and info.mode == "python" and info.field_name is not None:
-            ann = cls.model_fields[info.field_name].annotation
-            if ann is Path or Path in get_args(ann):
-                return Path(v)
-        return v
-
-    @field_validator("*", mode="after")
-    @classmethod
-    def _paths_from_here(cls, v: Any) -> Any:
-        """A relative data path means the working directory's file *when the config is read*: made absolute
-        here, so the stored config names the same file for `hardneg split` from another folder or a remote
-        worker. Bundled data (`templates/...`) stays relative: it is found in the installed package."""
-        if isinstance(v, Path) and not v.is_absolute() and not is_bundled(v):
-            return Path.cwd() / v
-        return v
 
 
 class InputsConfig(_Strict):
@@ -412,19 +388,6 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
         raise ConfigError(f"config {p} is invalid: {describe_errors(e, RunConfig)}") from None
 
 
-def leaf_keys(tree: dict[str, Any], prefix: str = "") -> list[str]:
-    """Dotted keys of the leaves of a nested mapping: {"filters": {"thresholds": {"seam": {"max": 1}}}}
-    gives ["filters.thresholds.seam.max"]."""
-    out: list[str] = []
-    for k, v in tree.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, dict) and v:
-            out.extend(leaf_keys(v, key + "."))
-        else:
-            out.append(key)
-    return out
-
-
 def apply_overrides(cfg: RunConfig, overrides: dict[str, Any]) -> RunConfig:
     """`cfg` with nested `overrides` merged on top, validated like a config file."""
     raw = cfg.model_dump(mode="json")
@@ -437,9 +400,4 @@ def apply_overrides(cfg: RunConfig, overrides: dict[str, Any]) -> RunConfig:
 
 def config_value(cfg: RunConfig, dotted: str) -> Any:
     """The JSON value of a dotted config key ("filters.scorers")."""
-    value: Any = cfg.model_dump(mode="json")
-    for part in dotted.split("."):
-        if not isinstance(value, dict) or part not in value:
-            raise KeyError(f"config has no key {dotted!r}")
-        value = value[part]
-    return value
+    return dotted_value(cfg.model_dump(mode="json"), dotted, "config")

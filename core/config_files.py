@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import difflib
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
 
 from hardneg.core.errors import ConfigError
-from hardneg.core.resources import bundled_config, bundled_dir
+from hardneg.core.resources import bundled_config, bundled_dir, is_bundled
 from hardneg.core.words.common import load_yaml_text
 
 BASE_KEY = "base"
@@ -151,3 +151,53 @@ def diff_tree(base: dict[str, Any], target: dict[str, Any]) -> dict[str, Any]:
         elif k not in base or base[k] != v:
             out[k] = v
     return out
+
+
+class Strict(BaseModel):
+    """Base of every config section: unknown keys are errors, values strict and frozen, paths resolved."""
+
+    # strict: `shard_size: "16"` or `true` is an error, not 16 or 1; a float key takes an int (0 is 0.0)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _paths_from_strings(cls, v: Any, info: ValidationInfo) -> Any:
+        """YAML has no path type: a string is a path where a path is expected (JSON mode does this itself)."""
+        if isinstance(v, str) and info.mode == "python" and info.field_name is not None:
+            ann = cls.model_fields[info.field_name].annotation
+            if ann is Path or Path in get_args(ann):
+                return Path(v)
+        return v
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _paths_from_here(cls, v: Any) -> Any:
+        """A relative data path means the working directory's file *when the config is read*: made absolute
+        here, so the stored config names the same file for `hardneg split` from another folder or a remote
+        worker. Bundled data (`templates/...`) stays relative: it is found in the installed package."""
+        if isinstance(v, Path) and not v.is_absolute() and not is_bundled(v):
+            return Path.cwd() / v
+        return v
+
+
+def leaf_keys(tree: dict[str, Any], prefix: str = "") -> list[str]:
+    """Dotted keys of the leaves of a nested mapping: {"filters": {"thresholds": {"seam": {"max": 1}}}}
+    gives ["filters.thresholds.seam.max"]."""
+    out: list[str] = []
+    for k, v in tree.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict) and v:
+            out.extend(leaf_keys(v, key + "."))
+        else:
+            out.append(key)
+    return out
+
+
+def dotted_value(tree: dict[str, Any], dotted: str, what: str = "tree") -> Any:
+    """The value at a dotted key of a nested mapping; KeyError naming the key when there is none."""
+    value: Any = tree
+    for part in dotted.split("."):
+        if not isinstance(value, dict) or part not in value:
+            raise KeyError(f"{what} has no key {dotted!r}")
+        value = value[part]
+    return value

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hardneg.core.config import RunConfig, apply_overrides, leaf_keys
+from hardneg.core.config import RunConfig, apply_overrides
+from hardneg.core.config_files import leaf_keys
 from hardneg.core.errors import ConfigError, HardnegError
 from hardneg.core.rows import kept_digest
 from hardneg.core.runner.folder import prepare_run, removed_on_bad_input, stored_config

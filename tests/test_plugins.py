@@ -123,9 +123,10 @@ def plugin_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         cfg = load_config(
             None,
             {
-                "demo": {"n_scenes": 16},
-                "shard_size": 16,
+                "demo": {"n_scenes": 24},
+                "shard_size": 24,
                 "images": {"enabled": False},
+                "pixels": {"enabled": False},  # the demo's drawn colours would take the few samples of a new kind
                 "refine": {"enabled": False},  # its balance would drop the few negatives of a new kind
                 "filters": {"scorers": {"length": {}}, "thresholds": {"length": {"max_ratio": 1.1}}},
                 "exports": {k: {"enabled": False} for k in ("tricd", "probes", "probe_b", "imagecode")},

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from hardneg.core.config import RunConfig, apply_overrides, config_value, leaf_keys, load_config
+from hardneg.core.config import RunConfig, apply_overrides, config_value, load_config
+from hardneg.core.config_files import leaf_keys
 from hardneg.core.demo.world import build_demo_world
 from hardneg.core.errors import ConfigError
 from hardneg.core.runner.folder import prepare_run

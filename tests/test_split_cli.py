@@ -117,12 +117,17 @@ def test_every_stage_summary_and_the_manifest_carry_time_items_and_rejects(run: 
 def test_split_drops_positives_above_the_risk_threshold_and_counts_them(run: Path, tmp_path: Path):
     """`risk.max`: positives whose risk (what their graph cannot rule out) is above it go, with their
     negatives, each to rejects.jsonl with the reason; stats.md counts the positives per risk band."""
+    def risk_rejects() -> list[dict]:
+        rejects = [orjson.loads(x) for x in (run / "rejects.jsonl").read_bytes().splitlines()]
+        return [r for r in rejects if r["stage"] == "risk"]
+
     before = sum(_manifest(run)["counts"]["positives"].values())
+    dropped_before = {r["sample_id"] for r in risk_rejects()}  # the run's own per-level drops (risk.drop_twin)
     assert main(["split", str(run), "--config", _yaml(tmp_path, "risk: {max: 0.3}\n")]) == 0
     after = sum(_manifest(run)["counts"]["positives"].values())
-    rejects = [orjson.loads(x) for x in (run / "rejects.jsonl").read_bytes().splitlines()]
-    dropped = [r for r in rejects if r["stage"] == "risk"]
-    assert dropped and after == before - len(dropped)
+    dropped = risk_rejects()
+    assert all("above risk.max 0.3" in r["reason"] for r in dropped)  # the first rule a positive fails is named
+    assert dropped and after == before - len({r["sample_id"] for r in dropped} - dropped_before)
     assert all(r["reason"].startswith("risk: ") and r["detail"]["annotation_risk"] > 0.3 for r in dropped)
     kept = [
         p for s in ("train", "val", "test") for p in orjson.loads((run / "splits" / s / "positive.json").read_bytes())
