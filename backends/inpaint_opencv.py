@@ -51,9 +51,6 @@ RGB = tuple[int, int, int]
 # The colour table (GQA colour name -> a typical object RGB) lives in core/colors.py, shared with the
 # edit checks that verify a recolour; re-exported here under its old name.
 
-ACHROMATIC_CHROMA = 8.0  # LAB chroma below which a colour (or an object) counts as having no hue
-HUE_TOLERANCE_DEG = 35.0  # pixels this far from the object's dominant hue are other parts (a flower's stem)
-NEUTRAL_L_TOLERANCE = 25.0  # LAB L; for a neutral object, pixels this far from its lightness are other parts
 # GrabCut itself (its working size, and the least share of the box a cut must keep, below which the whole
 # box is used) is core/pixels/masks.py's, shared with the pixel evidence checks.
 # A replacement's donor must hide at least this share of the old object's pixels: the rest is Telea fill,
@@ -97,67 +94,9 @@ def _morph(mask: np.ndarray, px: int) -> np.ndarray:
     return op(mask.astype(np.uint8), kernel).astype(bool)
 
 
-def _feather(mask: np.ndarray, sigma: float) -> np.ndarray:
-    """A soft alpha (float32, HxWx1) from a bool mask."""
-    alpha = mask.astype(np.float32)
-    if sigma > 0:
-        alpha = cv2.GaussianBlur(alpha, (0, 0), sigma)
-    return alpha[..., None]
-
-
 def _fill_holes(mask: np.ndarray) -> np.ndarray:
     """`mask` with every enclosed hole filled (highlights, patterns and outlines inside an object)."""
     return fill_holes(mask)
-
-
-def _colour_core(lab: np.ndarray, fg: np.ndarray, source: RGB | None = None) -> np.ndarray:
-    """The part of the GrabCut mask that carries the object's colour: pixels of its dominant hue (or, for a
-    white / black / grey object, neutral pixels of its dominant lightness), plus the holes inside them that
-    are neutral or of that hue (highlights, stripes, outlines). A "red flower" has red petals: its yellow
-    centre and green stem, or a black book resting on a red chair's seat, are not the colour to change."""
-    lightness, a, b = lab[..., 0], lab[..., 1], lab[..., 2]
-    chroma = np.hypot(a, b)
-    neutral = chroma <= ACHROMATIC_CHROMA
-    chromatic = fg & ~neutral
-    # The colour the graph says the object has, when known, decides which part carries it: a white
-    # flower's petals, not its yellow centre.
-    src = _to_lab(np.array([[source]], np.uint8))[0, 0] if source is not None else None
-    src_neutral = src is not None and float(np.hypot(src[1], src[2])) <= ACHROMATIC_CHROMA
-    if (src is None and chromatic.sum() < 0.3 * fg.sum()) or (src_neutral and (fg & neutral).any()):
-        member = neutral  # a neutral object: a grey house body, not its brown roof
-        pool = lightness[fg & neutral]
-        if src is not None:  # the neutral pixels nearest the named lightness (white petals, not a black outline)
-            near_l = pool[np.abs(pool - src[0]) < 2 * NEUTRAL_L_TOLERANCE]
-            pool = near_l if near_l.size else pool
-        median_l = float(np.median(pool))
-        core = fg & neutral & (np.abs(lightness - median_l) < NEUTRAL_L_TOLERANCE)
-    elif not chromatic.any():
-        return fg
-    else:
-        hue = np.degrees(np.arctan2(b, a)) % 360.0
-        weights = chroma[chromatic]
-        hist, _ = np.histogram(hue[chromatic], bins=36, range=(0.0, 360.0), weights=weights)
-        peak = (np.argmax(hist) + 0.5) * 10.0
-        if src is not None and not src_neutral:
-            peak = float(np.degrees(np.arctan2(src[2], src[1])) % 360.0)
-        near = np.abs((hue[chromatic] - peak + 180.0) % 360.0 - 180.0) < HUE_TOLERANCE_DEG
-        # Refine the histogram peak to the chroma-weighted circular mean of the pixels around it.
-        rad, w = np.radians(hue[chromatic][near]), weights[near]
-        mean = np.degrees(np.arctan2((w * np.sin(rad)).sum(), (w * np.cos(rad)).sum()))
-        same_hue = np.abs((hue - mean + 180.0) % 360.0 - 180.0) < HUE_TOLERANCE_DEG
-        member = same_hue | neutral
-        core = chromatic & same_hue
-    if core.sum() < 0.1 * fg.sum():
-        return fg
-    return fg & member & _morph(_fill_holes(core), 1)  # 1 px: the outlined rim goes with the object
-
-
-def _to_lab(rgb: np.ndarray) -> np.ndarray:
-    return cv2.cvtColor(rgb.astype(np.float32) / 255.0, cv2.COLOR_RGB2LAB)  # L 0..100, a/b about -128..127
-
-
-def _from_lab(lab: np.ndarray) -> np.ndarray:
-    return np.clip(cv2.cvtColor(lab, cv2.COLOR_LAB2RGB) * 255.0, 0.0, 255.0)
 
 
 class OpenCVInpainter:
