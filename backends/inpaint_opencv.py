@@ -94,6 +94,14 @@ def _morph(mask: np.ndarray, px: int) -> np.ndarray:
     return op(mask.astype(np.uint8), kernel).astype(bool)
 
 
+def _feather(mask: np.ndarray, sigma: float) -> np.ndarray:
+    """A soft alpha (float32, HxWx1) from a bool mask (the probes' backgrounds blend with it)."""
+    alpha = mask.astype(np.float32)
+    if sigma > 0:
+        alpha = cv2.GaussianBlur(alpha, (0, 0), sigma)
+    return alpha[..., None]
+
+
 def _fill_holes(mask: np.ndarray) -> np.ndarray:
     """`mask` with every enclosed hole filled (highlights, patterns and outlines inside an object)."""
     return fill_holes(mask)
