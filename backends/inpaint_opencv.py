@@ -1,19 +1,24 @@
 """`OpenCVInpainter`: the offline inpainting backend ("classical edits that need no weights").
 
-- "recolor": the object is segmented inside its box by GrabCut (`cv2.grabCut`, GC_INIT_WITH_RECT) and
-  recoloured in CIE LAB: lightness is moved to the target colour's while keeping the object's own
-  lightness variation (shading, pattern, grain), and chroma is set to the target's, scaled per pixel by
-  the object's relative chroma so highlights and dark outlines stay neutral. Achromatic targets (white,
-  black, gray, silver) have no hue and change lightness only.
+- "recolor": the object's mask is cut inside its box (`core.pixels.whole`: GrabCut, with its trust and the
+  check that the box does not cut the object) and the pixels that carry its old colour are dyed in CIELAB
+  (`core.pixels.recolour`): lightness kept pixel by pixel (shading, texture, print), chroma and hue moved to
+  a shade of the new colour, white / grey / black by lightness bands. Before painting, `refusal` says why an
+  object cannot be recoloured convincingly (a mask that is not the whole object, a source that does not read
+  as its old colour, several colours, its colours just outside the mask, no shade that verifies).
+- "remove": `cv2.inpaint` over the object's whole mask, grown a few pixels; refused before painting unless
+  the mask is a real outline (not the centre-seeded guess) of a whole, small object on plain surroundings:
+  anything else becomes a smooth blob, streaks, or leaves part of the object standing.
 - "replace": copy-paste of a `donor` crop (a real object of the new kind from another image): the old
   object is removed first (Telea inpainting over its GrabCut mask), then the donor's GrabCut mask is
-  fitted inside the box (aspect kept, bottom-centred, feathered) and alpha-blended in.
-- "remove": `cv2.inpaint` (Telea) over the dilated GrabCut mask.
+  fitted inside the box (aspect kept, bottom-centred, feathered) and alpha-blended in. On real photos this
+  never looked like a photograph (docs/image_negatives.md): the kinds that need it are off by default
+  offline and made only when `images.types` names them.
 
-The N candidates of a job are variations seeded by (job.seed, job.key, k): candidate 0 is the plain edit,
-the others jitter hue / chroma / lightness and edge feathering (recolor), donor scale and offset
-(replace), mask dilation and inpainting radius (remove). Object masks are computed once per region on the
-source image (the object to edit is the source's), so candidates differ by the edit, not the segmentation.
+The N candidates of a job are N different edits, seeded by (job.seed, job.key, k): a recolour's candidate k
+is shade k of the new colour (and, past the shades, its mask one pixel smaller or larger); a removal's
+fills with another method, radius and mask margin; a replacement jitters the donor's scale, offset and
+feathering. Masks are computed once per region on the source (the object to edit is the source's).
 Every candidate is the source outside the union of the job's boxes dilated by `dilate_px`, bit for bit.
 """
 
@@ -28,9 +33,11 @@ import numpy as np
 from PIL import Image
 
 from hardneg.backends.inpaint import EditRegion, InpaintJob, Rect
-from hardneg.core.colors import COLORS
+from hardneg.core.colors import COLORS, read_colours  # noqa: F401  COLORS: re-exported under its old home
 from hardneg.core.errors import MissingDependency
+from hardneg.core.pixels import recolour as dye
 from hardneg.core.pixels.masks import fill_holes, grabcut
+from hardneg.core.pixels.whole import Whole, whole_object
 
 try:
     import cv2
@@ -44,14 +51,17 @@ RGB = tuple[int, int, int]
 # The colour table (GQA colour name -> a typical object RGB) lives in core/colors.py, shared with the
 # edit checks that verify a recolour; re-exported here under its old name.
 
-ACHROMATIC_CHROMA = 8.0  # LAB chroma below which a colour (or an object) counts as having no hue
-HUE_TOLERANCE_DEG = 35.0  # pixels this far from the object's dominant hue are other parts (a flower's stem)
-NEUTRAL_L_TOLERANCE = 25.0  # LAB L; for a neutral object, pixels this far from its lightness are other parts
 # GrabCut itself (its working size, and the least share of the box a cut must keep, below which the whole
 # box is used) is core/pixels/masks.py's, shared with the pixel evidence checks.
 # A replacement's donor must hide at least this share of the old object's pixels: the rest is Telea fill,
 # which over a large area is a smear a person sees at once (a window frame in a streaked plate's place).
 MIN_DONOR_COVER = 0.75
+# What a removal needs to look like a photograph (docs/image_negatives.md has what was measured):
+MAX_REMOVE_AREA = 0.04  # of the photo: the box of an object to remove (a large fill is a visible smear)
+PLAIN_TEXTURE = 0.012  # the surroundings' median fine detail (local texture, 0..1): plain, not grass or gravel
+PLAIN_SPREAD = 10.0  # CIELAB: the surroundings' median distance to their median colour: one surface
+# A removal's fills: (method, radius, mask margin); candidates past the list draw their own.
+FILLS = ((cv2.INPAINT_TELEA, 5, 3), (cv2.INPAINT_NS, 5, 4), (cv2.INPAINT_TELEA, 9, 5), (cv2.INPAINT_NS, 3, 2))
 
 
 def _clip_box(box: tuple[int, int, int, int], width: int, height: int) -> Rect:
@@ -85,7 +95,7 @@ def _morph(mask: np.ndarray, px: int) -> np.ndarray:
 
 
 def _feather(mask: np.ndarray, sigma: float) -> np.ndarray:
-    """A soft alpha (float32, HxWx1) from a bool mask."""
+    """A soft alpha (float32, HxWx1) from a bool mask (the probes' backgrounds blend with it)."""
     alpha = mask.astype(np.float32)
     if sigma > 0:
         alpha = cv2.GaussianBlur(alpha, (0, 0), sigma)
@@ -95,56 +105,6 @@ def _feather(mask: np.ndarray, sigma: float) -> np.ndarray:
 def _fill_holes(mask: np.ndarray) -> np.ndarray:
     """`mask` with every enclosed hole filled (highlights, patterns and outlines inside an object)."""
     return fill_holes(mask)
-
-
-def _colour_core(lab: np.ndarray, fg: np.ndarray, source: RGB | None = None) -> np.ndarray:
-    """The part of the GrabCut mask that carries the object's colour: pixels of its dominant hue (or, for a
-    white / black / grey object, neutral pixels of its dominant lightness), plus the holes inside them that
-    are neutral or of that hue (highlights, stripes, outlines). A "red flower" has red petals: its yellow
-    centre and green stem, or a black book resting on a red chair's seat, are not the colour to change."""
-    lightness, a, b = lab[..., 0], lab[..., 1], lab[..., 2]
-    chroma = np.hypot(a, b)
-    neutral = chroma <= ACHROMATIC_CHROMA
-    chromatic = fg & ~neutral
-    # The colour the graph says the object has, when known, decides which part carries it: a white
-    # flower's petals, not its yellow centre.
-    src = _to_lab(np.array([[source]], np.uint8))[0, 0] if source is not None else None
-    src_neutral = src is not None and float(np.hypot(src[1], src[2])) <= ACHROMATIC_CHROMA
-    if (src is None and chromatic.sum() < 0.3 * fg.sum()) or (src_neutral and (fg & neutral).any()):
-        member = neutral  # a neutral object: a grey house body, not its brown roof
-        pool = lightness[fg & neutral]
-        if src is not None:  # the neutral pixels nearest the named lightness (white petals, not a black outline)
-            near_l = pool[np.abs(pool - src[0]) < 2 * NEUTRAL_L_TOLERANCE]
-            pool = near_l if near_l.size else pool
-        median_l = float(np.median(pool))
-        core = fg & neutral & (np.abs(lightness - median_l) < NEUTRAL_L_TOLERANCE)
-    elif not chromatic.any():
-        return fg
-    else:
-        hue = np.degrees(np.arctan2(b, a)) % 360.0
-        weights = chroma[chromatic]
-        hist, _ = np.histogram(hue[chromatic], bins=36, range=(0.0, 360.0), weights=weights)
-        peak = (np.argmax(hist) + 0.5) * 10.0
-        if src is not None and not src_neutral:
-            peak = float(np.degrees(np.arctan2(src[2], src[1])) % 360.0)
-        near = np.abs((hue[chromatic] - peak + 180.0) % 360.0 - 180.0) < HUE_TOLERANCE_DEG
-        # Refine the histogram peak to the chroma-weighted circular mean of the pixels around it.
-        rad, w = np.radians(hue[chromatic][near]), weights[near]
-        mean = np.degrees(np.arctan2((w * np.sin(rad)).sum(), (w * np.cos(rad)).sum()))
-        same_hue = np.abs((hue - mean + 180.0) % 360.0 - 180.0) < HUE_TOLERANCE_DEG
-        member = same_hue | neutral
-        core = chromatic & same_hue
-    if core.sum() < 0.1 * fg.sum():
-        return fg
-    return fg & member & _morph(_fill_holes(core), 1)  # 1 px: the outlined rim goes with the object
-
-
-def _to_lab(rgb: np.ndarray) -> np.ndarray:
-    return cv2.cvtColor(rgb.astype(np.float32) / 255.0, cv2.COLOR_RGB2LAB)  # L 0..100, a/b about -128..127
-
-
-def _from_lab(lab: np.ndarray) -> np.ndarray:
-    return np.clip(cv2.cvtColor(lab, cv2.COLOR_LAB2RGB) * 255.0, 0.0, 255.0)
 
 
 class OpenCVInpainter:
@@ -166,35 +126,54 @@ class OpenCVInpainter:
             raise ValueError(f"grabcut_iters must be >= 1, got {grabcut_iters}")
         self.dilate_px = dilate_px
         self.grabcut_iters = grabcut_iters
+        self._wholes: dict[tuple[bytes, tuple[int, ...], int], Whole] = {}
 
     def supports(self, region: EditRegion) -> bool:
         if region.op == "recolor":
-            return region.color is not None and region.color.strip().lower() in COLORS
+            return dye.paintable(region.color) is not None
         if region.op == "replace":
             return region.donor is not None  # copy-paste only: opencv cannot draw "a wooden cup"
         return region.op == "remove"
 
+    def whole(self, src: np.ndarray, region: EditRegion, seed: int = 0) -> Whole:
+        """The object's mask in `region`'s box, with its trust (`core.pixels.whole`); the last few are kept,
+        since a search asks about one object for every word it tries."""
+        key = (hashlib.blake2b(src.data, digest_size=16).digest(), tuple(region.box), seed)
+        if key not in self._wholes:
+            if len(self._wholes) >= 32:
+                self._wholes.pop(next(iter(self._wholes)))
+            self._wholes[key] = whole_object(src, region.box, seed=seed, iters=self.grabcut_iters)
+        return self._wholes[key]
+
     def refusal(self, image: Image.Image, region: EditRegion, seed: int = 0) -> str | None:
-        """Why this region would not look like a photograph, known before painting, or None:
-        - no object outline in the box (GrabCut finds none): a recolour would paint the whole box, a
-          replacement would smear all of it;
-        - a donor whose own outline is not found: it would be pasted as a rectangle;
-        - a donor that, fitted into the box as candidate 0 places it, hides less than `MIN_DONOR_COVER` of
-          the old object: the rest would be inpainted, a smear."""
-        if region.op == "remove" or not self.supports(region):
+        """Why this region would not look like a photograph, or would not be the edit it claims, known
+        before painting, or None:
+        - a recolour: `core.pixels.recolour.refusal` (its mask is not the whole object, it does not read as
+          its old colour, it has several, its colours go on outside the mask, no shade verifies);
+        - a removal: the mask is not a real outline of the whole object, or the object is large, or its
+          surroundings are textured or of several colours (`removal_refusal`);
+        - a replacement: no object outline in the box (the whole box would be smeared), a donor whose own
+          outline is not found (pasted as a rectangle), or one that, fitted into the box as candidate 0
+          places it, hides less than `MIN_DONOR_COVER` of the old object (the rest would be smeared)."""
+        if not self.supports(region):
             return None
         src = np.asarray(image.convert("RGB"))
         height, width = src.shape[:2]
         box = _clip_box(region.box, width, height)
+        if region.op == "recolor":
+            whole = self.whole(src, region, seed)
+            old = region.source_color or _dominant(src, whole)
+            if old is None:
+                return "its colour cannot be read: the recolour could not be checked"
+            return dye.refusal(src, whole, old, region.color)  # type: ignore[arg-type]
+        if region.op == "remove":
+            return removal_refusal(src, self.whole(src, region, seed))
         margin = max(self.dilate_px + 10, round(0.2 * max(box.w, box.h)))
         win = box.grow(margin, width, height)
         rect = Rect(box.x0 - win.x0, box.y0 - win.y0, box.x1 - win.x0, box.y1 - win.y0)
         fg = _grabcut(src[win.slices()], rect, self.grabcut_iters, seed)
-        what = "recoloured" if region.op == "recolor" else "smeared"
         if fg is None:
-            return f"no object outline found in its box: the whole box would be {what}"
-        if region.op == "recolor":
-            return None
+            return "no object outline found in its box: the whole box would be smeared"
         d_rgb, d_mask = self._donor_cut(region.donor, seed)  # type: ignore[arg-type]
         if d_mask is None:
             return "the donor's outline is not found in its crop: it would be pasted as a rectangle"
@@ -234,21 +213,26 @@ class OpenCVInpainter:
         height, width = src.shape[:2]
         boxes = [_clip_box(r.box, width, height) for r in job.regions]
         # Per region, computed once on the source: the working window and the object's mask inside it.
-        windows, masks = [], []
+        windows, masks, olds = [], [], []
         for i, (region, box) in enumerate(zip(job.regions, boxes, strict=True)):
             margin = max(self.dilate_px + 10, round(0.2 * max(box.w, box.h)))  # context for GrabCut and Telea
             win = box.grow(margin, width, height)
             rect = Rect(box.x0 - win.x0, box.y0 - win.y0, box.x1 - win.x0, box.y1 - win.y0)
-            fg = _grabcut(src[win.slices()], rect, self.grabcut_iters, _candidate_seed(job.seed, job.key, -1 - i))
-            if fg is None:
-                logger.debug("%s: no GrabCut mask for %s, using the whole box", job.key, region.box)
-                fg = np.zeros((win.h, win.w), bool)
-                fg[rect.slices()] = True
-            if region.op == "recolor":  # only the part that carries the object's colour changes colour
-                source = COLORS.get((region.source_color or "").strip().lower())
-                fg = _colour_core(_to_lab(src[win.slices()]), fg, source)
+            old = None
+            if region.op == "replace":  # the copy-paste backend's own cut, as before
+                fg = _grabcut(src[win.slices()], rect, self.grabcut_iters, _candidate_seed(job.seed, job.key, -1 - i))
+                if fg is None:
+                    logger.debug("%s: no GrabCut mask for %s, using the whole box", job.key, region.box)
+                    fg = np.zeros((win.h, win.w), bool)
+                    fg[rect.slices()] = True
+            else:  # the same cut `refusal` judged (seed 0): what was checked is what is painted
+                whole = self.whole(src, region)
+                fg = whole.mask.full(src.shape)[win.slices()]
+                if region.op == "recolor":
+                    old = region.source_color or _dominant(src, whole) or "white"
             windows.append((win, rect))
             masks.append(fg)
+            olds.append(old)
         donors = [
             self._donor(r.donor, job.seed, job.key, i) if r.op == "replace" else None for i, r in enumerate(job.regions)
         ]
@@ -262,10 +246,10 @@ class OpenCVInpainter:
         for k in range(job.n):
             rng = np.random.default_rng(_candidate_seed(job.seed, job.key, k))
             img = src.copy()
-            for region, (win, rect), fg, donor in zip(job.regions, windows, masks, donors, strict=True):
+            for region, (win, rect), fg, donor, old in zip(job.regions, windows, masks, donors, olds, strict=True):
                 view = img[win.slices()]
                 if region.op == "recolor":
-                    view[:] = self._recolor(view, fg, COLORS[region.color.strip().lower()], rng, k)  # type: ignore[union-attr]
+                    view[:] = self._recolor(view, fg, old, region.color, k)  # type: ignore[arg-type]
                 elif region.op == "replace":
                     view[:] = self._replace(view, fg, rect, donor, rng, k, removed)  # type: ignore[arg-type]
                 else:
@@ -277,43 +261,27 @@ class OpenCVInpainter:
 
     # -- edits on a window (uint8 RGB in, uint8 RGB out) ------------------------------------------------
 
-    def _recolor(self, win: np.ndarray, fg: np.ndarray, target: RGB, rng: np.random.Generator, k: int) -> np.ndarray:
-        if k > 0:  # candidate 0 is the plain edit; others jitter within the same colour name
-            hue_deg, chroma_scale, dl = rng.uniform(-4, 4), rng.uniform(0.85, 1.15), rng.uniform(-6, 6)
-            sigma = rng.uniform(0.5, 1.5)
-        else:
-            hue_deg, chroma_scale, dl, sigma = 0.0, 1.0, 0.0, 1.0
-        lab = _to_lab(win)
-        mask = fg
-        t_l, t_a, t_b = _to_lab(np.array([[target]], np.uint8))[0, 0]
-        theta = np.deg2rad(hue_deg)
-        t_a, t_b = (
-            chroma_scale * (t_a * np.cos(theta) - t_b * np.sin(theta)),
-            chroma_scale * (t_a * np.sin(theta) + t_b * np.cos(theta)),
-        )
-        t_l = float(np.clip(t_l + dl, 3.0, 97.0))
-
-        obj = lab[mask]
-        dev = obj[:, 0] - obj[:, 0].mean()
-        # Keep the object's lightness variation, compressed only as far as the target's headroom needs
-        # (a white or black target has little room on one side); never flatten it completely.
-        lo, hi = np.percentile(dev, [5, 95]) if dev.size else (0.0, 0.0)
-        room = min((100.0 - t_l) / hi if hi > 1e-3 else np.inf, t_l / -lo if lo < -1e-3 else np.inf, 1.0)
-        new_l = np.clip(t_l + max(room, 0.35) * dev, 0.0, 100.0)
-        chroma = np.hypot(obj[:, 1], obj[:, 2])
-        med = float(np.median(chroma)) if chroma.size else 0.0
-        # Relative chroma keeps specular highlights and outlines neutral; a grey object has no hue to follow.
-        ratio = np.clip(chroma / med, 0.0, 1.25) if med > ACHROMATIC_CHROMA else np.ones_like(chroma)
-        new = lab.copy()
-        new[mask] = np.stack([new_l, t_a * ratio, t_b * ratio], axis=1)
-        alpha = np.maximum(_feather(mask, sigma), mask[..., None])  # feather outwards: no old-colour fringe
-        return np.clip(alpha * _from_lab(new) + (1.0 - alpha) * win + 0.5, 0, 255).astype(np.uint8)
+    def _recolor(self, win: np.ndarray, fg: np.ndarray, old: str, new: str, k: int) -> np.ndarray:
+        """Candidate k of a recolour: shade k of the new colour; past the shades, the mask a pixel smaller,
+        then larger (`core.pixels.recolour.recolour` picks the lightness shift that verifies)."""
+        n = len(dye.shades(new))
+        variant = (k // n) % 3
+        mask = fg if variant == 0 else _morph(fg, -1 if variant == 1 else 1) & (fg if variant == 1 else True)
+        done = dye.recolour(win, mask if mask.any() else fg, old, new, k)
+        if done is None:  # no lightness shift is possible: the plain dye, which the edit checks will reject
+            return dye.paint(win, dye.members(win, fg, old), new, dye.shades(new)[k % n], 0.0)
+        return done.rgb
 
     def _remove(self, win: np.ndarray, fg: np.ndarray, rng: np.random.Generator, k: int) -> np.ndarray:
-        grow, radius = (int(rng.integers(2, 6)), int(rng.integers(3, 10))) if k > 0 else (3, 5)
+        """Candidate k of a removal: fill k of `FILLS` (method, radius, margin), or one drawn past them."""
+        if k < len(FILLS):
+            method, radius, grow = FILLS[k]
+        else:
+            method = (cv2.INPAINT_TELEA, cv2.INPAINT_NS)[int(rng.integers(0, 2))]
+            radius, grow = int(rng.integers(3, 10)), int(rng.integers(2, 6))
         hole = _morph(fg, min(grow, self.dilate_px)).astype(np.uint8) * 255  # the ring hides the outline
         bgr = np.ascontiguousarray(win[..., ::-1])
-        return cv2.inpaint(bgr, hole, radius, cv2.INPAINT_TELEA)[..., ::-1]
+        return cv2.inpaint(bgr, hole, radius, method)[..., ::-1]
 
     def _replace(
         self,
@@ -371,3 +339,43 @@ class OpenCVInpainter:
         padded = cv2.copyMakeBorder(rgb, pad, pad, pad, pad, cv2.BORDER_REPLICATE)
         fg = _grabcut(padded, Rect(pad, pad, pad + w, pad + h), self.grabcut_iters, seed)
         return rgb, fg[pad : pad + h, pad : pad + w] if fg is not None else None
+
+
+def _dominant(src: np.ndarray, whole: Whole) -> str | None:
+    """The colour term most of the object shows (the old colour when the graph names none)."""
+    x0, y0, x1, y1 = whole.mask.box
+    return read_colours(src[y0:y1, x0:x1], whole.mask.mask).dominant
+
+
+def removal_refusal(src: np.ndarray, whole: Whole) -> str | None:
+    """Why removing the object `whole` would not look like a photograph, or would leave it standing, or
+    None: its mask is not a real outline of all of it (`Whole.problems`, or the centre-seeded guess), its
+    box is more than `MAX_REMOVE_AREA` of the photo, or its surroundings (a ring around the box) are not
+    one plain surface (fine detail above `PLAIN_TEXTURE`, colours spread beyond `PLAIN_SPREAD`)."""
+    from hardneg.core.colors import to_lab
+
+    if not whole.usable:
+        return "its mask is not the whole object: " + "; ".join(whole.problems)
+    if whole.seeded:
+        return whole.seeded
+    height, width = src.shape[:2]
+    x0, y0, x1, y1 = whole.mask.box
+    if (x1 - x0) * (y1 - y0) > MAX_REMOVE_AREA * height * width:
+        return f"it covers {(x1 - x0) * (y1 - y0) / (height * width):.0%} of the photo: a fill that large is a smear"
+    pad = max(8, round(0.25 * max(x1 - x0, y1 - y0)))
+    wx0, wy0, wx1, wy1 = max(0, x0 - pad), max(0, y0 - pad), min(width, x1 + pad), min(height, y1 + pad)
+    ring = np.ones((wy1 - wy0, wx1 - wx0), bool)
+    ring[max(0, y0 - 3 - wy0) : y1 + 3 - wy0, max(0, x0 - 3 - wx0) : x1 + 3 - wx0] = False
+    window = src[wy0:wy1, wx0:wx1]
+    if ring.sum() < 32:
+        return "no surroundings to fill it from"
+    grey = cv2.cvtColor(np.ascontiguousarray(window), cv2.COLOR_RGB2GRAY).astype(np.float32) / 255.0
+    detail = cv2.blur(np.abs(grey - cv2.GaussianBlur(grey, (0, 0), 2.0)), (7, 7))
+    texture = float(np.median(detail[ring]))
+    if texture > PLAIN_TEXTURE:
+        return f"its surroundings are textured (fine detail {texture:.3f}, at most {PLAIN_TEXTURE}): a fill is a blob"
+    lab = to_lab(window[ring])
+    spread = float(np.median(np.linalg.norm(lab - np.median(lab, axis=0), axis=1)))
+    if spread > PLAIN_SPREAD:
+        return f"its surroundings are not one surface (colour spread {spread:.0f}, at most {PLAIN_SPREAD:.0f})"
+    return None

@@ -19,7 +19,7 @@ from hardneg.core.config_files import describe_errors, dotted_value, find_config
 from hardneg.core.errors import ConfigError
 from hardneg.core.gqa.stream import DEFAULT_LIMITS, MAX_PARSEABLE_DEPTH
 from hardneg.core.ids import id_problem
-from hardneg.core.plugins import IMAGE_NEGATIVES, TEXT_NEGATIVES
+from hardneg.core.plugins import TEXT_NEGATIVES
 from hardneg.core.resources import bundled_dir, data_path
 
 DEFAULT_CONFIG = bundled_dir("configs") / "demo.yaml"
@@ -296,8 +296,9 @@ class ImagesConfig(_Strict):
     enabled: bool = True
     backend: Literal["opencv", "diffusers"] = "opencv"
     splits: list[SplitName] = Field(default_factory=lambda: ["test"])
-    # kinds of negative image by name (generators/images/types.py): the paper's five, or any registered one
-    types: list[str] = Field(default_factory=lambda: [n for n, c in IMAGE_NEGATIVES.items() if c.in_paper])
+    # kinds of negative image by name (generators/images/types.py), any registered one; None: the backend's
+    # defaults (diffusers: the paper's five; opencv: the kinds whose edits are verified, docs/image_negatives.md)
+    types: list[str] | None = None
     per_positive: int = Field(1, ge=0)
     candidates: int = Field(10, ge=1, le=64)  # per negative; the filters keep one
     max_rounds: int = Field(3, ge=1)

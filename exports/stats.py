@@ -193,11 +193,21 @@ def gist(reason: str) -> str:
 def image_edit_table(edits: dict[str, Counter], images_stats: dict[str, int]) -> dict[str, dict[str, Any]]:
     """Per negative image type: refused before painting (the certificate, the paste-fit and flip rules),
     made, verified in the pixels (kept by every filter), rejected, and the commonest reasons."""
+    from hardneg.generators.images.types import off_by_default
+
+    off = off_by_default("opencv")
     out = {}
-    for t in sorted(set(edits) | {k.split(":")[1] for k in images_stats if k.startswith(("refused:", "uncertified:"))}):
+    noted = ("refused:", "uncertified:", "off:", "unverified:")
+    for t in sorted(set(edits) | {k.split(":")[1] for k in images_stats if k.startswith(noted)}):
         c = edits.get(t, Counter())
         why = Counter({k[4:]: n for k, n in c.items() if k.startswith("why:")})
+        note = None
+        if images_stats.get(f"off:{t}"):
+            note = f"off by default offline: {off.get(t) or 'its edits are not verified'}"
+        elif images_stats.get(f"unverified:{t}"):
+            note = "made because images.types names it: offline edits of this kind are not verified"
         out[t] = {
+            "note": note,
             "refused": images_stats.get(f"refused:{t}", 0),
             "uncertified": images_stats.get(f"uncertified:{t}", 0),
             "made": c["made"],
@@ -348,7 +358,8 @@ def write_stats(root: Path, stats: dict[str, Any]) -> None:
     if edits:
         rows = [
             [t, r["refused"], r["uncertified"], r["made"], r["verified"], r["rejected"],
-             "; ".join(f"{w} ({n})" for w, n in r["reasons"].items()) or "-"]
+             "; ".join([*([f"**{r['note']}**"] if r.get("note") else []),
+                        *(f"{w} ({n})" for w, n in r["reasons"].items())]) or "-"]
             for t, r in edits.items()
         ]  # fmt: skip
         title = (

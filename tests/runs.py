@@ -38,7 +38,12 @@ SMALL = {
 NO_IMAGES = {"images": {"enabled": False}}
 # 16 scenes and two candidates per image negative: every stage runs, with negatives of every kind. ImageCoDe
 # sets take at most 3 edits (the rest of their ten images are corpus images).
-SIXTEEN = {"demo": {"n_scenes": 16}, "images": {"candidates": 2}, "exports": {"imagecode": {"edits": 3}}}
+# The kinds are named: offline, flips and colour swaps are off by default, and the tests cover them too.
+SIXTEEN = {
+    "demo": {"n_scenes": 16},
+    "images": {"candidates": 2, "types": ["replace_attribute", "swap_attribute", "flip"]},
+    "exports": {"imagecode": {"edits": 3}},
+}
 
 DONE = ".built"  # written last: a folder without it is a build that did not finish
 

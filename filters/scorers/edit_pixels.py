@@ -118,32 +118,55 @@ def colour_gradient(rgb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def recolour_scores(sw: SourceWindow, cand: np.ndarray, region: Region) -> Scores:
-    """`recolor_hit`, `recolor_left` and `recolor_specks` of one region (module docstring)."""
-    from hardneg.backends.inpaint_opencv import _colour_core
-    from hardneg.core.colors import COLORS, closer, in_range, to_lab
+    """The recolour scores of one region (module docstring of `edit_check`): the colour checks on the
+    pixels that carried the old colour (hit, left), what the mask missed (missed), how far lightness moved
+    (lift), and the traces of how it was painted (specks, boxy, clipped, noise)."""
+    from hardneg.core.colors import colour_name, in_range, lch, read_colours, to_lab
+    from hardneg.core.pixels import recolour as dye
+    from hardneg.core.pixels.evidence import colour_word
 
     new, old = region.new, region.old
-    assert new is not None and sw.lab is not None
-    src_lab, cand_lab, mask, frame = sw.lab, to_lab(cand), sw.mask, sw.frame
-    members = mask & in_range(src_lab, old) if old else np.zeros_like(mask)
-    if members.sum() < max(1, MIN_CORE_FRACTION * mask.sum()):
-        members = _colour_core(src_lab, mask, COLORS[old] if old else None)
-    if not members.any():
-        return {}
-    hit = in_range(cand_lab, new) & members
-    if old is not None:
-        hit &= closer(cand_lab, new, old)
-    out = {
-        "recolor_hit": float(hit.sum() / members.sum()),
-        "recolor_specks": speck_share(src_lab, cand_lab, hit, members, new, frame),
-        "recolor_boxy": boxy_share(src_lab, cand_lab, new, frame),
-        "recolor_clipped": float((sw.rgb[members].max(axis=1) >= CLIPPED_LEVEL).mean()),
-        "recolor_noise": noise_ratio(sw.rgb, cand, members),
+    assert new is not None and old is not None and sw.lab is not None and sw.carry is not None
+    carry, mask, frame = sw.carry, sw.mask, sw.frame
+    if not carry.any():
+        return {"mask_trust": 0.0}
+    cand_lab = to_lab(cand)
+    target, parts = colour_word(new), colour_word(old)
+    assert target is not None and parts is not None
+    after = read_colours(cand, carry)
+    own = set().union(*(p.terms for p in parts)) - target[0].terms - target[0].near
+    out: Scores = {
+        "mask_trust": 1.0 if sw.trusted else 0.0,
+        "recolor_hit": after.share(target[0].terms) if after.pixels else 0.0,
+        "recolor_left": read_colours(cand, mask).share(own),
+        "recolor_missed": dye.like_around(sw.rgb, cand, mask, carry, old, frame.box),
+        "recolor_lift": float(abs(np.median(lch(cand_lab[carry])[0] - lch(sw.lab[carry])[0]))),
+        "recolor_clipped": float((sw.rgb[carry].max(axis=1) >= CLIPPED_LEVEL).mean()),
+        "recolor_noise": noise_ratio(sw.rgb, cand, carry),
     }
-    if old is not None:
-        left = members & in_range(cand_lab, old) & ~closer(cand_lab, new, old)
-        out["recolor_left"] = float(left.sum() / members.sum())
+    table_new = colour_name(new)
+    if table_new is not None:
+        hit = in_range(cand_lab, table_new) & carry
+        out["recolor_specks"] = speck_share(sw.lab, cand_lab, hit, carry, table_new, frame)
+        out["recolor_boxy"] = boxy_share(sw.lab, cand_lab, table_new, frame)
     return out
+
+
+def remnant_score(sw: SourceWindow, cand: np.ndarray) -> float:
+    """`remnant` (module docstring of `edit_check`): the box's pixels the removal left unchanged that have
+    the object's colours and not the surroundings', over the object's mask: the rest of the object, where
+    the mask missed it."""
+    from hardneg.core.pixels.recolour import like
+
+    frame = sw.frame
+    changed = changed_area(sw.rgb, cand, frame)
+    box = rect_mask(sw.rgb.shape[:2], frame.box)
+    ring = ~rect_mask(sw.rgb.shape[:2], frame.grown)
+    rest = box & ~changed & ~sw.mask
+    if not sw.mask.any() or not rest.any():
+        return 0.0
+    objectish = like(sw.rgb, rest, sw.mask) & ~like(sw.rgb, rest, ring)
+    return float(objectish.sum() / sw.mask.sum())
 
 
 def speck_share(
@@ -289,6 +312,8 @@ class SourceWindow:
     frame: Frame
     rgb: np.ndarray
     mask: np.ndarray  # the object, window-sized bool
+    trusted: bool = True  # the mask is the whole object (`core.pixels.whole`; a removal: not a seeded guess)
+    carry: np.ndarray | None = None  # recolor: the mask's pixels that carried the old colour, window-sized
     lab: np.ndarray | None = None
     grad: tuple[np.ndarray, np.ndarray] | None = None
     cgrad: tuple[np.ndarray, np.ndarray] | None = None

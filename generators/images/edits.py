@@ -283,9 +283,7 @@ def renderable(
     if site.negative_type == "replace_attribute":
         return backend.supports(attribute_region(obj.box, word, site.category, obj.name))  # type: ignore[arg-type]
     has_donor = bool(fitting_donors(word, obj, graph, ctx))
-    return backend.supports(
-        EditRegion(obj.box, "replace", prompt((), word), donor=_PLACEHOLDER if has_donor else None)
-    ) or backend.supports(EditRegion(obj.box, "remove", "background"))
+    return backend.supports(EditRegion(obj.box, "replace", prompt((), word), donor=_PLACEHOLDER if has_donor else None))
 
 
 class DonorUnreadable(Exception):
@@ -324,7 +322,8 @@ def replace_edit(
         if why := backend_refusal(backend, image, region):
             raise PasteRefused(f"recolour of {obj.name} to {word}: {why}")
         return ImageEdit(site, {"op": "set_attribute", "object": obj.id, "from": site.word, "to": word}, (region,))
-    # replace_object: a donor of the new name from another image; with none (copy-paste backends) removal
+    # replace_object: a donor of the new name from another image (copy-paste backends), or the prompt painted
+    # (generative ones). Never a removal in its place: that is `remove_object`, its own kind.
     own = tuple(a for a in obj.attributes if a not in looks(obj.attributes, ctx.category))  # what the box decides
     keep_attrs = tuple(a for a in obj.attributes if ctx.table.category(a) == "color")[:1]
     donors = fitting_donors(word, obj, graph, ctx)
@@ -355,7 +354,4 @@ def replace_edit(
         else:  # a generative backend paints the prompt: the kept colour, nothing else
             edit["attributes"] = list(dict.fromkeys((*own, *keep_attrs)))
         return ImageEdit(site, edit, (region,))
-    region = EditRegion(obj.box, "remove", "background")
-    if backend.supports(region):
-        return ImageEdit(site, {"op": "remove", "object": obj.id}, (region,))
     return None

@@ -1,4 +1,4 @@
-"""Negative images: flip, replace object / attribute, swap object / attribute.
+"""Negative images: flip, replace object / attribute, swap object / attribute, remove object.
 
 Each negative keeps its positive's expression and path and records the `edit` it applied as a change to
 the scene graph (`core.edits`), one that describes what the pixels show. Sites come from the same
@@ -9,9 +9,13 @@ backend makes N candidate images, all kept for the filters (which verify the edi
 one). Replacement words come from the language backend, restricted to words the image backend can render
 (a colour it can paint, an object name with a donor crop in the corpus that fits the box).
 
-Flips are refused where the picture holds text (a sign, a label, letters: mirrored print gives the flip
-away), and at most `images.max_flips_per_image` positives of one photo get a flip, so one mirrored photo
-is not most of a benchmark.
+Which kinds a run makes is `images.types`, or the backend's defaults (`types.default_types`): the paper's
+five with diffusers; offline, only the kinds whose edits are verified in the pixels (the others are
+counted as `off:<kind>` in the stage's stats, and stats.md says why).
+
+Flips are refused where the picture holds print (a name that carries it, or lines of letters in the
+pixels: `flip.py`), and at most `images.max_flips_per_image` positives of one photo get a flip, so one
+mirrored photo is not most of a benchmark.
 """
 
 from __future__ import annotations
@@ -54,12 +58,13 @@ from hardneg.generators.images.edits import (
     falsified,
     swap_refusal,
 )
-from hardneg.generators.images.types import ImageType, image_type
+from hardneg.generators.images.flip import print_refusal
+from hardneg.generators.images.types import ImageType, default_types, image_type, off_by_default
 from hardneg.generators.paths.stage import PathResources, box_reason, target_reason
 from hardneg.generators.text.sites import SearchState, Site, SiteSearch, SiteVocab, enumerate_sites, site_order
 from hardneg.generators.text.types import text_type
 
-GENERATOR = "negatives_image@v2"  # v2: edits describe the pixels and are certified; paste fit; flip rules
+GENERATOR = "negatives_image@v3"  # v3: verified recolours, removal its own kind, print in the pixels
 
 
 class ImageSearch(SiteSearch):
@@ -76,6 +81,7 @@ class ImageSearch(SiteSearch):
         self.rarity = {n: k.rarity for n, k in self.kinds.items()}
         self._done: dict[tuple[int, Site, str], ImageEdit | None] = {}
         self._flips: Counter = Counter()  # flips chosen per source image
+        self._printed: dict[str, str | None] = {}  # per source image: why a mirror of it would show print
 
     def state(self, positive: dict[str, Any], graph: SceneGraph) -> SearchState | None:
         src = image_file(self.ctx.images_dir, positive["image_id"])
@@ -115,12 +121,15 @@ class ImageSearch(SiteSearch):
         return False
 
     def flip_refusal(self, st: SearchState) -> str | None:
-        """Why this positive's photo gets no (further) flip: print in it, or its quota of flips is taken."""
-        graph = st.extra["graph"]
-        printed = next((o.name for o in graph.objects.values() if self.ctx.words.surface_kind(o.name) == "text"), None)
-        if printed is not None:
-            return f"the picture holds print ({printed!r}): mirrored text gives the flip away"
-        if self._flips[st.positive["image_id"]] >= self.ctx.max_flips_per_image:
+        """Why this positive's photo gets no (further) flip: print in view (a name that carries it, or lines
+        of letters in the pixels: generators/images/flip.py), or its quota of flips is taken."""
+        image_id = st.positive["image_id"]
+        if image_id not in self._printed:  # one look per photo, however many of its positives ask
+            names = [o.name for o in st.extra["graph"].objects.values()]
+            self._printed[image_id] = print_refusal(st.extra["image"], names, self.ctx.words)
+        if self._printed[image_id] is not None:
+            return self._printed[image_id]
+        if self._flips[image_id] >= self.ctx.max_flips_per_image:
             return f"this photo already has {self.ctx.max_flips_per_image} flip(s) (images.max_flips_per_image)"
         return None
 
@@ -329,7 +338,7 @@ class ImagesStage(Stage):
         return words_digest()
 
     def validate(self, cfg: RunConfig) -> None:
-        for name in cfg.images.types:
+        for name in image_types(cfg):
             image_type(name)
 
     def prepare(self, run: Run, folder: Path) -> None:
@@ -385,7 +394,7 @@ class ImagesStage(Stage):
                 candidates=cfg.images.candidates,
                 per_positive=cfg.images.per_positive,
                 max_rounds=cfg.images.max_rounds,
-                types=tuple(cfg.images.types),
+                types=image_types(cfg),
                 editable=lambda obj, graph: target_reason(obj, graph, cfg, res) is None,
                 max_flips_per_image=cfg.images.max_flips_per_image,
             )
@@ -394,7 +403,17 @@ class ImagesStage(Stage):
             )
             unit.rejects.extend(rejects)
             unit.stats.update(stats)
+        off = off_by_default(cfg.images.backend)
+        if cfg.images.types is None:  # the paper's kinds this backend leaves out by default: stats.md says why
+            unit.stats.update({f"off:{name}": 1 for name in off})
+        else:  # asked for by name, though this backend's edits of that kind were never verified
+            unit.stats.update({f"unverified:{name}": 1 for name in cfg.images.types if name in off})
         unit.write("image-negatives", rows)
+
+
+def image_types(cfg: RunConfig) -> tuple[str, ...]:
+    """The kinds of negative image the run makes: `images.types`, or the backend's defaults."""
+    return tuple(cfg.images.types) if cfg.images.types is not None else default_types(cfg.images.backend)
 
 
 @dataclass(slots=True, eq=False)

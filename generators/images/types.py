@@ -4,7 +4,9 @@ A kind is an `ImageType` registered under its name (`@IMAGE_NEGATIVES.add("flip"
 it offers (`sites`), and how a site becomes an `ImageEdit`, either at once (`edit`: flips, swaps, removals)
 or for a word the language backend chose (`needs_word`: replacements; `options` lists the candidate words,
 `edit_with` renders one); `label` and `description` say what it is to a reader (the review app), and
-`in_paper` whether it is one of FineCops-Ref's five (the default `images.types`). The search, the checks
+`in_paper` whether it is one of FineCops-Ref's five (the default `images.types` with a generative backend),
+`offline` why the offline backend does not make it unless asked (None: it does; `default_types`). The search,
+the checks
 (the original path must match nothing in the edited graph) and the inpainting are shared
 (`generators/images/stage.py`). Adding a kind is one file in `generators/images/` with its class, and a
 test (`remove.py` is the worked example).
@@ -37,7 +39,12 @@ class ImageType:
     description: ClassVar[str]  # what the edit does to the picture
     rarity: ClassVar[int]  # kinds few paths allow come first (generators/text/sites.py)
     needs_word: ClassVar[bool] = False
-    in_paper: ClassVar[bool] = False  # one of FineCops-Ref's kinds: made unless `images.types` says otherwise
+    in_paper: ClassVar[bool] = False  # one of FineCops-Ref's kinds: made by a generative backend by default
+    # Why the offline backend (OpenCV) does not make this kind unless `images.types` names it; None: it does,
+    # because its edits are verified in the pixels and a person accepted at least 90% of those the `edits`
+    # filter kept on labelled real photos (benchmarks/edit_labels.py).
+    offline: ClassVar[str | None] = None
+    offline_default: ClassVar[bool] = False  # a kind beyond the paper's that the offline backend makes by default
 
     def sites(self, shared: list[Site], path: PathNode, objects: list[SceneObject | None]) -> list[Site]:
         """This kind's sites of a path. `shared` are the sites of the algorithm text and image negatives
@@ -81,6 +88,24 @@ class ImageType:
         return replace_edit(site, obj, graph, ctx, backend, word, image)
 
 
+PASTE_OFF = (
+    "needs images.backend: diffusers. Offline, a replacement is a crop pasted from another photo; on labelled "
+    "real photos none was a usable photograph (docs/image_negatives.md)"
+)
+
+
+# Why the offline backend leaves these kinds out unless `images.types` names them: measured against the
+# labels of `benchmarks/edit_labels.py` (the numbers are in docs/image_negatives.md).
+SWAP_COLOUR_OFF = (
+    "of the colour swaps labelled on real photos, none passed both the backend's refusals and the edits "
+    "filter: its precision is not measured"
+)
+FLIP_OFF = (
+    "the print rule kept 11 flips of labelled photos, 9 of them good (82%, under the 90% bar): it misses small "
+    "lettering on a patch and handwriting on a slant"
+)
+
+
 @IMAGE_NEGATIVES.add("replace_object", order=10)
 class ReplaceObject(ImageType):
     label = "object replaced"
@@ -88,6 +113,7 @@ class ReplaceObject(ImageType):
     rarity = 2
     needs_word = True
     in_paper = True
+    offline = PASTE_OFF
 
 
 @IMAGE_NEGATIVES.add("replace_attribute", order=20)
@@ -105,6 +131,7 @@ class SwapObject(ImageType):
     description = "two objects of the expression trade places: each one's crop pasted into the other's box"
     rarity = 1
     in_paper = True
+    offline = PASTE_OFF
 
 
 @IMAGE_NEGATIVES.add("swap_attribute", order=50)
@@ -113,6 +140,7 @@ class SwapAttribute(ImageType):
     description = "two objects trade an attribute of one category (their colours repainted)"
     rarity = 0
     in_paper = True
+    offline = SWAP_COLOUR_OFF
 
 
 @IMAGE_NEGATIVES.add("flip", order=60)
@@ -121,6 +149,7 @@ class Flip(ImageType):
     description = "the picture mirrored left to right, where the expression says left or right"
     rarity = 0
     in_paper = True
+    offline = FLIP_OFF
 
     def sites(self, shared: list[Site], path: PathNode, objects: list[SceneObject | None]) -> list[Site]:
         """One site where anything in the path says left or right: level 1 when the target's own words do."""
@@ -137,3 +166,22 @@ def says_left_right(node: PathNode) -> bool:
 
 def image_type(name: str) -> ImageType:
     return IMAGE_NEGATIVES.get(name, "images.types")()
+
+
+def default_types(backend: str) -> tuple[str, ...]:
+    """The kinds made when `images.types` names none: FineCops-Ref's five with a generative backend; with
+    the offline one, the registered kinds it makes by default (`ImageType.offline` None), those of the
+    paper first."""
+    kinds = IMAGE_NEGATIVES.items()
+    if backend != "opencv":
+        return tuple(n for n, c in kinds if c.in_paper)
+    return tuple(n for n, c in kinds if c.offline is None and c.in_paper) + tuple(
+        n for n, c in kinds if c.offline is None and not c.in_paper and c.offline_default
+    )
+
+
+def off_by_default(backend: str) -> dict[str, str]:
+    """The paper's kinds the backend does not make by default, with why (for stats.md and the README)."""
+    if backend != "opencv":
+        return {}
+    return {n: c.offline or "" for n, c in IMAGE_NEGATIVES.items() if c.in_paper and c.offline is not None}

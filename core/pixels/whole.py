@@ -1,0 +1,161 @@
+"""Whether an object's mask is the whole object: what an edit of the object needs before it is made.
+
+An edit that recolours or removes only the part of an object its mask found leaves the rest standing: the
+lower half of a straw under a box drawn round its top, a glass's stem below a box round its bowl, a white
+truck's shaded side when the mask took only its sunlit face. `whole_object(rgb, box)` takes the object's
+mask (`core.pixels.masks.object_mask`, GrabCut inside the box) and adds to its own trust numbers the
+question the mask alone cannot answer: does the object go on past its box?
+
+A box is drawn round the whole object, so its mask reaches across it: a mask whose extent is under
+`MIN_SPAN` of the box's width or height has missed part of the object (a clock's dial above the pole the
+cut found), or found something else.
+
+A side of the box **cuts** the object when, on that side (not at the photo's border):
+- the mask runs along it: the mask's pixels in the `BAND_PX` rows (or columns) at the side span at least
+  `CUT_CONTACT` of the mask's span a little inside (`INNER_DEPTH` of the box's depth from the side), and at
+  least `MIN_CONTACT_PX` px; an object that ends inside its box touches the side at a point, or narrower
+  than it is just inside;
+- and the photo carries on across the side in the object's colours: the mean CIELAB colour of the
+  `OUTSIDE_PX` px just beyond the side, along the contact, is within `CONTINUE_DE` of the mask's own along
+  the side. A television whose bottom edge meets its box's bottom stands on something else; a straw cut by
+  its box is straw on both sides.
+
+`Whole.problems` lists the mask's own problems (`ObjectMask.problems`, the whole-box fallback among them)
+and each cut side; an edit is made only on a mask with no problem (`Whole.usable`). `Whole.seeded` says
+when only the centre-seeded cut found the object: its mask is a guess of what the box centre shows, which
+a recolour may use when the colours agree (`core.pixels.recolour.refusal` checks them) and a removal not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from hardneg.core.pixels.masks import GRABCUT_ITERS, ObjectMask, object_mask
+
+BAND_PX = 2
+INNER_DEPTH = 0.12
+CUT_CONTACT = 0.5
+MIN_CONTACT_PX = 3
+OUTSIDE_PX = 4
+CONTINUE_DE = 15.0
+MIN_SPAN = 0.85  # of the box's width and height: a box is drawn round the object, its mask reaches across it
+EDIT_MAX_SIDE = 256  # px: edits cut their masks finer than the checks' 128 (a recolour's edge is seen)
+
+SIDES = ("top", "bottom", "left", "right")
+
+
+@dataclass(frozen=True, slots=True)
+class Whole:
+    """An object's mask and whether it is the whole object (module docstring)."""
+
+    mask: ObjectMask
+    cut: tuple[str, ...]  # the sides of the box that cut the object
+
+    @property
+    def span(self) -> tuple[float, float]:
+        """The mask's extent over the box's, across and down (a box is drawn round the whole object)."""
+        rows, cols = self.mask.mask.any(axis=1), self.mask.mask.any(axis=0)
+        if not rows.any():
+            return 0.0, 0.0
+        h, w = self.mask.mask.shape
+        r, c = np.nonzero(rows)[0], np.nonzero(cols)[0]
+        return (c[-1] - c[0] + 1) / w, (r[-1] - r[0] + 1) / h
+
+    @property
+    def problems(self) -> tuple[str, ...]:
+        out = list(self.mask.problems)
+        across, down = self.span
+        if self.mask.method != "box" and min(across, down) < MIN_SPAN:
+            out.append(
+                f"spans {across:.0%} of its box's width and {down:.0%} of its height: part of the object is missed"
+            )
+        out += [f"the object goes on past its box's {side} side: the edit would leave that part" for side in self.cut]
+        return tuple(out)
+
+    @property
+    def usable(self) -> bool:
+        return not self.problems
+
+    @property
+    def seeded(self) -> str | None:
+        """Why the mask is a guess, when only the centre-seeded cut found the object (it shows what the box
+        centre holds: what a removal must not rely on), else None."""
+        if self.mask.method != "seeded":
+            return None
+        return "only the centre-seeded cut found it: the mask is what the box centre shows, a guess"
+
+
+def _side_views(rgb: np.ndarray, rect: tuple[int, int, int, int], side: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """The box's rows (or columns) at `side`, seen as (mask band index arrays), and the photo beyond it:
+    returns (inside strip of the image, outside strip) oriented so axis 0 runs away from the side, or None
+    when the side is at the photo's border."""
+    x0, y0, x1, y1 = rect
+    height, width = rgb.shape[:2]
+    if side == "top":
+        if y0 < OUTSIDE_PX:
+            return None
+        return rgb[y0 : y0 + OUTSIDE_PX, x0:x1], rgb[y0 - OUTSIDE_PX : y0, x0:x1][::-1]
+    if side == "bottom":
+        if y1 > height - OUTSIDE_PX:
+            return None
+        return rgb[y1 - OUTSIDE_PX : y1, x0:x1][::-1], rgb[y1 : y1 + OUTSIDE_PX, x0:x1]
+    if side == "left":
+        if x0 < OUTSIDE_PX:
+            return None
+        inside, outside = rgb[y0:y1, x0 : x0 + OUTSIDE_PX], rgb[y0:y1, x0 - OUTSIDE_PX : x0][:, ::-1]
+    else:
+        if x1 > width - OUTSIDE_PX:
+            return None
+        inside, outside = rgb[y0:y1, x1 - OUTSIDE_PX : x1][:, ::-1], rgb[y0:y1, x1 : x1 + OUTSIDE_PX]
+    return inside.transpose(1, 0, 2), outside.transpose(1, 0, 2)
+
+
+def _oriented(mask: np.ndarray, side: str) -> np.ndarray:
+    """The box-sized mask turned so that row 0 is at `side` and rows run into the box."""
+    if side == "top":
+        return mask
+    if side == "bottom":
+        return mask[::-1]
+    if side == "left":
+        return mask.T
+    return mask[:, ::-1].T
+
+
+def cut_sides(rgb: np.ndarray, mask: ObjectMask) -> tuple[str, ...]:
+    """The sides of the mask's box that cut the object (module docstring)."""
+    from hardneg.core.colors import to_lab
+
+    out = []
+    for side in SIDES:
+        views = _side_views(rgb, mask.box, side)
+        if views is None:
+            continue
+        m = _oriented(mask.mask, side)
+        depth = m.shape[0]
+        contact = m[:BAND_PX].any(axis=0)
+        inner = m[max(BAND_PX, round(INNER_DEPTH * depth)) : max(BAND_PX + 1, round(2 * INNER_DEPTH * depth))]
+        span = inner.any(axis=0).sum() if inner.size else 0
+        if contact.sum() < max(MIN_CONTACT_PX, CUT_CONTACT * span):
+            continue
+        inside, outside = views
+        cols = np.nonzero(contact)[0]
+        own = m[:OUTSIDE_PX][:, cols]
+        if not own.any():
+            continue
+        lab_in = to_lab(inside[:, cols][own])
+        lab_out = to_lab(outside[:, cols].reshape(-1, 3))
+        if float(np.linalg.norm(lab_in.mean(axis=0) - lab_out.mean(axis=0))) <= CONTINUE_DE:
+            out.append(side)
+    return tuple(out)
+
+
+def whole_object(
+    rgb: np.ndarray, box: Sequence[float], *, seed: int = 0, iters: int = GRABCUT_ITERS, max_side: int = EDIT_MAX_SIDE
+) -> Whole:
+    """The object in `box` (xywh) of the RGB uint8 photo, and whether its mask is all of it."""
+    mask = object_mask(rgb, box, seed=seed, iters=iters, max_side=max_side)
+    cut = cut_sides(rgb, mask) if mask.method != "box" else ()
+    return Whole(mask, cut)
