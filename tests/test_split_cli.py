@@ -47,7 +47,7 @@ def _snapshot(root: Path) -> dict[str, bytes]:
 
 def test_split_prints_counts_before_and_after(run: Path, tmp_path: Path, capsys):
     """Failed before this was built: split printed two dicts, no table."""
-    assert main(["split", str(run), "--config", _yaml(tmp_path, "filters: {thresholds: {seam: {max: 0.01}}}\n")]) == 0
+    assert main(["split", str(run), "--config", _yaml(tmp_path, "filters: {thresholds: {seam: {max: 0.002}}}\n")]) == 0
     out = capsys.readouterr().out
     assert "before" in out and "after" in out and "change" in out
     row = next(line for line in out.splitlines() if line.startswith("image negatives") and " test " in line)
@@ -72,8 +72,8 @@ def test_a_rule_that_drops_everything_is_refused_and_leaves_the_run_as_it_was(ru
 def test_each_split_starts_from_the_run_config(run: Path):
     """Regression guard for the redesign (`resplit` starts from the stored config): settings used to pile
     up across calls."""
-    resplit(run, {"filters": {"thresholds": {"seam": {"max": 0.05}}}})
-    assert _manifest(run)["thresholds"]["seam"]["max"] == 0.05
+    resplit(run, {"filters": {"thresholds": {"seam": {"max": 0.002}}}})  # drops some of the demo's recolours
+    assert _manifest(run)["thresholds"]["seam"]["max"] == 0.002
     resplit(run, {"refine": {"bins_1d": 4}})
     m = _manifest(run)
     assert m["thresholds"]["seam"]["max"] == 0.2 and m["config"]["refine"]["bins_1d"] == 4  # no pile-up
@@ -172,9 +172,9 @@ def test_a_run_on_outside_photos_splits_again_and_again_and_once_moved_without_i
 def test_split_names_the_keys_it_changed_and_shows_the_exports(run: Path, tmp_path: Path, capsys):
     """Failed before: the table had the splits only (an export that lost every set said nothing), and
     no line said which settings had changed."""
-    assert main(["split", str(run), "--config", _yaml(tmp_path, "filters: {thresholds: {seam: {max: 0.01}}}\n")]) == 0
+    assert main(["split", str(run), "--config", _yaml(tmp_path, "filters: {thresholds: {seam: {max: 0.002}}}\n")]) == 0
     out = capsys.readouterr().out
-    assert "  filters.thresholds.seam.max: default -> 0.01" in out.splitlines()
+    assert "  filters.thresholds.seam.max: default -> 0.002" in out.splitlines()
     kinds = {line.split("  ")[0].strip() for line in out.splitlines()}
     assert {"tricd: positive pairs", "probes: probe_c/composition"} <= kinds, out
 
