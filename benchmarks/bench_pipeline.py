@@ -3,9 +3,9 @@
 The corpus: with `--source FILE[:WEIGHT]` (repeatable), real GQA graphs tiled to `--n-images`
 (`benchmarks.tiled_gqa`: each copy's ids renamed, the sources mixed by weight), the density a real run
 has; without, the synthetic GQA-train-like corpus of `benchmarks.synthetic_gqa` (74,942 images, ~16
-objects and ~50 relations each, GQA's left/right skew), which is thinner than real graphs (fewer
-attributes and fewer objects a path can single out: about a fifth of the positives an image) and so
-cheaper than real data after ingest. The densities are printed either way: objects, attributes and
+objects and ~50 relations each, GQA's left/right skew), which holds as many objects and more attributes
+than real graphs but yields about a quarter of their positives an image, and so is cheaper than real data
+after ingest. The densities are printed either way: objects, attributes and
 relations an image in the corpus and in each source, and the positives and text negatives an image the run
 emitted, overall and for each source's copies. Then, each in a fresh subprocess so its peak RSS is its own,
 all in one run of this script:

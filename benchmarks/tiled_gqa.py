@@ -1,8 +1,8 @@
 """A benchmark corpus at real density: real GQA scene graphs tiled to any size.
 
-A synthetic corpus is only as dense as its generator: one thinner than real graphs (fewer attributes,
-fewer relations per object, fewer objects a path can single out) makes every stage after ingest look
-cheaper than it is. This one is made of real graphs. Each output image is a copy of one graph of the
+A synthetic corpus is only as dense as its generator: one that yields fewer positives an image than real
+graphs (random names, boxes and attributes leave fewer objects a path can single out) makes every stage
+after ingest look cheaper than it is. This one is made of real graphs. Each output image is a copy of one graph of the
 sources, drawn in turn from each source by its weight (the order is a keyed shuffle, so every graph of a
 source is used before any is used twice); the copy gets a new image id (`<id>-s<source>-t<copy>`: a run's
 output can be counted per source) and new object ids (`<copy>_<id>`, relations renamed with them), so no

