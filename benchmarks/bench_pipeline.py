@@ -1,8 +1,14 @@
 """GQA-scale benchmark of the CPU stages, parse to written splits, as `hardneg run` runs them.
 
-Generates (or reuses) the synthetic GQA-train-like corpus of `benchmarks.synthetic_gqa` (74,942 images,
-~16 objects and ~50 relations each, GQA's left/right skew), then, each in a fresh subprocess so its
-peak RSS is its own, all in one run of this script:
+The corpus: with `--source FILE[:WEIGHT]` (repeatable), real GQA graphs tiled to `--n-images`
+(`benchmarks.tiled_gqa`: each copy's ids renamed, the sources mixed by weight), the density a real run
+has; without, the synthetic GQA-train-like corpus of `benchmarks.synthetic_gqa` (74,942 images, ~16
+objects and ~50 relations each, GQA's left/right skew), which holds as many objects and more attributes
+than real graphs but yields about a quarter of their positives an image, and so is cheaper than real data
+after ingest. The densities are printed either way: objects, attributes and
+relations an image in the corpus and in each source, and the positives and text negatives an image the run
+emitted, overall and for each source's copies. Then, each in a fresh subprocess so its peak RSS is its own,
+all in one run of this script:
 - the baseline: `orjson.loads` of the whole file (the time just to parse it);
 - the cold run: every stage `hardneg run --config configs/gqa.yaml` runs, through `run_local`, sharded
   stages in `--workers` processes (`flows/runners.py`), timed per stage by wall clock (the share of each,
@@ -18,6 +24,7 @@ Peak RSS is sampled over the whole process tree (the driver and its workers toge
 given per stage.
 
     python -m benchmarks.bench_pipeline [--n-images 74942] [--workers 2] [--workdir /tmp/hardneg-bench]
+        [--source /data/gqa/val_sceneGraphs.json:3 --source /data/gqa200/sceneGraphs.json:1]
         [--profile language]   # also: cProfile one unit of that stage, top lines
 """
 
@@ -26,6 +33,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import cProfile
+import hashlib
 import io
 import json
 import logging
@@ -37,6 +45,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -45,6 +54,7 @@ import orjson
 
 from benchmarks.bench_loader import corpus_path
 from benchmarks.synthetic_gqa import write_synthetic_gqa
+from benchmarks.tiled_gqa import TILER_VERSION, density, parse_source, source_of, write_tiled_gqa
 
 REPO = Path(__file__).resolve().parent.parent
 EXPORT_STAGES = ("phrases", "probe_b", "tricd", "probes", "imagecode", "report")
@@ -243,6 +253,43 @@ def _breakdown(config: Path, run_dir: Path) -> dict[str, Any]:
             "templates_s": render_s}  # fmt: skip
 
 
+def _emitted_per_image(run_dir: Path) -> dict[int | None, Counter[str]]:
+    """Positives and text negatives the run emitted (every split), counted per source (None: not tiled)."""
+    out: dict[int | None, Counter[str]] = {}
+    for kind in ("positive", "negative"):
+        for f in sorted((run_dir / "splits").glob(f"*/{kind}.json")):
+            for r in orjson.loads(f.read_bytes()):
+                out.setdefault(source_of(str(r["image_id"])), Counter())[kind] += 1
+    return out
+
+
+def _tiled_corpus(workdir: Path, sources: list[tuple[Path, float]], n_images: int, seed: int) -> Path:
+    """The cached tiled corpus for these sources, weights, size and seed."""
+    key = json.dumps([TILER_VERSION, [[str(p.resolve()), w] for p, w in sources], n_images, seed])
+    tag = hashlib.sha1(key.encode()).hexdigest()[:12]
+    out = workdir / f"tiled_n{n_images}_s{seed}_{tag}_sceneGraphs.json"
+    if not out.exists():
+        write_tiled_gqa(out, sources, n_images, seed)
+    return out
+
+
+def _print_densities(corpus: Path, sources: list[tuple[Path, float]], run_dir: Path) -> None:
+    """Per image, for the corpus and for each source: what the graphs hold (objects, attributes, relations)
+    and what the run emitted (positives, text negatives) for the source's copies in the corpus."""
+    emitted = _emitted_per_image(run_dir)
+    copies = Counter(source_of(i) for i in orjson.loads(corpus.read_bytes()))
+    rows = [("corpus", density(corpus), sum(emitted.values(), Counter()), copies.total())]
+    for k, (p, w) in enumerate(sources):
+        name = f"source {k} {p.parent.name}/{p.name} (w {w:g})"
+        rows.append((name, density(p), emitted.get(k, Counter()), copies[k]))
+    print(f"{'per image':<52}{'objects':>8}{'attrs':>7}{'rels':>7}{'copies':>8}{'pos':>7}{'negs':>7}")
+    for name, d, c, n in rows:
+        print(
+            f"{name:<52}{d['objects']:>8.1f}{d['attributes']:>7.1f}{d['relations']:>7.1f}"
+            f"{n:>8}{c['positive'] / max(1, n):>7.2f}{c['negative'] / max(1, n):>7.2f}"
+        )
+
+
 def _run_child(*args: str) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "benchmarks.bench_pipeline", "--child", *args]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
@@ -285,6 +332,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--one-stage-at-a-time", action="store_true", help="concurrent_stages: false (less memory)")
     ap.add_argument("--profile", metavar="STAGE", help="also cProfile the first unit of STAGE")
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/hardneg-bench"))
+    ap.add_argument(
+        "--source", action="append", default=[], metavar="FILE[:WEIGHT]",
+        help="a real GQA scene-graph file to tile the corpus from (repeatable; weight: its share of images)",
+    )  # fmt: skip
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
 
@@ -303,14 +354,18 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     args.workdir.mkdir(parents=True, exist_ok=True)
-    corpus = corpus_path(args.workdir, args.n_images, args.seed, 16, 50)
-    if not corpus.exists():
-        write_synthetic_gqa(corpus, args.n_images, args.seed, 16, 50)
+    sources = [parse_source(s) for s in args.source]
+    if sources:
+        corpus = _tiled_corpus(args.workdir, sources, args.n_images, args.seed)
+    else:
+        corpus = corpus_path(args.workdir, args.n_images, args.seed, 16, 50)
+        if not corpus.exists():
+            write_synthetic_gqa(corpus, args.n_images, args.seed, 16, 50)
     corpus.read_bytes()  # warm the page cache for every measurement
     config = _config(
         corpus, args.workers, not args.no_language, not args.no_exports, args.workdir, not args.one_stage_at_a_time
     )
-    run_dir = args.workdir / f"run_n{args.n_images}"
+    run_dir = args.workdir / f"run_n{args.n_images}{'_tiled' if sources else ''}"
     shutil.rmtree(run_dir, ignore_errors=True)  # measure from scratch, not a resumed run
 
     print(f"before: {_load()}")
@@ -341,6 +396,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         f"= {r['total'] / parse:.2f}x the orjson parse; peak RSS {r['peak_mb']:.0f} MB (driver and workers)"
     )
     print(f"  positives {c['positives']}, text negatives {c['negatives']}, candidates {c['positives_candidates']}")
+    _print_densities(corpus, sources, run_dir)
     if not args.no_rerun:
         plain = _timed_cli(config, run_dir, prefect=False, workdir=args.workdir)
         with_prefect = _timed_cli(config, run_dir, prefect=True, workdir=args.workdir)

@@ -23,14 +23,15 @@ SPLITS = ("train", "val", "test")
 # -- the decided samples -----------------------------------------------------------------------------
 
 
-def kept_positives(unit: Unit) -> list[dict[str, Any]]:
-    """The positives the write stage writes (not dropped by the decide stage), each with its `split`: of the
-    unit's shards (`Unit.read`)."""
+def kept_positives(unit: Unit, splits: Iterable[str] = SPLITS) -> list[dict[str, Any]]:
+    """The positives the write stage writes (not dropped by the decide stage) in `splits`, each with its
+    `split`: of the unit's shards (`Unit.read`)."""
     dropped = unit.shared("decide", "dropped positives", lambda: _dropped(unit))
+    wanted = frozenset(splits)
     out = []
     for r in unit.read("language", "positives"):
-        if r["id"] not in dropped:
-            r["split"] = split_of(r["image_id"], unit.cfg.splits)
+        if r["id"] not in dropped and (split := split_of(r["image_id"], unit.cfg.splits)) in wanted:
+            r["split"] = split
             out.append(r)
     return out
 

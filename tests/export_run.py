@@ -13,7 +13,13 @@ from hardneg.core.io import read_jsonl
 from hardneg.core.records import SceneGraph
 from tests.runs import SIXTEEN, shared_run
 
-EXPORT_RUN = SIXTEEN  # the 16-scene run the flow, evaluation and images-stage tests read too
+# the 16-scene run the flow, evaluation and images-stage tests read, with TRICD and the probes made for every
+# split (by default they are made for val and test): their tests see the most samples
+EVERY_SPLIT = ["train", "val", "test"]
+EXPORT_RUN = {
+    **SIXTEEN,
+    "exports": {**SIXTEEN["exports"], "tricd": {"splits": EVERY_SPLIT}, "probes": {"splits": EVERY_SPLIT}},
+}
 
 
 def export_run() -> Path:
@@ -21,10 +27,11 @@ def export_run() -> Path:
     return shared_run(EXPORT_RUN)
 
 
-def records(root: Path, rel: str) -> list[dict[str, Any]]:
-    """Every split's records of an export table (`tricd`, `probes/probe_r`, `imagecode`, ...)."""
+def records(root: Path, rel: str, splits: tuple[str, ...] = ("train", "val", "test")) -> list[dict[str, Any]]:
+    """Every split's records of an export table (`tricd`, `probes/probe_r`, `imagecode`, ...); each of
+    `splits` must have its file."""
     out = []
-    for split in ("train", "val", "test"):
+    for split in splits:
         f = root / f"{rel}/{split}.json"
         assert f.exists(), f
         out += orjson.loads(f.read_bytes())

@@ -195,8 +195,10 @@ def test_new_split_proportions_need_a_run_and_move_whole_images(tmp_path: Path, 
     run_local(load_config(None, {**SMALL, "splits": {"train": 0.2, "val": 0.2, "test": 0.6}}), root)
     after = {d.name: (d / "_stage.json").stat().st_mtime_ns for d in (root / "work").iterdir() if d.is_dir()}
     redone = {k for k in after if after[k] != before.get(k)}
-    # probe_b too: it makes images for the positives of the test split
-    assert redone == {"images", "filters", "decide", "write", "probe_b", "tricd", "probes", "imagecode", "report"}
+    # probe_b too: it makes images for the positives of the test split; phrases: it reads the positives of
+    # TRICD's splits (val and test)
+    want = {"images", "filters", "decide", "write", "phrases", "probe_b", "tricd", "probes", "imagecode", "report"}
+    assert redone == want
     where: dict[str, str] = {}
     for s in SPLITS:
         for r in orjson.loads((root / "splits" / s / "positive.json").read_bytes()):

@@ -39,12 +39,16 @@ from tests.runs import shared_folder
 pytestmark = pytest.mark.slow
 
 # the eight photos in one split (a smaller split cannot fill an ImageCoDe set of ten), cheap edits only, and
-# every corpus name a Probe-B class (eight images see few names five times)
+# every corpus name a Probe-B class (eight images see few names five times); TRICD and the probes made for
+# every split (by default val and test), so that the two empty splits are written as their scripts need
 PHOTOS_RUN = {
     "inputs": {"scene_graphs": str(PHOTOS / "sceneGraphs.json"), "images": str(PHOTOS / "images")},
     "splits": {"train": 0.0, "val": 0.0, "test": 1.0},
     "images": {"candidates": 1, "types": ["replace_attribute", "swap_attribute", "flip"]},
-    "exports": {"probes": {"class_min_count": 1}},
+    "exports": {
+        "probes": {"class_min_count": 1, "splits": ["train", "val", "test"]},
+        "tricd": {"splits": ["train", "val", "test"]},
+    },
 }
 SPLITS = ("train", "val", "test")
 

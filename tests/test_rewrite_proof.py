@@ -144,3 +144,22 @@ def test_spacy_loads_without_importing_torch():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.startswith("False") and "parser" not in out and "lemmatizer" in out
+
+
+def test_primed_analyses_are_the_ones_asked_one_at_a_time():
+    """`prime` parses every phrase of a batch of paths in one `nlp.pipe`: each analysis is what parsing the
+    phrase alone gives, and the checks after it parse nothing more."""
+    from hardneg.generators.text.negatives import iter_keep_words
+
+    paths = [path for path, _ in _demo_cases()][:300]
+    phrases = {p for path in paths for _, p in iter_keep_words(path)}
+    assert len(phrases) > 20
+    one = RewriteValidator(AttributeTable.load(), LEXICON, frozenset())
+    batch = RewriteValidator(AttributeTable.load(), LEXICON, frozenset())
+    batch.prime(paths)
+    primed = dict(batch._cache)
+    assert phrases <= set(primed)
+    assert {t: one.analyse(t) for t in primed} == primed
+    for path in paths:
+        batch._parts(path)
+    assert batch._cache == primed  # nothing left to parse

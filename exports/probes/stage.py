@@ -31,6 +31,7 @@ from pydantic import Field
 
 from hardneg.core.certify import VERSION as CERTIFIER
 from hardneg.core.certify import Certifier
+from hardneg.core.config import SplitName
 from hardneg.core.config_exports import ExportOptions
 from hardneg.core.gqa.hygiene import words_digest
 from hardneg.core.gqa.plausibility import Counts
@@ -117,6 +118,8 @@ class ProbesExport(ExportOptions):
     """Probe-R and Probe-C (the probing paper), from the decided positives."""
 
     enabled: bool = True
+    # evaluation benchmarks (the probing paper has no train split): probes of these splits' positives
+    splits: list[SplitName] = Field(default_factory=lambda: ["val", "test"])
     # Probe-R subject-only and swapped-subject images per triple (the paper: 10; its script averages
     # exactly 10, so its layout repeats a smaller set in turn); 0 leaves both sets, and the paper's file, out
     subject_only_images: int = Field(10, ge=0, le=10)
@@ -162,7 +165,8 @@ class ProbesStage(ExportStage):
         if not unit.cfg.exports.probes.enabled:
             return
         shared = Shared.load(unit)
-        positives = sorted(map(searched, kept_positives(unit)), key=lambda pf: pf[0]["id"])
+        kept = kept_positives(unit, unit.cfg.exports.probes.splits)
+        positives = sorted(map(searched, kept), key=lambda pf: pf[0]["id"])
         unit.items_in = len(positives)
         found, missed, sets = self._search(unit.cfg, shared, positives)
         for kind, n in missed.items():
@@ -198,7 +202,10 @@ class ProbesStage(ExportStage):
         hard = hardness(tables)
         for name in list(tables):  # each table freed once written
             rows = tables.pop(name)
-            folder.write_tables(by_split(rows), f"{name}/")
+            parts = by_split(rows)
+            if name != "probe_b":  # Probe-R and Probe-C: the splits they are made for
+                parts = {s: part for s, part in parts.items() if s in opts.splits or part}
+            folder.write_tables(parts, f"{name}/")
             c = Counter((r["kind"] if name != "probe_b" else "probe_b/groups", r["split"]) for r in rows)
             for kind in sorted({k for k, _ in c}):
                 counts[kind] = {s: c.get((kind, s), 0) for s in SPLITS}
@@ -217,7 +224,8 @@ class ProbesStage(ExportStage):
             )
             official["probe_b_classes"] = len(classes)
         summary = {"shape": "probes", "version": VERSION, "enabled": opts.enabled, "counts": counts,
-                   "official": official, "hardness": hard, "notes": official_notes(official, b.splits)}  # fmt: skip
+                   "official": official, "hardness": hard,
+                   "notes": official_notes(official, b.splits, opts.splits if opts.enabled else SPLITS)}  # fmt: skip
         folder.write_summary(summary)
         return {"meta": {"counts": counts}}
 
@@ -244,8 +252,9 @@ class ProbesStage(ExportStage):
         kept = {r["id"] for r in balance_categories(comp, opts.max_category_share)}
         out["probe_c"] = [r for r in out["probe_c"] if r["kind"] != "probe_c/composition" or r["id"] in kept]
         sets = heapq.merge(*per_unit("sets"), key=lambda s: s["positive_id"])  # the positives' order, as one search's
-        official["probe_r"] = self._official_r(folder, sets, words, link)
-        official["probe_c"] = self._official_c(folder, out["probe_c"], link)
+        splits = [s for s in SPLITS if s in opts.splits]
+        official["probe_r"] = self._official_r(folder, sets, words, link, splits)
+        official["probe_c"] = self._official_c(folder, out["probe_c"], link, splits)
         return out
 
     @staticmethod
@@ -276,11 +285,13 @@ class ProbesStage(ExportStage):
         return found, missed, sets
 
     @staticmethod
-    def _official_r(folder: ExportFolder, sets: Iterable[dict[str, Any]], words: Words, link: Any) -> dict[str, Any]:
-        """The paper's Probe-R file per split (every split written, empty or not); the counts."""
+    def _official_r(
+        folder: ExportFolder, sets: Iterable[dict[str, Any]], words: Words, link: Any, splits: list[str]
+    ) -> dict[str, Any]:
+        """The paper's Probe-R file per split of `splits` (each written, empty or not); the counts."""
         records = probe_r_records(sets, words, lambda i, stem: link(i, f"probe_r/images/{stem}.jpg"))
         out = {}
-        for split in SPLITS:
+        for split in splits:
             part = records.get(split, {})
             write_json(folder.dir / "probe_r" / split / R_FILE, part)
             padded = sum(min(r["hardneg"]["distinct"].values()) < len(r["positive_image_ids"]) for r in part.values())
@@ -288,10 +299,10 @@ class ProbesStage(ExportStage):
         return out
 
     @staticmethod
-    def _official_c(folder: ExportFolder, rows: list[dict[str, Any]], link: Any) -> dict[str, Any]:
-        """The paper's two Probe-C files per split; the counts."""
+    def _official_c(folder: ExportFolder, rows: list[dict[str, Any]], link: Any, splits: list[str]) -> dict[str, Any]:
+        """The paper's two Probe-C files per split of `splits`; the counts."""
         out: dict[str, Any] = {}
-        for split in SPLITS:
+        for split in splits:
             out[split] = {}
             for kind, name in C_FILES.items():
                 part = [probe_c_record(r) for r in rows if r["split"] == split and r["kind"] == kind]
@@ -304,9 +315,10 @@ class ProbesStage(ExportStage):
         return out
 
 
-def official_notes(official: dict[str, Any], b_splits: list[str]) -> list[str]:
+def official_notes(official: dict[str, Any], b_splits: list[str], splits: Iterable[str] = SPLITS) -> list[str]:
     """stats.md's lines on the splits where a probe's official file holds nothing: written all the same, and
-    the script runs on it to 0 items; Probe-B's splits outside `exports.probe_b.splits` are not written."""
+    the script runs on it to 0 items; Probe-R's and Probe-C's splits outside `exports.probes.splits` and
+    Probe-B's outside `exports.probe_b.splits` are not written."""
     out = []
     for split in SPLITS:
         empty = []
@@ -321,6 +333,9 @@ def official_notes(official: dict[str, Any], b_splits: list[str]) -> list[str]:
             empty.append("Probe-B's co-occurrence split (`object_context_dataset.json`)")
         if empty:
             out.append(f"{split}: nothing in {', '.join(empty)}; written all the same, and the script runs to 0 items")
+    if "probe_r" in official:
+        out += [f"{s}: no Probe-R or Probe-C (evaluation benchmarks; `exports.probes.splits` adds it)"
+                for s in SPLITS if s not in splits]  # fmt: skip
     if "probe_b" in official:
         out += [f"{s}: no Probe-B (`exports.probe_b.splits` leaves it out), so no `probe_b/{s}/`"
                 for s in SPLITS if s not in b_splits]  # fmt: skip

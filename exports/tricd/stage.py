@@ -16,12 +16,13 @@ their character spans), carry the boxes of every object they name in context on 
   re-checked on the edited graph, which follows the pixels (`image_edits.falsified`: the executor and the
   certificate).
 
-A positive with no negative pair is left out (its reasons go to rejects). The primary output,
-`RUN/tricd/TRICD_grounding_<split>.json`, is in TRICD's own layout, which its official evaluation code
-reads unchanged (`export_tricd_official`). Beside it, `RUN/tricd/<split>.json` keeps one record per pair,
-`{"id", "phrases": {phrase id: [xywh, ...]}, "subset", "positive_id"}` plus what a reader needs (`image`
-relative to the run folder, `caption`, `phrase_text`, `phrase_span`, the certificate), for the report and
-for `evaluation.tricd`, which reads either. `subset` is the path type.
+Pairs are made for the positives of `exports.tricd.splits` (val and test by default: TRICD is an evaluation
+benchmark, and its paper has no train split). A positive with no negative pair is left out (its reasons go to
+rejects). The primary output, `RUN/tricd/TRICD_grounding_<split>.json`, is in TRICD's own layout, which its
+official evaluation code reads unchanged (`export_tricd_official`). Beside it, `RUN/tricd/<split>.json`
+keeps one record per pair, `{"id", "phrases": {phrase id: [xywh, ...]}, "subset", "positive_id"}` plus
+what a reader needs (`image` relative to the run folder, `caption`, `phrase_text`, `phrase_span`, the
+certificate), for the report and for `evaluation.tricd`, which reads either. `subset` is the path type.
 A decision stage: no model (the phrases were parsed before), so `hardneg split` reruns it. It searches a
 batch of shards a unit (`exports.tricd.batch_images`), on every worker; `finish` writes the folder from the
 units' pairs, the files one search over every positive would write.
@@ -37,6 +38,7 @@ from pydantic import Field
 
 from hardneg.core.certify import VERSION as CERTIFIER
 from hardneg.core.certify import Certifier, context_objects
+from hardneg.core.config import SplitName
 from hardneg.core.config_exports import ExportOptions
 from hardneg.core.executor import GraphIndex
 from hardneg.core.gqa.hygiene import words_digest
@@ -73,6 +75,8 @@ class TricdExport(ExportOptions):
     """TRICD contextual phrase detection pairs (the TRICD paper)."""
 
     enabled: bool = True
+    # an evaluation benchmark (the TRICD paper has no train split): pairs for these splits' positives
+    splits: list[SplitName] = Field(default_factory=lambda: ["val", "test"])
     distractors: int = Field(1, ge=0, le=10)  # corpus images per positive in which the expression is false
     # about this many images sampled per positive (the target's name, the expression's relations, the scene's
     # rarest names) before they are ranked by how confusable they are with the positive image
@@ -101,6 +105,7 @@ class TricdStage(ExportStage):
         "seed",
         "splits",
         "exports.tricd.enabled",
+        "exports.tricd.splits",
         "exports.tricd.distractors",
         "exports.tricd.candidates",
         "exports.tricd.checked",
@@ -129,7 +134,7 @@ class TricdStage(ExportStage):
         folder = ExportFolder(run.root, FOLDER)
         folder.reset()
         counts: Counter = Counter()
-        with folder.tables() as tables:
+        with folder.tables(splits=[s for s in SPLITS if s in run.cfg.exports.tricd.splits]) as tables:
             for r in run.read_all(self.name, "pairs"):
                 if r["image"] is not None:
                     r["image"] = folder.place(run.root / r["image"], f"images/{r['id']:x}.jpg")
@@ -140,8 +145,11 @@ class TricdStage(ExportStage):
         kinds = sorted({k for k, _ in counts})
         counts_out = {k: {s: counts.get((k, s), 0) for s in SPLITS} for k in kinds}
         enabled = run.cfg.exports.tricd.enabled
+        chosen = run.cfg.exports.tricd.splits
         notes = [
             f"{s}: no pairs; `{file_name(s)}` is written empty, and the official `main.py` runs on it to 0 items"
+            if s in chosen
+            else f"{s}: not emitted (TRICD is an evaluation benchmark; `exports.tricd.splits` adds it)"
             for s in SPLITS
             if enabled and not counts.get(("positive pairs", s))
         ]
@@ -152,7 +160,7 @@ class TricdStage(ExportStage):
     def _pairs(self, unit: Unit) -> list[dict[str, Any]]:
         cfg, opts = unit.cfg, unit.cfg.exports.tricd
         _, table, cert = certifier(unit)
-        positives = kept_positives(unit)
+        positives = kept_positives(unit, opts.splits)
         unit.items_in = len(positives)
         phrases = {r["id"]: r["phrases"] for r in unit.read("phrases", "phrases")}
         edits: dict[int, list[dict[str, Any]]] = defaultdict(list)

@@ -113,6 +113,12 @@ def lexical() -> Lexical:
 UNSURE = object()  # the fast path cannot decide: the tagger must
 
 
+def _analysis(doc: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A parsed text's (lemmas, lower-cased words), punctuation dropped."""
+    toks = [t for t in doc if not t.is_punct]
+    return tuple((t.lemma_ or t.text).lower() for t in toks), tuple(t.text.lower() for t in toks)
+
+
 @dataclass(slots=True)
 class RewriteValidator:
     """Checks a rewrite against its path with lemmas (see the module docstring).
@@ -135,11 +141,27 @@ class RewriteValidator:
         """(lemmas, lower-cased words), punctuation dropped."""
         got = self._cache.get(text)
         if got is None:
-            doc = load_nlp()(text.lower())
-            toks = [t for t in doc if not t.is_punct]
-            got = (tuple((t.lemma_ or t.text).lower() for t in toks), tuple(t.text.lower() for t in toks))
-            self._cache[text] = got
+            got = self._cache[text] = _analysis(load_nlp()(text.lower()))
         return got
+
+    def prime(self, paths: Iterable[PathNode]) -> None:
+        """Analyse every phrase the paths' parts are checked by (and their synonyms) in one `nlp.pipe` batch,
+        not one pipeline call each (a call per phrase was most of the rewrite check's time)."""
+        todo: set[str] = set()
+        for path in paths:
+            for kind, phrase in iter_keep_words(path):
+                if (kind, phrase) not in self._forms:
+                    todo.update(p for p in (phrase, *self._synonyms(kind, phrase)) if p not in self._cache)
+        texts = sorted(todo)
+        for text, doc in zip(texts, load_nlp().pipe([t.lower() for t in texts], batch_size=256), strict=True):
+            self._cache[text] = _analysis(doc)
+
+    def _synonyms(self, kind: str, phrase: str) -> Iterable[str]:
+        if kind == "relation":
+            return self.lexicon.relation_synonyms.get(phrase, ())
+        if kind == "attribute":
+            return self.lexicon.attribute_synonyms.get(phrase, ())
+        return ()
 
     def lemmas(self, text: str) -> tuple[str, ...]:
         return self.analyse(text)[0]
@@ -150,13 +172,8 @@ class RewriteValidator:
         got = self._forms.get((kind, phrase))
         if got is not None:
             return got
-        syn: Iterable[str] = ()
-        if kind == "relation":
-            syn = self.lexicon.relation_synonyms.get(phrase, ())
-        elif kind == "attribute":
-            syn = self.lexicon.attribute_synonyms.get(phrase, ())
         out = []
-        for p in (phrase, *syn):
+        for p in (phrase, *self._synonyms(kind, phrase)):
             for seq in self.analyse(p):
                 kept = tuple(w for w in seq if w not in FUNCTION_WORDS) or seq
                 out.append(kept)
@@ -291,6 +308,7 @@ def rewrite_records(
     rejects: list[Reject] = []
     paths = {str(r["id"]): PathNode.from_json(r["path"]) for r in records}
     originals = {str(r["id"]): r["expression"] for r in records}
+    validator.prime(paths.values())
 
     def validate(req: RewriteRequest | ReplaceRequest, values: tuple[str, ...]) -> str | None:
         for v in values[1:]:
