@@ -355,3 +355,13 @@ def replace_edit(
             edit["attributes"] = list(dict.fromkeys((*own, *keep_attrs)))
         return ImageEdit(site, edit, (region,))
     return None
+
+
+def save_like_source(image: Image.Image, path: Path, source: tuple[Any, int]) -> None:
+    """JPEG with the source's quantisation tables and subsampling, so scores compare like with like;
+    a source that is not a JPEG gets quality 95."""
+    qtables, sampling = source
+    if qtables:
+        image.save(path, "JPEG", qtables=qtables, subsampling=sampling if sampling != -1 else 0)
+    else:
+        image.save(path, "JPEG", quality=95)

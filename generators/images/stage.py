@@ -56,10 +56,11 @@ from hardneg.generators.images.edits import (
     backend_refusal,
     carried_by,
     falsified,
+    save_like_source,
     swap_refusal,
 )
 from hardneg.generators.images.flip import print_refusal
-from hardneg.generators.images.types import ImageType, default_types, image_type, off_by_default
+from hardneg.generators.images.types import ImageType, image_type, image_types, off_by_default
 from hardneg.generators.paths.stage import PathResources, box_reason, target_reason
 from hardneg.generators.text.sites import SearchState, Site, SiteSearch, SiteVocab, enumerate_sites, site_order
 from hardneg.generators.text.types import text_type
@@ -314,16 +315,6 @@ def _donor(x: dict[str, Any]) -> Donor:
     return Donor(x["image_id"], x["object_id"], tuple(x["box"]), tuple(x.get("attributes", ())), held)  # type: ignore[arg-type]
 
 
-def save_like_source(image: Image.Image, path: Path, source: tuple[Any, int]) -> None:
-    """JPEG with the source's quantisation tables and subsampling, so scores compare like with like;
-    a source that is not a JPEG gets quality 95."""
-    qtables, sampling = source
-    if qtables:
-        image.save(path, "JPEG", qtables=qtables, subsampling=sampling if sampling != -1 else 0)
-    else:
-        image.save(path, "JPEG", quality=95)
-
-
 class ImagesStage(Stage):
     """Negative images for the positives of the configured splits (the paper: test only)."""
 
@@ -409,11 +400,6 @@ class ImagesStage(Stage):
         else:  # asked for by name, though this backend's edits of that kind were never verified
             unit.stats.update({f"unverified:{name}": 1 for name in cfg.images.types if name in off})
         unit.write("image-negatives", rows)
-
-
-def image_types(cfg: RunConfig) -> tuple[str, ...]:
-    """The kinds of negative image the run makes: `images.types`, or the backend's defaults."""
-    return tuple(cfg.images.types) if cfg.images.types is not None else default_types(cfg.images.backend)
 
 
 @dataclass(slots=True, eq=False)

@@ -14,7 +14,7 @@ test (`remove.py` is the worked example).
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from PIL import Image
 
@@ -31,6 +31,9 @@ from hardneg.generators.images.edits import (
     replace_options,
 )
 from hardneg.generators.text.sites import Site
+
+if TYPE_CHECKING:
+    from hardneg.core.config import RunConfig
 
 
 class ImageType:
@@ -185,3 +188,8 @@ def off_by_default(backend: str) -> dict[str, str]:
     if backend != "opencv":
         return {}
     return {n: c.offline or "" for n, c in IMAGE_NEGATIVES.items() if c.in_paper and c.offline is not None}
+
+
+def image_types(cfg: RunConfig) -> tuple[str, ...]:
+    """The kinds of negative image the run makes: `images.types`, or the backend's defaults."""
+    return tuple(cfg.images.types) if cfg.images.types is not None else default_types(cfg.images.backend)
