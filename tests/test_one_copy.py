@@ -129,3 +129,18 @@ def test_the_wheel_lists_every_source_package():
             found.add(".".join((package, *rel)))
     assert found - listed == set(), f"packages the wheel leaves out: {sorted(found - listed)}"
     assert listed - found == set(), f"packages listed but absent: {sorted(listed - found)}"
+
+
+def test_no_module_defines_a_top_level_name_twice():
+    """A merge once left two `_evidence` functions in one module: the second silently replaced the first and
+    the box shapes it read were never used (no linter here flags a redefined function)."""
+    twice = []
+    for layer in (*LAYERS, "hardneg", "benchmarks"):
+        for f in sorted((REPO_ROOT / layer).glob("**/*.py")):
+            seen: set[str] = set()
+            for node in ast.parse(f.read_text()).body:
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                    if node.name in seen:
+                        twice.append(f"{f.relative_to(REPO_ROOT)}: {node.name}")
+                    seen.add(node.name)
+    assert not twice, "\n".join(twice)

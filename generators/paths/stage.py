@@ -247,14 +247,6 @@ def _positive(
     )
 
 
-def _evidence(unit: Unit) -> Evidence:
-    """What the corpus says about annotations: the run's statistics, and its boxes with the shipped ones."""
-    notes = AnnotationStats.from_rows(unit.read_all("plausibility", "annotations"))
-    counts = Counts.from_rows(r for r in unit.read_all("plausibility", "counts") if r["kind"] != "triples")
-    shipped = BoxShapes.load(unit.cfg.resolve(unit.cfg.paths.box_shapes))
-    return Evidence(notes, counts, shipped.combined(BoxShapes.from_counts(notes.shape, notes.place)))
-
-
 def _cap_image(
     kept: list[_Candidate], cfg: RunConfig, image_id: str, res: PathResources
 ) -> tuple[list[_Candidate], list[_Candidate]]:
@@ -279,11 +271,16 @@ def _cap_image(
 
 
 def _evidence(unit: Unit) -> Evidence:
-    """What the corpus says about annotations: the run's counts plus the prior's (`core/gqa/prior.py`)."""
+    """What the corpus says about annotations: the run's counts plus the prior's (`core/gqa/prior.py`), and
+    the run's boxes with the shipped box shapes (`core/gqa/boxes.py`)."""
     read = unit.read_all
-    notes = AnnotationStats.from_rows(read("plausibility", "annotations")).with_prior(read("plausibility", "prior"))
+    notes = AnnotationStats.from_rows(read("plausibility", "annotations"))
+    shipped = BoxShapes.load(unit.cfg.resolve(unit.cfg.paths.box_shapes))
+    boxes = shipped.combined(BoxShapes.from_counts(notes.shape, notes.place))  # the run's own boxes, then
+    notes = notes.with_prior(read("plausibility", "prior"))  # the prior added (in place)
     counts = Counts.from_rows(r for r in read("plausibility", "counts") if r["kind"] != "triples")
-    return Evidence(notes, counts.with_prior(r for r in read("plausibility", "prior") if r["kind"] != "counts:triples"))
+    counts = counts.with_prior(r for r in read("plausibility", "prior") if r["kind"] != "counts:triples")
+    return Evidence(notes, counts, boxes)
 
 
 class PathsStage(Stage):
