@@ -30,11 +30,11 @@ from hardneg.flows.request import check_output
 NAMES = [s.name for s in STAGES]
 UP_TO_PATHS = STAGES[: NAMES.index("paths") + 1]
 UP_TO_IMAGES = STAGES[: NAMES.index("images") + 1]
-# few positives an image, one mirror image each: the image stages in seconds, their output still made of pixels
+# few positives an image, one flip or recolour each: the image stages in seconds, their output still made of pixels
 SMALL = {
     "paths": {"max_per_image": 2},
     "language": {"negatives_per_positive": 1},
-    "images": {"types": ["flip"], "candidates": 1},
+    "images": {"types": ["flip", "replace_attribute"], "candidates": 1},
 }
 NOT_OUTPUTS = {SUMMARY, "_fingerprint"}  # summaries and markers hold timings; every other file is output
 

@@ -21,6 +21,7 @@ mirrored photo is not most of a benchmark.
 from __future__ import annotations
 
 import heapq
+import shutil
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -333,7 +334,11 @@ class ImagesStage(Stage):
             image_type(name)
 
     def prepare(self, run: Run, folder: Path) -> None:
-        """The corpus's copy-paste donors: per object name, the largest boxes that could be targets."""
+        """The corpus's copy-paste donors: per object name, the largest boxes that could be targets; and, when
+        no unit is done yet, no candidate image of an earlier attempt left (a photo edited since may now give
+        no negative, and its old candidates must not stay behind)."""
+        if not any((folder / "_done").glob("*.json")):
+            shutil.rmtree(run.root / "images", ignore_errors=True)
         donors_file = folder / "donors.json"
         if donors_file.exists():
             return
