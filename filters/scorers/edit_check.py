@@ -343,77 +343,69 @@ class EditCheckFilter(Filter):
         trust = scores.get("mask_trust")
         if trust is not None and trust < t.min_mask_trust:
             reasons.append("mask: the object's mask is not the whole object (or only a guess): the edit is unverified")
-        hit, left = scores.get("recolor_hit"), scores.get("recolor_left")
+        hit = scores.get("recolor_hit")
         if hit is not None and hit < t.min_recolor_hit:
             reasons.append(
                 f"recolour: {hit:.0%} of the object's pixels now have the new colour (needs {t.min_recolor_hit:.0%})"
             )
-        if left is not None and left > t.max_recolor_left:
-            reasons.append(
-                f"recolour: {left:.0%} of the object's pixels still have the old colour "
-                f"(at most {t.max_recolor_left:.0%})"
-            )
-        missed = scores.get("recolor_missed")
-        if missed is not None and missed > t.max_recolor_missed:
-            reasons.append(
-                f"recolour: {missed:.0%} of the pixels around the object still have its old colours "
-                f"(at most {t.max_recolor_missed:.0%}): part of it was missed"
-            )
-        lift = scores.get("recolor_lift")
-        if lift is not None and lift > t.max_recolor_lift:
-            reasons.append(
-                f"recolour: its lightness moved by {lift:.0f} (at most {t.max_recolor_lift:.0f}): a painted cut-out"
-            )
-        remnant = scores.get("remnant")
-        if remnant is not None and remnant > t.max_remnant:
-            reasons.append(
-                f"removal: {remnant:.0%} of the object's size is left in its box, untouched "
-                f"(at most {t.max_remnant:.0%})"
-            )
-        specks = scores.get("recolor_specks")
-        if specks is not None and specks > t.max_recolor_specks:
-            reasons.append(
-                f"recolour: {specks:.0%} of the newly coloured pixels are scattered specks "
-                f"(at most {t.max_recolor_specks:.0%})"
-            )
-        boxy = scores.get("recolor_boxy")
-        if boxy is not None and boxy > t.max_recolor_boxy:
-            reasons.append(
-                f"recolour: the new colour fills {boxy:.0%} of the box's outline, a box-shaped patch "
-                f"(at most {t.max_recolor_boxy:.0%})"
-            )
-        clipped = scores.get("recolor_clipped")
-        if clipped is not None and clipped > t.max_recolor_clipped:
-            reasons.append(
-                f"recolour: {clipped:.0%} of the object is blown-out white, which recolours to a flat panel "
-                f"(at most {t.max_recolor_clipped:.0%})"
-            )
-        noise = scores.get("recolor_noise")
-        if noise is not None and noise > t.max_recolor_noise:
-            reasons.append(
-                f"recolour: the object's fine detail grew {noise:.1f}x, noise turned to glitter "
-                f"(at most {t.max_recolor_noise:.1f}x)"
-            )
-        trace = scores.get("trace")
-        if trace is not None and trace > t.max_trace:
-            reasons.append(
-                f"trace: {trace:.0%} of the original object's strong edges survive (at most {t.max_trace:.0%})"
-            )
-        smear = scores.get("smear")
-        if smear is not None and smear > t.max_smear:
-            reasons.append(
-                f"smear: {smear:.0%} of the changed area is much smoother than its surroundings "
-                f"(at most {t.max_smear:.0%})"
-            )
-        fill = scores.get("fill_mismatch")
-        if fill is not None and fill > t.max_fill_mismatch:
-            reasons.append(
-                f"removal fill: {fill:.0%} of it has colours its surroundings lack (at most {t.max_fill_mismatch:.0%})"
-            )
-        paste = scores.get("paste_edge")
-        if paste is not None and paste > t.max_paste_edge:
-            reasons.append(
-                f"pasted rectangle: a straight new edge of strength {paste:.2f} inside the box "
-                f"(at most {t.max_paste_edge:.2f})"
-            )
+        reasons += [msg.format(v=v, t=getattr(t, limit)) for key, limit, msg in _MAX_RULES
+                    if (v := scores.get(key)) is not None and v > getattr(t, limit)]  # fmt: skip
         return (False, "; ".join(reasons)) if reasons else (True, None)
+
+
+# A score above its threshold, and what the reason says: (score, threshold, message with {v} and {t}).
+_MAX_RULES = (
+    (
+        "recolor_left",
+        "max_recolor_left",
+        "recolour: {v:.0%} of the object's pixels still have the old colour (at most {t:.0%})",
+    ),
+    (
+        "recolor_missed",
+        "max_recolor_missed",
+        "recolour: {v:.0%} of the pixels around the object still have its old "
+        "colours (at most {t:.0%}): part of it was missed",
+    ),
+    (
+        "recolor_lift",
+        "max_recolor_lift",
+        "recolour: its lightness moved by {v:.0f} (at most {t:.0f}): a painted cut-out",
+    ),
+    ("remnant", "max_remnant", "removal: {v:.0%} of the object's size is left in its box, untouched (at most {t:.0%})"),
+    (
+        "recolor_specks",
+        "max_recolor_specks",
+        "recolour: {v:.0%} of the newly coloured pixels are scattered specks (at most {t:.0%})",
+    ),
+    (
+        "recolor_boxy",
+        "max_recolor_boxy",
+        "recolour: the new colour fills {v:.0%} of the box's outline, a box-shaped patch (at most {t:.0%})",
+    ),
+    (
+        "recolor_clipped",
+        "max_recolor_clipped",
+        "recolour: {v:.0%} of the object is blown-out white, which recolours to a flat panel (at most {t:.0%})",
+    ),
+    (
+        "recolor_noise",
+        "max_recolor_noise",
+        "recolour: the object's fine detail grew {v:.1f}x, noise turned to glitter (at most {t:.1f}x)",
+    ),
+    ("trace", "max_trace", "trace: {v:.0%} of the original object's strong edges survive (at most {t:.0%})"),
+    (
+        "smear",
+        "max_smear",
+        "smear: {v:.0%} of the changed area is much smoother than its surroundings (at most {t:.0%})",
+    ),
+    (
+        "fill_mismatch",
+        "max_fill_mismatch",
+        "removal fill: {v:.0%} of it has colours its surroundings lack (at most {t:.0%})",
+    ),
+    (
+        "paste_edge",
+        "max_paste_edge",
+        "pasted rectangle: a straight new edge of strength {v:.2f} inside the box (at most {t:.2f})",
+    ),
+)
