@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import signal
 import sys
 import tempfile
 import time
@@ -27,6 +26,7 @@ from hardneg.core.config import OpenAIConfig
 from hardneg.core.config_files import read_mapping
 from hardneg.core.errors import ConfigError, HardnegError
 from hardneg.core.io import os_error_message
+from hardneg.core.runner import stop
 from hardneg.core.secrets import scrub_for, scrubbed
 from hardneg.review.cli import add_commands, cmd_report, cmd_review
 
@@ -150,15 +150,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised where the process is, so the run stops as on Ctrl+C: its context managers put the
-    outputs back and release the lock, and the command says how to resume."""
-
-
-def _terminated(signum: int, frame: object) -> None:
-    raise Terminated
-
-
 class _Quiet(logging.Filter):
     """Without -v, the console shows hardneg's warnings, not Prefect's, httpx's or the server's chatter."""
 
@@ -182,6 +173,15 @@ def setup_logging(verbose: bool) -> None:
         handler.addFilter(_Quiet())
     root.addHandler(handler)
     root.setLevel(logging.INFO if verbose else logging.WARNING)
+
+
+def _stopped(command: str, how: str) -> int:
+    print(
+        f"\nhardneg: stopped ({how}); finished work is kept and the outputs are as the last finished "
+        f"{command} left them: rerun the same command to resume",
+        file=sys.stderr,
+    )
+    return 143 if how == "SIGTERM" else 130
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -219,21 +219,20 @@ def main(argv: list[str] | None = None) -> int:
     from hardneg.backends.language import BackendUnavailable
 
     stopping = args.command in ("run", "split")  # serve and review stop by themselves on a signal
-    if stopping:
-        signal.signal(signal.SIGTERM, _terminated)
     try:
         handlers = {"run": cmd_run, "split": cmd_split, "serve": cmd_serve, "report": cmd_report, "review": cmd_review}
-        return handlers[args.command](args)
-    except KeyboardInterrupt as e:  # Ctrl+C, or SIGTERM (`_terminated`): the run's cleanup has run by now
+        if not stopping:
+            return handlers[args.command](args)
+        with stop.handled():
+            try:
+                return handlers[args.command](args)
+            except Exception:
+                stop.check()  # a stop that a C extension wrapped in an error of its own is still a stop
+                raise
+    except KeyboardInterrupt as e:  # Ctrl+C, or SIGTERM (`stop`): the run's cleanup has run by now
         if not stopping:
             raise
-        how = "SIGTERM" if isinstance(e, Terminated) else "Ctrl+C"
-        print(
-            f"\nhardneg: stopped ({how}); finished work is kept and the outputs are as the last finished "
-            f"{args.command} left them: rerun the same command to resume",
-            file=sys.stderr,
-        )
-        return 143 if how == "SIGTERM" else 130
+        return _stopped(args.command, stop.requested() or ("SIGTERM" if isinstance(e, stop.Terminated) else "Ctrl+C"))
     except BackendUnavailable as e:  # finished shards and cached answers are kept: rerun to resume
         said = scrubbed(str(e))
         print(

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import pydantic
 import pytest
 
 from hardneg.cli import main
@@ -207,3 +209,52 @@ def test_a_stopped_run_says_how_to_resume_and_resumes(tmp_path: Path, sig: int, 
     assert "Traceback" not in err
     done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and "paths        done before" in done.stderr, done.stderr
+
+
+class _Sends(pydantic.BaseModel):
+    """A model whose serializer is where the signal lands: pydantic-core calls it from Rust, and wraps
+    what it raises (the interrupt too) in a `PydanticSerializationError`."""
+
+    sig: int
+
+    @pydantic.field_serializer("sig")
+    def _send(self, sig: int) -> int:
+        os.kill(os.getpid(), sig)
+        time.sleep(1)  # the handler runs at the next bytecode: here
+        return sig
+
+
+@pytest.mark.parametrize("swallow", [False, True])
+@pytest.mark.parametrize(("sig", "status", "how"), [(15, 143, "SIGTERM"), (2, 130, "Ctrl+C")])
+def test_a_stop_inside_a_c_extension_is_a_stop_and_stores_nothing_as_done(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    sig: int,
+    status: int,
+    how: str,
+    swallow: bool,
+):
+    """Failed before: a Ctrl+C that landed inside pydantic's serializer came out as "internal error" with
+    a traceback and exit 1; and a stage whose `except Exception` took the wrapped interrupt for a bad
+    sample stored its unit as done, so the run went on with the unit cut short."""
+    from hardneg.generators.paths.stage import PathsStage
+
+    def run(self: PathsStage, unit: object) -> None:
+        try:
+            _Sends(sig=sig).model_dump()
+        except Exception as e:
+            assert "Interrupt" in repr(e) or "Terminated" in repr(e), repr(e)  # wrapped, as the C extension does
+            if not swallow:
+                raise
+
+    monkeypatch.setattr(PathsStage, "run", run)
+    small = tmp_path / "small.yaml"
+    small.write_text("demo: {n_scenes: 6}\n")
+    out = tmp_path / "run"
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    assert main(["run", "--no-prefect", "--config", str(small), "--output", str(out)]) == status
+    err = capsys.readouterr().err
+    assert f"hardneg: stopped ({how}); finished work is kept" in err and "Traceback" not in err, err
+    assert not list((out / "work" / "paths" / "_done").glob("*.json")), "a unit cut short was stored as done"
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before  # put back

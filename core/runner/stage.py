@@ -54,7 +54,7 @@ from hardneg.core.io import (
     write_json,
     write_jsonl,
 )
-from hardneg.core.runner import memory
+from hardneg.core.runner import memory, stop
 from hardneg.core.runner.cycles import no_cycle_collection
 from hardneg.core.runner.outputs import StageOutputs
 from hardneg.core.runner.progress import Progress
@@ -314,6 +314,7 @@ class Run(StageOutputs):
         with no_cycle_collection():  # its records make no cycles (`core/runner/cycles.py`)
             self.stages[name].run(u)
         seconds = time.perf_counter() - t0
+        stop.check()  # a unit cut short by a stop that something swallowed is not stored as done
         write_jsonl(self.stage_dir(name) / "_rejects" / f"{unit}.jsonl", (r.to_json() for r in u.rejects))
         done = {
             "unit": unit,
@@ -358,6 +359,7 @@ class Run(StageOutputs):
         with no_cycle_collection():
             summary |= self.stages[name].finish(self, markers) | self.stages[name].summarize(self, markers)
         memory.release(full=summary["seconds"] + time.perf_counter() - t0 >= memory.LONG_STAGE)
+        stop.check()
         write_json(self.stage_dir(name) / SUMMARY, summary)
         self.progress.stage_done(name, summary)
         return summary
