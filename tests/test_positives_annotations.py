@@ -114,3 +114,30 @@ def test_the_review_queue_opens_on_the_riskiest_positive():
     calm = {"id": 1, "level": 2, "scores": {"annotation_risk": 0.1}}
     risky = {"id": 2, "level": 2, "scores": {"annotation_risk": 0.64}}
     assert sorted([calm, risky], key=priority_key)[0] is risky
+
+
+def test_clothing_is_one_to_a_person_and_others_may_wear_theirs_unannotated():
+    """Two men and a woman are annotated and one pair of shorts: "the shorts" may be anyone's (real GQA
+    graphs annotate clothes for some of the people they hold). One man and his shorts, or a man boxed
+    twice under two names, leave no doubt; a bag is carried by some, not worn by all."""
+    crowd = graph(
+        obj("1", "man", box=(0, 0, 100, 300)),
+        obj("2", "man", box=(120, 0, 100, 300)),
+        obj("3", "woman", box=(240, 0, 100, 300)),
+        obj("4", "shorts", ("grey",), box=(10, 150, 60, 60)),
+        obj("5", "bag", ("black",), box=(250, 100, 40, 40)),
+    )
+    positives, _, _ = run(crowd)
+    kinds = {p.path.name: {r["kind"] for r in p.risk_reasons} for p in positives if not p.path.relations}
+    assert "other_wholes" in kinds["shorts"] and "other_wholes" not in kinds["bag"]
+    shorts = next(p for p in positives if p.path.name == "shorts")
+    why = next(r["why"] for r in shorts.risk_reasons if r["kind"] == "other_wholes")
+    assert "3 people" in why and "1 'shorts'" in why
+    alone = graph(
+        obj("1", "man", box=(0, 0, 100, 300)),
+        obj("2", "person", box=(2, 0, 100, 298)),  # the same man under another name
+        obj("4", "shorts", ("grey",), box=(10, 150, 60, 60)),
+        obj("6", "tree", box=(300, 0, 100, 300)),
+    )
+    positives, _, _ = run(alone)
+    assert all(r["kind"] != "other_wholes" for p in positives for r in p.risk_reasons)

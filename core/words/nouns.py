@@ -114,6 +114,12 @@ class Nouns:
                 return wholes[w]
         return None
 
+    def direct_part_of(self, part: str, whole: str) -> str | None:
+        """ "part" or "worn" when a `part` is itself a part of a `whole` or worn by it (names; not through a
+        part of a part: a handle is a bag's, not a person's); else None."""
+        own = [self.wholes.get(x, {}) for x in self._self_and_ancestors(self._c(part))]
+        return next((w[x] for x in self._self_and_ancestors(self._c(whole)) for w in own if x in w), None)
+
     def is_known(self, name: str) -> bool:
         return self._c(name) in self.known or self.forms.lemma(name) in self.known
 

@@ -142,6 +142,9 @@ class Words:
     def is_part_name(self, name: str) -> bool:
         return self.nouns.is_part_name(name)
 
+    def direct_part_of(self, part: str, whole: str) -> str | None:
+        return self.nouns.direct_part_of(part, whole)
+
     def surface_kind(self, name: str) -> str | None:
         return self.nouns.surface_kind(name)
 

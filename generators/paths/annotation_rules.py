@@ -20,7 +20,8 @@ name's, a box that tiles one rectangle with another of its name (one object in t
 side by side: the boxes cannot tell), a box unlike its name's boxes in size, shape or place
 (`core/gqa/boxes.py`: a sliver of a counter called "cabinet"), and a uniqueness that rests on a missing
 annotation (another object of the name is not annotated otherwise: a plate with no colour may well be
-white).
+white), and a piece of clothing of which the graph annotates fewer than the people who wear it ("the
+shorts" where three people are annotated and one pair of shorts: `other_wholes`).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ RISK_WEIGHTS = {
     "split": 0.3,
     "box_misfit": 0.5,
     "unannotated_twin": 0.4,
+    "other_wholes": 0.4,
     "no_detector": 0.1,
     # read in the photo (`core/pixels/`, the pixels stage): another region that looks like the target, strongly
     # or somewhat; another object the path's colour claim does not rule out and whose pixels show that colour
@@ -58,10 +60,13 @@ RISK_WEIGHTS = {
 }
 # the reasons that say another object may fit, and those that say the box may not be what its name says:
 # a positive of a level in `risk.drop.levels` whose twin or box risk reaches `risk.drop` is dropped
-TWIN_KINDS = frozenset({"many", "split", "unannotated_twin", "photo_twin", "photo_lookalike", "colour_twin"})
+TWIN_KINDS = frozenset(
+    {"many", "split", "unannotated_twin", "other_wholes", "photo_twin", "photo_lookalike", "colour_twin"}
+)
 BOX_KINDS = frozenset({"in_picture", "oversized", "box_misfit"})
 SAME_KIND = frozenset({"plural", "synonym", "hyponym"})  # Words.name_relation(other, target): a kind of the target
 SAME_OBJECT_IOU = 0.5  # two boxes this alike are one object under two names
+CLOTHING = "clothing"  # the kind of name `other_wholes` judges: worn one to a person
 
 
 @dataclass(slots=True, frozen=True)
@@ -102,6 +107,32 @@ def many_refusal(path: PathNode, ev: Evidence | None) -> str | None:
     )
 
 
+def other_wholes(target: SceneObject, graph: SceneGraph, words: Words) -> str | None:
+    """Why a piece of clothing may be one of several (risk `other_wholes`), or None. People wear shirts,
+    shorts and helmets one each: where the graph annotates more people than objects of the name, the
+    others' go unannotated, and "the shorts" may be anyone's. Two boxes of one person under two names
+    ("man" and "person") count once; a plural ("people") counts as two. Carried things (a bag, an umbrella)
+    and parts of things (a bike's seat) are left out: not every person carries one, and the crowd rules
+    judge parts that come several to a whole."""
+    if not words.is_a(target.name, CLOTHING):
+        return None
+    people: list[SceneObject] = []
+    for o in graph.objects.values():
+        if o.id == target.id or not words.is_person(o.name) or words.direct_part_of(target.name, o.name) != "worn":
+            continue
+        if not any(iou(o.box, p.box) >= SAME_OBJECT_IOU for p in people):
+            people.append(o)
+    n = sum(2 if words.is_plural(o.name) else 1 for o in people)
+    named = sum(1 for o in graph.objects.values() if o.name == target.name)
+    if n < 2 or n <= named:
+        return None
+    kinds = ", ".join(sorted({o.name for o in people}))
+    return (
+        f"'{target.name}' is worn one to a person: the graph annotates {n} people ({kinds}) and {named} "
+        f"'{target.name}', so the others' may be there unannotated"
+    )
+
+
 def risk_reasons(
     path: PathNode, target: SceneObject, graph: SceneGraph, words: Words, ev: Evidence | None, twin: str | None
 ) -> list[dict[str, Any]]:
@@ -133,6 +164,8 @@ def risk_reasons(
             break
     if twin is not None:
         out.append({"kind": "unannotated_twin", "why": twin})
+    if (others := other_wholes(target, graph, words)) is not None:
+        out.append({"kind": "other_wholes", "why": others})
     for r in out:
         r["weight"] = RISK_WEIGHTS[r["kind"]]
     return out
