@@ -252,10 +252,11 @@ class PriorConfig(_Strict):
 
 
 class RiskConfig(_Strict):
-    """Positives' risk (generators/paths/annotation_rules.py, filters/evidence.py): `max` drops those above it; those
-    of `drop_levels` whose twin or box risk reaches `drop_twin`/`drop_box` are dropped (None: flag only)."""
+    """Positives' risk (generators/paths/annotation_rules.py, filters/evidence.py): `max` drops those above it, at
+    every level (None: flag only); those of `drop_levels` whose twin or box risk reaches `drop_twin`/`drop_box` are
+    dropped (None: flag only)."""
 
-    max: float | None = Field(None, ge=0.0, le=1.0)  # None: flag only
+    max: float | None = Field(0.6, ge=0.0, le=1.0)  # two independent doubts, or a colour twin the photo shows
     drop_levels: list[int] = Field(default_factory=lambda: [2, 3])
     drop_twin: float | None = Field(0.4, ge=0.0, le=1.0)
     drop_box: float | None = Field(0.5, ge=0.0, le=1.0)

@@ -71,7 +71,7 @@ def test_split_changes_what_the_photo_drops_without_looking_again(tmp_path: Path
     before = _kept(root)
     positives = {r["id"] for r in _work(root, "language", "positives")}
     dropped = {r["sample_id"] for r in _rows(root / "rejects.jsonl") if r["stage"] in ("pixels", "risk")} & positives
-    resplit(root, {"pixels": {"drop": []}, "risk": {"drop_twin": None, "drop_box": None}})
+    resplit(root, {"pixels": {"drop": []}, "risk": {"max": None, "drop_twin": None, "drop_box": None}})
     after = _kept(root)
     assert before < after and dropped and dropped <= after and not dropped & before
     assert not [r for r in _rows(root / "rejects.jsonl") if r["stage"] == "pixels"]

@@ -100,7 +100,7 @@ def test_review_split_twice_load_and_report_on_real_photos(photo_run, browser, t
     (tmp_path / "stricter.yaml").write_text(stricter)
     second = _hardneg("split", str(root), "--config", "stricter.yaml", cwd=tmp_path)
     assert second.returncode == 0, second.stderr
-    assert "  negative_mix.per_positive: 1.0 -> 0.4" in second.stdout and "  risk.max: default -> 0.3" in second.stdout
+    assert "  negative_mix.per_positive: 1.0 -> 0.4" in second.stdout and "  risk.max: 0.6 -> 0.3" in second.stdout
     assert "tricd: positive pairs" in second.stdout  # the exports, beside the samples
     print(second.stdout)  # the before/after table, in the test log
 

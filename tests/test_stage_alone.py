@@ -143,3 +143,18 @@ def test_a_stage_run_alone_checks_the_given_rows_against_their_record_types():
         run_alone(STAGES, "hygiene", RunConfig(), {"ingest": {"graphs": [{"image_id": "1"}]}})
     with pytest.raises(ValueError, match="no stage is called ingets"):
         run_alone(STAGES, "hygiene", RunConfig(), {"ingets": {"graphs": []}})
+
+
+def test_by_default_two_independent_doubts_drop_a_positive_of_any_level():
+    """Failed before (`risk.max` was null: flag only): a level-1 positive the graph leaves open twice (another
+    object with nothing to rule it out, and more people than shirts) was published, flagged. One doubt
+    alone still only flags it at level 1."""
+    one = positive(1, node("shirt", oid="1"), level=1, risk=[{"kind": "unannotated_twin", "weight": 0.4}])
+    two = positive(
+        2, node("shirt", oid="1"), image_id="2", level=1,
+        risk=[{"kind": "unannotated_twin", "weight": 0.4}, {"kind": "other_wholes", "weight": 0.4}],
+    )  # fmt: skip
+    out = run_alone(STAGES, "decide", RunConfig(refine={"enabled": False}), {"language": {"positives": [one, two]}})
+    positives = {d["id"]: d for d in out.outputs["positives"]}
+    assert positives[1]["keep"] and positives[1]["scores"]["at_risk"] == 1.0
+    assert not positives[2]["keep"] and positives[2]["reason"].startswith("risk: 0.68 above risk.max 0.6")
