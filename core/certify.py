@@ -40,8 +40,8 @@ from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
 
 # v2: a broader name (person, animal) may be the node's object; v3: parts of one whole; v4: names the corpus
-# says come in many or usually beside the image's names (with notes)
-VERSION = "certify@v4"
+# says come in many or usually beside the image's names (with notes); v5: small things often beside the image's names
+VERSION = "certify@v5"
 COULD_BE = frozenset({"same", "plural", "synonym", "hyponym", "hypernym", "overlap"})  # name_relation(object, node)
 
 

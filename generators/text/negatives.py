@@ -43,8 +43,9 @@ from hardneg.generators.text.sites import (
 from hardneg.generators.text.types import text_type
 
 # v2: certified false, not just unmatched; v3: plausible by construction (the context), worded like the positive;
-# v4: names the corpus says come in many are crowds, a colour the photo shows is refused, words per site
-GENERATOR = f"negatives_text@v4+{CERTIFY_VERSION}+{CONTEXT_VERSION}"
+# v4: names the corpus says come in many are crowds, a colour the photo shows is refused, words per site; v5: no
+# option the scene likely holds unannotated
+GENERATOR = f"negatives_text@v5+{CERTIFY_VERSION}+{CONTEXT_VERSION}"
 
 
 @dataclass(slots=True)
@@ -209,7 +210,7 @@ class TextSearch(SiteSearch):
         if (why := self.vocab.crowd_refusal(site, st.path)) is not None:
             self._refuse(st, site, why)
             return None
-        options, weights = self.ctx.options(site, st.path)
+        options, weights = self._likely_absent(st, site, *self.ctx.options(site, st.path))
         if not options:  # no other word of this category that the corpus attests here: nothing to ask
             return None
         return ReplaceRequest(
@@ -222,6 +223,25 @@ class TextSearch(SiteSearch):
             weights=weights,
             n=self.ctx.n_replacements,
         )
+
+    def _likely_absent(
+        self, st: SearchState, site: Site, options: tuple[str, ...], weights: tuple[float, ...]
+    ) -> tuple[tuple[str, ...], tuple[float, ...]]:
+        """The options less the names the scene likely holds unannotated (`AnnotationStats.beside`: a phone
+        where a desk is, a plate where a fork is) that no object of the image could be: their absence proves
+        nothing, so "the phone on the desk" may well be true. Counted as the pool's other refusals are."""
+        if site.part != "object" or self.ctx.notes is None or not options:
+            return options, weights
+        image = st.positive["image_id"]
+        graph, index, scene = self.graphs[image], self.indexes[image], self._scene(image)
+        keep = [
+            i
+            for i, w in enumerate(options)
+            if self.certifier.candidates(w, graph, index) or self.ctx.notes.beside(w, scene) is None
+        ]
+        if len(keep) < len(options):
+            self.ctx.refused["object:likely in the scene unannotated"] += len(options) - len(keep)
+        return tuple(options[i] for i in keep), tuple(weights[i] for i in keep) if weights else weights
 
     def check(self, st: SearchState, site: Site, values: tuple[str, ...]) -> str | None:
         """None when some value contradicts the original and makes the path match nothing, else why none

@@ -65,7 +65,8 @@ class Site:
 
 
 REFUSAL_KINDS = (  # (label, phrase in the reason): which rule refused a candidate negative (for the counts)
-    ("shown in the photo", "the photo shows"), ("not contradicted by the graph", "may be true: "),
+    ("likely in the scene unannotated", "likely there unannotated"), ("shown in the photo", "the photo shows"),
+    ("not contradicted by the graph", "may be true: "),
     ("synonym", "synonym"), ("plural form", "plural form"), ("is-a", "hyponym"), ("is-a", "hypernym"),
     ("part/whole", "part of"), ("part/whole", "worn"), ("overlapping names", "can name one object"),
     ("compatible", "can hold at once"), ("compatible", "point the same way"), ("crowd name", "crowd name"),
