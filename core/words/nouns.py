@@ -114,6 +114,10 @@ class Nouns:
                 return wholes[w]
         return None
 
+    def is_part_of(self, part: str, whole: str) -> bool:
+        """Whether `part` names a part of `whole` (a trunk of a tree), not a thing it wears (a shirt)."""
+        return self._part_of(self._c(part), self._c(whole)) == "part"
+
     def is_known(self, name: str) -> bool:
         return self._c(name) in self.known or self.forms.lemma(name) in self.known
 
