@@ -112,14 +112,14 @@ class AnnotationStats:
             return None
         return f"comes in many: {share:.0%} of the images holding it hold several"
 
-    def beside(self, name: str, names: Iterable[str]) -> str | None:
+    def beside(self, name: str, names: Iterable[str], small: float = SMALL) -> str | None:
         """Why `name` is likely in an image holding `names` though none is annotated, or None: one of
         `names` is annotated with it in at least `BESIDE` of the images holding that one (and in
-        `MIN_IMAGES` or more); or `name` is small (`SMALL`: overlooked more often than boxed) and annotated
-        with one of `names` in at least `OFTEN` of its images, `LIFT` times its share of all images (a phone
-        beside a desk or a keyboard)."""
+        `MIN_IMAGES` or more); or `name` is small (usual box under `small`: overlooked more often than boxed)
+        and annotated with one of `names` in at least `OFTEN` of its images, `LIFT` times its share of all
+        images (a phone beside a desk or a keyboard)."""
         usual, total = self.usual_area(name), self.graphs["all"]
-        base = self.images[name] / total if usual is not None and usual < SMALL and total > 0 else 0.0
+        base = self.images[name] / total if usual is not None and usual < small and total > 0 else 0.0
         for other in names:
             n = self.images[other]
             if other == name or n < MIN_IMAGES:
