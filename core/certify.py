@@ -34,22 +34,24 @@ from typing import Any
 
 from hardneg.core.executor import GraphIndex, execute
 from hardneg.core.geometry import contradicted
-from hardneg.core.gqa.annotations import AnnotationStats
+from hardneg.core.gqa.annotations import SMALL, AnnotationStats
 from hardneg.core.records import PathEdge, PathNode, SceneGraph, SceneObject
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
 
 # v2: a broader name (person, animal) may be the node's object; v3: parts of one whole; v4: names the corpus
-# says come in many or usually beside the image's names (with notes)
-VERSION = "certify@v4"
+# says come in many or usually beside the image's names (with notes); v5: small things often beside the image's names
+VERSION = "certify@v5"
 COULD_BE = frozenset({"same", "plural", "synonym", "hyponym", "hypernym", "overlap"})  # name_relation(object, node)
 
 
 class Certifier:
     """Decides "certainly matches nothing" for paths on graphs; the word answers are cached."""
 
-    def __init__(self, words: Words, table: AttributeTable, notes: AnnotationStats | None = None) -> None:
-        self.words, self.table, self.notes = words, table, notes
+    def __init__(
+        self, words: Words, table: AttributeTable, notes: AnnotationStats | None = None, small: float = SMALL
+    ) -> None:
+        self.words, self.table, self.notes, self.small = words, table, notes, small
         self._could: dict[tuple[str, str], bool] = {}
         self._accepted: dict[str, tuple[set[str], set[str]]] = {}  # node name -> (names it accepts, names asked)
         self._absent: dict[str, str | None] = {}
@@ -91,7 +93,8 @@ class Certifier:
     def _refusal_among(self, name: str, names: Mapping[str, Any]) -> str | None:
         """`absence_refusal` in a graph whose object names are the keys of `names`, in the graph's order."""
         why = self._refusal(name)
-        if why is None and self.notes is not None and (beside := self.notes.beside(name, names)) is not None:
+        beside = None if why is not None or self.notes is None else self.notes.beside(name, names, self.small)
+        if beside is not None:
             return f"likely there unannotated: {beside}"
         if why is not None or not self.words.is_part_name(name):
             return why

@@ -97,8 +97,12 @@ class PathsConfig(_Strict):
     # name_chains: no name three times in a path, nor a related object of the target's name in a crowd of it;
     # size_across_categories: same_attr on size only between objects of one name category;
     # repeated_conjuncts: no `and` whose two branches read the same ("right of a banana and right of a banana");
-    # many_targets, printed_targets, same_kind (a cake for "the food"): generators/paths/annotation_rules.py
+    # many_targets, many_held, several_wholes, printed_targets, same_kind (a cake for "the food"):
+    # generators/paths/annotation_rules.py
     rules: list[str] = Field(default_factory=lambda: list(PATH_RULES))
+    # many_held: a name seen several at a time in this share of the images holding it (run and prior) is not
+    # told apart by the roomy thing it lies on or in ("the paper on the cork-board"); 1.0: never
+    many_held_share: float = Field(0.2, ge=0.0, le=1.0)
 
     @field_validator("rules")
     @classmethod
@@ -117,7 +121,7 @@ class PathsConfig(_Strict):
 
 
 PATH_RULES = ("crowd_targets", "crowd_anchors", "name_chains", "size_across_categories", "repeated_conjuncts",
-              "many_targets", "printed_targets", "same_kind")  # fmt: skip
+              "many_targets", "many_held", "several_wholes", "printed_targets", "same_kind")  # fmt: skip
 
 
 class HygieneConfig(_Strict):
@@ -173,6 +177,9 @@ class LanguageConfig(_Strict):
     # text negatives one replace site may make, each with another word ("the cup" -> "the bowl", "the plate"),
     # while the positive has room: refinement and the type mix choose among them
     words_per_site: int = Field(2, ge=1, le=20)
+    # a name whose usual box is under this share of the image is overlooked more often than boxed: seen often
+    # beside one of the image's names it is likely there, and no replacement names it (0: no name is small)
+    small_unannotated: float = Field(0.01, ge=0.0, le=1.0)
     lexicon: Path = Path("templates/lexicon.v1.yaml")
     openai: OpenAIConfig = OpenAIConfig()
 

@@ -35,9 +35,10 @@ CORPUS = notes_of(
 )
 
 
-def made_with(g, path, ptype, answers, types, notes=None, images=None, words_per_site=1):
+def made_with(g, path, ptype, answers, types, notes=None, images=None, words_per_site=1, more_names=()):
     ctx = dataclasses.replace(context(types), notes=notes, images=images, words_per_site=words_per_site,
                               per_positive=5)  # fmt: skip
+    ctx.vocab["names"].update(dict.fromkeys(more_names, 1))
     made, rejects, _ = make_text_negatives([positive(g, path, ptype)], {g.image_id: g}, ctx, Scripted(answers))
     return made, rejects
 
@@ -110,3 +111,34 @@ def test_a_site_makes_a_second_negative_only_with_a_word_that_says_something_els
     # a puppy is a dog: the two would say one thing twice
     made, _ = made_with(g, path, "1_hop", {"cat": ("dog", "puppy", "horse")}, ("replace_object",), words_per_site=2)
     assert [n.change["to"] for n in made] == ["dog", "horse"]
+
+
+def test_a_small_thing_often_beside_one_of_the_image_carries_no_absence():
+    """ "The phone on the desk": a phone is boxed beside a desk in only 1 of 4 desk images, under the 35% that
+    makes a name "usually beside", but a phone is small (overlooked more often than boxed) and seen with desks
+    four times as often as in the corpus at large: the desk likely holds one unannotated. A bus seen as
+    often beside a road is no such thing: it is large, and annotators box it."""
+    small, large = (200, 150, 20, 15), (0, 100, 400, 250)
+    images = [[("desk", large), ("keyboard", (100, 100, 80, 20)), ("phone", small)]] * 5
+    images += [[("desk", large), ("keyboard", (100, 100, 80, 20))]] * 15
+    images += [[("road", large), ("bus", large)]] * 5 + [[("road", large), ("car", large)]] * 15
+    images += [[("cat", (0, 0, 500, 400))]] * 40  # the rest of the corpus: 80 images
+    notes = AnnotationStats()
+    for i, objects in enumerate(images):
+        objs = (obj(f"{i}:{k}", n, box=b) for k, (n, b) in enumerate(objects))
+        notes.add(graph(*objs, image_id=f"c{i}"), WORDS)
+    g = graph(obj("1", "keyboard", rels=(("on", "2"),), box=(100, 100, 80, 20)),
+              obj("2", "desk", box=(0, 100, 400, 250)))  # fmt: skip
+    assert Certifier(WORDS, TABLE, notes).absence_refusal("phone", g) == (
+        "likely there unannotated: a small thing, often overlooked, annotated beside 'keyboard' in 25% of the images"
+        " holding one (4x its share of all images)"
+    )
+    assert Certifier(WORDS, TABLE, notes).absence_refusal("bus", graph(obj("1", "road", box=large))) is None
+    path = node("keyboard", rel=[("on", node("desk"))], oid="1")
+    phones = {"keyboard": ("phone",)}
+    made, _ = made_with(g, path, "1_hop", phones, ("replace_object",), more_names=("phone",))
+    assert [n.change["to"] for n in made] == ["phone"]  # without the corpus's notes
+    ctx = dataclasses.replace(context(("replace_object",)), notes=notes)
+    ctx.vocab["names"].update({"phone": 1})
+    made, _, stats = make_text_negatives([positive(g, path, "1_hop")], {g.image_id: g}, ctx, Scripted(phones))
+    assert not made and stats["options_refused:object:likely in the scene unannotated"] == 1

@@ -321,3 +321,19 @@ def test_an_object_named_after_a_property_is_neither_target_nor_anchor():
     )
     texts = [p.expression for p in _positives(g)[0]]
     assert texts and not [t for t in texts if "color" in t.replace("same color", "")], texts
+
+
+def test_attributes_english_says_only_after_is_follow_the_noun():
+    """ "the on walk sign" does not read: an adverb particle or a-word attribute (on, off, asleep) is said after
+    the name, in number with it; adjectives stay before it."""
+    from hardneg.core.executor import GraphIndex
+
+    g = graph(obj("1", "walk sign", ("on",)), obj("2", "light", ("off", "red")), obj("3", "light", ("red",)))
+    index = GraphIndex(g, RES.table)
+    assert RES.renderer.noun_phrase(node("walk sign", "on"), index, root=True) == "the walk sign that is on"
+    assert RES.renderer.noun_phrase(node("light", "red", "off"), index, root=False) == "the red light that is off"
+    assert RES.renderer.noun_phrase(node("lights", "on"), None, root=True) == "the lights that are on"
+    assert RES.renderer.noun_phrase(node("sign", "open"), None, root=True) == "the open sign"  # an adjective
+    path = node("walk sign", "on", rel=[("to the left of", node("light", "red", "off"))])
+    text = RES.renderer.render_with(path, "1_hop", f"1_hop@{RES.renderer.templates.version}#0", index)
+    assert text == "the walk sign that is on, to the left of the red light that is off"

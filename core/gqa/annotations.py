@@ -37,6 +37,13 @@ PRINTED = 0.5  # boxes of a name inside a text surface, of all its boxes: the na
 MIN_BOXES = 5  # a name with fewer boxes decides nothing about being printed or its usual size
 OVERSIZED = 10.0  # a box this many times its name's usual area is suspect (4x is an ordinary close-up)
 BESIDE = 0.35  # of the images holding a name, the share that also hold another: the other is often there
+# A small thing is overlooked more often than annotated (a phone on a desk, a cup by a keyboard), so the scene
+# holds it at a lower annotated rate: a name whose usual box is under SMALL of the image is likely there
+# when at least OFTEN of the images holding one of the image's names hold it too, and LIFT times as often as
+# the corpus's images at large (so a small thing that is everywhere is not said to be in every scene)
+SMALL = 0.01
+OFTEN = 0.1
+LIFT = 3.0
 
 
 def inside(a: SceneObject, b: SceneObject) -> bool:
@@ -71,8 +78,10 @@ class AnnotationStats:
     together: Counter = field(default_factory=Counter)  # (name, other name), sorted -> images holding both
     shape: Counter = field(default_factory=Counter)  # "<name>\t<bin>" -> boxes (`core/gqa/boxes.py`)
     place: Counter = field(default_factory=Counter)  # the same for where the box's centre is
+    graphs: Counter = field(default_factory=Counter)  # "all" -> images counted
 
     def add(self, graph: SceneGraph, words: Words) -> None:
+        self.graphs["all"] += 1
         per_image = Counter(o.name for o in graph.objects.values())
         for name, n in per_image.items():
             self.images[name] += 1
@@ -103,10 +112,14 @@ class AnnotationStats:
             return None
         return f"comes in many: {share:.0%} of the images holding it hold several"
 
-    def beside(self, name: str, names: Iterable[str]) -> str | None:
+    def beside(self, name: str, names: Iterable[str], small: float = SMALL) -> str | None:
         """Why `name` is likely in an image holding `names` though none is annotated, or None: one of
         `names` is annotated with it in at least `BESIDE` of the images holding that one (and in
-        `MIN_IMAGES` or more)."""
+        `MIN_IMAGES` or more); or `name` is small (usual box under `small`: overlooked more often than boxed)
+        and annotated with one of `names` in at least `OFTEN` of its images, `LIFT` times its share of all
+        images (a phone beside a desk or a keyboard)."""
+        usual, total = self.usual_area(name), self.graphs["all"]
+        base = self.images[name] / total if usual is not None and usual < small and total > 0 else 0.0
         for other in names:
             n = self.images[other]
             if other == name or n < MIN_IMAGES:
@@ -114,6 +127,11 @@ class AnnotationStats:
             both = self.together[(name, other) if name < other else (other, name)]
             if both >= BESIDE * n:
                 return f"usually annotated beside '{other}' ({both / n:.0%} of the images holding one)"
+            if base > 0 and both >= OFTEN * n and both >= LIFT * base * n:
+                return (
+                    f"a small thing, often overlooked, annotated beside '{other}' in {both / n:.0%} of the images "
+                    f"holding one ({both / n / base:.0f}x its share of all images)"
+                )
         return None
 
     def printed_share(self, name: str) -> float | None:
@@ -126,7 +144,7 @@ class AnnotationStats:
         return math.exp(self.log_area[name] / n) if n >= MIN_BOXES else None
 
     def rows(self) -> Iterator[dict[str, Any]]:
-        for kind in ("images", "multi", "boxes", "printed", "log_area", "together", "shape", "place"):
+        for kind in ("images", "multi", "boxes", "printed", "log_area", "together", "shape", "place", "graphs"):
             c: Counter = getattr(self, kind)
             for key in sorted(c):
                 if c[key]:

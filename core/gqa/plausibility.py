@@ -38,8 +38,8 @@ from hardneg.core.splits import image_unit
 from hardneg.core.words.table import Words
 
 # v2: the counts of each half of the corpus (cross-fitting); v3: annotations; v4: the prior of real graphs, names
-# seen together; v5: box shapes
-VERSION = "plausibility@v5"
+# seen together; v5: box shapes; v6: how many images were counted (how common a name is at large)
+VERSION = "plausibility@v6"
 B = 5.0  # pseudo-counts of the backoff distribution
 LAMBDA = 0.8  # weight of a triple's own relative frequency against the independence estimate
 MIN_SUPPORT = 50  # a name (or a subject/object in a role) seen fewer times than this decides nothing

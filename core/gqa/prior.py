@@ -190,6 +190,7 @@ class Prior:
         notes = AnnotationStats(
             **{kind: Counter(a[kind]) for kind in ("images", "multi", "boxes", "printed", "log_area")},
             together=Counter({(x, y): k for x, y, k in a["together"]}),
+            graphs=Counter({"all": len(data["images"])}),
         )
         return cls(data["version"], counts, notes, set(data["images"]), set(data["described"]), list(data["sources"]))
 

@@ -1,8 +1,7 @@
 """Noun semantics: synonyms, is-a (transitive), part-of and worn-by, overlapping names, crowd and not-object
-names, and replacement categories, and from them whether two names contradict. A multiword name the tables
-do not list is a kind of its head noun ("glass window" is a window). `Nouns` is read from `nouns.v1.yaml`
-(readers.py) and compares names through their lemmas (`NounForms`).
-"""
+names, replacement categories, and from them whether two names contradict. A multiword name the tables do
+not list is a kind of its head noun ("glass window" is a window). Read from `nouns.v1.yaml` (readers.py);
+names are compared through their lemmas (`NounForms`)."""
 
 from __future__ import annotations
 
@@ -115,10 +114,13 @@ class Nouns:
         return None
 
     def direct_part_of(self, part: str, whole: str) -> str | None:
-        """ "part" or "worn" when a `part` is itself a part of a `whole` or worn by it (names; not through a
-        part of a part: a handle is a bag's, not a person's); else None."""
+        """ "part"/"worn" when `part` itself is a part of `whole` or worn by it (a handle: a bag's, not a person's)."""
         own = [self.wholes.get(x, {}) for x in self._self_and_ancestors(self._c(part))]
         return next((w[x] for x in self._self_and_ancestors(self._c(whole)) for w in own if x in w), None)
+
+    def is_part_of(self, part: str, whole: str) -> bool:
+        """Whether `part` names a part of `whole` (a trunk of a tree), not a thing it wears (a shirt)."""
+        return self._part_of(self._c(part), self._c(whole)) == "part"
 
     def is_known(self, name: str) -> bool:
         return self._c(name) in self.known or self.forms.lemma(name) in self.known
@@ -403,8 +405,7 @@ class Nouns:
         seen: dict[str, Category] = {}
         for cat in self.categories:
             for name in cat.classes:
-                prev = seen.get(name)
-                if prev is None:
+                if (prev := seen.get(name)) is None:
                     seen[name] = cat
                 elif name not in self.homonyms and not self._nested(prev, cat):
                     problems.append(f"'{name}' is in categories {prev.name!r} and {cat.name!r}")
@@ -414,7 +415,6 @@ class Nouns:
         for name in self.known:
             if self.noun_status(name) is None:
                 problems.append(f"'{name}' is named in the noun tables but classified nowhere")
-            lem = self.forms.lemma(name)
-            if lem != name and name not in self.forms.spellings:
+            if (lem := self.forms.lemma(name)) != name and name not in self.forms.spellings:
                 problems.append(f"'{name}' in the noun tables is not a lemma (lemma: '{lem}')")
         return problems

@@ -99,6 +99,13 @@ def read_nouns(data: dict[str, Any]) -> Nouns:
             for n in word_list(names, f"categories.{cname}.classes.{cls_name}"):
                 classes.setdefault(c(n), set()).add(str(cls_name))
                 known.add(n)
+        # layers: classes worn over one another on one body region (a shirt under a jacket): one garment
+        # can be called by a name of either, so a name of each shares the layer's class and contradicts nothing
+        for layer, layered in (spec.get("layers") or {}).items():
+            inside = set(word_list(layered, f"categories.{cname}.layers.{layer}"))
+            for got in classes.values():
+                if got & inside:
+                    got.add(str(layer))
         roots = frozenset(c(r) for r in word_list(spec.get("roots") or [], f"categories.{cname}.roots"))
         cats.append(
             Category(

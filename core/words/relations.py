@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from hardneg.core.words.common import Axis, norm
 from hardneg.core.words.forms import NounForms
 
+SUPPORT = frozenset({"on", "in"})  # relations (with their synonyms and what implies them) of holding up or in
+
 
 @dataclass(slots=True, frozen=True, repr=False, eq=False)  # identity equality: loaded once, with Words
 class Relations:
@@ -73,6 +75,13 @@ class Relations:
         """Where one object is seen from another and nothing more (left/right, in front/behind, next to,
         near): true of any two objects that share a scene, given the right view."""
         return bool(self.axes_of(relation) & {"horizontal", "depth"}) or self.is_symmetric(relation)
+
+    def is_support(self, relation: str) -> bool:
+        """ "A r B" says B holds A up or in (on, in, atop, sitting on, parked in): a surface or a container,
+        which may hold several things of A's kind."""
+        r = self.relation_form(relation) or norm(relation)
+        said = {r} | self.synonyms.get(r, frozenset()) | self.implies.get(r, frozenset())
+        return not said.isdisjoint(SUPPORT)
 
     def converse(self, relation: str) -> str | None:
         """The relation stating the same fact from the other object ("above" -> "below"); a symmetric

@@ -166,6 +166,9 @@ class Words:
     def same_kind(self, a: str, b: str) -> bool:
         return self.nouns.same_kind(a, b)
 
+    def is_part_of(self, part: str, whole: str) -> bool:
+        return self.nouns.is_part_of(part, whole)
+
     def name_relation(self, a: str, b: str) -> str | None:
         return self.nouns.name_relation(a, b)
 
@@ -205,6 +208,9 @@ class Words:
 
     def is_symmetric(self, relation: str) -> bool:
         return self.relations.is_symmetric(relation)
+
+    def is_support(self, relation: str) -> bool:
+        return self.relations.is_support(relation)
 
     def axes_of(self, relation: str) -> frozenset[str]:
         return self.relations.axes_of(relation)

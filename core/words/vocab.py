@@ -56,6 +56,7 @@ class English:
     adjective_order: tuple[str, ...]
     singular_s: frozenset[str]
     plural: frozenset[str]
+    predicative: frozenset[str] = frozenset()  # attributes said after "is", never before the noun
 
     @classmethod
     def load(cls, path: Path) -> English:
@@ -65,6 +66,7 @@ class English:
             adjective_order=tuple(data["adjective_order"]),
             singular_s=frozenset(data["singular_s"]),
             plural=frozenset(data["plural"]),
+            predicative=frozenset(data.get("predicative") or ()),
         )
 
     def is_plural(self, noun: str) -> bool:

@@ -8,6 +8,11 @@ Rules (each a `paths.rules` entry, switchable to measure what it removes):
 - `many_targets`: a name the corpus usually sees several times per image (meat on a plate, fries, people
   in a crowd) cannot pick out one object by itself, nor with an attribute most of its instances carry
   ("the brown meat"): its path needs a relation, or an attribute that is rare for the name;
+- `many_held`: a name the corpus sees several at a time in at least `paths.many_held_share` of its images
+  is not told apart by what it lies on or in when that has room for several ("the paper on the cork-board",
+  "the plate on the table": the others lie there too, mostly unannotated);
+- `several_wholes`: a part of a name that comes several at a time ("the tree trunk" of one of the trees,
+  "the seat" of one of the "chairs") is not unique, unless the path names its whole;
 - `same_kind`: a name covers more than itself. "The food" is not unique where a cake is annotated, nor
   "the man" beside "men": another object whose name is a kind of the target's, a plural or a synonym of
   it, and that fits the path as well, makes the path not unique (`SameKind`). An object that is the
@@ -41,6 +46,8 @@ from hardneg.core.words.table import Words
 
 RARE = 0.25  # an attribute held by at most this share of a name's boxes tells one of them apart
 SOMETIMES_MANY = 0.3  # a name seen twice or more in this share of its images is a risk
+HOLDS = 4.0  # a box this many times the target's has room for several of it (a table for plates)
+SEVERAL = frozenset({"plural", "many_instances"})  # crowd groups (`Words.crowd_group`) that name several things
 
 # risk weights: how likely a person rejects a positive for each reason (combined as independent)
 RISK_WEIGHTS = {
@@ -131,6 +138,46 @@ def other_wholes(target: SceneObject, graph: SceneGraph, words: Words) -> str | 
         f"'{target.name}' is worn one to a person: the graph annotates {n} people ({kinds}) and {named} "
         f"'{target.name}', so the others' may be there unannotated"
     )
+
+
+def held_many_refusal(
+    path: PathNode, target: SceneObject, graph: SceneGraph, words: Words, ev: Evidence | None, share: float
+) -> str | None:
+    """Why `path` cannot pick out one object of a name seen several at a time in at least `share` of the
+    corpus's images holding it (rule `many_held`), or None: its relations only put it on or in something
+    with room for several (a box `HOLDS` times its own: "the paper on the cork-board", "the plate on the
+    table"), where its unannotated kin lie too; an attribute rare for the name still tells it apart."""
+    if ev is None or not path.relations or path.same or (seen := ev.notes.many(path.name)) is None or seen < share:
+        return None
+    if any(ev.discriminating(a, path.name) for a in path.attributes):
+        return None
+    holders = []
+    for e in path.relations:
+        holder = graph.objects.get(e.object.id or "")
+        if holder is None or not words.is_support(e.name) or holder.area < HOLDS * max(target.area, 1):
+            return None
+        holders.append(f"{e.name} the {e.object.name}")
+    return (
+        f"'{path.name}' is several at a time in {seen:.0%} of the images holding it, and what tells it apart ("
+        f"{' and '.join(holders)}) has room for several: others may lie there unannotated"
+    )
+
+
+def several_wholes_refusal(path: PathNode, target: SceneObject, graph: SceneGraph, words: Words) -> str | None:
+    """Why a part ("the tree trunk", "the handle") cannot be unique (rule `several_wholes`), or None: the
+    image holds several things it may be a part of (two trees, or "trees"), each with its own part, mostly
+    unannotated; unless the path names the one it belongs to."""
+    if not words.is_part_name(path.name):
+        return None
+    # the wholes it may be part of are those whose box holds it (a car's trunk is no tree's); a name of many
+    # (trees, bushes, "chairs"; not stuff: a road has one crosswalk) has a part of this name on each member
+    holding = [o for o in graph.objects.values() if o.id != target.id and words.is_part_of(path.name, o.name)
+               and inside(target, o)]  # fmt: skip
+    named = {e.object.id for n in path.nodes() for e in n.relations}
+    many = sorted({o.name for o in holding if words.crowd_group(o.name) in SEVERAL})
+    if not many or any(o.id in named for o in holding):
+        return None
+    return f"'{path.name}' is a part of {', '.join(many)}, which come several at a time: their others go unannotated"
 
 
 def risk_reasons(

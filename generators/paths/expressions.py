@@ -69,14 +69,19 @@ class Renderer:
         self.words = words  # number, articles, mass nouns
 
     def noun_phrase(self, node: PathNode, index: GraphIndex | None, root: bool, like: PathNode | None = None) -> str:
-        """Determiner + adjectives + name, for the node alone (its children render separately). The article
+        """Determiner + adjectives + name, for the node alone (its children render separately); an attribute
+        English says only after "is" (`English.predicative`: on, off, asleep) follows the name ("the walk sign
+        that is on", never "the on walk sign"). The article
         says whether the node's sub-path picks out one object ("the") or not ("a"); with `like`, whether
         `like`'s does: a negative keeps its positive's articles, so the two read alike but for the change."""
-        phrase = " ".join((*ordered_attributes(node.attributes, self.table, self.english), node.name))
+        ordered = ordered_attributes(node.attributes, self.table, self.english)
+        after = [a for a in ordered if a in self.english.predicative]  # "the walk sign that is on"
+        phrase = " ".join((*(a for a in ordered if a not in self.english.predicative), node.name))
+        tail = f" that {self.be(node.name)} {' and '.join(after)}" if after else ""
         if root or index is None or self.words.is_plural(node.name) or self.words.is_mass(node.name):
-            return f"the {phrase}"
+            return f"the {phrase}{tail}"
         unique = len(execute(like or node, index)) == 1
-        return f"the {phrase}" if unique else f"{self.words.indefinite_article(phrase)} {phrase}"
+        return f"the {phrase}{tail}" if unique else f"{self.words.indefinite_article(phrase)} {phrase}{tail}"
 
     def be(self, name: str) -> str:
         return self.words.be_verb(name)
@@ -94,6 +99,8 @@ class Renderer:
             return self.noun_phrase(node, index, root=False, like=twin.get(id(node)))
 
         s: dict[str, str] = {"t": self.noun_phrase(path, index, root=True)}
+        if ptype != "0_hop" and s["t"].endswith(tuple(f" {a}" for a in path.attributes)):
+            s["t"] += ","  # "the walk sign that is on, to the left of the light": not "on to the left of"
         s["be_t"] = self.be(path.name)
         s["has_t"] = "have" if s["be_t"] == "are" else "has"
         if ptype in ("1_hop", "and", "2_hop"):

@@ -22,7 +22,15 @@ from hardneg.core.rows import GraphRow, PositiveRow
 from hardneg.core.runner.stage import Run, Stage, Unit
 from hardneg.core.schema import outputs
 from hardneg.core.words.vocab import RelationVocab
-from hardneg.generators.paths.annotation_rules import Evidence, SameKind, many_refusal, printed_refusal, risk_reasons
+from hardneg.generators.paths.annotation_rules import (
+    Evidence,
+    SameKind,
+    held_many_refusal,
+    many_refusal,
+    printed_refusal,
+    risk_reasons,
+    several_wholes_refusal,
+)
 from hardneg.generators.paths.budget import SearchBudgetSpent
 from hardneg.generators.paths.search import KeyedRandom, PathSearch, candidate_paths
 from hardneg.generators.paths.select import attributes_swappable
@@ -163,6 +171,11 @@ def _search_target(
                 rejects.append(Reject("paths", why, graph.image_id, Positive.make_id(graph.image_id, path),
                                       detail={"object": tid, "tuple_type": ptype}))  # fmt: skip
                 continue
+            if (rule := _group_rule(path, obj, search, evidence)) is not None:
+                stats[f"refused:{rule[0]}"] += 1
+                rejects.append(Reject("paths", rule[1], graph.image_id, Positive.make_id(graph.image_id, path),
+                                      detail={"object": tid, "tuple_type": ptype}))  # fmt: skip
+                continue
             if kin is not None and (why := kin.refusal(path, graph)) is not None:
                 stats["refused:same_kind"] += 1
                 rejects.append(Reject("paths", why, graph.image_id, Positive.make_id(graph.image_id, path),
@@ -185,6 +198,20 @@ def _search_target(
 
 
 _BEST = 2  # `_allows`: a path that allows a swap of attributes
+
+
+def _group_rule(
+    path: PathNode, obj: SceneObject, search: PathSearch, evidence: Evidence | None
+) -> tuple[str, str] | None:
+    """(rule, why) when the target may be one of a group the graph left mostly unannotated: things held
+    several at a time by what the path puts them on or in, or a part of one of several wholes."""
+    res, graph = search.res, search.graph
+    share = search.cfg.paths.many_held_share
+    if "many_held" in res.rules and (why := held_many_refusal(path, obj, graph, res.words, evidence, share)):
+        return "many_held", why
+    if "several_wholes" in res.rules and (why := several_wholes_refusal(path, obj, graph, res.words)):
+        return "several_wholes", why
+    return None
 
 
 def _allows(path: PathNode, search: PathSearch) -> int:

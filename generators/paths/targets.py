@@ -16,7 +16,8 @@ from hardneg.generators.paths.expressions import Renderer, Templates
 GENERATOR = "paths@v8"  # v2: the box rule reads every spelling of a direction; v3: refused:* once per hop
 # choice; v4: the per-image cap keeps candidates that allow a swap of attributes first; v5: the annotation
 # rules and each positive's risk (generators/paths/annotation_rules.py); v6: of the paths of one (target, type), one
-# that allows rarer negatives; v7: same-kind uniqueness, box shapes; v8: the other_wholes risk
+# that allows rarer negatives; v7: same-kind uniqueness, box shapes; v8: the other_wholes risk, groups left
+# unannotated (many_held, several_wholes), attributes said after the noun ("the walk sign that is on")
 
 
 @dataclass(slots=True, frozen=True)

@@ -21,7 +21,7 @@ from hardneg.backends.language import LanguageBackend, ReplaceRequest
 from hardneg.core.certify import VERSION as CERTIFY_VERSION
 from hardneg.core.certify import Certifier
 from hardneg.core.executor import GraphIndex, execute
-from hardneg.core.gqa.annotations import AnnotationStats
+from hardneg.core.gqa.annotations import SMALL, AnnotationStats
 from hardneg.core.gqa.plausibility import Plausibility
 from hardneg.core.plugins import TEXT_NEGATIVES
 from hardneg.core.records import PathNode, Reject, SceneGraph, TextNegative
@@ -37,14 +37,16 @@ from hardneg.generators.text.sites import (
     SiteSearch,
     SiteVocab,
     enumerate_sites,
+    likely_absent,
     refusal_kind,
     site_order,
 )
 from hardneg.generators.text.types import text_type
 
 # v2: certified false, not just unmatched; v3: plausible by construction (the context), worded like the positive;
-# v4: names the corpus says come in many are crowds, a colour the photo shows is refused, words per site
-GENERATOR = f"negatives_text@v4+{CERTIFY_VERSION}+{CONTEXT_VERSION}"
+# v4: names the corpus says come in many are crowds, a colour the photo shows is refused, words per site; v5: no
+# small thing the scene likely holds
+GENERATOR = f"negatives_text@v5+{CERTIFY_VERSION}+{CONTEXT_VERSION}"
 
 
 @dataclass(slots=True)
@@ -65,6 +67,7 @@ class NegativeContext:
     # how the corpus annotates names (run and prior): names that come in many are crowds, names usually
     # annotated beside the image's carry no absence (core/gqa/annotations.py)
     notes: AnnotationStats | None = None
+    small: float = SMALL  # a name whose usual box is under this share of the image is overlooked (0: none)
     images: Path | None = None  # the run's images: a colour the photo shows on the object is no negative
     refused: Counter = field(default_factory=Counter)  # corpus words kept out of the options, by rule
     _pool: dict[tuple[Any, ...], tuple[str, ...]] = field(default_factory=dict)
@@ -143,7 +146,7 @@ class TextSearch(SiteSearch):
         self.ctx = ctx
         self.vocab = ctx.site_vocab
         self.graphs = graphs
-        self.certifier = Certifier(ctx.words, ctx.table, ctx.notes)
+        self.certifier = Certifier(ctx.words, ctx.table, ctx.notes, ctx.small)
         self._truths: dict[tuple[str, PathNode], tuple[str | None, str | None] | None] = {}  # see `_truth`
         self.indexes: dict[str, GraphIndex] = {}
         self._scenes: dict[str, frozenset[str]] = {}
@@ -209,7 +212,12 @@ class TextSearch(SiteSearch):
         if (why := self.vocab.crowd_refusal(site, st.path)) is not None:
             self._refuse(st, site, why)
             return None
+        img = st.positive["image_id"]
         options, weights = self.ctx.options(site, st.path)
+        if site.part == "object" and self.ctx.notes is not None:  # no word the scene likely holds unannotated
+            could_be = lambda w: bool(self.certifier.candidates(w, self.graphs[img], self.indexes[img]))  # noqa: E731
+            options, weights = likely_absent(options, weights, self.ctx.notes, self.ctx.small, self._scene(img),
+                                             could_be, self.ctx.refused)  # fmt: skip
         if not options:  # no other word of this category that the corpus attests here: nothing to ask
             return None
         return ReplaceRequest(

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,7 +65,8 @@ class Site:
 
 
 REFUSAL_KINDS = (  # (label, phrase in the reason): which rule refused a candidate negative (for the counts)
-    ("shown in the photo", "the photo shows"), ("not contradicted by the graph", "may be true: "),
+    ("likely in the scene unannotated", "likely there unannotated"), ("shown in the photo", "the photo shows"),
+    ("not contradicted by the graph", "may be true: "),
     ("synonym", "synonym"), ("plural form", "plural form"), ("is-a", "hyponym"), ("is-a", "hypernym"),
     ("part/whole", "part of"), ("part/whole", "worn"), ("overlapping names", "can name one object"),
     ("compatible", "can hold at once"), ("compatible", "point the same way"), ("crowd name", "crowd name"),
@@ -330,3 +331,21 @@ def site_order(
 ) -> list[Site]:
     """`order_sites` keyed by (seed, salt, positive): the same positive always walks the same order."""
     return order_sites(sites, types, random.Random(keyed_seed(seed, salt, positive_id)), rarity)
+
+
+def likely_absent(
+    options: tuple[str, ...],
+    weights: tuple[float, ...],
+    notes: AnnotationStats,
+    small: float,
+    scene: frozenset[str],
+    could_be: Callable[[str], bool],
+    refused: Counter,
+) -> tuple[tuple[str, ...], tuple[float, ...]]:
+    """Replacement names less those the scene likely holds unannotated (`AnnotationStats.beside`: a phone where
+    a desk is) and that no object of the image could be (`could_be`): "the phone on the desk" may well be
+    true. Counted in `refused` as the pool's other refusals are."""
+    keep = [i for i, w in enumerate(options) if could_be(w) or notes.beside(w, scene, small) is None]
+    if dropped := len(options) - len(keep):
+        refused["object:likely in the scene unannotated"] += dropped
+    return tuple(options[i] for i in keep), tuple(weights[i] for i in keep) if weights else weights
