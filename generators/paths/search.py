@@ -103,6 +103,7 @@ class PathSearch:
         self.refused: Counter = Counter()  # candidates each path rule refused (paths.rules)
         self._desc_cache: dict[tuple[str, tuple[str, ...]], PathNode] = {}
         self._subset_cache: dict[tuple[str, int, str | None], list[tuple[str, ...]]] = {}
+        self._masks: dict[tuple[str, str | None, str | None, int], int] = {}  # see `_mask_relation`
         self.steps = StepBudget(self.index, cfg.paths.max_image_steps)  # this image's work bound
 
     def subsets(self, oid: str, max_size: int, exclude_category: str | None = None) -> list[tuple[str, ...]]:
@@ -163,19 +164,26 @@ class PathSearch:
         return out
 
 
-def _mask_relation(search: PathSearch, distractors: list[str], relation: str, child: PathNode) -> int:
+def _mask_relation(search: PathSearch, target: str, distractors: list[str], relation: str, child: PathNode) -> int:
     matched = search.matches(child)
     search.steps.spend(search.steps.pairs(relation, len(distractors), len(matched)))
+    key = (target, relation, None, id(child))
+    if (got := search._masks.get(key)) is not None:
+        return got
     mask = 0
     for i, d in enumerate(distractors):
         if search.index.related(d, relation, matched):
             mask |= 1 << i
+    _remember(search, key, child, mask)
     return mask
 
 
-def _mask_same(search: PathSearch, distractors: list[str], category: str, child: PathNode) -> int:
+def _mask_same(search: PathSearch, target: str, distractors: list[str], category: str, child: PathNode) -> int:
     matched = search.matches(child)
     search.steps.spend(search.steps.pairs(None, len(distractors), len(matched)))
+    key = (target, None, category, id(child))
+    if (got := search._masks.get(key)) is not None:
+        return got
     cat_attrs = search.index.cat_attrs
     mask = 0
     for i, d in enumerate(distractors):
@@ -186,7 +194,15 @@ def _mask_same(search: PathSearch, distractors: list[str], category: str, child:
             if y != d and (theirs := cat_attrs[y].get(category)) and not mine.isdisjoint(theirs):
                 mask |= 1 << i
                 break
+    _remember(search, key, child, mask)
     return mask
+
+
+def _remember(search: PathSearch, key: tuple[str, str | None, str | None, int], child: PathNode, mask: int) -> None:
+    """Keep a hop's mask for the target's next path types (1-hop, 2-hop and `and` try the same edges), for a
+    node of `node()` only (alive with the search: its id names it). Each use spends its steps again."""
+    if id(child) in search._matches:
+        search._masks[key] = mask
 
 
 def _mask_attrs(search: PathSearch, distractors: list[str], attrs: tuple[str, ...]) -> int:
@@ -220,7 +236,7 @@ def _relation_elements(
         subsets = search.subsets(oid, p.max_related_attributes)
         rng.shuffle(subsets)
         for attrs in subsets:
-            mask = functools.partial(_mask_relation, search, distractors, rel)
+            mask = functools.partial(_mask_relation, search, target, distractors, rel)
             yield from _hops(search, target, rel, None, search.node(oid, attrs), mask, two_hop, rng)
 
 
@@ -253,7 +269,7 @@ def _same_elements(
         # The shared attribute itself stays out of the child, or the expression gives the answer away.
         subsets = search.subsets(oid, p.max_related_attributes, exclude_category=cat)
         attrs = subsets[rng.randrange(len(subsets))]
-        mask = functools.partial(_mask_same, search, distractors, cat)
+        mask = functools.partial(_mask_same, search, target, distractors, cat)
         yield from _hops(search, target, None, cat, search.node(oid, attrs), mask, two_hop, rng)
 
 

@@ -227,7 +227,7 @@ def _positive(
     sid = Positive.make_id(graph.image_id, path)
     expression, template = res.renderer.render(path, ptype, sid, search.index)
     target = graph.objects[path.id]  # type: ignore[index]
-    twin = res.certifier.doubtful(path, graph, target.id)
+    twin = res.certifier.doubtful(path, graph, target.id, search.index)
     return Positive(
         id=sid,
         image_id=graph.image_id,
