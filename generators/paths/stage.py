@@ -24,7 +24,8 @@ from hardneg.core.schema import outputs
 from hardneg.core.words.vocab import RelationVocab
 from hardneg.generators.paths.annotation_rules import Evidence, SameKind, many_refusal, printed_refusal, risk_reasons
 from hardneg.generators.paths.budget import SearchBudgetSpent
-from hardneg.generators.paths.search import KeyedRandom, PathSearch, candidate_paths
+from hardneg.generators.paths.keyed import KeyedRandom
+from hardneg.generators.paths.search import PathSearch, candidate_paths
 from hardneg.generators.paths.select import attributes_swappable
 from hardneg.generators.paths.targets import GENERATOR, PathResources, box_reason, related_ok, target_reason
 
