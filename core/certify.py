@@ -173,12 +173,13 @@ class Certifier:
                 return f"object {o.id} ('{o.name}') may match: the graph does not contradict the path there"
         return None
 
-    def doubtful(self, path: PathNode, graph: SceneGraph, target: str) -> str | None:
+    def doubtful(self, path: PathNode, graph: SceneGraph, target: str, index: GraphIndex | None = None) -> str | None:
         """For a positive: why an object other than `target` may carry `path` as well, its description not
-        contradicted by the graph (a plate with no colour annotated may well be the white plate), or None."""
-        memo = _Memo()
+        contradicted by the graph (a plate with no colour annotated may well be the white plate), or None.
+        With the graph's `index`, what it asks of the graph is worked out once per graph and name."""
+        memo = _Memo(index)
         bare = path.without_ids()
-        for o in self.candidates(bare.name, graph):
+        for o in self.candidates(bare.name, graph, index):
             if o.id != target and not self._excluded(bare, o, graph, memo):
                 return f"{o.name} {o.id} may fit as well: nothing annotated on it rules the expression out"
         return None

@@ -18,45 +18,18 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-import random
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from hardneg.core.config import RunConfig
 from hardneg.core.executor import GraphIndex, execute
-from hardneg.core.records import PathEdge, PathNode, SameEdge, SceneGraph, keyed_seed
+from hardneg.core.records import PathEdge, PathNode, SameEdge, SceneGraph
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.generators.paths.budget import StepBudget
 from hardneg.generators.paths.expressions import ordered_attributes
+from hardneg.generators.paths.keyed import Rng
 from hardneg.generators.paths.targets import PathResources, related_ok
-
-
-class KeyedRandom:
-    """`random.Random(keyed_seed(*key))`, seeded at its first draw: a third of the (target, type) searches
-    draw nothing (a shuffle of fewer than two items draws nothing), and seeding cost more than the rest
-    of many of them. Draws the very numbers the seeded `random.Random` draws."""
-
-    __slots__ = ("_key", "_rng")
-
-    def __init__(self, *key: object) -> None:
-        self._key = key
-        self._rng: Rng | None = None
-
-    def _seeded(self) -> random.Random:
-        if self._rng is None:
-            self._rng = random.Random(keyed_seed(*self._key))
-        return self._rng
-
-    def shuffle(self, x: list) -> None:
-        if len(x) > 1:
-            self._seeded().shuffle(x)
-
-    def randrange(self, n: int) -> int:
-        return self._seeded().randrange(n)
-
-
-Rng = random.Random | KeyedRandom
 
 
 @dataclass(slots=True, frozen=True)
@@ -103,6 +76,9 @@ class PathSearch:
         self.refused: Counter = Counter()  # candidates each path rule refused (paths.rules)
         self._desc_cache: dict[tuple[str, tuple[str, ...]], PathNode] = {}
         self._subset_cache: dict[tuple[str, int, str | None], list[tuple[str, ...]]] = {}
+        self._masks: dict[tuple[str, str | None, str | None, int], int] = {}  # see `_mask_relation`
+        self._deeps: dict[tuple[int, str, int], PathNode] = {}  # see `deep`
+        self._deep_runs: dict[int, tuple[int, frozenset[str]] | None] = {}  # id of a `deep` node -> (steps, matches)
         self.steps = StepBudget(self.index, cfg.paths.max_image_steps)  # this image's work bound
 
     def subsets(self, oid: str, max_size: int, exclude_category: str | None = None) -> list[tuple[str, ...]]:
@@ -132,16 +108,35 @@ class PathSearch:
 
     def matches(self, child: PathNode) -> frozenset[str]:
         """What a related-node description matches: once per image for a node of `node()` (kept alive by
-        its cache, so its id names it), executed afresh for a 2-hop child."""
+        its cache, so its id names it); for a 2-hop child, its steps spent at every use (as executing it
+        afresh would), its match set worked out once for a node of `deep()`."""
         key = id(child)
         if key not in self._matches:
-            self.steps.spend(self.steps.execution(child, self.known_size))
-            return execute(child, self.index)
+            if (run := self._deep_runs.get(key)) is not None:
+                self.steps.spend(run[0])
+                return run[1]
+            steps = self.steps.execution(child, self.known_size)
+            self.steps.spend(steps)
+            got = execute(child, self.index)
+            if key in self._deep_runs:
+                self._deep_runs[key] = (steps, got)
+            return got
         got = self._matches[key]
         if got is None:
             self.steps.spend(self.steps.execution(child, self.known_size))
             got = self._matches[key] = execute(child, self.index)
         return got
+
+    def deep(self, child: PathNode, relation: str, other: PathNode) -> PathNode:
+        """`child` (of `node()`) extended by `relation` to `other` (of `node()`): one node per hop in the
+        search's life, so what it matches and what that costs are worked out once (the sizes the cost
+        reads are fixed once known)."""
+        key = (id(child), relation, id(other))
+        n = self._deeps.get(key)
+        if n is None:
+            n = self._deeps[key] = PathNode(child.name, child.attributes, (PathEdge(relation, other),), (), child.id)
+            self._deep_runs[id(n)] = None  # alive as long as this search: its id names it
+        return n
 
     def known_size(self, node: PathNode) -> int | None:
         """How many objects a node of `node()` matches (memoised, so the bound on executing a path that holds
@@ -163,19 +158,26 @@ class PathSearch:
         return out
 
 
-def _mask_relation(search: PathSearch, distractors: list[str], relation: str, child: PathNode) -> int:
+def _mask_relation(search: PathSearch, target: str, distractors: list[str], relation: str, child: PathNode) -> int:
     matched = search.matches(child)
     search.steps.spend(search.steps.pairs(relation, len(distractors), len(matched)))
+    key = (target, relation, None, id(child))
+    if (got := search._masks.get(key)) is not None:
+        return got
     mask = 0
     for i, d in enumerate(distractors):
         if search.index.related(d, relation, matched):
             mask |= 1 << i
+    _remember(search, key, child, mask)
     return mask
 
 
-def _mask_same(search: PathSearch, distractors: list[str], category: str, child: PathNode) -> int:
+def _mask_same(search: PathSearch, target: str, distractors: list[str], category: str, child: PathNode) -> int:
     matched = search.matches(child)
     search.steps.spend(search.steps.pairs(None, len(distractors), len(matched)))
+    key = (target, None, category, id(child))
+    if (got := search._masks.get(key)) is not None:
+        return got
     cat_attrs = search.index.cat_attrs
     mask = 0
     for i, d in enumerate(distractors):
@@ -186,7 +188,15 @@ def _mask_same(search: PathSearch, distractors: list[str], category: str, child:
             if y != d and (theirs := cat_attrs[y].get(category)) and not mine.isdisjoint(theirs):
                 mask |= 1 << i
                 break
+    _remember(search, key, child, mask)
     return mask
+
+
+def _remember(search: PathSearch, key: tuple[str, str | None, str | None, int], child: PathNode, mask: int) -> None:
+    """Keep a hop's mask for the target's next path types (1-hop, 2-hop and `and` try the same edges), for a
+    node of `node()` only (alive with the search: its id names it). Each use spends its steps again."""
+    if id(child) in search._matches:
+        search._masks[key] = mask
 
 
 def _mask_attrs(search: PathSearch, distractors: list[str], attrs: tuple[str, ...]) -> int:
@@ -206,7 +216,7 @@ def _second_hops(search: PathSearch, target: str, child: PathNode, rng: Rng) -> 
     for rel2, oid2 in inner:
         subsets2 = search.subsets(oid2, search.cfg.paths.max_related_attributes)
         attrs2 = subsets2[rng.randrange(len(subsets2))]
-        yield PathNode(child.name, child.attributes, (PathEdge(rel2, search.node(oid2, attrs2)),), (), child.id)
+        yield search.deep(child, rel2, search.node(oid2, attrs2))
 
 
 def _relation_elements(
@@ -220,7 +230,7 @@ def _relation_elements(
         subsets = search.subsets(oid, p.max_related_attributes)
         rng.shuffle(subsets)
         for attrs in subsets:
-            mask = functools.partial(_mask_relation, search, distractors, rel)
+            mask = functools.partial(_mask_relation, search, target, distractors, rel)
             yield from _hops(search, target, rel, None, search.node(oid, attrs), mask, two_hop, rng)
 
 
@@ -253,7 +263,7 @@ def _same_elements(
         # The shared attribute itself stays out of the child, or the expression gives the answer away.
         subsets = search.subsets(oid, p.max_related_attributes, exclude_category=cat)
         attrs = subsets[rng.randrange(len(subsets))]
-        mask = functools.partial(_mask_same, search, distractors, cat)
+        mask = functools.partial(_mask_same, search, target, distractors, cat)
         yield from _hops(search, target, None, cat, search.node(oid, attrs), mask, two_hop, rng)
 
 

@@ -32,7 +32,8 @@ from hardneg.generators.paths.annotation_rules import (
     several_wholes_refusal,
 )
 from hardneg.generators.paths.budget import SearchBudgetSpent
-from hardneg.generators.paths.search import KeyedRandom, PathSearch, candidate_paths
+from hardneg.generators.paths.keyed import KeyedRandom
+from hardneg.generators.paths.search import PathSearch, candidate_paths
 from hardneg.generators.paths.select import attributes_swappable
 from hardneg.generators.paths.targets import GENERATOR, PathResources, box_reason, related_ok, target_reason
 
@@ -254,7 +255,7 @@ def _positive(
     sid = Positive.make_id(graph.image_id, path)
     expression, template = res.renderer.render(path, ptype, sid, search.index)
     target = graph.objects[path.id]  # type: ignore[index]
-    twin = res.certifier.doubtful(path, graph, target.id)
+    twin = res.certifier.doubtful(path, graph, target.id, search.index)
     return Positive(
         id=sid,
         image_id=graph.image_id,

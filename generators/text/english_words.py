@@ -55,7 +55,7 @@ class Parts:
     """The readings of a path's parts, keyed by their words; a part that reads two ways has two."""
 
     readings: dict[tuple[str, ...], set[Reading]] = field(default_factory=dict)
-    longest: int = 1
+    longest: dict[str, int] = field(default_factory=dict)  # first word -> the most words a part starting so has
     sure: bool = True  # False: a part the tables do not know, or one holding a word the check's rules read
 
 
@@ -83,7 +83,7 @@ class TableReader:
                         parts.sure = False
                         return parts
                     parts.readings.setdefault(words, set()).add(reading)
-                    parts.longest = max(parts.longest, len(words))
+                    parts.longest[words[0]] = max(parts.longest.get(words[0], 1), len(words))
         return parts
 
     def entries(self, kind: str, value: str) -> tuple[tuple[tuple[str, ...], Reading | None], ...]:
@@ -139,7 +139,7 @@ class TableReader:
         out: list[Word] = []
         i = 0
         while i < len(toks):
-            for n in range(min(parts.longest, len(toks) - i), 0, -1):
+            for n in range(min(parts.longest.get(toks[i], 1), len(toks) - i), 0, -1):
                 readings = parts.readings.get(tuple(toks[i : i + n]))
                 if n == 1 and (function := FUNCTION_READINGS.get(toks[i])) is not None:
                     readings = {function} if readings is None else {function} | readings

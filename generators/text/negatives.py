@@ -295,7 +295,9 @@ class TextSearch(SiteSearch):
         if key not in self._truths:
             if hit := execute(neg_path, self.indexes[image]):
                 self._truths[key] = (sorted(hit)[0], None)
-            elif (doubt := self.certifier.uncontradicted(neg_path, self.graphs[image])) is not None:
+            elif (
+                doubt := self.certifier.uncontradicted(neg_path, self.graphs[image], self.indexes[image])
+            ) is not None:
                 self._truths[key] = (None, f"may be true: {doubt}")
             else:
                 self._truths[key] = None
