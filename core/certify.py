@@ -40,8 +40,9 @@ from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
 
 # v2: a broader name (person, animal) may be the node's object; v3: parts of one whole; v4: names the corpus
-# says come in many or usually beside the image's names (with notes); v5: small things often beside the image's names
-VERSION = "certify@v5"
+# says come in many or usually beside the image's names (with notes); v5: small things often beside the image's names;
+# v6: small is under 3% of the image (a fork), not 1%
+VERSION = "certify@v6"
 COULD_BE = frozenset({"same", "plural", "synonym", "hyponym", "hypernym", "overlap"})  # name_relation(object, node)
 
 

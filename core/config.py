@@ -179,7 +179,7 @@ class LanguageConfig(_Strict):
     words_per_site: int = Field(2, ge=1, le=20)
     # a name whose usual box is under this share of the image is overlooked more often than boxed: seen often
     # beside one of the image's names it is likely there, and no replacement names it (0: no name is small)
-    small_unannotated: float = Field(0.01, ge=0.0, le=1.0)
+    small_unannotated: float = Field(0.03, ge=0.0, le=1.0)
     lexicon: Path = Path("templates/lexicon.v1.yaml")
     openai: OpenAIConfig = OpenAIConfig()
 
