@@ -167,19 +167,9 @@ def _search_target(
             if not matches_exactly(path, search.index, tid):
                 # The masks and the executor disagree: a bug, never a silent keep.
                 raise AssertionError(f"image {graph.image_id}: mask search kept a non-unique path")
-            if "many_targets" in res.rules and (why := many_refusal(path, evidence)) is not None:
-                stats["refused:many_targets"] += 1
-                rejects.append(Reject("paths", why, graph.image_id, Positive.make_id(graph.image_id, path),
-                                      detail={"object": tid, "tuple_type": ptype}))  # fmt: skip
-                continue
-            if (rule := _group_rule(path, obj, search, evidence)) is not None:
+            if (rule := _path_rule(path, obj, search, evidence, kin)) is not None:
                 stats[f"refused:{rule[0]}"] += 1
                 rejects.append(Reject("paths", rule[1], graph.image_id, Positive.make_id(graph.image_id, path),
-                                      detail={"object": tid, "tuple_type": ptype}))  # fmt: skip
-                continue
-            if kin is not None and (why := kin.refusal(path, graph)) is not None:
-                stats["refused:same_kind"] += 1
-                rejects.append(Reject("paths", why, graph.image_id, Positive.make_id(graph.image_id, path),
                                       detail={"object": tid, "tuple_type": ptype}))  # fmt: skip
                 continue
             candidate = _Candidate(path, ptype, path_level(path, search.index))
@@ -201,17 +191,23 @@ def _search_target(
 _BEST = 2  # `_allows`: a path that allows a swap of attributes
 
 
-def _group_rule(
-    path: PathNode, obj: SceneObject, search: PathSearch, evidence: Evidence | None
+def _path_rule(
+    path: PathNode, obj: SceneObject, search: PathSearch, evidence: Evidence | None, kin: SameKind | None
 ) -> tuple[str, str] | None:
-    """(rule, why) when the target may be one of a group the graph left mostly unannotated: things held
-    several at a time by what the path puts them on or in, or a part of one of several wholes."""
+    """(rule, why) of the first annotation rule (`paths.rules`) that refuses a path the graph certifies: a
+    name that comes in many with nothing to tell it apart, a target that may be one of a group the graph
+    left mostly unannotated (things held several at a time by what the path puts them on or in, a part of
+    one of several wholes), or another object of its kind under another name."""
     res, graph = search.res, search.graph
+    if "many_targets" in res.rules and (why := many_refusal(path, evidence)) is not None:
+        return "many_targets", why
     share = search.cfg.paths.many_held_share
     if "many_held" in res.rules and (why := held_many_refusal(path, obj, graph, res.words, evidence, share)):
         return "many_held", why
     if "several_wholes" in res.rules and (why := several_wholes_refusal(path, obj, graph, res.words)):
         return "several_wholes", why
+    if kin is not None and (why := kin.refusal(path, graph)) is not None:
+        return "same_kind", why
     return None
 
 
