@@ -167,7 +167,9 @@ def whole_object(
     mask = object_mask(rgb, box, seed=seed, iters=iters, max_side=max_side)
     cut = cut_sides(rgb, mask) if mask.method != "box" else ()
     whole = Whole(mask, cut)
-    return leave_out(rgb, whole, inside, seed=seed, iters=iters, max_side=max_side) if inside else whole
+    if not inside:
+        return whole
+    return leave_out(rgb, whole, inside, seed=seed, iters=iters, max_side=max_side)
 
 
 def leave_out(
@@ -182,7 +184,9 @@ def leave_out(
     """`whole` without the objects annotated inside its box: each one's own mask (`object_mask` in its
     box), grown by `LEAVE_OUT_PX`, or its whole box when no outline of it is found. A teddy bear sitting on
     a pillow is in the pillow's box, and a cut of the pillow takes it in (it stands out from the bed as the
-    pillow does); recoloured with the pillow, it would be tinted too."""
+    pillow does); recoloured with the pillow, it would be tinted too. A part annotated inside in the
+    object's own colour (a white shirt's pocket) is left out too: it keeps the old colour, which the
+    `edits` filter's own reading of the whole object sees."""
     import cv2
 
     x0, y0, x1, y1 = whole.mask.box
