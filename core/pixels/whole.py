@@ -42,6 +42,7 @@ MIN_CONTACT_PX = 3
 OUTSIDE_PX = 4
 CONTINUE_DE = 15.0
 MIN_SPAN = 0.85  # of the box's width and height: a box is drawn round the object, its mask reaches across it
+RIM_PX = 8  # px: how far into a left-out object's cut the object's own pixels are looked for
 LEAVE_OUT_PX = 2  # px an object annotated inside the box is grown by before it is left out of the mask
 EDIT_MAX_SIDE = 256  # px: edits cut their masks finer than the checks' 128 (a recolour's edge is seen)
 
@@ -186,7 +187,10 @@ def leave_out(
     a pillow is in the pillow's box, and a cut of the pillow takes it in (it stands out from the bed as the
     pillow does); recoloured with the pillow, it would be tinted too. A part annotated inside in the
     object's own colour (a white shirt's pocket) is left out too: it keeps the old colour, which the
-    `edits` filter's own reading of the whole object sees."""
+    `edits` filter's own reading of the whole object sees. A cut of the object inside takes in a rim of
+    what it sits on: the pixels of that rim, within `RIM_PX` of the rest, whose colour carries on the
+    object's beside them with no edge between (`recolour.continues`) are given back to the object, so no
+    halo of the old colour is left round what sits on it."""
     import cv2
 
     x0, y0, x1, y1 = whole.mask.box
@@ -200,4 +204,12 @@ def leave_out(
     k = np.ones((2 * LEAVE_OUT_PX + 1, 2 * LEAVE_OUT_PX + 1), np.uint8)
     grown = cv2.dilate(drop.astype(np.uint8), k).astype(bool)
     kept = whole.mask.mask & ~grown[y0:y1, x0:x1]
+    if kept.any():  # the rim of the cut-out that is the object itself: no edge between it and the object
+        from scipy import ndimage
+
+        from hardneg.core.pixels.recolour import continues
+
+        crop = np.ascontiguousarray(rgb[y0:y1, x0:x1])
+        rim = whole.mask.mask & ~kept & (ndimage.distance_transform_edt(~kept) <= RIM_PX)
+        kept = kept | continues(crop, rim, crop, kept)
     return Whole(replace(whole.mask, mask=kept), whole.cut)
