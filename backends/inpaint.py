@@ -35,6 +35,9 @@ class EditRegion:
     color: str | None = None
     donor: Image.Image | None = None
     source_color: str | None = None  # "recolor": the colour the object has now, when the graph says
+    # "recolor": the boxes (xywh) of other annotated objects lying inside `box` (a teddy bear on the
+    # pillow): their pixels are not this object's, so a backend leaves them out of the recolour
+    inside: tuple[tuple[int, int, int, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,7 @@ import hashlib
 import logging
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from PIL import Image
@@ -126,7 +127,7 @@ class OpenCVInpainter:
             raise ValueError(f"grabcut_iters must be >= 1, got {grabcut_iters}")
         self.dilate_px = dilate_px
         self.grabcut_iters = grabcut_iters
-        self._wholes: dict[tuple[bytes, tuple[int, ...], int], Whole] = {}
+        self._wholes: dict[tuple[Any, ...], Whole] = {}
 
     def supports(self, region: EditRegion) -> bool:
         if region.op == "recolor":
@@ -138,11 +139,12 @@ class OpenCVInpainter:
     def whole(self, src: np.ndarray, region: EditRegion, seed: int = 0) -> Whole:
         """The object's mask in `region`'s box, with its trust (`core.pixels.whole`); the last few are kept,
         since a search asks about one object for every word it tries."""
-        key = (hashlib.blake2b(src.data, digest_size=16).digest(), tuple(region.box), seed)
+        inside = region.inside if region.op == "recolor" else ()
+        key = (hashlib.blake2b(src.data, digest_size=16).digest(), tuple(region.box), seed, inside)
         if key not in self._wholes:
             if len(self._wholes) >= 32:
                 self._wholes.pop(next(iter(self._wholes)))
-            self._wholes[key] = whole_object(src, region.box, seed=seed, iters=self.grabcut_iters)
+            self._wholes[key] = whole_object(src, region.box, seed=seed, iters=self.grabcut_iters, inside=inside)
         return self._wholes[key]
 
     def refusal(self, image: Image.Image, region: EditRegion, seed: int = 0) -> str | None:

@@ -469,10 +469,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--labels", type=Path, default=LABELS)
     ap.add_argument("--render", type=Path, help="draw every candidate beside its source into sheets here")
     ap.add_argument("--list", action="store_true", help="print every candidate with its label and scores")
+    ap.add_argument("--sklearn-images", type=Path, help="scikit-learn's sample photos for the held-out split")
     args = ap.parse_args(argv)
     cands = list(candidates())
     score(cands)
     labels = read_labels(args.labels)
+    from benchmarks import edit_heldout
+
+    held = list(edit_heldout.candidates(args.sklearn_images))
+    score(held)
+    gone = edit_heldout.missing(args.sklearn_images)
+    sys.stdout.write(
+        "In-sample (the thresholds were chosen on these) and held-out (labelled before the filter was run on "
+        "them)" + (f"; held-out photos not available here: {', '.join(gone)}" if gone else "") + ":\n\n"
+    )
+    both = edit_heldout.side_by_side(
+        edit_heldout.counts(cands, labels), edit_heldout.counts(held, read_labels(edit_heldout.LABELS))
+    )
+    sys.stdout.write(both + "\nIn-sample, per maker:\n\n")
     if args.render:
         render(cands, args.render)
     if args.list:

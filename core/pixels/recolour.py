@@ -60,6 +60,9 @@ FEATHER_SIGMA = 0.8
 OUTSIDE_LIKE = 0.3  # of the pixels just around the mask: more in the object's colours and the mask missed some
 RING_PX = 3  # the ring around the mask where that is read (with the holes the mask encloses) ...
 RING_GAP = 2  # ... starting this far out: the mask's outline is uncertain by a pixel or two
+EDGE_DE = 10.0  # CIELAB distance past which a ring pixel is another surface than the object beside it ...
+EDGE_L_WEIGHT = 0.3  # ... with lightness at this weight (shading moves it most)
+EDGE_NEAR_PX = 3  # the object's colour beside a ring pixel: the mean of its pixels this near the nearest one
 CLEAR_CHROMA = 15.0  # a chromatic colour's pixels with less chroma are not told from grey shadows
 CORE_SHARE = 0.3  # of the mask: the old colour's own terms, below which its neighbours count too
 HOLE_SHARE = 0.01  # of the mask: holes this small among the old colour's pixels are recoloured with them
@@ -344,22 +347,56 @@ def around(mask: np.ndarray, box: tuple[int, int, int, int] | None = None) -> np
     return out
 
 
+def continues(img: np.ndarray, ring: np.ndarray, src: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Which pixels of `ring` (in `img`) carry on the colour of the object beside them: within `EDGE_DE`
+    (CIELAB, lightness at `EDGE_L_WEIGHT`) of the mean colour of the object's pixels (in `src`, the mask
+    eroded by `RING_GAP`) nearest them. Where the mask's outline runs along an edge of the photo, what lies
+    past it is another surface, even in the object's colours (a white rocket against a pale sky, a grey
+    name tag on a black jacket); a part of the object the mask missed has no edge there: its colour goes on
+    across the outline (shading moves the lightness most, so lightness counts for less)."""
+    import cv2
+    from scipy import ndimage
+
+    out = np.zeros(ring.shape, bool)
+    core = cv2.erode(mask.astype(np.uint8), np.ones((2 * RING_GAP + 1,) * 2, np.uint8)).astype(bool)
+    if not core.any():
+        core = mask
+    if not ring.any() or not core.any():
+        return out
+    weight = np.array([EDGE_L_WEIGHT, 1.0, 1.0], np.float32)
+    lab_src = to_lab(cv2.blur(src, (3, 3))).reshape(*src.shape[:2], 3) * weight
+    sums = np.where(core[..., None], lab_src, 0.0)
+    k = 2 * EDGE_NEAR_PX + 1
+    mean = (
+        cv2.blur(sums.astype(np.float32), (k, k))
+        / np.maximum(cv2.blur(core.astype(np.float32), (k, k)), 1e-6)[..., None]
+    )
+    _, (iy, ix) = ndimage.distance_transform_edt(~core, return_indices=True)
+    ys, xs = np.nonzero(ring)
+    near = mean[iy[ys, xs], ix[ys, xs]]
+    here = to_lab(cv2.blur(img, (3, 3))[ys, xs]) * weight
+    out[ys, xs] = np.linalg.norm(here - near, axis=-1) <= EDGE_DE
+    return out
+
+
 def like_outside(crop: np.ndarray, mask: np.ndarray, carry: np.ndarray, old: str) -> float:
     """The share of the pixels `around` the mask whose colour is one the object's old-coloured pixels have
-    (`like`): the part of the object a partial mask left out, which would keep the old colour (an arm, a
-    shaded side)."""
+    (`like`) and carries on the object's colour beside it (`continues`): the part of the object a partial
+    mask left out, which would keep the old colour (an arm, a shaded side)."""
     ring = around(mask)
     if ring.sum() < 10 or not carry.any():
         return 0.0
-    return float(like(crop, ring, clear(crop, carry, old))[ring].mean())
+    return float((like(crop, ring, clear(crop, carry, old)) & continues(crop, ring, crop, mask))[ring].mean())
 
 
 def like_around(
     src: np.ndarray, cand: np.ndarray, mask: np.ndarray, carry: np.ndarray, old: str, box: tuple[int, int, int, int]
 ) -> float:
     """After an edit: the share of the pixels `around` the mask, inside the box, that still have the
-    object's old colours (those of the source's old-coloured pixels): what a partial mask left unrecoloured."""
+    object's old colours (those of the source's old-coloured pixels) and carry on the source object's colour
+    beside them (`continues`): what a partial mask left unrecoloured."""
     ring = around(mask, box)
     if ring.sum() < 10 or not carry.any():
         return 0.0
-    return float(like(cand, ring, clear(src, carry, old), src)[ring].mean())
+    kept = like(cand, ring, clear(src, carry, old), src) & continues(cand, ring, src, mask)
+    return float(kept[ring].mean())

@@ -29,7 +29,7 @@ a recolour may use when the colours agree (`core.pixels.recolour.refusal` checks
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -42,6 +42,8 @@ MIN_CONTACT_PX = 3
 OUTSIDE_PX = 4
 CONTINUE_DE = 15.0
 MIN_SPAN = 0.85  # of the box's width and height: a box is drawn round the object, its mask reaches across it
+RIM_PX = 8  # px: how far into a left-out object's cut the object's own pixels are looked for
+LEAVE_OUT_PX = 2  # px an object annotated inside the box is grown by before it is left out of the mask
 EDIT_MAX_SIDE = 256  # px: edits cut their masks finer than the checks' 128 (a recolour's edge is seen)
 
 SIDES = ("top", "bottom", "left", "right")
@@ -153,9 +155,61 @@ def cut_sides(rgb: np.ndarray, mask: ObjectMask) -> tuple[str, ...]:
 
 
 def whole_object(
-    rgb: np.ndarray, box: Sequence[float], *, seed: int = 0, iters: int = GRABCUT_ITERS, max_side: int = EDIT_MAX_SIDE
+    rgb: np.ndarray,
+    box: Sequence[float],
+    *,
+    seed: int = 0,
+    iters: int = GRABCUT_ITERS,
+    max_side: int = EDIT_MAX_SIDE,
+    inside: Sequence[Sequence[float]] = (),
 ) -> Whole:
-    """The object in `box` (xywh) of the RGB uint8 photo, and whether its mask is all of it."""
+    """The object in `box` (xywh) of the RGB uint8 photo, and whether its mask is all of it; the objects
+    annotated `inside` its box (xywh each) are left out of the mask (`leave_out`)."""
     mask = object_mask(rgb, box, seed=seed, iters=iters, max_side=max_side)
     cut = cut_sides(rgb, mask) if mask.method != "box" else ()
-    return Whole(mask, cut)
+    whole = Whole(mask, cut)
+    if not inside:
+        return whole
+    return leave_out(rgb, whole, inside, seed=seed, iters=iters, max_side=max_side)
+
+
+def leave_out(
+    rgb: np.ndarray,
+    whole: Whole,
+    inside: Sequence[Sequence[float]],
+    *,
+    seed: int = 0,
+    iters: int = GRABCUT_ITERS,
+    max_side: int = EDIT_MAX_SIDE,
+) -> Whole:
+    """`whole` without the objects annotated inside its box: each one's own mask (`object_mask` in its
+    box), grown by `LEAVE_OUT_PX`, or its whole box when no outline of it is found. A teddy bear sitting on
+    a pillow is in the pillow's box, and a cut of the pillow takes it in (it stands out from the bed as the
+    pillow does); recoloured with the pillow, it would be tinted too. A part annotated inside in the
+    object's own colour (a white shirt's pocket) is left out too: it keeps the old colour, which the
+    `edits` filter's own reading of the whole object sees. A cut of the object inside takes in a rim of
+    what it sits on: the pixels of that rim, within `RIM_PX` of the rest, whose colour carries on the
+    object's beside them with no edge between (`recolour.continues`) are given back to the object, so no
+    halo of the old colour is left round what sits on it."""
+    import cv2
+
+    x0, y0, x1, y1 = whole.mask.box
+    drop = np.zeros(rgb.shape[:2], bool)
+    for b in inside:
+        other = object_mask(rgb, b, seed=seed, iters=iters, max_side=max_side)
+        ox0, oy0, ox1, oy1 = other.box
+        drop[oy0:oy1, ox0:ox1] |= other.mask if other.usable else True
+    if not drop[y0:y1, x0:x1].any():
+        return whole
+    k = np.ones((2 * LEAVE_OUT_PX + 1, 2 * LEAVE_OUT_PX + 1), np.uint8)
+    grown = cv2.dilate(drop.astype(np.uint8), k).astype(bool)
+    kept = whole.mask.mask & ~grown[y0:y1, x0:x1]
+    if kept.any():  # the rim of the cut-out that is the object itself: no edge between it and the object
+        from scipy import ndimage
+
+        from hardneg.core.pixels.recolour import continues
+
+        crop = np.ascontiguousarray(rgb[y0:y1, x0:x1])
+        rim = whole.mask.mask & ~kept & (ndimage.distance_transform_edt(~kept) <= RIM_PX)
+        kept = kept | continues(crop, rim, crop, kept)
+    return Whole(replace(whole.mask, mask=kept), whole.cut)

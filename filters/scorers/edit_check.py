@@ -38,8 +38,8 @@ colour).
 `recolor_left` (lower is better): the share of the whole mask the candidate still names in the old
     colour's own terms (not the new colour's, nor its neighbours).
 `recolor_missed`: the share of the pixels just around the mask, inside the box, that keep the source's
-    old-coloured pixels' colours in the candidate (`recolour.like_around`): a part of the object the mask
-    left out, which kept the old colour.
+    old-coloured pixels' colours in the candidate, with no edge between them and the object's pixels beside
+    them (`recolour.like_around`): a part of the object the mask left out, which kept the old colour.
 `recolor_lift`: the median change of the members' CIELAB lightness: a recolour that lightens or darkens
     the object as a whole glows like a cut-out.
 `recolor_specks`: the worse of (a) the share of the newly coloured pixels of the dilated box (new colour
@@ -276,7 +276,7 @@ def worst(per_region: Sequence[Scores]) -> Scores:
 class EditCheckFilter(Filter):
     """Whether each candidate shows its edit without a visible artifact; see the module docstring."""
 
-    version = "edits@v2"
+    version = "edits@v3"  # v3: what the mask missed is judged by the edge at its outline
     targets = frozenset({"image_candidate"})
     Options = EditOptions
     Thresholds = EditThresholds

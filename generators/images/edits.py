@@ -45,6 +45,7 @@ MIN_COVER = 0.6  # the fitted crop (aspect kept) covers at least this share of i
 MAX_SWAP_SCALE = 1.6  # two swapped boxes differ in linear size (square root of area) at most this much
 MAX_SWAP_OVERLAP = 0.1  # two swapped boxes share at most this share of the smaller one's area
 CARRIED = 0.5  # an object with at least this share of its box inside a pasted crop travels with it
+INSIDE = 0.5  # an object with this share of its area in another's box, and under this share of its area, is on it
 
 
 @dataclass(slots=True, frozen=True)
@@ -175,9 +176,26 @@ def prompt(attrs: tuple[str, ...], name: str) -> str:
     return f"a photo of {'an' if words[:1] in 'aeiou' else 'a'} {words}"
 
 
-def attribute_region(box: Box, new: str, category: str, name: str, old: str | None = None) -> EditRegion:
+def inside_of(graph: SceneGraph | None, obj: SceneObject) -> tuple[Box, ...]:
+    """The boxes of the graph's other objects lying in `obj`'s box (at least `INSIDE` of their area), smaller
+    than `obj` (under `INSIDE` of its area) and not a second box of it: what sits on it or is drawn on it,
+    which a recolour of `obj` leaves out (a teddy bear on a pillow)."""
+    if graph is None:
+        return ()
+    out = []
+    for o in graph.objects.values():
+        if o.id == obj.id or o.area <= 0 or o.area >= INSIDE * obj.area:
+            continue
+        if intersection(o.box, obj.box) >= INSIDE * o.area:
+            out.append(o.box)
+    return tuple(sorted(out))
+
+
+def attribute_region(
+    box: Box, new: str, category: str, name: str, old: str | None = None, inside: tuple[Box, ...] = ()
+) -> EditRegion:
     if category == "color":
-        return EditRegion(box, "recolor", prompt((new,), name), color=new, source_color=old)
+        return EditRegion(box, "recolor", prompt((new,), name), color=new, source_color=old, inside=inside)
     return EditRegion(box, "replace", prompt((new,), name))
 
 
@@ -216,7 +234,10 @@ def direct_edit(
         )
         return ImageEdit(site, swap_names_edit(oi, ok, ctx, graph if copies else None, copies), regions)
     a, b, c = site.word, site.other, site.category
-    regions = (attribute_region(oi.box, b, c, oi.name, a), attribute_region(ok.box, a, c, ok.name, b))  # type: ignore[arg-type]
+    regions = (
+        attribute_region(oi.box, b, c, oi.name, a, inside_of(graph, oi)),  # type: ignore[arg-type]
+        attribute_region(ok.box, a, c, ok.name, b, inside_of(graph, ok)),  # type: ignore[arg-type]
+    )
     return ImageEdit(site, {"op": "swap_attributes", "objects": [oi.id, ok.id], "from": [a, b]}, regions)
 
 
@@ -316,7 +337,7 @@ def replace_edit(
     `DonorUnreadable` when the donor image it needs cannot be read, `PasteRefused` when the backend judges
     (on the source `image`) that no donor tried would look like a photograph."""
     if site.negative_type == "replace_attribute":
-        region = attribute_region(obj.box, word, site.category, obj.name, site.word)  # type: ignore[arg-type]
+        region = attribute_region(obj.box, word, site.category, obj.name, site.word, inside_of(graph, obj))  # type: ignore[arg-type]
         if not backend.supports(region):
             return None
         if why := backend_refusal(backend, image, region):

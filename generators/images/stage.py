@@ -66,7 +66,7 @@ from hardneg.generators.paths.stage import PathResources, box_reason, target_rea
 from hardneg.generators.text.sites import SearchState, Site, SiteSearch, SiteVocab, enumerate_sites, site_order
 from hardneg.generators.text.types import text_type
 
-GENERATOR = "negatives_image@v3"  # v3: verified recolours, removal its own kind, print in the pixels
+GENERATOR = "negatives_image@v4"  # v4: objects on a recoloured one left out; its outline judged by edges
 
 
 class ImageSearch(SiteSearch):
