@@ -161,3 +161,28 @@ def test_cutlery_beside_a_plate_carries_no_absence_by_default():
     assert Certifier(WORDS, TABLE, notes).small == small
     why = Certifier(WORDS, TABLE, notes, small).absence_refusal("fork", g)
     assert why is not None and why.startswith("likely there unannotated: a small thing, often overlooked")
+
+
+def test_an_absent_name_is_absent_though_something_that_may_be_it_is_there():
+    """Real VG photo: "the jacket sharing the same color as the pants" -> "... as a watch" was emitted for two
+    men on a street, either of whom may wear a grey watch nobody boxed. The one candidate for "watch" was a
+    green street clock (a timepiece is said both ways), so the negative was "certainly false" on the clock's
+    colour, and the absence of a watch itself, a thing people wear and annotators leave out, was never asked."""
+    street = graph(
+        obj("1", "man", box=(100, 50, 120, 340)),
+        obj("2", "jacket", ("gray",), box=(110, 100, 100, 100)),
+        obj("3", "pants", ("gray",), box=(120, 200, 80, 150)),
+        obj("4", "clock", ("green",), box=(400, 10, 60, 60)),
+    )
+    cert = Certifier(WORDS, TABLE)
+    assert [o.id for o in cert.candidates("watch", street)] == ["4"]
+    assert cert.nothing(node("jacket", same=[("color", node("watch"))]), street) == (
+        "object 2 ('jacket') may match: the graph does not contradict the path there"
+    )
+    assert cert.nothing(node("watch", "gray"), street) == (
+        "'watch' is absent, but its absence proves nothing: a part of 'man', which is there: parts go unannotated"
+    )
+    nobody = graph(obj("2", "car", ("gray",), box=(10, 200, 200, 100)), street.objects["4"])  # no one wears one
+    assert cert.nothing(node("car", same=[("color", node("watch"))]), nobody) is None  # the clock decides
+    assert cert.nothing(node("watch", "gray"), nobody) is None
+    assert cert.nothing(node("jacket", same=[("color", node("clock"))]), street) is None  # the clock is boxed

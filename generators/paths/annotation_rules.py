@@ -131,6 +131,13 @@ def other_wholes(target: SceneObject, graph: SceneGraph, words: Words) -> str | 
             people.append(o)
     n = sum(2 if words.is_plural(o.name) else 1 for o in people)
     named = sum(1 for o in graph.objects.values() if o.name == target.name)
+    if n == 0:  # no one annotated, yet other clothes are: their wearers went unannotated, and how many?
+        worn = sorted({o.name for o in graph.objects.values() if o.name != target.name and words.is_a(o.name, CLOTHING)})
+        if worn:
+            return (
+                f"'{target.name}' is worn, and so are {', '.join(worn)}, yet the graph annotates no one: how many "
+                f"wear a '{target.name}' it does not say"
+            )
     if n < 2 or n <= named:
         return None
     kinds = ", ".join(sorted({o.name for o in people}))
