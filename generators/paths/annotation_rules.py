@@ -132,7 +132,8 @@ def other_wholes(target: SceneObject, graph: SceneGraph, words: Words) -> str | 
     n = sum(2 if words.is_plural(o.name) else 1 for o in people)
     named = sum(1 for o in graph.objects.values() if o.name == target.name)
     if n == 0:  # no one annotated, yet other clothes are: their wearers went unannotated, and how many?
-        worn = sorted({o.name for o in graph.objects.values() if o.name != target.name and words.is_a(o.name, CLOTHING)})
+        others = graph.objects.values()
+        worn = sorted({o.name for o in others if o.name != target.name and words.is_a(o.name, CLOTHING)})
         if worn:
             return (
                 f"'{target.name}' is worn, and so are {', '.join(worn)}, yet the graph annotates no one: how many "
