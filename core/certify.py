@@ -46,7 +46,7 @@ from hardneg.core.words.table import Words
 # v2: a broader name (person, animal) may be the node's object; v3: parts of one whole; v4: names the corpus
 # says come in many or usually beside the image's names (with notes); v5: small things often beside the image's names;
 # v6: small is under 3% of the image (a fork), not 1%; v7: an absent name's absence is judged even where objects
-# that may be it are there (a clock for "watch")
+# that may be it are there (a clock for "watch"); an attribute is read on the object's name (a glass door's frame)
 VERSION = "certify@v7"
 COULD_BE = frozenset({"same", "plural", "synonym", "hyponym", "hypernym", "overlap"})  # name_relation(object, node)
 NAMED = frozenset({"same", "plural", "synonym", "hyponym"})  # ... certainly of the node's kind
@@ -216,7 +216,7 @@ class Certifier:
     def _excluded_now(self, node: PathNode, o: SceneObject, graph: SceneGraph, memo: _Memo) -> bool:
         w = self.words
         for a in node.attributes:
-            if any(w.attributes_contradict(a, b)[0] for b in o.attributes):
+            if any(w.attributes_contradict(a, b, o.name)[0] for b in o.attributes):
                 return True
         for e in node.relations:
             partners = self._partners(e.object, o, graph, memo)
@@ -268,7 +268,11 @@ class Certifier:
     def _not_same(self, o: SceneObject, p: SceneObject, category: str) -> bool:
         mine = [a for a in o.attributes if self.table.category(a) == category]
         theirs = [a for a in p.attributes if self.table.category(a) == category]
-        return bool(mine and theirs) and all(self.words.attributes_contradict(x, y)[0] for x in mine for y in theirs)
+        return bool(mine and theirs) and all(
+            self.words.attributes_contradict(x, y, o.name)[0] and self.words.attributes_contradict(x, y, p.name)[0]
+            for x in mine
+            for y in theirs
+        )
 
 
 class _Memo:

@@ -186,3 +186,21 @@ def test_an_absent_name_is_absent_though_something_that_may_be_it_is_there():
     assert cert.nothing(node("car", same=[("color", node("watch"))]), nobody) is None  # the clock decides
     assert cert.nothing(node("watch", "gray"), nobody) is None
     assert cert.nothing(node("jacket", same=[("color", node("clock"))]), street) is None  # the clock is boxed
+
+
+def test_a_material_of_the_other_part_of_a_thing_built_of_two_is_no_negative():
+    """Real VG photo: "the glass sliding door" -> "the wooden sliding door" was emitted for a glass door in a
+    painted wooden frame. Its frame is the door's other part: the graph's "glass" does not make "wooden" false
+    there. A glass bottle is still no plastic bottle."""
+    g = graph(
+        obj("1", "sliding door", ("glass",), box=(300, 0, 200, 380)),
+        obj("2", "bottle", ("glass",), box=(50, 300, 20, 60)),
+    )
+    cert = Certifier(WORDS, TABLE)
+    assert cert.nothing(node("sliding door", "wooden"), g) == (
+        "object 1 ('sliding door') may match: the graph does not contradict the path there"
+    )
+    assert cert.nothing(node("bottle", "plastic"), g) is None
+    made, rejects = made_with(g, node("sliding door", "glass", oid="1"), "0_hop",
+                              {"glass": ("wooden", "plastic")}, ("replace_attribute",))  # fmt: skip
+    assert not made and any("is often built of both 'glass' and 'wooden'" in r.reason for r in rejects)

@@ -45,7 +45,8 @@ from hardneg.core.records import PathNode
 from hardneg.core.words.table import Words
 from hardneg.generators.text.sites import Site
 
-VERSION = "context@v2"  # v2: names annotated in one image attest a positional relation
+VERSION = "context@v3"  # v2: names annotated in one image attest a positional relation; v3: an attribute kept
+# on a changed name is not backed off to the name's kind
 BACKOFF = 0.1  # the weight of a count seen only with a context name backed off to its category
 
 Fact = tuple[str | None, ...]  # ("attr", a, name) or ("rel", subject, relation, object); None: the word to fill
@@ -125,7 +126,9 @@ class Context:
             if exact := c.attribute_name[(a, n)]:
                 return exact
             cls = self.kind(n)
-            if cls is not None and (back := self.attr_kind[(a, cls)]):
+            # a changed name is not backed off here either: "cloth" is seen on couches, which are furniture,
+            # and a couch replaced by a desk keeps "cloth" only where a cloth desk is seen
+            if cls is not None and "n" not in changed and (back := self.attr_kind[(a, cls)]):
                 return BACKOFF * back
             # a word that fits anything of the name's kind (a colour on a made thing): as plausible as the
             # word is common, at the next level down

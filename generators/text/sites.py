@@ -140,7 +140,7 @@ class SiteVocab:
         if site.part == "attribute":
             if self.attribute_category(word) != site.category:
                 return False, f"{word!r} is not a {site.category} like {old!r}"
-            return self.words.attributes_contradict(old, word)
+            return self.words.attributes_contradict(old, word, path.nodes()[site.nodes[0]].name)
         obj = path.nodes()[site.nodes[0]].relations[site.edge].object.name  # type: ignore[index]
         return self.words.relations_contradict(old, word, obj=obj)
 
@@ -186,9 +186,10 @@ class SiteVocab:
         a, b = nodes[i], nodes[k]
         w = self.words
         x, y = site.word or "", site.other or ""
-        ok, why = w.attributes_contradict(x, y)
-        if not ok:
-            return f"swap of attributes that do not contradict: {why}"
+        for name in (a.name, b.name):  # each node's object ends up with the other's word
+            ok, why = w.attributes_contradict(x, y, name)
+            if not ok:
+                return f"swap of attributes that do not contradict: {why}"
         for noun, attr in ((b.name, x), (a.name, y)):
             if w.is_person(noun) and w.is_person_attribute(attr):
                 return f"swap would describe the person noun {noun!r} as {attr!r}"
