@@ -208,13 +208,20 @@ def test_an_attribute_kept_on_a_changed_name_is_not_backed_off_to_its_kind():
     """Real VG photo: "the chrome lamp behind the cloth couch" -> "... behind the cloth desk": "cloth" is seen
     on couches, couches are furniture, and so "cloth" was attested on the desk by its kind. A name the change
     put in needs the attribute seen on itself, as a changed name in a relation does; a colour still fits any
-    made thing, and an attribute the change newly states on an unchanged name still backs off."""
-    room = graph(obj("1", "couch", ("cloth", "purple")), obj("2", "desk", ("wooden",)), obj("3", "lamp"))
+    made thing, and an attribute the change newly states on an unchanged name still backs off, unless it is a
+    material: "the purple wooden couch" -> "the purple glass couch" was emitted because tables are glass."""
+    room = graph(obj("1", "couch", ("cloth", "striped", "purple")), obj("2", "desk", ("wooden",)), obj("3", "lamp"))
     ctx = Context(corpus(room, times=3), WORDS)
-    assert ctx.support(("attr", "cloth", "desk")) > 0  # unchanged: backed off to furniture, as before
+    assert ctx.support(("attr", "striped", "desk")) > 0  # unchanged: backed off to furniture, as before
+    assert ctx.support(("attr", "striped", "desk"), frozenset({"n"})) == 0
     assert ctx.support(("attr", "cloth", "desk"), frozenset({"n"})) == 0
     assert ctx.support(("attr", "wooden", "desk"), frozenset({"n"})) == 3  # seen on desks
     assert ctx.support(("attr", "purple", "desk"), frozenset({"n"})) > 0  # made things come in any colour
+    glass = graph(obj("1", "table", ("glass",)), obj("2", "couch", ("purple",)))
+    ctx = Context(corpus(glass, times=3), WORDS)
+    assert ctx.support(("attr", "glass", "table")) == 3
+    assert ctx.support(("attr", "glass", "couch")) == 0  # a material fits its name, not the name's kind
+    assert ctx.support(("attr", "purple", "table")) > 0  # a colour still backs off
 
 
 def test_weights_follow_the_corpus_counts_in_context():
