@@ -204,3 +204,25 @@ def test_a_material_of_the_other_part_of_a_thing_built_of_two_is_no_negative():
     made, rejects = made_with(g, node("sliding door", "glass", oid="1"), "0_hop",
                               {"glass": ("wooden", "plastic")}, ("replace_attribute",))  # fmt: skip
     assert not made and any("is often built of both 'glass' and 'wooden'" in r.reason for r in rejects)
+
+
+def test_a_replacement_foreign_to_the_scene_is_left_out():
+    """Real GQA: "the bus" -> "the airplane", "the large blue airplane that is in front of the trees" on a street:
+    false, and no test of anything. A name annotated with the image's names far below its usual rate (the
+    mean log lift, each scene name weighed by how few scenes hold it) is left out of the options when
+    `language.scene_fit` is set; a bus fits the street."""
+    images = [["car", "road", "building", "bus"]] * 10 + [["car", "road", "building"]] * 20
+    images += [["airplane", "runway", "building"]] * 10 + [["bed", "lamp", "wall"]] * 20
+    notes = notes_of(*images)
+    street = ["building", "car", "road"]
+    assert notes.scene_fit("airplane", street) < -1.0 < 0 < notes.scene_fit("bus", street)
+    assert notes.scene_fit("bed", ["lamp", "wall"]) > 0 > notes.scene_fit("bed", street)
+    assert notes.scene_fit("zebra", street) is None  # the corpus knows too little of it
+    g = graph(obj("1", "bus", rels=(("on", "2"),), box=(10, 10, 200, 100)), obj("2", "road", box=(0, 100, 500, 300)),
+              obj("3", "car", box=(300, 50, 100, 60)), obj("4", "building", box=(0, 0, 500, 100)))  # fmt: skip
+    ctx = dataclasses.replace(context(("replace_object",)), notes=notes, small=0.0, scene_fit=-1.0)
+    ctx.vocab["names"].update({"airplane": 1, "truck": 1})
+    answers = Scripted({"bus": ("airplane", "truck")})
+    made, _, stats = make_text_negatives([positive(g, node("bus", oid="1"), "0_hop")], {g.image_id: g}, ctx, answers)
+    assert stats["options_refused:object:foreign to the scene"] >= 1
+    assert "airplane" not in {n.change["to"] for n in made}

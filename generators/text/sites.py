@@ -17,6 +17,7 @@ path) and image negatives (an edited image).
 
 from __future__ import annotations
 
+import math
 import random
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -334,6 +335,14 @@ def site_order(
     return order_sites(sites, types, random.Random(keyed_seed(seed, salt, positive_id)), rarity)
 
 
+def foreign(notes: AnnotationStats | None, fit: float | None, scene: frozenset[str], name: str) -> str | None:
+    """Why `name` is foreign to a scene whose object names are `scene` (`AnnotationStats.scene_fit` under
+    `fit`), or None."""
+    if notes is None or fit is None or (got := notes.scene_fit(name, sorted(scene))) is None or got >= fit:
+        return None
+    return f"{name!r} is foreign to the scene: annotated with its names at {math.exp(got):.0%} of its usual rate"
+
+
 def likely_absent(
     options: tuple[str, ...],
     weights: tuple[float, ...],
@@ -342,11 +351,21 @@ def likely_absent(
     scene: frozenset[str],
     could_be: Callable[[str], bool],
     refused: Counter,
+    fit: float | None = None,
 ) -> tuple[tuple[str, ...], tuple[float, ...]]:
     """Replacement names less those the scene likely holds unannotated (`AnnotationStats.beside`: a phone where
     a desk is) and that no object of the image could be (`could_be`): "the phone on the desk" may well be
-    true. Counted in `refused` as the pool's other refusals are."""
-    keep = [i for i, w in enumerate(options) if could_be(w) or notes.beside(w, scene, small) is None]
-    if dropped := len(options) - len(keep):
-        refused["object:likely in the scene unannotated"] += dropped
+    true; and, with `fit`, less those foreign to the scene (`AnnotationStats.scene_fit` under `fit`: an
+    airplane in a street, a bed in a kitchen), which test nothing. Counted in `refused` as the pool's other
+    refusals are."""
+    keep = []
+    for i, w in enumerate(options):
+        if could_be(w):
+            keep.append(i)
+        elif notes.beside(w, scene, small) is not None:
+            refused["object:likely in the scene unannotated"] += 1
+        elif foreign(notes, fit, scene, w) is not None:
+            refused["object:foreign to the scene"] += 1
+        else:
+            keep.append(i)
     return tuple(options[i] for i in keep), tuple(weights[i] for i in keep) if weights else weights
