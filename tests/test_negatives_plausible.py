@@ -209,7 +209,8 @@ def test_an_attribute_kept_on_a_changed_name_is_not_backed_off_to_its_kind():
     on couches, couches are furniture, and so "cloth" was attested on the desk by its kind. A name the change
     put in needs the attribute seen on itself, as a changed name in a relation does; a colour still fits any
     made thing, and an attribute the change newly states on an unchanged name still backs off, unless it is a
-    material: "the purple wooden couch" -> "the purple glass couch" was emitted because tables are glass."""
+    material: "the purple wooden couch" -> "the purple glass couch" was emitted because tables are glass; or a
+    colour: "the blue car in front of the green trees" swapped into "... the blue trees", flowers being blue."""
     room = graph(obj("1", "couch", ("cloth", "striped", "purple")), obj("2", "desk", ("wooden",)), obj("3", "lamp"))
     ctx = Context(corpus(room, times=3), WORDS)
     assert ctx.support(("attr", "striped", "desk")) > 0  # unchanged: backed off to furniture, as before
@@ -221,7 +222,11 @@ def test_an_attribute_kept_on_a_changed_name_is_not_backed_off_to_its_kind():
     ctx = Context(corpus(glass, times=3), WORDS)
     assert ctx.support(("attr", "glass", "table")) == 3
     assert ctx.support(("attr", "glass", "couch")) == 0  # a material fits its name, not the name's kind
-    assert ctx.support(("attr", "purple", "table")) > 0  # a colour still backs off
+    assert ctx.support(("attr", "purple", "table")) > 0  # a made thing comes in any colour
+    nature = graph(obj("1", "flower", ("blue",)), obj("2", "tree", ("green",)), obj("3", "car", ("blue",)))
+    ctx = Context(corpus(nature, times=3), WORDS)
+    assert ctx.support(("attr", "blue", "tree")) == 0  # blue flowers, no blue trees: a natural kind's colour
+    assert ctx.support(("attr", "blue", "bus")) > 0
 
 
 def test_weights_follow_the_corpus_counts_in_context():
