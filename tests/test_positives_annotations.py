@@ -171,6 +171,24 @@ def test_clothing_whose_wearers_go_unannotated_is_one_of_an_unknown_number():
     assert all(r["kind"] != "other_wholes" for p in run(peg)[0] for r in p.risk_reasons)
 
 
+def test_a_positive_told_apart_by_another_of_its_kind_carries_the_own_kind_risk():
+    """Real GQA L2 positives: "the boat that is left of a boat", "the door to the left of a door": each picks one
+    of the two the graph boxed, and holds only if no third is there unboxed. A door told apart by a shelf does
+    not carry it."""
+    g = graph(
+        obj("1", "door", rels=(("to the left of", "2"),), box=(10, 10, 100, 300)),
+        obj("2", "door", rels=(("to the right of", "3"),), box=(300, 10, 100, 300)),
+        obj("3", "shelf", ("white",), box=(150, 50, 100, 100)),
+    )
+    own = {p.path: [r["why"] for r in p.risk_reasons if r["kind"] == "own_kind"] for p in run(g)[0]}
+    by_door = [why for path, why in own.items() if [e.object.name for e in path.relations] == ["door"]]
+    by_shelf = [why for path, why in own.items() if [e.object.name for e in path.relations] == ["shelf"]]
+    assert by_door and by_shelf
+    assert all(w == ["it is told apart by another 'door': it holds only if the graph boxed every one there is"]
+               for w in by_door)  # fmt: skip
+    assert all(w == [] for w in by_shelf)
+
+
 def test_what_lies_on_a_roomy_holder_is_one_of_several_when_the_name_comes_in_groups():
     """ "the paper on the cork-board": the board holds a dozen papers, one annotated. A name seen several at a
     time in a fifth of its images (`paths.many_held_share`) is not told apart by a support with room for
