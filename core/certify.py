@@ -25,6 +25,10 @@ Given the corpus's notes on annotation (`core/gqa/annotations.py`, the run's cou
 graphs), a certifier is stricter: a name the corpus says comes in many is a crowd name, and a name the
 corpus usually annotates beside one of the graph's names is likely there unannotated ("the plate" in an
 image with a fork), so neither carries a claim of absence.
+
+An absent name is absent even where objects that may be it are there: "a watch" with only a street clock
+annotated (a clock may be called a watch) still needs the watch's absence to prove something, whatever the
+clock's colour says.
 """
 
 from __future__ import annotations
@@ -41,9 +45,11 @@ from hardneg.core.words.table import Words
 
 # v2: a broader name (person, animal) may be the node's object; v3: parts of one whole; v4: names the corpus
 # says come in many or usually beside the image's names (with notes); v5: small things often beside the image's names;
-# v6: small is under 3% of the image (a fork), not 1%
-VERSION = "certify@v6"
+# v6: small is under 3% of the image (a fork), not 1%; v7: an absent name's absence is judged even where objects
+# that may be it are there (a clock for "watch"); an attribute is read on the object's name (a glass door's frame)
+VERSION = "certify@v7"
 COULD_BE = frozenset({"same", "plural", "synonym", "hyponym", "hypernym", "overlap"})  # name_relation(object, node)
+NAMED = frozenset({"same", "plural", "synonym", "hyponym"})  # ... certainly of the node's kind
 
 
 class Certifier:
@@ -54,6 +60,7 @@ class Certifier:
     ) -> None:
         self.words, self.table, self.notes, self.small = words, table, notes, small
         self._could: dict[tuple[str, str], bool] = {}
+        self._named: dict[tuple[str, str], bool] = {}  # (object name, node name) -> certainly of the node's kind
         self._accepted: dict[str, tuple[set[str], set[str]]] = {}  # node name -> (names it accepts, names asked)
         self._absent: dict[str, str | None] = {}
         self._parts: dict[str, tuple[set[str], set[str]]] = {}  # part name -> (wholes of it, names asked)
@@ -166,9 +173,8 @@ class Certifier:
         it false for some object that could carry it, or None."""
         memo = _Memo(index)
         cands = self.candidates(path.name, graph, index)
-        if not cands:
-            why = self._absence(path.name, graph, memo)
-            return None if why is None else f"'{path.name}' is absent, but its absence proves nothing: {why}"
+        if not self._any_named(path.name, cands) and (why := self._absence(path.name, graph, memo)) is not None:
+            return f"'{path.name}' is absent, but its absence proves nothing: {why}"
         for o in cands:
             if not self._excluded(path, o, graph, memo):
                 return f"object {o.id} ('{o.name}') may match: the graph does not contradict the path there"
@@ -210,7 +216,7 @@ class Certifier:
     def _excluded_now(self, node: PathNode, o: SceneObject, graph: SceneGraph, memo: _Memo) -> bool:
         w = self.words
         for a in node.attributes:
-            if any(w.attributes_contradict(a, b)[0] for b in o.attributes):
+            if any(w.attributes_contradict(a, b, o.name)[0] for b in o.attributes):
                 return True
         for e in node.relations:
             partners = self._partners(e.object, o, graph, memo)
@@ -233,9 +239,23 @@ class Certifier:
             for p in self.candidates(child.name, graph, memo.index)
             if p.id != o.id and not self._excluded(child, p, graph, memo)
         ]
-        if possible:
+        if possible and self._any_named(child.name, possible):
             return possible
-        return None if self._absence(child.name, graph, memo) is None else []
+        if self._absence(child.name, graph, memo) is not None:
+            return []  # one may be there unannotated: nothing is excluded for want of a partner
+        return possible or None
+
+    def _any_named(self, name: str, objects: list[SceneObject]) -> bool:
+        """Whether one of `objects` is certainly of the kind `name` says (its name, a plural, a synonym or a
+        kind of it), not only a name that may be it (a clock for "watch", an animal for "dog"): where none
+        is, an object of that kind is absent, and the absence must be one that proves something."""
+        for o in objects:
+            key = (o.name, name)
+            if key not in self._named:
+                self._named[key] = o.name == name or self.words.name_relation(o.name, name) in NAMED
+            if self._named[key]:
+                return True
+        return False
 
     def _not_related(self, o: SceneObject, relation: str, p: SceneObject) -> bool:
         if contradicted(relation, o.box, p.box):
@@ -248,7 +268,11 @@ class Certifier:
     def _not_same(self, o: SceneObject, p: SceneObject, category: str) -> bool:
         mine = [a for a in o.attributes if self.table.category(a) == category]
         theirs = [a for a in p.attributes if self.table.category(a) == category]
-        return bool(mine and theirs) and all(self.words.attributes_contradict(x, y)[0] for x in mine for y in theirs)
+        return bool(mine and theirs) and all(
+            self.words.attributes_contradict(x, y, o.name)[0] and self.words.attributes_contradict(x, y, p.name)[0]
+            for x in mine
+            for y in theirs
+        )
 
 
 class _Memo:

@@ -129,6 +129,7 @@ class HygieneConfig(_Strict):
 
     merge_iou: float = Field(0.7, gt=0.0, le=1.0)  # two same-kind annotations overlapping this much are one object
     drop_contradicted_spatial: bool = True  # a stored left/right/above/below edge the boxes contradict is dropped
+    drop_person_attributes: bool = True  # no colour, skin, ethnicity or body word on a person noun
 
 
 class BalanceConfig(_Strict):
@@ -180,6 +181,9 @@ class LanguageConfig(_Strict):
     # a name whose usual box is under this share of the image is overlooked more often than boxed: seen often
     # beside one of the image's names it is likely there, and no replacement names it (0: no name is small)
     small_unannotated: float = Field(0.03, ge=0.0, le=1.0)
+    # a replacement name annotated with the image's names at under e^scene_fit of its usual rate (the mean of the
+    # log lifts) is foreign to the scene and left out: an airplane in a street (-1.4), a bed in a kitchen; null: off
+    scene_fit: float | None = -1.0
     lexicon: Path = Path("templates/lexicon.v1.yaml")
     openai: OpenAIConfig = OpenAIConfig()
 

@@ -9,6 +9,7 @@ import orjson
 import pytest
 
 from hardneg.backends.lexicon import LexiconBackend
+from hardneg.core.config import RunConfig
 from hardneg.core.executor import GraphIndex, execute
 from hardneg.core.gqa.loader import load_graphs
 from hardneg.core.plugins import TEXT_NEGATIVES
@@ -51,8 +52,19 @@ def test_every_text_negative_matches_nothing_in_its_image(demo_run: Path):
 
 
 def test_demo_has_all_five_types_at_both_levels(demo_run: Path):
+    """The search makes every type at both levels; refinement then balances a type whose level 2 is too small
+    to fill its cells together with its level 1 (`refine.min_per_cell`), and may keep none of that level (the
+    demo's eight level-2 attribute swaps): every type is published, and all but such a pooled level."""
+    made = Counter(
+        (n["negative_type"], n["negative_level"])
+        for f in sorted((demo_run / "work" / "language").glob("negatives-*.jsonl"))
+        for n in map(orjson.loads, f.read_bytes().splitlines())
+    )
+    assert set(made) == {(t, lv) for t in TEXT_NEGATIVES.names() for lv in (1, 2)}, made
     got = Counter((n["negative_type"], n["negative_level"]) for n in _load(demo_run, "negative"))
-    assert set(got) == {(t, lv) for t in TEXT_NEGATIVES.names() for lv in (1, 2)}, got
+    assert {t for t, _ in got} == set(TEXT_NEGATIVES.names()) and {lv for _, lv in got} == {1, 2}, got
+    pooled = {(t, 2) for t in TEXT_NEGATIVES.names() if made[(t, 2)] < 4 * RunConfig().refine.min_per_cell}
+    assert {(t, lv) for t in TEXT_NEGATIVES.names() for lv in (1, 2)} - set(got) <= pooled, got
 
 
 def test_negative_records_replay_from_their_positive(demo_run: Path):

@@ -204,6 +204,31 @@ def test_support_backs_off_the_context_never_the_changed_name():
     assert ctx.support(("attr", "framed", "cake")) == 0
 
 
+def test_an_attribute_kept_on_a_changed_name_is_not_backed_off_to_its_kind():
+    """Real VG photo: "the chrome lamp behind the cloth couch" -> "... behind the cloth desk": "cloth" is seen
+    on couches, couches are furniture, and so "cloth" was attested on the desk by its kind. A name the change
+    put in needs the attribute seen on itself, as a changed name in a relation does; a colour still fits any
+    made thing, and an attribute the change newly states on an unchanged name still backs off, unless it is a
+    material: "the purple wooden couch" -> "the purple glass couch" was emitted because tables are glass; or a
+    colour: "the blue car in front of the green trees" swapped into "... the blue trees", flowers being blue."""
+    room = graph(obj("1", "couch", ("cloth", "striped", "purple")), obj("2", "desk", ("wooden",)), obj("3", "lamp"))
+    ctx = Context(corpus(room, times=3), WORDS)
+    assert ctx.support(("attr", "striped", "desk")) > 0  # unchanged: backed off to furniture, as before
+    assert ctx.support(("attr", "striped", "desk"), frozenset({"n"})) == 0
+    assert ctx.support(("attr", "cloth", "desk"), frozenset({"n"})) == 0
+    assert ctx.support(("attr", "wooden", "desk"), frozenset({"n"})) == 3  # seen on desks
+    assert ctx.support(("attr", "purple", "desk"), frozenset({"n"})) > 0  # made things come in any colour
+    glass = graph(obj("1", "table", ("glass",)), obj("2", "couch", ("purple",)))
+    ctx = Context(corpus(glass, times=3), WORDS)
+    assert ctx.support(("attr", "glass", "table")) == 3
+    assert ctx.support(("attr", "glass", "couch")) == 0  # a material fits its name, not the name's kind
+    assert ctx.support(("attr", "purple", "table")) > 0  # a made thing comes in any colour
+    nature = graph(obj("1", "flower", ("blue",)), obj("2", "tree", ("green",)), obj("3", "car", ("blue",)))
+    ctx = Context(corpus(nature, times=3), WORDS)
+    assert ctx.support(("attr", "blue", "tree")) == 0  # blue flowers, no blue trees: a natural kind's colour
+    assert ctx.support(("attr", "blue", "bus")) > 0
+
+
 def test_weights_follow_the_corpus_counts_in_context():
     """Of 200 draws for "the cup on the saucer" over a corpus where cups are on saucers 50 times and mugs
     once, the lexicon draws cup about 50 times as often."""

@@ -161,3 +161,68 @@ def test_cutlery_beside_a_plate_carries_no_absence_by_default():
     assert Certifier(WORDS, TABLE, notes).small == small
     why = Certifier(WORDS, TABLE, notes, small).absence_refusal("fork", g)
     assert why is not None and why.startswith("likely there unannotated: a small thing, often overlooked")
+
+
+def test_an_absent_name_is_absent_though_something_that_may_be_it_is_there():
+    """Real VG photo: "the jacket sharing the same color as the pants" -> "... as a watch" was emitted for two
+    men on a street, either of whom may wear a grey watch nobody boxed. The one candidate for "watch" was a
+    green street clock (a timepiece is said both ways), so the negative was "certainly false" on the clock's
+    colour, and the absence of a watch itself, a thing people wear and annotators leave out, was never asked."""
+    street = graph(
+        obj("1", "man", box=(100, 50, 120, 340)),
+        obj("2", "jacket", ("gray",), box=(110, 100, 100, 100)),
+        obj("3", "pants", ("gray",), box=(120, 200, 80, 150)),
+        obj("4", "clock", ("green",), box=(400, 10, 60, 60)),
+    )
+    cert = Certifier(WORDS, TABLE)
+    assert [o.id for o in cert.candidates("watch", street)] == ["4"]
+    assert cert.nothing(node("jacket", same=[("color", node("watch"))]), street) == (
+        "object 2 ('jacket') may match: the graph does not contradict the path there"
+    )
+    assert cert.nothing(node("watch", "gray"), street) == (
+        "'watch' is absent, but its absence proves nothing: a part of 'man', which is there: parts go unannotated"
+    )
+    nobody = graph(obj("2", "car", ("gray",), box=(10, 200, 200, 100)), street.objects["4"])  # no one wears one
+    assert cert.nothing(node("car", same=[("color", node("watch"))]), nobody) is None  # the clock decides
+    assert cert.nothing(node("watch", "gray"), nobody) is None
+    assert cert.nothing(node("jacket", same=[("color", node("clock"))]), street) is None  # the clock is boxed
+
+
+def test_a_material_of_the_other_part_of_a_thing_built_of_two_is_no_negative():
+    """Real VG photo: "the glass sliding door" -> "the wooden sliding door" was emitted for a glass door in a
+    painted wooden frame. Its frame is the door's other part: the graph's "glass" does not make "wooden" false
+    there. A glass bottle is still no plastic bottle."""
+    g = graph(
+        obj("1", "sliding door", ("glass",), box=(300, 0, 200, 380)),
+        obj("2", "bottle", ("glass",), box=(50, 300, 20, 60)),
+    )
+    cert = Certifier(WORDS, TABLE)
+    assert cert.nothing(node("sliding door", "wooden"), g) == (
+        "object 1 ('sliding door') may match: the graph does not contradict the path there"
+    )
+    assert cert.nothing(node("bottle", "plastic"), g) is None
+    made, rejects = made_with(g, node("sliding door", "glass", oid="1"), "0_hop",
+                              {"glass": ("wooden", "plastic")}, ("replace_attribute",))  # fmt: skip
+    assert not made and any("is often built of both 'glass' and 'wooden'" in r.reason for r in rejects)
+
+
+def test_a_replacement_foreign_to_the_scene_is_left_out():
+    """Real GQA: "the bus" -> "the airplane", "the large blue airplane that is in front of the trees" on a street:
+    false, and no test of anything. A name annotated with the image's names far below its usual rate (the
+    mean log lift, each scene name weighed by how few scenes hold it) is left out of the options when
+    `language.scene_fit` is set; a bus fits the street."""
+    images = [["car", "road", "building", "bus"]] * 10 + [["car", "road", "building"]] * 20
+    images += [["airplane", "runway", "building"]] * 10 + [["bed", "lamp", "wall"]] * 20
+    notes = notes_of(*images)
+    street = ["building", "car", "road"]
+    assert notes.scene_fit("airplane", street) < -1.0 < 0 < notes.scene_fit("bus", street)
+    assert notes.scene_fit("bed", ["lamp", "wall"]) > 0 > notes.scene_fit("bed", street)
+    assert notes.scene_fit("zebra", street) is None  # the corpus knows too little of it
+    g = graph(obj("1", "bus", rels=(("on", "2"),), box=(10, 10, 200, 100)), obj("2", "road", box=(0, 100, 500, 300)),
+              obj("3", "car", box=(300, 50, 100, 60)), obj("4", "building", box=(0, 0, 500, 100)))  # fmt: skip
+    ctx = dataclasses.replace(context(("replace_object",)), notes=notes, small=0.0, scene_fit=-1.0)
+    ctx.vocab["names"].update({"airplane": 1, "truck": 1})
+    answers = Scripted({"bus": ("airplane", "truck")})
+    made, _, stats = make_text_negatives([positive(g, node("bus", oid="1"), "0_hop")], {g.image_id: g}, ctx, answers)
+    assert stats["options_refused:object:foreign to the scene"] >= 1
+    assert "airplane" not in {n.change["to"] for n in made}

@@ -147,6 +147,48 @@ def test_clothing_is_one_to_a_person_and_others_may_wear_theirs_unannotated():
     assert all(r["kind"] != "other_wholes" for p in positives for r in p.risk_reasons)
 
 
+def test_clothing_whose_wearers_go_unannotated_is_one_of_an_unknown_number():
+    """Real GQA: a youth baseball game annotated as a helmet, a uniform, a glove, a shoe and a ball, and not one
+    person; a batter, a catcher and an umpire wear helmets. Where other clothes are annotated and no one who
+    wears them is, the graph says nothing of how many wear a helmet. A hat alone (on a peg) carries no doubt."""
+    game = graph(
+        obj("1", "helmet", box=(270, 130, 50, 40)),
+        obj("2", "uniform", box=(260, 160, 80, 130)),
+        obj("3", "glove", box=(130, 240, 40, 30)),
+        obj("4", "ball", box=(330, 200, 10, 10)),
+        obj("5", "fence", box=(0, 0, 500, 180)),
+    )
+    kinds = {p.path.name: {r["kind"] for r in p.risk_reasons} for p in run(game)[0] if not p.path.relations}
+    assert "other_wholes" in kinds["helmet"] and "other_wholes" in kinds["uniform"]
+    assert all("other_wholes" not in k for name, k in kinds.items() if name not in ("helmet", "uniform", "glove"))
+    helmet = next(p for p in run(game)[0] if p.path.name == "helmet" and not p.path.relations)
+    why = next(r["why"] for r in helmet.risk_reasons if r["kind"] == "other_wholes")
+    assert why == (
+        "'helmet' is worn, and so are glove, uniform, yet the graph annotates no one: how many wear a 'helmet' it "
+        "does not say"
+    )
+    peg = graph(obj("1", "hat", box=(200, 100, 60, 40)), obj("2", "wall", box=(0, 0, 500, 400)))
+    assert all(r["kind"] != "other_wholes" for p in run(peg)[0] for r in p.risk_reasons)
+
+
+def test_a_positive_told_apart_by_another_of_its_kind_carries_the_own_kind_risk():
+    """Real GQA L2 positives: "the boat that is left of a boat", "the door to the left of a door": each picks one
+    of the two the graph boxed, and holds only if no third is there unboxed. A door told apart by a shelf does
+    not carry it."""
+    g = graph(
+        obj("1", "door", rels=(("to the left of", "2"),), box=(10, 10, 100, 300)),
+        obj("2", "door", rels=(("to the right of", "3"),), box=(300, 10, 100, 300)),
+        obj("3", "shelf", ("white",), box=(150, 50, 100, 100)),
+    )
+    own = {p.path: [r["why"] for r in p.risk_reasons if r["kind"] == "own_kind"] for p in run(g)[0]}
+    by_door = [why for path, why in own.items() if [e.object.name for e in path.relations] == ["door"]]
+    by_shelf = [why for path, why in own.items() if [e.object.name for e in path.relations] == ["shelf"]]
+    assert by_door and by_shelf
+    assert all(w == ["it is told apart by another 'door': it holds only if the graph boxed every one there is"]
+               for w in by_door)  # fmt: skip
+    assert all(w == [] for w in by_shelf)
+
+
 def test_what_lies_on_a_roomy_holder_is_one_of_several_when_the_name_comes_in_groups():
     """ "the paper on the cork-board": the board holds a dozen papers, one annotated. A name seen several at a
     time in a fifth of its images (`paths.many_held_share`) is not told apart by a support with room for

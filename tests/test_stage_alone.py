@@ -73,6 +73,29 @@ def test_hygiene_merges_duplicate_boxes_and_drops_an_edge_the_boxes_contradict()
     ]
 
 
+def test_hygiene_drops_colour_skin_and_body_words_from_people_only():
+    """Real VG photo: "the white walking man carrying the silver backpack" named a man by a colour the graph put
+    on him (a race? his clothes are dark). No positive or negative describes a person by skin, ethnicity or
+    body; the rest of what the graph says of them, and colours of things, stay."""
+    g = graph(
+        obj("1", "man", ("white", "walking", "bald"), box=(10, 10, 40, 100)),
+        obj("2", "backpack", ("silver",), box=(20, 20, 20, 20)),
+        obj("3", "woman", ("asian", "smiling"), box=(200, 10, 40, 100)),
+        obj("4", "pitcher", ("clear",), box=(300, 10, 20, 30)),  # a jug, or the baseball player: said of the jug
+    )
+    out = run_alone(STAGES, "hygiene", RunConfig(), {"ingest": {"graphs": [graph_to_row(g)]}})
+    objects = out.outputs["graphs"][0]["graph"]["objects"]
+    assert [objects[k]["attributes"] for k in "1234"] == [["walking"], ["silver"], ["smiling"], ["clear"]]
+    assert out.summary["stats"] == {"dropped_person_attribute": 2}
+    assert out.rejects[0]["reason"] == (
+        "'man' 1: not said of a person: 'white' (skin: on a person noun it reads as skin colour or race); 'bald' "
+        "(body: a judgement of a person's body)"
+    )
+    kept = run_alone(STAGES, "hygiene", RunConfig(hygiene={"drop_person_attributes": False}),
+                     {"ingest": {"graphs": [graph_to_row(g)]}})  # fmt: skip
+    assert kept.outputs["graphs"][0]["graph"]["objects"]["1"]["attributes"] == ["white", "walking", "bald"]
+
+
 def test_select_keeps_a_candidate_that_allows_an_attribute_swap_first_and_rejects_what_its_caps_drop():
     plain = positive(1, node("cup", "red", oid="1"), expression="the red cup")
     swappable = positive(

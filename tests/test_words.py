@@ -44,6 +44,9 @@ def refused(verdict: tuple[bool, str], *fragments: str) -> bool:
         ("hotel", "building", "hyponym", "'hotel' is a hyponym of 'building'"),
         ("tower", "building", "hyponym", "'tower' is a hyponym of 'building'"),
         ("bowl", "dish", "hyponym", "'bowl' is a hyponym of 'dish'"),
+        ("walk sign", "traffic light", "hyponym", "'walk sign' is a hyponym of 'traffic light'"),  # a real VG photo
+        ("walk sign", "sign", "hyponym", "'walk sign' is a hyponym of 'sign'"),  # and a sign by its name
+        ("pedestrian signal", "traffic signal", "hyponym", "'pedestrian signal' is a hyponym of 'traffic signal'"),
         ("plate", "dish", "hyponym", "'plate' is a hyponym of 'dish'"),
         ("tree", "branch", "whole", "'branch' is part of 'tree'"),
         ("branch", "tree", "part", "'branch' is part of 'tree'"),
@@ -100,6 +103,36 @@ def test_garments_layered_on_one_body_region_do_not_contradict(words: Words, a: 
     true contradiction; a person reading the photo would not accept it."""
     assert refused(words.names_contradict(a, b))
     assert refused(words.names_contradict(b, a))
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "name"),
+    [
+        ("glass", "wooden", "sliding door"),  # real VG photo: the glass door's frame; "the wooden sliding door"
+        ("glass", "metal", "window"),
+        ("wooden", "metal", "table"),  # a top on legs
+        ("cloth", "wooden", "couch"),  # a futon: cushions on a wooden frame
+        ("leather", "metal", "chair"),
+        ("cloth", "metal", "umbrella"),
+    ],
+)
+def test_materials_of_a_thing_built_of_two_parts_do_not_contradict_on_it(
+    words: Words, a: str, b: str, name: str
+) -> None:
+    """A glass door has a frame, a couch a frame under its cushions: on such a name, the material of one part
+    and that of the other hold at once. Elsewhere they still contradict: a bottle is glass or plastic."""
+    assert words.attributes_contradict(a, b)[0]
+    assert refused(words.attributes_contradict(a, b, name), "is often built of both")
+    assert refused(words.attributes_contradict(b, a, name), "is often built of both")
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "name"),
+    [("glass", "plastic", "bottle"), ("wooden", "metal", "fence"), ("wooden", "metal", "chair"),
+     ("glass", "wooden", "couch"), ("wooden", "metal", "door")],
+)  # fmt: skip
+def test_materials_of_one_part_still_contradict(words: Words, a: str, b: str, name: str) -> None:
+    assert words.attributes_contradict(a, b, name)[0]
 
 
 # ---------------------------------------------------------------- true contradictions are accepted

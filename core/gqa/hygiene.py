@@ -10,6 +10,9 @@ and are visible from the graph alone:
 - **spatial edges the boxes contradict**: a stored "A to the left of B" where the boxes put A right of B
   by the geometric rule (`core/geometry.py`) is dropped.
 
+And one kind of fact a benchmark does not state: a colour, skin, ethnicity or body word on a person ("the
+white man": a race, or a white shirt?) is dropped from person nouns (`hygiene.drop_person_attributes`).
+
 Relations written another way than GQA writes them (Visual Genome's raw "wears", "is on", "sits on") are
 respelled in GQA's form ("wearing", "on", "sitting on": `Words.relation_form`), so templates read "the man
 wearing the backpack", never "the man that is wears the backpack"; respellings are counted, not rejected.
@@ -81,10 +84,12 @@ def duplicates(graph: SceneGraph, words: Words, min_iou: float) -> dict[str, tup
 
 
 def clean(
-    graph: SceneGraph, words: Words, min_iou: float, drop_spatial: bool
+    graph: SceneGraph, words: Words, min_iou: float, drop_spatial: bool, drop_person_attributes: bool = True
 ) -> tuple[SceneGraph, list[dict[str, Any]]]:
     """The cleaned graph and what changed (one dict per change: kind, reason, objects)."""
     changes: list[dict[str, Any]] = []
+    if drop_person_attributes:
+        graph = _without_person_attributes(graph, words, changes)
     into = duplicates(graph, words, min_iou)
     for dup, (kept, v) in sorted(into.items()):
         a, b = graph.objects[kept], graph.objects[dup]
@@ -131,10 +136,30 @@ def clean(
     return replace(graph, objects=objects), changes
 
 
+def _without_person_attributes(graph: SceneGraph, words: Words, changes: list[dict[str, Any]]) -> SceneGraph:
+    """`graph` with no colour, skin, ethnicity or body word on a person (`Words.is_person_attribute`): "the
+    white walking man" says a race or a shirt, nobody can tell which, and a benchmark describes no one by
+    their skin or body."""
+    objects = dict(graph.objects)
+    for oid, o in graph.objects.items():
+        if not o.attributes or not words.is_person(o.name) or o.name in words.nouns.homonyms:
+            continue  # a pitcher may be a jug
+        dropped = [a for a in o.attributes if words.is_person_attribute(a)]
+        if dropped:
+            objects[oid] = replace(o, attributes=tuple(a for a in o.attributes if a not in dropped))
+            why = "; ".join(f"'{a}' ({words.person_attribute_reason(a)})" for a in dropped)
+            changes.append({
+                "kind": "dropped_person_attribute",
+                "reason": f"'{o.name}' {oid}: not said of a person: {why}",
+                "objects": [oid],
+            })  # fmt: skip
+    return graph if objects == graph.objects else replace(graph, objects=objects)
+
+
 class HygieneStage(Stage):
     name = "hygiene"
-    version = "hygiene@v3"  # v2: the box rule reads every spelling of a direction ("to left of"); v3: GQA's
-    # spelling of every relation
+    version = "hygiene@v4"  # v2: the box rule reads every spelling of a direction ("to left of"); v3: GQA's
+    # spelling of every relation; v4: no colour, skin, ethnicity or body word on a person
     reads = ("ingest",)
     writes = outputs({"graphs": GraphRow})
     config = ("hygiene",)
@@ -148,7 +173,9 @@ class HygieneStage(Stage):
         rows = []
         for row in unit.records("ingest", "graphs", GraphRow):
             unit.items_in += 1
-            graph, changes = clean(row.scene_graph(), words, h.merge_iou, h.drop_contradicted_spatial)
+            graph, changes = clean(
+                row.scene_graph(), words, h.merge_iou, h.drop_contradicted_spatial, h.drop_person_attributes
+            )
             for c in changes:
                 unit.stats[c["kind"]] += 1
                 if c["kind"] == "respelled_relation":

@@ -24,6 +24,13 @@ class Attributes:
     person: dict[str, str]  # attribute that describes a person -> "<group>: <reason>"
     _verdicts: dict[tuple[str, str], tuple[bool, str]] = field(default_factory=dict, init=False)
     free_on: dict[str, frozenset[str] | None]  # attribute category -> noun categories it fits (None: all)
+    # (names, (one part's material classes, the other's), why): things built of two parts in different materials
+    built_of: tuple[tuple[frozenset[str], tuple[frozenset[str], frozenset[str]], str], ...] = ()
+
+    def materials(self, attribute: str) -> frozenset[str]:
+        """The material classes of an attribute (`wooden` -> wood), empty for any other word."""
+        scale = next((s for s in self.scales if s.name == "material"), None)
+        return frozenset() if scale is None else scale.classes.get(self._a(attribute), frozenset())
 
     def _a(self, attribute: str) -> str:
         n = norm(attribute)

@@ -193,6 +193,14 @@ def read_attributes(data: dict[str, Any], table: AttributeTable) -> Attributes:
         if kinds != "all" and not (isinstance(kinds, list) and all(isinstance(k, str) for k in kinds)):
             raise ValueError(f"free_on.{cat} must be 'all' or a list of noun category names")
         free[str(cat)] = None if kinds == "all" else frozenset(kinds)  # category names as the noun table keys them
+    built: list[tuple[frozenset[str], tuple[frozenset[str], frozenset[str]], str]] = []
+    for i, spec in enumerate(data.get("built_of") or []):
+        names = frozenset(word_list(spec.get("names"), f"built_of[{i}].names"))
+        parts = spec.get("parts") or []
+        if len(parts) != 2:
+            raise ValueError(f"built_of[{i}].parts must be two lists of material classes")
+        one, other = (frozenset(word_list(p, f"built_of[{i}].parts")) for p in parts)
+        built.append((names, (one, other), str(spec.get("reason") or "")))
     return Attributes(
         table=table,
         added=added,
@@ -201,6 +209,7 @@ def read_attributes(data: dict[str, Any], table: AttributeTable) -> Attributes:
         antonyms=antonyms,
         person=person,
         free_on=free,
+        built_of=tuple(built),
     )
 
 

@@ -32,7 +32,7 @@ answers it; it adds loading, coverage and the self-check across the tables.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -61,6 +61,7 @@ class Words:
     nouns: Nouns
     attributes: Attributes
     relations: Relations
+    _built: dict[tuple[str, frozenset[str], frozenset[str]], str | None] = field(default_factory=dict, init=False)
 
     def __repr__(self) -> str:
         return f"Words({self.version!r})"
@@ -186,8 +187,30 @@ class Words:
     def attribute_category(self, attribute: str) -> str | None:
         return self.attributes.attribute_category(attribute)
 
-    def attributes_contradict(self, a: str, b: str) -> tuple[bool, str]:
-        return self.attributes.attributes_contradict(a, b)
+    def attributes_contradict(self, a: str, b: str, name: str | None = None) -> tuple[bool, str]:
+        """Whether one object cannot carry both attributes; on an object called `name`, two materials of
+        the two parts it is often built of hold at once ("glass" and "wooden" on a door: a pane in a frame)."""
+        got = self.attributes.attributes_contradict(a, b)
+        if not got[0] or name is None:
+            return got
+        ma, mb = self.attributes.materials(a), self.attributes.materials(b)
+        if not ma or not mb:
+            return got
+        key = (name, ma, mb)
+        if key not in self._built:
+            self._built[key] = self._built_of(name, ma, mb)
+        if (why := self._built[key]) is None:
+            return got
+        thing = f"{self.indefinite_article(name)} {name}".strip()
+        return False, f"{thing} is often built of both '{a}' and '{b}': {why}"
+
+    def _built_of(self, name: str, ma: frozenset[str], mb: frozenset[str]) -> str | None:
+        for names, (one, other), why in self.attributes.built_of:
+            if ((ma & one and mb & other) or (ma & other and mb & one)) and any(
+                name == n or self.is_a(name, n) for n in names
+            ):
+                return why
+        return None
 
     def fits_any(self, attribute: str, noun_category: str | None) -> bool:
         return self.attributes.fits_any(attribute, noun_category)

@@ -58,6 +58,7 @@ RISK_WEIGHTS = {
     "box_misfit": 0.5,
     "unannotated_twin": 0.4,
     "other_wholes": 0.4,
+    "own_kind": 0.3,
     "no_detector": 0.1,
     # read in the photo (`core/pixels/`, the pixels stage): another region that looks like the target, strongly
     # or somewhat; another object the path's colour claim does not rule out and whose pixels show that colour
@@ -68,7 +69,7 @@ RISK_WEIGHTS = {
 # the reasons that say another object may fit, and those that say the box may not be what its name says:
 # a positive of a level in `risk.drop.levels` whose twin or box risk reaches `risk.drop` is dropped
 TWIN_KINDS = frozenset(
-    {"many", "split", "unannotated_twin", "other_wholes", "photo_twin", "photo_lookalike", "colour_twin"}
+    {"many", "split", "unannotated_twin", "other_wholes", "own_kind", "photo_twin", "photo_lookalike", "colour_twin"}
 )
 BOX_KINDS = frozenset({"in_picture", "oversized", "box_misfit"})
 SAME_KIND = frozenset({"plural", "synonym", "hyponym"})  # Words.name_relation(other, target): a kind of the target
@@ -131,6 +132,14 @@ def other_wholes(target: SceneObject, graph: SceneGraph, words: Words) -> str | 
             people.append(o)
     n = sum(2 if words.is_plural(o.name) else 1 for o in people)
     named = sum(1 for o in graph.objects.values() if o.name == target.name)
+    if n == 0:  # no one annotated, yet other clothes are: their wearers went unannotated, and how many?
+        others = graph.objects.values()
+        worn = sorted({o.name for o in others if o.name != target.name and words.is_a(o.name, CLOTHING)})
+        if worn:
+            return (
+                f"'{target.name}' is worn, and so are {', '.join(worn)}, yet the graph annotates no one: how many "
+                f"wear a '{target.name}' it does not say"
+            )
     if n < 2 or n <= named:
         return None
     kinds = ", ".join(sorted({o.name for o in people}))
@@ -213,6 +222,10 @@ def risk_reasons(
         out.append({"kind": "unannotated_twin", "why": twin})
     if (others := other_wholes(target, graph, words)) is not None:
         out.append({"kind": "other_wholes", "why": others})
+    own = [e.object.name for e in path.relations if words.same_kind(e.object.name, target.name)]
+    if own:  # "the door to the left of a door" picks one of two: a third nobody boxed and it picks none
+        why = f"it is told apart by another '{own[0]}': it holds only if the graph boxed every one there is"
+        out.append({"kind": "own_kind", "why": why})
     for r in out:
         r["weight"] = RISK_WEIGHTS[r["kind"]]
     return out

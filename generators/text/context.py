@@ -45,8 +45,10 @@ from hardneg.core.records import PathNode
 from hardneg.core.words.table import Words
 from hardneg.generators.text.sites import Site
 
-VERSION = "context@v2"  # v2: names annotated in one image attest a positional relation
+VERSION = "context@v3"  # v2: names annotated in one image attest a positional relation; v3: an attribute kept
+# on a changed name is not backed off to the name's kind, nor is a material or a colour
 BACKOFF = 0.1  # the weight of a count seen only with a context name backed off to its category
+NAME_OWN = frozenset({"material", "color"})  # attribute categories never backed off to the name's kind
 
 Fact = tuple[str | None, ...]  # ("attr", a, name) or ("rel", subject, relation, object); None: the word to fill
 HOLE = None
@@ -71,9 +73,11 @@ class Context:
         # (name, other name), sorted -> images annotating both (`AnnotationStats.together`): read, not copied
         self.seen_together: Counter = seen_together if seen_together is not None else Counter()
         self._cls: dict[str, str | None] = {}
-        self.attr_kind: Counter = Counter()  # (attribute, category of the name)
+        # (attribute, category of the name); never a material or a colour, which fit a name, not its kind: glass
+        # tables but no glass couches, blue flowers but no blue trees (a made thing's colour is free: `free_on`)
+        self.attr_kind: Counter = Counter()
         for (a, n), k in counts.attribute_name.items():
-            if (cls := self.kind(n)) is not None:
+            if (cls := self.kind(n)) is not None and words.attribute_category(a) not in NAME_OWN:
                 self.attr_kind[(a, cls)] += k
         self.subject_kind: Counter = Counter()  # (category of the subject, relation, object)
         self.object_kind: Counter = Counter()  # (subject, relation, category of the object)
@@ -125,7 +129,9 @@ class Context:
             if exact := c.attribute_name[(a, n)]:
                 return exact
             cls = self.kind(n)
-            if cls is not None and (back := self.attr_kind[(a, cls)]):
+            # a changed name is not backed off here either: "cloth" is seen on couches, which are furniture,
+            # and a couch replaced by a desk keeps "cloth" only where a cloth desk is seen
+            if cls is not None and "n" not in changed and (back := self.attr_kind[(a, cls)]):
                 return BACKOFF * back
             # a word that fits anything of the name's kind (a colour on a made thing): as plausible as the
             # word is common, at the next level down

@@ -37,6 +37,7 @@ from hardneg.generators.text.sites import (
     SiteSearch,
     SiteVocab,
     enumerate_sites,
+    foreign,
     likely_absent,
     refusal_kind,
     site_order,
@@ -45,8 +46,12 @@ from hardneg.generators.text.types import text_type
 
 # v2: certified false, not just unmatched; v3: plausible by construction (the context), worded like the positive;
 # v4: names the corpus says come in many are crowds, a colour the photo shows is refused, words per site; v5: no
-# small thing the scene likely holds
-GENERATOR = f"negatives_text@v5+{CERTIFY_VERSION}+{CONTEXT_VERSION}"
+# small thing the scene likely holds; v6: no name foreign to the scene (an airplane in a street)
+GENERATOR = f"negatives_text@v6+{CERTIFY_VERSION}+{CONTEXT_VERSION}"
+ABSENT_PART = (
+    "names a part, and none is annotated: where something it is part of is in view, parts go unannotated; where "
+    "nothing is, the expression is absurd"
+)
 
 
 @dataclass(slots=True)
@@ -64,10 +69,9 @@ class NegativeContext:
     types: tuple[str, ...] = field(default_factory=TEXT_NEGATIVES.names)  # default: every registered kind
     plausibility: Plausibility | None = None  # corpus statistics: absurd swaps are refused
     context: Context | None = None  # what the corpus attests where a word changes (generators/text/context.py)
-    # how the corpus annotates names (run and prior): names that come in many are crowds, names usually
-    # annotated beside the image's carry no absence (core/gqa/annotations.py)
-    notes: AnnotationStats | None = None
+    notes: AnnotationStats | None = None  # how the corpus annotates: crowds, likely there (core/gqa/annotations.py)
     small: float = SMALL  # a name whose usual box is under this share of the image is overlooked (0: none)
+    scene_fit: float | None = None  # a replacement name fitting the image's names worse than this is left out
     images: Path | None = None  # the run's images: a colour the photo shows on the object is no negative
     refused: Counter = field(default_factory=Counter)  # corpus words kept out of the options, by rule
     _pool: dict[tuple[Any, ...], tuple[str, ...]] = field(default_factory=dict)
@@ -150,7 +154,7 @@ class TextSearch(SiteSearch):
         self._truths: dict[tuple[str, PathNode], tuple[str | None, str | None] | None] = {}  # see `_truth`
         self.indexes: dict[str, GraphIndex] = {}
         self._scenes: dict[str, frozenset[str]] = {}
-        self._parts: dict[tuple[str, str], bool] = {}
+        self._parts: dict[tuple[str, str], str | None] = {}  # (image, name) -> why it cannot replace an object
         self.made: list[TextNegative] = []
         self.photos = PhotoColours(ctx.images)
 
@@ -187,14 +191,13 @@ class TextSearch(SiteSearch):
                 return False
         return self._keep(st, site, neg, None)
 
-    def _absent_part(self, image_id: str, name: str) -> bool:
-        """Whether `name` names a part of things only (a crust, a handle, a head; not a sink, which rooms
-        have) and nothing in the image could be it: its absence can never make a fair negative."""
-        key = (image_id, name)
-        if key not in self._parts:
-            self._parts[key] = self.ctx.words.is_part_of_things(name) and not self.certifier.candidates(
-                name, self.graphs[image_id]
-            )
+    def _unfit(self, image_id: str, name: str) -> str | None:
+        """Why `name` cannot replace an object's name in the image, or None: a part of things only (a crust, not
+        a sink, which rooms have) with nothing there it could be, or foreign to the scene (`foreign`)."""
+        if (key := (image_id, name)) not in self._parts:
+            part = self.ctx.words.is_part_of_things(name) and not self.certifier.candidates(name, self.graphs[image_id])
+            why = foreign(self.ctx.notes, self.ctx.scene_fit, self._scene(image_id), name)
+            self._parts[key] = f"{name!r} {ABSENT_PART}" if part else why
         return self._parts[key]
 
     def _scene(self, image_id: str) -> frozenset[str]:
@@ -217,7 +220,7 @@ class TextSearch(SiteSearch):
         if site.part == "object" and self.ctx.notes is not None:  # no word the scene likely holds unannotated
             could_be = lambda w: bool(self.certifier.candidates(w, self.graphs[img], self.indexes[img]))  # noqa: E731
             options, weights = likely_absent(options, weights, self.ctx.notes, self.ctx.small, self._scene(img),
-                                             could_be, self.ctx.refused)  # fmt: skip
+                                             could_be, self.ctx.refused, self.ctx.scene_fit)  # fmt: skip
         if not options:  # no other word of this category that the corpus attests here: nothing to ask
             return None
         return ReplaceRequest(
@@ -257,11 +260,8 @@ class TextSearch(SiteSearch):
             return ok, why
         if value in self.ctx.other_names(site, st.path):
             return False, f"{value!r} already names another object of the expression"
-        if site.part == "object" and self._absent_part(st.positive["image_id"], value):
-            return False, (
-                f"{value!r} names a part, and none is annotated: where something it is part of is in view, "
-                "parts go unannotated; where nothing is, the expression is absurd"
-            )
+        if site.part == "object" and (why := self._unfit(st.positive["image_id"], value)) is not None:
+            return False, why
         if self.ctx.context is not None:
             weight, why_not = self.ctx.context.fill(self.ctx.context.frame(st.path, site), value)
             if weight <= 0:

@@ -17,6 +17,7 @@ path) and image negatives (an edited image).
 
 from __future__ import annotations
 
+import math
 import random
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -140,7 +141,7 @@ class SiteVocab:
         if site.part == "attribute":
             if self.attribute_category(word) != site.category:
                 return False, f"{word!r} is not a {site.category} like {old!r}"
-            return self.words.attributes_contradict(old, word)
+            return self.words.attributes_contradict(old, word, path.nodes()[site.nodes[0]].name)
         obj = path.nodes()[site.nodes[0]].relations[site.edge].object.name  # type: ignore[index]
         return self.words.relations_contradict(old, word, obj=obj)
 
@@ -186,9 +187,10 @@ class SiteVocab:
         a, b = nodes[i], nodes[k]
         w = self.words
         x, y = site.word or "", site.other or ""
-        ok, why = w.attributes_contradict(x, y)
-        if not ok:
-            return f"swap of attributes that do not contradict: {why}"
+        for name in (a.name, b.name):  # each node's object ends up with the other's word
+            ok, why = w.attributes_contradict(x, y, name)
+            if not ok:
+                return f"swap of attributes that do not contradict: {why}"
         for noun, attr in ((b.name, x), (a.name, y)):
             if w.is_person(noun) and w.is_person_attribute(attr):
                 return f"swap would describe the person noun {noun!r} as {attr!r}"
@@ -333,6 +335,14 @@ def site_order(
     return order_sites(sites, types, random.Random(keyed_seed(seed, salt, positive_id)), rarity)
 
 
+def foreign(notes: AnnotationStats | None, fit: float | None, scene: frozenset[str], name: str) -> str | None:
+    """Why `name` is foreign to a scene whose object names are `scene` (`AnnotationStats.scene_fit` under
+    `fit`), or None."""
+    if notes is None or fit is None or (got := notes.scene_fit(name, sorted(scene))) is None or got >= fit:
+        return None
+    return f"{name!r} is foreign to the scene: annotated with its names at {math.exp(got):.0%} of its usual rate"
+
+
 def likely_absent(
     options: tuple[str, ...],
     weights: tuple[float, ...],
@@ -341,11 +351,21 @@ def likely_absent(
     scene: frozenset[str],
     could_be: Callable[[str], bool],
     refused: Counter,
+    fit: float | None = None,
 ) -> tuple[tuple[str, ...], tuple[float, ...]]:
     """Replacement names less those the scene likely holds unannotated (`AnnotationStats.beside`: a phone where
     a desk is) and that no object of the image could be (`could_be`): "the phone on the desk" may well be
-    true. Counted in `refused` as the pool's other refusals are."""
-    keep = [i for i, w in enumerate(options) if could_be(w) or notes.beside(w, scene, small) is None]
-    if dropped := len(options) - len(keep):
-        refused["object:likely in the scene unannotated"] += dropped
+    true; and, with `fit`, less those foreign to the scene (`AnnotationStats.scene_fit` under `fit`: an
+    airplane in a street, a bed in a kitchen), which test nothing. Counted in `refused` as the pool's other
+    refusals are."""
+    keep = []
+    for i, w in enumerate(options):
+        if could_be(w):
+            keep.append(i)
+        elif notes.beside(w, scene, small) is not None:
+            refused["object:likely in the scene unannotated"] += 1
+        elif foreign(notes, fit, scene, w) is not None:
+            refused["object:foreign to the scene"] += 1
+        else:
+            keep.append(i)
     return tuple(options[i] for i in keep), tuple(weights[i] for i in keep) if weights else weights
