@@ -32,12 +32,12 @@ from hardneg.generators.text.context import VERSION as CONTEXT_VERSION
 from hardneg.generators.text.context import Context
 from hardneg.generators.text.photo import SHOWN, PhotoColours
 from hardneg.generators.text.sites import (
+    LikelyAbsent,
     SearchState,
     Site,
     SiteSearch,
     SiteVocab,
     enumerate_sites,
-    likely_absent,
     refusal_kind,
     site_order,
 )
@@ -147,6 +147,7 @@ class TextSearch(SiteSearch):
         self.vocab = ctx.site_vocab
         self.graphs = graphs
         self.certifier = Certifier(ctx.words, ctx.table, ctx.notes, ctx.small)
+        self.absent = LikelyAbsent(ctx.notes, ctx.small) if ctx.notes is not None else None
         self._truths: dict[tuple[str, PathNode], tuple[str | None, str | None] | None] = {}  # see `_truth`
         self.indexes: dict[str, GraphIndex] = {}
         self._scenes: dict[str, frozenset[str]] = {}
@@ -214,10 +215,9 @@ class TextSearch(SiteSearch):
             return None
         img = st.positive["image_id"]
         options, weights = self.ctx.options(site, st.path)
-        if site.part == "object" and self.ctx.notes is not None:  # no word the scene likely holds unannotated
+        if site.part == "object" and self.absent is not None:  # no word the scene likely holds unannotated
             could_be = lambda w: bool(self.certifier.candidates(w, self.graphs[img], self.indexes[img]))  # noqa: E731
-            options, weights = likely_absent(options, weights, self.ctx.notes, self.ctx.small, self._scene(img),
-                                             could_be, self.ctx.refused)  # fmt: skip
+            options, weights = self.absent.filter(options, weights, img, self._scene(img), could_be, self.ctx.refused)
         if not options:  # no other word of this category that the corpus attests here: nothing to ask
             return None
         return ReplaceRequest(

@@ -333,19 +333,32 @@ def site_order(
     return order_sites(sites, types, random.Random(keyed_seed(seed, salt, positive_id)), rarity)
 
 
-def likely_absent(
-    options: tuple[str, ...],
-    weights: tuple[float, ...],
-    notes: AnnotationStats,
-    small: float,
-    scene: frozenset[str],
-    could_be: Callable[[str], bool],
-    refused: Counter,
-) -> tuple[tuple[str, ...], tuple[float, ...]]:
+class LikelyAbsent:
     """Replacement names less those the scene likely holds unannotated (`AnnotationStats.beside`: a phone where
     a desk is) and that no object of the image could be (`could_be`): "the phone on the desk" may well be
-    true. Counted in `refused` as the pool's other refusals are."""
-    keep = [i for i, w in enumerate(options) if could_be(w) or notes.beside(w, scene, small) is None]
-    if dropped := len(options) - len(keep):
-        refused["object:likely in the scene unannotated"] += dropped
-    return tuple(options[i] for i in keep), tuple(weights[i] for i in keep) if weights else weights
+    true. Counted in `refused` as the pool's other refusals are. Whether a name may stay is worked out once
+    per image and name (it reads the image's names and the corpus's notes only)."""
+
+    def __init__(self, notes: AnnotationStats, small: float) -> None:
+        self.notes, self.small = notes, small
+        self._keep: dict[tuple[str, str], bool] = {}  # (image, name) -> may replace an object's name
+
+    def filter(
+        self,
+        options: tuple[str, ...],
+        weights: tuple[float, ...],
+        image_id: str,
+        scene: frozenset[str],
+        could_be: Callable[[str], bool],
+        refused: Counter,
+    ) -> tuple[tuple[str, ...], tuple[float, ...]]:
+        memo, keep = self._keep, []
+        for i, w in enumerate(options):
+            ok = memo.get(key := (image_id, w))
+            if ok is None:
+                ok = memo[key] = could_be(w) or self.notes.beside(w, scene, self.small) is None
+            if ok:
+                keep.append(i)
+        if dropped := len(options) - len(keep):
+            refused["object:likely in the scene unannotated"] += dropped
+        return tuple(options[i] for i in keep), tuple(weights[i] for i in keep) if weights else weights
