@@ -173,8 +173,8 @@ class TextSearch(SiteSearch):
         if (why := kind.refusal(site, st.path, self.vocab)) is not None:
             self._refuse(st, site, why)
             return False
-        neg = apply_site(st.path, site)
-        if neg.meaning() == st.path.without_ids().meaning():
+        neg = apply_site(st.bare, site)
+        if neg.meaning() == st.bare.meaning():
             self._refuse(st, site, "swap says the same thing in another order")
             return False
         if self.ctx.plausibility is not None and (why := self.ctx.plausibility.absurd(neg)) is not None:
@@ -239,7 +239,7 @@ class TextSearch(SiteSearch):
             ok, reason = self.usable(st, site, v)
             if not ok:
                 why.append(reason)
-            elif (truth := self._truth(st, apply_site(st.path, site, v))) is None:
+            elif (truth := self._truth(st, apply_site(st.bare, site, v))) is None:
                 if (shown := self._shown(st, site, v)) is None:
                     return None
                 why.append(f"{v!r} {shown}")
@@ -278,7 +278,7 @@ class TextSearch(SiteSearch):
                 break
             if any(not self.vocab.contradicts(replace(site, word=u), st.path, v)[0] for u in used):
                 continue
-            if self.usable(st, site, v)[0] and self._keep(st, site, apply_site(st.path, site, v), v):
+            if self.usable(st, site, v)[0] and self._keep(st, site, apply_site(st.bare, site, v), v):
                 used.append(v)
         return bool(used)
 

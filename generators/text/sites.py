@@ -244,6 +244,14 @@ class SearchState:
     made: int = 0
     seen: set[Any] = field(default_factory=set)
     extra: dict[str, Any] = field(default_factory=dict)  # what a subclass needs (graph, image, ...)
+    _bare: PathNode | None = None
+
+    @property
+    def bare(self) -> PathNode:
+        """The path without ids (once per positive): what a negative alters (a negative grounds nothing)."""
+        if self._bare is None:
+            self._bare = self.path.without_ids()
+        return self._bare
 
 
 class SiteSearch:
