@@ -3,8 +3,8 @@
 An end-to-end run on a shared machine mixes every stage's cost with the other work on the cores: two runs
 of the same code differ by more than a change worth making. This script times one stage at a time in one
 process, so a stage's number moves only with its own code (and the machine's load, which it prints):
-- the corpus: real GQA graphs tiled to `--n-images` (`benchmarks.tiled_gqa`; by default 3 parts copies of
-  the graphs with attributes, 1 of the reduced ones), cached under `--workdir`;
+- the corpus: real GQA graphs of the `--source` files tiled to `--n-images` (`benchmarks.tiled_gqa`, each
+  source's share of the images by its weight), cached under `--workdir`;
 - a run of `configs/gqa.yaml` on it (`run_local`, one process) gives every stage its inputs;
 - then each stage in `--stages` (default: all that ran) is timed alone: `prepare`, every unit, `finish`,
   as the runner does them (the cyclic collector asleep), `--repeat` times; the minimum is printed, wall
@@ -12,8 +12,8 @@ process, so a stage's number moves only with its own code (and the machine's loa
   multiple of the parse of the same file (`orjson.loads`, the minimum wall time of `--repeat`, measured in
   this run). A unit run again rewrites its files with the same bytes.
 
-    python -m benchmarks.bench_stages [--n-images 2000] [--stages paths,language] [--repeat 3]
-        [--source FILE[:WEIGHT] ...] [--workdir /tmp/hardneg-bench-stages] [--profile paths]
+    python -m benchmarks.bench_stages --source /data/gqa/val_sceneGraphs.json:3 --source /data/gqa200/sceneGraphs.json:1
+        [--n-images 2000] [--stages paths,language] [--repeat 3] [--workdir /tmp/hardneg-bench-stages] [--profile paths]
 """
 
 from __future__ import annotations
@@ -36,8 +36,6 @@ from benchmarks.bench_pipeline import _tiled_corpus
 from benchmarks.tiled_gqa import parse_source
 
 REPO = Path(__file__).resolve().parent.parent
-DATA = Path(os.environ.get("HARDNEG_BENCH_DATA", "/work/shared/data"))  # where the real GQA graphs are
-DEFAULT_SOURCES = (f"{DATA}/gqa_val100/sceneGraphs.json:3", f"{DATA}/gqa200_val8k/sceneGraphs.json:1")
 log = logging.getLogger(__name__)
 
 
@@ -122,7 +120,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n-images", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--source", action="append", default=[], metavar="FILE[:WEIGHT]")
+    ap.add_argument(
+        "--source", action="append", required=True, metavar="FILE[:WEIGHT]",
+        help="a real GQA scene-graph file to tile the corpus from (repeatable; weight: its share of images)",
+    )  # fmt: skip
     ap.add_argument("--stages", default="", help="comma-separated stage names (default: every stage that ran)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-exports", action="store_true", help="leave the other benchmark shapes out of the run")
@@ -132,7 +133,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
 
     args.workdir.mkdir(parents=True, exist_ok=True)
-    sources = [parse_source(s) for s in (args.source or DEFAULT_SOURCES)]
+    sources = [parse_source(s) for s in args.source]
     corpus = _tiled_corpus(args.workdir, sources, args.n_images, args.seed)
     run_dir = args.workdir / f"run_n{args.n_images}_s{args.seed}"
     shutil.rmtree(run_dir, ignore_errors=True)
