@@ -218,7 +218,7 @@ def _breakdown(config: Path, run_dir: Path) -> dict[str, Any]:
     from hardneg.core.gqa.ingest import row_to_graph
     from hardneg.core.io import read_jsonl
     from hardneg.core.records import keyed_seed
-    from hardneg.generators.paths.search import PathSearch, candidate_paths
+    from hardneg.generators.paths.search import PathSearch, build, candidates
     from hardneg.generators.paths.stage import PathResources, path_level, target_reason
 
     cfg = load_config(config)
@@ -237,8 +237,8 @@ def _breakdown(config: Path, run_dir: Path) -> dict[str, Any]:
                 continue
             for ptype in cfg.paths.types:
                 rng = random.Random(keyed_seed(cfg.seed, g.image_id, tid, ptype))
-                for path in candidate_paths(s, tid, ptype, rng):
-                    found.append((s, path, ptype))
+                for attrs, elements in candidates(s, tid, ptype, rng):
+                    found.append((s, build(s, tid, attrs, elements), ptype))
                     break
         search_s += time.perf_counter() - t
     t = time.perf_counter()

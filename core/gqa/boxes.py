@@ -104,9 +104,11 @@ class BoxShapes:
 
     def __init__(self, names: Mapping[str, NameBoxes] | None = None) -> None:
         self.names: dict[str, NameBoxes] = dict(names or {})
+        self._tails: dict[tuple[str, str, Bin, bool], float] = {}  # (name, histogram, bin, counted) -> tail mass
 
     def add(self, name: str, box: Sequence[float], width: int, height: int) -> None:
         bins = box_bins(box, width, height)
+        self._tails.clear()
         if bins is not None:
             entry = self.names.setdefault(name, NameBoxes())
             for h, b in bins.items():
@@ -136,11 +138,13 @@ class BoxShapes:
         if n < MIN_BOXES:
             return None
         for h in HISTOGRAMS:
-            counts = entry.counts[h]
-            if counted:
-                counts = counts.copy()
-                counts[bins[h]] -= 1
-            tail = _tail_mass(counts, bins[h], _shape_of(h))
+            tail = self._tails.get(key := (name, h, bins[h], counted))
+            if tail is None:  # a name's boxes fall in few bins: once per (name, bin) while the counts stand
+                counts = entry.counts[h]
+                if counted:
+                    counts = counts.copy()
+                    counts[bins[h]] -= 1
+                tail = self._tails[key] = _tail_mass(counts, bins[h], _shape_of(h))
             if tail < TAIL:
                 what = "size and shape" if h == "shape" else "place in the picture"
                 why = f"its {what} is rarer than {1 - tail:.1%} of the {n} '{name}' boxes seen"

@@ -38,11 +38,8 @@ class Nouns:
     def _c(self, name: str) -> str:
         """The canonical name (lemma, then synonym), memoised by the name as given: hygiene compares every
         pair of an image's names and the language stage asks each negative's options."""
-        key = ("canon", name)
-        got = self._cache.get(key)
-        if got is None:
-            lem = self.forms.lemma(name)
-            got = self._cache[key] = self.canon.get(lem, lem)
+        if (got := self._cache.get(key := ("canon", name))) is None:
+            got = self._cache[key] = self.canon.get(lem := self.forms.lemma(name), lem)
         return got
 
     def _parents_of(self, c: str) -> frozenset[str]:
@@ -72,9 +69,7 @@ class Nouns:
         return self._cache[key]
 
     def _self_and_ancestors(self, c: str) -> frozenset[str]:
-        key = ("selfanc", c)
-        got = self._cache.get(key)
-        if got is None:
+        if (got := self._cache.get(key := ("selfanc", c))) is None:
             got = self._cache[key] = self._ancestors(c) | {c}
         return got
 
@@ -119,8 +114,11 @@ class Nouns:
         return next((w[x] for x in self._self_and_ancestors(self._c(whole)) for w in own if x in w), None)
 
     def is_part_of(self, part: str, whole: str) -> bool:
-        """Whether `part` names a part of `whole` (a trunk of a tree), not a thing it wears (a shirt)."""
-        return self._part_of(self._c(part), self._c(whole)) == "part"
+        """Whether `part` names a part of `whole` (a trunk of a tree), not a thing it wears (a shirt); memoised
+        by the names as given (the paths stage asks a part's name about every object of its image)."""
+        if (got := self._cache.get(key := ("is_part_of", part, whole))) is None:
+            got = self._cache[key] = self._part_of(self._c(part), self._c(whole)) == "part"
+        return got
 
     def is_known(self, name: str) -> bool:
         return self._c(name) in self.known or self.forms.lemma(name) in self.known

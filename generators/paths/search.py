@@ -79,6 +79,7 @@ class PathSearch:
         self._masks: dict[tuple[str, str | None, str | None, int], int] = {}  # see `_mask_relation`
         self._deeps: dict[tuple[int, str, int], PathNode] = {}  # see `deep`
         self._deep_runs: dict[int, tuple[int, frozenset[str]] | None] = {}  # id of a `deep` node -> (steps, matches)
+        self.parts: dict[int, tuple[list[set[str]], bool]] = {}  # id of a child -> its nodes' attributes, any crowd
         self.steps = StepBudget(self.index, cfg.paths.max_image_steps)  # this image's work bound
 
     def subsets(self, oid: str, max_size: int, exclude_category: str | None = None) -> list[tuple[str, ...]]:
@@ -286,7 +287,8 @@ def _hops(
         yield Element(rel, cat, deep, mask(deep), inner_mask, 2)
 
 
-def _build(search: PathSearch, target: str, attrs: tuple[str, ...], elements: tuple[Element, ...]) -> PathNode:
+def build(search: PathSearch, target: str, attrs: tuple[str, ...], elements: tuple[Element, ...]) -> PathNode:
+    """The path of a candidate: the target's node with its attributes, the elements' edges (relations first)."""
     relations = tuple(PathEdge(e.relation, e.child) for e in elements if e.relation is not None)
     same = tuple(SameEdge(e.category, e.child) for e in elements if e.category is not None)
     base = search.node(target, attrs)
@@ -345,8 +347,13 @@ def _refusal(search: PathSearch, target_name: str, elements: tuple[Element, ...]
     return why
 
 
-def candidate_paths(search: PathSearch, target: str, ptype: str, rng: Rng) -> Iterator[PathNode]:
-    """Unique, non-degenerate paths of one type for one target, in keyed random order, bounded."""
+Candidate = tuple[tuple[str, ...], tuple[Element, ...]]  # the target's attributes and the root elements
+
+
+def candidates(search: PathSearch, target: str, ptype: str, rng: Rng) -> Iterator[Candidate]:
+    """Unique, non-degenerate paths of one type for one target, in keyed random order, bounded, as (target
+    attributes, elements): a caller that scores and drops most of them (`_search_target`'s lookahead)
+    builds (`build`) only those it keeps; building spends no steps."""
     p = search.cfg.paths
     idx = search.index
     tobj = search.graph.objects[target]
@@ -366,7 +373,7 @@ def candidate_paths(search: PathSearch, target: str, ptype: str, rng: Rng) -> It
                 return
             search.steps.spend(1)
             if _valid(m, (), has_d):
-                yield _build(search, target, attrs, ())
+                yield attrs, ()
         return
 
     if ptype in ("1_hop", "2_hop", "same_attr", "same_attr_2hop"):
@@ -387,7 +394,7 @@ def candidate_paths(search: PathSearch, target: str, ptype: str, rng: Rng) -> It
                     if why is UNASKED:  # the rules read the hops, not the attributes: once per hop
                         why = _refusal(search, tobj.name, (el,), has_d)
                     if why is None:
-                        yield _build(search, target, attrs, (el,))
+                        yield attrs, (el,)
         return
 
     if ptype == "and":
@@ -408,6 +415,6 @@ def candidate_paths(search: PathSearch, target: str, ptype: str, rng: Rng) -> It
                     if why is UNASKED:
                         why = _refusal(search, tobj.name, (e1, e2), has_d)
                     if why is None:
-                        yield _build(search, target, attrs, (e1, e2))
+                        yield attrs, (e1, e2)
         return
     raise ValueError(f"unknown path type {ptype!r}")

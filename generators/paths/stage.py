@@ -33,7 +33,7 @@ from hardneg.generators.paths.annotation_rules import (
 )
 from hardneg.generators.paths.budget import SearchBudgetSpent
 from hardneg.generators.paths.keyed import KeyedRandom
-from hardneg.generators.paths.search import PathSearch, candidate_paths
+from hardneg.generators.paths.search import Element, PathSearch, build, candidates
 from hardneg.generators.paths.select import attributes_swappable
 from hardneg.generators.paths.targets import GENERATOR, PathResources, box_reason, related_ok, target_reason
 
@@ -155,14 +155,15 @@ def _search_target(
         scores: list[int] = []
         looked = 0
         best = 0 if ptype == "0_hop" else _BEST  # a bare target relates nothing: no path of it allows more
-        for path in candidate_paths(search, tid, ptype, rng):
+        for attrs, elements in candidates(search, tid, ptype, rng):
             full = len(found) >= cfg.paths.per_target_type
-            score = _allows(path, search) if lookahead else 0
+            score = _allows(search, obj.name, attrs, elements) if lookahead else 0
             if full and score <= min(scores):
                 looked += 1
                 if looked >= lookahead:
                     break
                 continue
+            path = build(search, tid, attrs, elements)
             search.steps.spend(search.steps.execution(path, search.known_size) + search.steps.level(path))
             if not matches_exactly(path, search.index, tid):
                 # The masks and the executor disagree: a bug, never a silent keep.
@@ -211,16 +212,32 @@ def _path_rule(
     return None
 
 
-def _allows(path: PathNode, search: PathSearch) -> int:
-    """How rare the negatives a path allows are: 2 when two of its objects carry attributes of one category
-    (a swap of attributes, the rarest kind), 1 when it relates objects none of which is a crowd name (a swap
-    of objects and a replaced relation can rest on them), else 0."""
-    nodes = path.nodes()
-    if len(nodes) < 2:
+def _allows(search: PathSearch, name: str, attrs: tuple[str, ...], elements: tuple[Element, ...]) -> int:
+    """How rare the negatives a candidate path allows are: 2 when two of its objects carry attributes of one
+    category (a swap of attributes, the rarest kind), 1 when it relates objects none of which is a crowd
+    name (a swap of objects and a replaced relation can rest on them), else 0. Read from the candidate
+    before it is built (most are dropped unbuilt), its nodes in the built path's order."""
+    if not elements:
         return 0
-    if attributes_swappable([set(n.attributes) for n in nodes], search.res.table):
+    sets, crowd = [set(attrs)], search.res.words.is_crowd(name)
+    for e in elements:
+        child_sets, child_crowd = _parts(search, e.child)
+        sets.extend(child_sets)
+        crowd = crowd or child_crowd
+    if attributes_swappable(sets, search.res.table):
         return 2
-    return int(not any(search.res.words.is_crowd(n.name) for n in nodes))
+    return int(not crowd)
+
+
+def _parts(search: PathSearch, child: PathNode) -> tuple[list[set[str]], bool]:
+    """A child's nodes' attribute sets and whether one is a crowd name, once per child (of `node()` or
+    `deep()`: alive with the search, its id names it)."""
+    got = search.parts.get(id(child))
+    if got is None:
+        nodes = child.nodes()
+        is_crowd = search.res.words.is_crowd
+        got = search.parts[id(child)] = ([set(n.attributes) for n in nodes], any(is_crowd(n.name) for n in nodes))
+    return got
 
 
 def _annotation_reason(

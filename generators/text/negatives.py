@@ -32,13 +32,13 @@ from hardneg.generators.text.context import VERSION as CONTEXT_VERSION
 from hardneg.generators.text.context import Context
 from hardneg.generators.text.photo import SHOWN, PhotoColours
 from hardneg.generators.text.sites import (
+    LikelyAbsent,
     SearchState,
     Site,
     SiteSearch,
     SiteVocab,
     enumerate_sites,
     foreign,
-    likely_absent,
     refusal_kind,
     site_order,
 )
@@ -151,6 +151,7 @@ class TextSearch(SiteSearch):
         self.vocab = ctx.site_vocab
         self.graphs = graphs
         self.certifier = Certifier(ctx.words, ctx.table, ctx.notes, ctx.small)
+        self.absent = LikelyAbsent(ctx.notes, ctx.small, ctx.scene_fit) if ctx.notes is not None else None
         self._truths: dict[tuple[str, PathNode], tuple[str | None, str | None] | None] = {}  # see `_truth`
         self.indexes: dict[str, GraphIndex] = {}
         self._scenes: dict[str, frozenset[str]] = {}
@@ -176,8 +177,8 @@ class TextSearch(SiteSearch):
         if (why := kind.refusal(site, st.path, self.vocab)) is not None:
             self._refuse(st, site, why)
             return False
-        neg = apply_site(st.path, site)
-        if neg.meaning() == st.path.without_ids().meaning():
+        neg = apply_site(st.bare, site)
+        if neg.meaning() == st.bare.meaning():
             self._refuse(st, site, "swap says the same thing in another order")
             return False
         if self.ctx.plausibility is not None and (why := self.ctx.plausibility.absurd(neg)) is not None:
@@ -217,10 +218,9 @@ class TextSearch(SiteSearch):
             return None
         img = st.positive["image_id"]
         options, weights = self.ctx.options(site, st.path)
-        if site.part == "object" and self.ctx.notes is not None:  # no word the scene likely holds unannotated
+        if site.part == "object" and self.absent is not None:  # no word the scene likely holds unannotated
             could_be = lambda w: bool(self.certifier.candidates(w, self.graphs[img], self.indexes[img]))  # noqa: E731
-            options, weights = likely_absent(options, weights, self.ctx.notes, self.ctx.small, self._scene(img),
-                                             could_be, self.ctx.refused, self.ctx.scene_fit)  # fmt: skip
+            options, weights = self.absent.filter(options, weights, img, self._scene(img), could_be, self.ctx.refused)
         if not options:  # no other word of this category that the corpus attests here: nothing to ask
             return None
         return ReplaceRequest(
@@ -242,7 +242,7 @@ class TextSearch(SiteSearch):
             ok, reason = self.usable(st, site, v)
             if not ok:
                 why.append(reason)
-            elif (truth := self._truth(st, apply_site(st.path, site, v))) is None:
+            elif (truth := self._truth(st, apply_site(st.bare, site, v))) is None:
                 if (shown := self._shown(st, site, v)) is None:
                     return None
                 why.append(f"{v!r} {shown}")
@@ -278,7 +278,7 @@ class TextSearch(SiteSearch):
                 break
             if any(not self.vocab.contradicts(replace(site, word=u), st.path, v)[0] for u in used):
                 continue
-            if self.usable(st, site, v)[0] and self._keep(st, site, apply_site(st.path, site, v), v):
+            if self.usable(st, site, v)[0] and self._keep(st, site, apply_site(st.bare, site, v), v):
                 used.append(v)
         return bool(used)
 

@@ -246,6 +246,14 @@ class SearchState:
     made: int = 0
     seen: set[Any] = field(default_factory=set)
     extra: dict[str, Any] = field(default_factory=dict)  # what a subclass needs (graph, image, ...)
+    _bare: PathNode | None = None
+
+    @property
+    def bare(self) -> PathNode:
+        """The path without ids (once per positive): what a negative alters (a negative grounds nothing)."""
+        if self._bare is None:
+            self._bare = self.path.without_ids()
+        return self._bare
 
 
 class SiteSearch:
@@ -343,29 +351,37 @@ def foreign(notes: AnnotationStats | None, fit: float | None, scene: frozenset[s
     return f"{name!r} is foreign to the scene: annotated with its names at {math.exp(got):.0%} of its usual rate"
 
 
-def likely_absent(
-    options: tuple[str, ...],
-    weights: tuple[float, ...],
-    notes: AnnotationStats,
-    small: float,
-    scene: frozenset[str],
-    could_be: Callable[[str], bool],
-    refused: Counter,
-    fit: float | None = None,
-) -> tuple[tuple[str, ...], tuple[float, ...]]:
+class LikelyAbsent:
     """Replacement names less those the scene likely holds unannotated (`AnnotationStats.beside`: a phone where
     a desk is) and that no object of the image could be (`could_be`): "the phone on the desk" may well be
-    true; and, with `fit`, less those foreign to the scene (`AnnotationStats.scene_fit` under `fit`: an
-    airplane in a street, a bed in a kitchen), which test nothing. Counted in `refused` as the pool's other
-    refusals are."""
-    keep = []
-    for i, w in enumerate(options):
-        if could_be(w):
-            keep.append(i)
-        elif notes.beside(w, scene, small) is not None:
-            refused["object:likely in the scene unannotated"] += 1
-        elif foreign(notes, fit, scene, w) is not None:
-            refused["object:foreign to the scene"] += 1
-        else:
-            keep.append(i)
-    return tuple(options[i] for i in keep), tuple(weights[i] for i in keep) if weights else weights
+    true; and, with `fit`, less those foreign to the scene (`foreign`: an airplane in a street, a bed in a
+    kitchen), which test nothing. Counted in `refused` as the pool's other refusals are. Whether a name may
+    stay is worked out once per image and name (it reads the image's names and the corpus's notes only)."""
+
+    def __init__(self, notes: AnnotationStats, small: float, fit: float | None = None) -> None:
+        self.notes, self.small, self.fit = notes, small, fit
+        self._why: dict[tuple[str, str], str | None] = {}  # (image, name) -> the refusal's kind, None: it stays
+
+    def filter(
+        self,
+        options: tuple[str, ...],
+        weights: tuple[float, ...],
+        image_id: str,
+        scene: frozenset[str],
+        could_be: Callable[[str], bool],
+        refused: Counter,
+    ) -> tuple[tuple[str, ...], tuple[float, ...]]:
+        memo, keep = self._why, []
+        for i, w in enumerate(options):
+            if (key := (image_id, w)) not in memo:
+                memo[key] = None if could_be(w) else self._refusal(w, scene)
+            if memo[key] is None:
+                keep.append(i)
+            else:
+                refused[memo[key]] += 1
+        return tuple(options[i] for i in keep), tuple(weights[i] for i in keep) if weights else weights
+
+    def _refusal(self, name: str, scene: frozenset[str]) -> str | None:
+        if self.notes.beside(name, scene, self.small) is not None:
+            return "object:likely in the scene unannotated"
+        return "object:foreign to the scene" if foreign(self.notes, self.fit, scene, name) is not None else None

@@ -41,12 +41,20 @@ def map_node(path: PathNode, index: int, fn: Callable[[PathNode], PathNode]) -> 
 
 def _rebuilt(n: PathNode, counter: Iterator[int], index: int, fn: Callable[[PathNode], PathNode]) -> PathNode:
     """`map_node` from `n` down, `counter` numbering the nodes as it goes (a module function: a nested one
-    that calls itself makes a cycle)."""
+    that calls itself makes a cycle). A subtree that does not hold node `index` is returned as it is (a
+    path is frozen: an equal copy would only cost its construction)."""
     i = next(counter)
-    rels = tuple(PathEdge(e.name, _rebuilt(e.object, counter, index, fn)) for e in n.relations)
-    same = tuple(SameEdge(s.category, _rebuilt(s.object, counter, index, fn)) for s in n.same)
-    m = PathNode(n.name, n.attributes, rels, same, n.id)
-    return fn(m) if i == index else m
+    rels = tuple(e if (o := _rebuilt(e.object, counter, index, fn)) is e.object else PathEdge(e.name, o)
+                 for e in n.relations)  # fmt: skip
+    same = tuple(s if (o := _rebuilt(s.object, counter, index, fn)) is s.object else SameEdge(s.category, o)
+                 for s in n.same)  # fmt: skip
+    if i == index:
+        return fn(PathNode(n.name, n.attributes, rels, same, n.id))
+    if all(a is b for a, b in zip(rels, n.relations, strict=True)) and all(
+        a is b for a, b in zip(same, n.same, strict=True)
+    ):
+        return n
+    return PathNode(n.name, n.attributes, rels, same, n.id)
 
 
 def usable(objects: Objects, i: int) -> bool:
