@@ -208,10 +208,18 @@ def row(name: str, run: Run, m: dict[str, Any], seconds: float) -> str:
     graphs = run.summary("hygiene")["items_in"]
     f = swap_funnel(run)
     return (
-        f"| {name} | {graphs} | {n_pos} | **{total / max(n_pos, 1):.2f}** | {' | '.join(shares)} | "
+        f"| {name} | {graphs} | {n_pos} | {_per_positive(total, n_pos)} | {' | '.join(shares)} | "
         f"{neg_levels[1]}/{neg_levels[2]} | {pos_levels[1]}/{pos_levels[2]}/{pos_levels[3]} | "
         f"{f['paths']}/{f['kept']}/{f['made']}/{f['emitted']} | {seconds:.0f} |"
     )
+
+
+LEAST = 0.8  # negatives per positive below which a corpus's row is bold: a fifth of its positives go untested
+
+
+def _per_positive(total: int, n_pos: int) -> str:
+    value = f"{total / max(n_pos, 1):.2f}"
+    return value if total >= LEAST * n_pos else f"**{value}**"
 
 
 def header() -> str:
@@ -219,7 +227,7 @@ def header() -> str:
     paper = "/".join(f"{PAPER[t] / total_paper:.0%}" for t in TYPES)
     return "\n".join([
         f"Emitted text negatives per positive (the paper's test split {PAPER_PER_POSITIVE:.2f}) and each type's share "
-        f"({', '.join(TYPES)}; the paper {paper}; **bold**: below half the paper's share).",
+        f"({', '.join(TYPES)}; the paper {paper}; **bold**: under half the paper's share, or {LEAST} a positive).",
         "",
         "| corpus | graphs | positives | per positive | " + " | ".join(TYPES) + " | negatives L1/L2 | "
         "positives L1/L2/L3 | swap_attribute: paths/kept/made/emitted | s |",
