@@ -38,6 +38,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from hardneg.core.config import load_config
 from hardneg.core.plugins import TEXT_NEGATIVES
 from hardneg.core.runner.folder import prepare_run
@@ -68,7 +70,7 @@ def run_text(root: Path, config: str | None, overrides: dict[str, Any]) -> Run:
 def measure(run: Run) -> dict[str, Any]:
     """Counts of what the run made and kept, per type and level, and why the rest went."""
     made = {r["id"]: (r["negative_type"], r["negative_level"]) for r in run.read_all("language", "negatives")}
-    positives = sum(1 for _ in run.read_all("language", "positives"))
+    positives = sum(1 for d in run.read_all("decide", "positives") if d["keep"])  # emitted, as the splits hold
     kept: Counter = Counter()
     dropped: dict[str, Counter] = {}
     for d in run.read_all("decide", "negatives"):
@@ -87,6 +89,7 @@ def measure(run: Run) -> dict[str, Any]:
             refine_reasons.setdefault(t, Counter())[_short(r["reason"])] += 1
     return {
         "positives": positives,
+        "positives_made": sum(1 for _ in run.read_all("language", "positives")),
         "made": Counter(made.values()),
         "kept": kept,
         "dropped": dropped,
@@ -125,7 +128,7 @@ def report(m: dict[str, Any], what: str, seconds: float) -> str:
     lines = [
         f"## Text negatives on {what} ({seconds:.0f} s)",
         "",
-        f"{n_pos} positives; {sum(made.values())} candidate negatives "
+        f"{n_pos} positives emitted ({m['positives_made']} made); {sum(made.values())} candidate negatives "
         f"({sum(made.values()) / max(n_pos, 1):.2f} per positive), {total_kept} emitted "
         f"(**{total_kept / max(n_pos, 1):.2f} per positive**; the paper's test split {PAPER_PER_POSITIVE:.2f}).",
         "",
@@ -200,14 +203,23 @@ def row(name: str, run: Run, m: dict[str, Any], seconds: float) -> str:
         share, paper = (kept[t] / total if total else 0.0), PAPER[t] / total_paper
         shares.append(f"{share:.0%}" if share >= paper / 2 else f"**{share:.0%}**")
     neg_levels = Counter(lv for (_, lv), n in m["kept"].items() for _ in range(n))
-    pos_levels = Counter(r["level"] for r in run.read_all("language", "positives"))
+    emitted = {d["id"] for d in run.read_all("decide", "positives") if d["keep"]}
+    pos_levels = Counter(r["level"] for r in run.read_all("language", "positives") if r["id"] in emitted)
     graphs = run.summary("hygiene")["items_in"]
     f = swap_funnel(run)
     return (
-        f"| {name} | {graphs} | {n_pos} | **{total / max(n_pos, 1):.2f}** | {' | '.join(shares)} | "
+        f"| {name} | {graphs} | {n_pos} | {_per_positive(total, n_pos)} | {' | '.join(shares)} | "
         f"{neg_levels[1]}/{neg_levels[2]} | {pos_levels[1]}/{pos_levels[2]}/{pos_levels[3]} | "
         f"{f['paths']}/{f['kept']}/{f['made']}/{f['emitted']} | {seconds:.0f} |"
     )
+
+
+LEAST = 0.8  # negatives per positive below which a corpus's row is bold: a fifth of its positives go untested
+
+
+def _per_positive(total: int, n_pos: int) -> str:
+    value = f"{total / max(n_pos, 1):.2f}"
+    return value if total >= LEAST * n_pos else f"**{value}**"
 
 
 def header() -> str:
@@ -215,12 +227,26 @@ def header() -> str:
     paper = "/".join(f"{PAPER[t] / total_paper:.0%}" for t in TYPES)
     return "\n".join([
         f"Emitted text negatives per positive (the paper's test split {PAPER_PER_POSITIVE:.2f}) and each type's share "
-        f"({', '.join(TYPES)}; the paper {paper}; **bold**: below half the paper's share).",
+        f"({', '.join(TYPES)}; the paper {paper}; **bold**: under half the paper's share, or {LEAST} a positive).",
         "",
         "| corpus | graphs | positives | per positive | " + " | ".join(TYPES) + " | negatives L1/L2 | "
         "positives L1/L2/L3 | swap_attribute: paths/kept/made/emitted | s |",
         "|---|---|---|---|" + "---|" * len(TYPES) + "---|---|---|---|",
     ])  # fmt: skip
+
+
+def merged(overrides: dict[str, Any], sets: list[str]) -> dict[str, Any]:
+    """`overrides` with each `KEY=VALUE` of `--set` on top (a dotted key, its value read as YAML)."""
+    for spec in sets:
+        key, eq, value = spec.partition("=")
+        if not key or not eq:
+            raise SystemExit(f"--set {spec!r}: KEY=VALUE")
+        *parents, leaf = key.split(".")
+        node = overrides
+        for k in parents:
+            node = node.setdefault(k, {})
+        node[leaf] = yaml.safe_load(value)
+    return overrides
 
 
 def parse_corpus(spec: str) -> tuple[str, Path | None, Path | None]:
@@ -250,7 +276,7 @@ def run_corpora(args: argparse.Namespace, tmp: Path) -> int:
             inputs["images"] = str(images)
         root = (args.workdir or tmp) / name.replace(":", "-")
         t0 = time.perf_counter()
-        run = run_text(root, args.config, {"seed": args.seed, "inputs": inputs})
+        run = run_text(root, args.config, merged({"seed": args.seed, "inputs": inputs}, args.set))
         seconds = time.perf_counter() - t0
         sys.stdout.write(row(name, run, measure(run), seconds) + "\n")
         sys.stdout.flush()
@@ -272,11 +298,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--config", help="config name or file (default: the embedded demo config)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workdir", type=Path, help="keep the run here instead of a temp folder")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a config value on top of the config (dotted key, YAML value; repeatable), "
+                    "e.g. negative_mix.per_image=1.5")  # fmt: skip
     args = ap.parse_args(argv)
     if args.corpus:
         with tempfile.TemporaryDirectory() as tmp:
             return run_corpora(args, Path(tmp))
-    overrides: dict[str, Any] = {"seed": args.seed}
+    overrides: dict[str, Any] = merged({"seed": args.seed}, args.set)
     what = "the demo world"
     if args.scene_graphs is not None:
         overrides["inputs"] = {"scene_graphs": str(args.scene_graphs.resolve())}

@@ -234,9 +234,10 @@ class NegativeMixConfig(_Strict):
     # below (stats.md, the run summary); 0: never thin for the mix
     floor: float = Field(0.5, ge=0.0, le=1.0)
     # spread (filters/mix.py): at most this many about one set of objects (a positive's path's objects), and
-    # this many per positive of an image (rounded up); None: no such cap
+    # this many per positive of an image (rounded up); None: no such cap. Above `per_positive`: an image rich in
+    # negatives makes up for one with none (the total is still capped), but no photo fills the benchmark
     per_object_set: int | None = Field(3, ge=1)
-    per_image: float | None = Field(1.0, gt=0.0)
+    per_image: float | None = Field(1.5, gt=0.0)
 
     @field_validator("shares")
     @classmethod

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 
+from hardneg.core.config import NegativeMixConfig
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.filters.mix import MixItem, allocate, mix, plan_total
 from hardneg.filters.refine import RefinePair, chance_accuracy, refine
@@ -150,3 +151,19 @@ def test_negatives_spread_over_object_sets_and_images():
     assert len(res.kept) == 2 and all("on this image" in why for why in res.dropped.values())
     # no caps: everything stays
     assert len(mix(spread_out, PAPER, cap=100, floor=0.0, seed=0).kept) == 5
+
+
+def test_an_image_rich_in_negatives_makes_up_for_one_without():
+    """The default image cap lets a photo keep more than one negative per positive (another photo allowed
+    none), while the total stays at `per_positive` each: with a cap of one per positive on every image the
+    benchmark falls below one negative per positive wherever some positives allow none."""
+    cfg = NegativeMixConfig()
+    rich = [MixItem(f"ro:{i}", "replace_object", f"p{i % 2}", image="rich", objects=frozenset({f"o{i}"}))
+            for i in range(4)]  # fmt: skip
+    res = mix(rich, {"replace_object": 1.0}, cap=round(cfg.per_positive * 4), floor=0.0, seed=0,
+              per_object_set=cfg.per_object_set, per_image=cfg.per_image,
+              image_positives={"rich": 2, "poor": 2})  # fmt: skip
+    assert len(res.kept) == 3  # ceil(1.5 x 2) on the rich photo; the poor one's two positives have none
+    capped = mix(rich, {"replace_object": 1.0}, cap=2, floor=0.0, seed=0, per_image=cfg.per_image,
+                 image_positives={"rich": 2})  # fmt: skip
+    assert len(capped.kept) == 2  # the total cap still holds

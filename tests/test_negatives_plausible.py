@@ -319,3 +319,35 @@ def test_counts_of_two_halves_add_up_to_the_counts_of_the_whole():
     assert list(summed.rows()) == list(whole.rows())
     assert summed.triples[("cup", "on", "table")] == 1 and not any("near" in t for t in summed.triples)
     assert "near" not in summed.relations and "near" not in {r for _, r in summed.subject_relation}
+
+
+def street(i: int) -> SceneGraph:
+    """A white truck parked next to a red building, left of it; a car parked on the street."""
+    return graph(
+        obj("1", "truck", ("white",), rels=(("parked next to", "2"), ("to the left of", "2")), box=(10, 200, 150, 90)),
+        obj("2", "building", ("red",), box=(200, 0, 300, 300)),
+        obj("3", "car", ("parked",), rels=(("parked on", "4"),), box=(300, 250, 90, 50)),
+        obj("4", "street", box=(0, 240, 500, 100)),
+        image_id=f"s{i}",
+    )
+
+
+def test_a_swap_that_has_its_subject_do_what_its_kind_never_does_is_refused():
+    """ "the white truck parked next to the red building" -> "the white building parked next to the red truck":
+    the two share the scene, so where they stand is no evidence, but "parked" is also a claim about the
+    subject and nothing of a building's kind is ever parked. Without the verb ("to the left of") the swap is
+    a fair negative."""
+    g = street(0)
+    counts = corpus(*(street(i) for i in range(3)))
+    parked = node("truck", "white", rel=[("parked next to", node("building", "red", oid="2"))], oid="1")
+    made, rejects = make(g, parked, "1_hop", ("swap_object",), counts=counts)
+    assert not made
+    assert any("absurd swap" in r.reason and "'building parked next to truck'" in r.reason for r in rejects), [
+        r.reason for r in rejects
+    ]
+    left = node("truck", "white", rel=[("to the left of", node("building", "red", oid="2"))], oid="1")
+    made, _ = make(g, left, "1_hop", ("swap_object",), counts=counts)
+    assert [n.expression for n in made] == ["the white building to the left of the red truck"]
+    ctx = Context(counts, WORDS)
+    assert ctx.can("truck", "parked next to") and ctx.can("car", "parked next to")  # its own, and its kind's
+    assert not ctx.can("building", "parked next to") and ctx.can("building", "next to")

@@ -164,3 +164,23 @@ def test_a_reject_card_shows_its_reason_rounded_scores_and_the_legend(browser, s
     assert not any(re.search(r"(\w+): \1:", t) for t in texts)
     assert all(re.search(r"refine_s1 -?[\d.]+ / -?[\d.]+", t) and not re.search(r"\d\.\d{4,}", t) for t in refine)
     page.close()
+
+
+def test_every_group_of_bad_input_is_drawn_however_rare():
+    """The cards show the largest reject groups; an unusable id or a corrupt photo, rejected once in a run
+    that rejects in fifty other ways, is what a maintainer must fix, and is drawn too."""
+    from collections import Counter
+
+    from hardneg.review.report.gallery import REJECT_GROUPS_SHOWN, RejectScan
+    from hardneg.review.report.rejects import shown_groups
+
+    counts = Counter({("negatives", f"reason {i}"): 100 + i for i in range(50)})
+    counts[("ingest", "unusable image id: image id contains the control or invisible character U+#")] = 1
+    counts[("pixels", "photo unreadable: cannot identify image file '…'")] = 1
+    shown = [key for key, _ in shown_groups(RejectScan(counts=counts))]
+    assert len(shown) == REJECT_GROUPS_SHOWN + 2
+    assert shown[-2:] == [
+        ("ingest", "unusable image id: image id contains the control or invisible character U+#"),
+        ("pixels", "photo unreadable: cannot identify image file '…'"),
+    ]
+    assert ("negatives", "reason 0") not in shown  # the smallest of the others still give way

@@ -22,7 +22,11 @@ object). A change touches some of them; each touched fact must be seen
   way, or the two names are annotated in one image of the corpus, or both are objects of the image: any
   two objects that share a scene stand somewhere relative to each other, and a scene and its mirror image
   are equally plausible (the reason flips are fair negatives). "The girl in front of the zebra" needs a
-  zebra seen beside a person.
+  zebra seen beside a person. A positional relation that starts with a verb ("parked next to", "standing
+  behind") says what its subject does as well as where it is: a subject the change put there must be seen
+  doing it, in any relation of the verb or as an attribute, itself or its kind ("the building parked next
+  to the truck" is no swap of "the truck parked next to the building": nothing of a building's kind is
+  ever parked).
 
 The counts are the run's plus the prior of real graphs (`core/gqa/prior.py`), so ten images attest what
 thousands of real ones do, and a run of thousands speaks for itself.
@@ -45,8 +49,9 @@ from hardneg.core.records import PathNode
 from hardneg.core.words.table import Words
 from hardneg.generators.text.sites import Site
 
-VERSION = "context@v3"  # v2: names annotated in one image attest a positional relation; v3: an attribute kept
-# on a changed name is not backed off to the name's kind, nor is a material or a colour
+VERSION = "context@v4"  # v2: names annotated in one image attest a positional relation; v3: an attribute kept
+# on a changed name is not backed off to the name's kind, nor is a material or a colour; v4: a changed subject of a
+# positional relation with a verb must be seen doing it
 BACKOFF = 0.1  # the weight of a count seen only with a context name backed off to its category
 NAME_OWN = frozenset({"material", "color"})  # attribute categories never backed off to the name's kind
 
@@ -83,6 +88,9 @@ class Context:
         self.object_kind: Counter = Counter()  # (subject, relation, category of the object)
         # two names, or a name and the kind of another ("kind:animal"), seen in a positional relation
         self.together: Counter = Counter()
+        # (name or "kind:<category>", verb): seen as the subject of a relation that starts with the verb, or with
+        # the verb as an attribute ("parked")
+        self.does: Counter = Counter()
         self._positional: dict[str, bool] = {}
         self._free: dict[tuple[str, str | None], bool] = {}
         for (s, r, o), k in counts.triples.items():
@@ -97,6 +105,14 @@ class Context:
                     self.together[frozenset((f"kind:{cs}", o))] += k
                 if co is not None:
                     self.together[frozenset((s, f"kind:{co}"))] += k
+            if (verb := verb_of(r)) is not None:
+                self.does[(s, verb)] += k
+                if cs is not None:
+                    self.does[(f"kind:{cs}", verb)] += k
+        for (a, n), k in counts.attribute_name.items():  # "parked" is also said of a car
+            self.does[(n, a)] += k
+            if (cls := self.kind(n)) is not None:
+                self.does[(f"kind:{cls}", a)] += k
 
     def positional(self, relation: str) -> bool:
         if relation not in self._positional:
@@ -145,7 +161,7 @@ class Context:
             back = max(back, self.subject_kind[(cs, r, o)])
         if (both or "o" not in changed) and (co := self.kind(o)) is not None:
             back = max(back, self.object_kind[(s, r, co)])
-        if self.positional(r):
+        if self.positional(r) and ("s" not in changed or self.can(s, r)):
             if s in scene and o in scene:
                 back = max(back, 1)
             back = max(back, self.together[frozenset((s, o))], self.seen_together[(s, o) if s < o else (o, s)])
@@ -155,6 +171,14 @@ class Context:
             if (both or "o" not in changed) and (co := self.kind(o)) is not None:
                 back = max(back, self.together[frozenset((s, f"kind:{co}"))])
         return BACKOFF * back
+
+    def can(self, subject: str, relation: str) -> bool:
+        """Whether `subject`, or something of its kind, is seen doing what `relation`'s verb says (True for a
+        relation without a verb)."""
+        if (verb := verb_of(relation)) is None:
+            return True
+        cls = self.kind(subject)
+        return bool(self.does[(subject, verb)] or (cls is not None and self.does[(f"kind:{cls}", verb)]))
 
     @staticmethod
     def describe(fact: Fact) -> str:
@@ -244,3 +268,10 @@ class Context:
         weighed = [(w, self.fill(frame, w)[0]) for w in words]
         kept = sorted(((w, x) for w, x in weighed if x > 0), key=lambda wx: (-wx[1], wx[0]))
         return tuple(w for w, _ in kept), tuple(x for _, x in kept), len(weighed) - len(kept)
+
+
+def verb_of(relation: str) -> str | None:
+    """The participle a relation of several words starts with ("parked" in "parked next to", "standing" in
+    "standing behind"), or None ("next to", "in front of", "on top of")."""
+    head, sep, _ = relation.partition(" ")
+    return head if sep and len(head) > 4 and head.endswith(("ed", "ing")) else None

@@ -44,10 +44,10 @@ from hardneg.generators.text.sites import (
 )
 from hardneg.generators.text.types import text_type
 
-# v2: certified false, not just unmatched; v3: plausible by construction (the context), worded like the positive;
-# v4: names the corpus says come in many are crowds, a colour the photo shows is refused, words per site; v5: no
-# small thing the scene likely holds; v6: no name foreign to the scene (an airplane in a street)
-GENERATOR = f"negatives_text@v6+{CERTIFY_VERSION}+{CONTEXT_VERSION}"
+# v2: certified false, not unmatched; v3: plausible by construction, worded like the positive; v4: crowds the corpus
+# knows, no colour the photo shows, words per site; v5: no small thing the scene likely holds; v6: no name foreign
+# to the scene (an airplane in a street); v7: no swap whose subject does what its kind never does (a parked building)
+GENERATOR = f"negatives_text@v7+{CERTIFY_VERSION}+{CONTEXT_VERSION}"
 ABSENT_PART = (
     "names a part, and none is annotated: where something it is part of is in view, parts go unannotated; where "
     "nothing is, the expression is absurd"

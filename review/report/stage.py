@@ -7,7 +7,8 @@ from hardneg.core.runner.stage import Stage, Unit
 
 class ReportStage(Stage):
     name = "report"
-    version = "report@v3"  # v3: a small site (an overview and paginated section pages), readable rejects
+    version = "report@v4"  # v3: a small site (an overview and paginated section pages), readable rejects; v4: every
+    # group of bad input drawn
     reads_all = True
     reports = True  # the report shows what the last run of every stage wrote
     sharded = False
