@@ -85,15 +85,16 @@ def scan_rejects(run: RunData, want_losers: set[int], score_names: set[str], see
         key = (stage, reason_group(reason))
         scan.counts[key] += 1
         n = scan.counts[key]
-        bucket = scan.samples.setdefault(key, [])
+        if (bucket := scan.samples.get(key)) is None:
+            bucket = scan.samples[key] = []
         if len(bucket) < REJECT_SAMPLES:
             bucket.append(r)
         elif (j := rng.randrange(n)) < REJECT_SAMPLES:
             bucket[j] = r
-        detail = r.get("detail") if isinstance(r.get("detail"), dict) else {}
-        if stage == "filter" and isinstance(r.get("sample_id"), int) and r["sample_id"] in want_losers:
-            scan.losers[r["sample_id"]].append(r)
-        if stage in ("filter", "refine"):
+        if stage == "filter" or stage == "refine":
+            detail = r.get("detail") if isinstance(r.get("detail"), dict) else {}
+            if stage == "filter" and isinstance(r.get("sample_id"), int) and r["sample_id"] in want_losers:
+                scan.losers[r["sample_id"]].append(r)
             kind = "image_negative" if "file_name" in detail else "text_negative"
             for name in score_names & detail.keys():
                 if (v := _numeric(detail[name])) is not None:
