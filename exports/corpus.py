@@ -175,7 +175,8 @@ class Corpus:
         for n, a in {(o["name"], a) for o in objects for a in o.get("attributes", [])}:
             self.by_pair[(split, n, a)].append(image_id)
             self.names_by_attribute[(split, a)].add(n)
-        edges = {one((one(o["name"]), one(r["name"]))) for o in objects for r in o.get("relations", [])}
+        # one tuple object per distinct (name, relation) of the corpus; an image's repeats collapse before
+        edges = {one(e) for e in {(o["name"], r["name"]) for o in objects for r in o.get("relations", [])}}
         ids = self.edge_ids
         self.edges[image_id] = tuple(sorted(ids.setdefault(e, len(ids)) for e in edges))
         for name, relation in edges:

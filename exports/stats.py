@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -166,18 +166,18 @@ def run_header(manifest: dict[str, Any], cfg: Any) -> dict[str, Any]:
 def rejects_summary(path: Path, top: int = 3) -> dict[str, dict[str, Any]]:
     """Per stage: how many samples went to rejects.jsonl, and its commonest reasons (numbers left out)."""
     count: Counter = Counter()
-    reasons: dict[str, Counter] = {}
+    reasons: dict[str, Counter] = defaultdict(Counter)
     keys: dict[str, str] = {}  # reason -> its key: a run's millions of rejects give a few hundred thousand reasons
     if path.exists():
         with path.open("rb") as f:
             for line in f:
                 r = orjson.loads(line)
-                count[r["stage"]] += 1
-                reason = r.get("reason") or ""
+                stage, reason = r["stage"], r.get("reason") or ""
+                count[stage] += 1
                 key = keys.get(reason)
                 if key is None:
                     key = keys[reason] = reason_key(reason)
-                reasons.setdefault(r["stage"], Counter())[key] += 1
+                reasons[stage][key] += 1
     return {s: {"count": n, "reasons": dict(reasons[s].most_common(top))} for s, n in count.most_common()}
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -65,6 +66,26 @@ def _parse_object(raw: Any) -> GraphObject | None:
         return None
     x, y, w, h = box
     return GraphObject(x, y, w, h, str(raw.get("name", "")))  # type: ignore[arg-type]
+
+
+# the head of a stored graph row as the hygiene stage writes it: {"image_id":"<id>","graph":...
+_HEAD = re.compile(rb'\{"image_id":("(?:[^"\\]|\\.)*"),"graph":')
+
+
+def _other_image(line: bytes, wanted: Mapping[str, Any]) -> bool:
+    """Whether a stored graph row is certainly of an image not in `wanted` (False where unsure)."""
+    if (head := _HEAD.match(line)) is None or (image_id := _string(head.group(1))) is None:
+        return False
+    return image_id not in wanted
+
+
+def _string(quoted: bytes) -> str | None:
+    """A JSON string literal's value (escapes decoded), or None where it is not one."""
+    try:
+        value = orjson.loads(quoted)
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, str) else None
 
 
 def _parse_graph(raw: Any) -> ImageGraph | None:
@@ -250,6 +271,8 @@ class RunData:
             try:
                 with path.open("rb") as f:
                     for line in f:
+                        if _other_image(line, wanted):
+                            continue  # its id read off the row's head, the graph left unparsed
                         try:
                             row = orjson.loads(line)
                             image_id, raw = row["image_id"], row["graph"]

@@ -171,8 +171,7 @@ def test_every_group_of_bad_input_is_drawn_however_rare():
     that rejects in fifty other ways, is what a maintainer must fix, and is drawn too."""
     from collections import Counter
 
-    from hardneg.review.report.gallery import REJECT_GROUPS_SHOWN, RejectScan
-    from hardneg.review.report.rejects import shown_groups
+    from hardneg.review.report.gallery import REJECT_GROUPS_SHOWN, RejectScan, shown_groups
 
     counts = Counter({("negatives", f"reason {i}"): 100 + i for i in range(50)})
     counts[("ingest", "unusable image id: image id contains the control or invisible character U+#")] = 1
@@ -184,3 +183,25 @@ def test_every_group_of_bad_input_is_drawn_however_rare():
         ("pixels", "photo unreadable: cannot identify image file '…'"),
     ]
     assert ("negatives", "reason 0") not in shown  # the smallest of the others still give way
+
+
+def test_graphs_are_read_for_the_wanted_images_only_whatever_their_ids(tmp_path):
+    """The report reads the graphs of the images it draws from the run's stored graphs, passing over every
+    other row without parsing its graph; an id with quotes, backslashes or a NUL is still found, and a row
+    whose head is not the usual one is parsed as before."""
+    import orjson
+
+    from hardneg.review.rundata import RunData
+
+    (tmp_path / "splits").mkdir()
+    (tmp_path / "work" / "ingest").mkdir(parents=True)
+    graph = {"width": 10, "height": 10, "objects": {"1": {"name": "cup", "x": 1, "y": 1, "w": 2, "h": 2}}}
+    odd = 'a"b\\c\x00d'
+    rows = [orjson.dumps({"image_id": i, "graph": graph}) for i in ("x", odd, "y")]
+    rows.append(orjson.dumps({"graph": graph, "image_id": "z"}))  # another key order: parsed in full
+    rows.append(b'{"image_id":"broken","graph":{')  # unreadable, and not wanted: passed over
+    (tmp_path / "work" / "ingest" / "graphs-00000.jsonl").write_bytes(b"\n".join(rows) + b"\n")
+    run = RunData(tmp_path)
+    got = run.graphs({odd: None, "z": {"1"}})
+    assert set(got) == {odd, "z"} and got["z"].objects.keys() == {"1"}
+    assert run.graphs({"y": None}).keys() == {"y"}

@@ -23,6 +23,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import combinations
 from typing import Any
 
 from hardneg.core.geometry import intersection
@@ -88,7 +89,7 @@ class AnnotationStats:
             self.images[name] += 1
             self.multi[name] += n >= 2
         names = sorted(per_image)
-        self.together.update((a, b) for i, a in enumerate(names) for b in names[i + 1 :])
+        self.together.update(combinations(names, 2))  # (a, b), a before b: as a nested loop would, in C
         texts = [o for o in graph.objects.values() if words.surface_kind(o.name) == "text"]
         image_area = graph.width * graph.height
         for o in graph.objects.values():

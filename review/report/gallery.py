@@ -24,6 +24,8 @@ from hardneg.review.rundata import ImageGraph, RunData
 REJECT_SAMPLES = 3  # shown per (stage, reason) group
 REJECT_GROUPS_SHOWN = 40  # groups with pictures; the table counts every group
 SCORE_RESERVOIR = 50_000  # rejected scores kept per histogram
+INPUT_STAGES = frozenset({"ingest"})  # rejects the inputs themselves: unusable ids, malformed graphs
+UNREADABLE = ("photo unreadable", "source image unreadable")  # a photo file that cannot be decoded
 
 
 def sample(items: list[dict[str, Any]], k: int, seed: int, group: str) -> list[dict[str, Any]]:
@@ -83,15 +85,16 @@ def scan_rejects(run: RunData, want_losers: set[int], score_names: set[str], see
         key = (stage, reason_group(reason))
         scan.counts[key] += 1
         n = scan.counts[key]
-        bucket = scan.samples.setdefault(key, [])
+        if (bucket := scan.samples.get(key)) is None:
+            bucket = scan.samples[key] = []
         if len(bucket) < REJECT_SAMPLES:
             bucket.append(r)
         elif (j := rng.randrange(n)) < REJECT_SAMPLES:
             bucket[j] = r
-        detail = r.get("detail") if isinstance(r.get("detail"), dict) else {}
-        if stage == "filter" and isinstance(r.get("sample_id"), int) and r["sample_id"] in want_losers:
-            scan.losers[r["sample_id"]].append(r)
-        if stage in ("filter", "refine"):
+        if stage == "filter" or stage == "refine":
+            detail = r.get("detail") if isinstance(r.get("detail"), dict) else {}
+            if stage == "filter" and isinstance(r.get("sample_id"), int) and r["sample_id"] in want_losers:
+                scan.losers[r["sample_id"]].append(r)
             kind = "image_negative" if "file_name" in detail else "text_negative"
             for name in score_names & detail.keys():
                 if (v := _numeric(detail[name])) is not None:
@@ -103,6 +106,20 @@ def scan_rejects(run: RunData, want_losers: set[int], score_names: set[str], see
                     elif (j := rng.randrange(seen_scores[skey])) < SCORE_RESERVOIR:
                         vals[j] = v
     return scan
+
+
+def shown_groups(scan: RejectScan) -> list[tuple[tuple[str, str], int]]:
+    """The groups drawn as cards: the largest `REJECT_GROUPS_SHOWN`, then every other group of bad input
+    (`bad_input`): an unusable id, a malformed graph or a corrupt photo is what a maintainer must fix, however
+    rare, and a run whose other stages reject in many ways would push it out of the largest."""
+    top = scan.counts.most_common(REJECT_GROUPS_SHOWN)
+    shown = {key for key, _ in top}
+    return top + [(key, n) for key, n in scan.counts.most_common() if bad_input(*key) and key not in shown]
+
+
+def bad_input(stage: str, reason: str) -> bool:
+    """Whether a reject group is about the inputs themselves: an id, a graph or a photo file."""
+    return stage in INPUT_STAGES or reason.startswith(UNREADABLE)
 
 
 class Pictures:
@@ -135,10 +152,11 @@ class Pictures:
         pairs += [
             box_source(n, self.record(n.get("positive_id"))) for _, rs in self.text_negatives.values() for n in rs
         ]
-        for rows in scan.samples.values():  # a reject's sample, when the splits hold it, is drawn with its path
+        drawn = [scan.samples[key] for key, _ in shown_groups(scan)]  # only the groups the page draws
+        for rows in drawn:  # a reject's sample, when the splits hold it, is drawn with its path
             pairs += [box_source(rec, None) for r in rows if (rec := self.record(r.get("sample_id")))]
         wanted = wanted_objects(pairs)
-        for rows in scan.samples.values():
+        for rows in drawn:
             for r in rows:
                 d = r.get("detail") if isinstance(r.get("detail"), dict) else {}
                 named = [d["object"]] if isinstance(d.get("object"), str) else []

@@ -18,14 +18,12 @@ from hardneg.core.ids import shown_id
 from hardneg.review.boxes import Box, box_source, edit_boxes
 from hardneg.review.report import plots
 from hardneg.review.report.assets import esc, img_tag
-from hardneg.review.report.gallery import REJECT_GROUPS_SHOWN, Pictures, RejectScan
+from hardneg.review.report.gallery import Pictures, RejectScan, shown_groups
 from hardneg.review.report.site import Item
 from hardneg.review.report.text import clean_reason, fmt_value, is_score, legend_html, named_objects, scores_html
 
 NAMED = "#e000e0"  # magenta: an object or box the reject names (the path keeps red, green, blue)
 TABLE_ROWS = 60
-INPUT_STAGES = frozenset({"ingest"})  # rejects the inputs themselves: unusable ids, malformed graphs
-UNREADABLE = ("photo unreadable", "source image unreadable")  # a photo file that cannot be decoded
 SKIP_DETAIL = {"file_name", "raw"}  # shown as the picture, or internal
 
 
@@ -37,20 +35,6 @@ def _example(scan: RejectScan, key: tuple[str, str]) -> str:
 def _label(stage: str, reason: str) -> str:
     """A plot's tick label: stage and reason, wrapped to two lines."""
     return textwrap.shorten(f"{stage}: {reason}", 110, placeholder=" …").replace(": ", ":\n", 1)
-
-
-def shown_groups(scan: RejectScan) -> list[tuple[tuple[str, str], int]]:
-    """The groups drawn as cards: the largest `REJECT_GROUPS_SHOWN`, then every other group of bad input
-    (`bad_input`): an unusable id, a malformed graph or a corrupt photo is what a maintainer must fix, however
-    rare, and a run whose other stages reject in many ways would push it out of the largest."""
-    top = scan.counts.most_common(REJECT_GROUPS_SHOWN)
-    shown = {key for key, _ in top}
-    return top + [(key, n) for key, n in scan.counts.most_common() if bad_input(*key) and key not in shown]
-
-
-def bad_input(stage: str, reason: str) -> bool:
-    """Whether a reject group is about the inputs themselves: an id, a graph or a photo file."""
-    return stage in INPUT_STAGES or reason.startswith(UNREADABLE)
 
 
 def rejects_intro(scan: RejectScan, assets: Any) -> str:
@@ -79,7 +63,7 @@ def rejects_intro(scan: RejectScan, assets: Any) -> str:
         "plot_rejects_by_reason",
         lambda o: plots.horizontal_bars(reasons, "top reject reasons", o, xlabel="rejects"),
     )
-    names = {k for rows in scan.samples.values() for r in rows for k in _detail(r) if is_score(k)}
+    names = {k for k in {k for rows in scan.samples.values() for r in rows for k in _detail(r)} if is_score(k)}
     return (
         f"<p>{scan.total} rejects in {len(scan.counts)} groups. A group's reasons differ only in their numbers, "
         "quoted names and notes in parentheses; one of them heads the group, and each card shows its own.</p>"
