@@ -134,6 +134,8 @@ def candidates(sklearn_images: Path | None = None) -> Iterator[Candidate]:
             oid = name.replace(" ", "_")
             for k, new in enumerate(_targets(old)[:2]):
                 edit = {"op": "set_attribute", "object": oid, "from": old, "to": new}
+                if others:  # the filter judges the mask the backend edited, as in the pipeline
+                    edit["inside"] = [[list(b) for b in others]]
                 region = EditRegion(box, "recolor", f"a {new} {name}", color=new, source_color=old, inside=others)
                 key = f"{image_id}:{oid}:{new}"
                 why = backend.refusal(Image.fromarray(rgb), region) or ""

@@ -268,7 +268,7 @@ def test_the_source_mask_is_made_once_per_negative() -> None:
 def test_registered_and_thresholds_re_decide_without_re_scoring() -> None:
     assert filter_class("edits") is EditCheckFilter
     f = build("edits", {})
-    assert f.version == "edits@v3" and f.targets == frozenset({"image_candidate"})
+    assert f.version == "edits@v4" and f.targets == frozenset({"image_candidate"})
     stored = [
         {f.version: {"recolor_hit": 0.45, "recolor_left": 0.1}},
         {f.version: {"recolor_hit": 0.9, "recolor_left": 0.02, "recolor_specks": 0.3}},

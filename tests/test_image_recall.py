@@ -130,3 +130,55 @@ def test_no_halo_of_the_old_colour_is_left_round_what_sits_on_the_object():
     assert beside.sum() > 500
     assert moved[beside].mean() > 0.45
     assert moved[cv2.erode(fur, k, iterations=3).astype(bool)].mean() < 0.05  # the bear itself keeps its colours
+
+
+def star_flag(cut: int) -> tuple[np.ndarray, tuple[int, int, int, int]]:
+    """A white five-pointed star on a dark blue field, and a hand box round it whose bottom stops `cut` px
+    above the star's two lowest tips (0: the box holds the whole star)."""
+    img = np.zeros((160, 160, 3), np.uint8)
+    img[:] = (20, 30, 110)
+    cx, cy, r_out, r_in = 80, 82, 40, 16
+    pts = []
+    for k in range(10):
+        r = r_out if k % 2 == 0 else r_in
+        a = -np.pi / 2 + k * np.pi / 5
+        pts.append((cx + r * np.cos(a), cy + r * np.sin(a)))
+    poly = np.round(np.array(pts)).astype(np.int32)
+    cv2.fillPoly(img, [poly], (235, 235, 230))
+    x0, y0 = poly[:, 0].min() - 4, poly[:, 1].min() - 4
+    x1, y1 = poly[:, 0].max() + 5, poly[:, 1].max() + 5 - (cut + 5 if cut else 0)
+    return img, (int(x0), int(y0), int(x1 - x0), int(y1 - y0))
+
+
+def test_a_box_that_stops_above_the_thin_tips_of_its_object_cuts_it():
+    # The star's two lowest points cross the box's bottom side only as thin tips: where the mask touches
+    # the side is narrow, as where an object ends inside its box, but beyond the side the photo carries
+    # on in the star's white. Before, only a wide contact was a cut: the tips were left white.
+    img, box = star_flag(cut=6)
+    whole = whole_object(img, box)
+    assert "bottom" in whole.cut
+    assert not whole.usable
+    full, box = star_flag(cut=0)
+    assert whole_object(full, box).cut == ()  # the box round the whole star: nothing crosses it
+
+
+def test_the_edits_filter_judges_the_mask_the_recolour_edited():
+    # The backend leaves the bear on the pillow out of the recolour; the record of the edit names it, and
+    # the filter leaves it out of the object it reads too. Before, the filter read the bear's fur as pillow
+    # that kept its old colours (88% of the pixels recoloured, 12% left) and rejected every such recolour.
+    from hardneg.filters.base import Item
+    from hardneg.filters.scorers.edit_check import EditCheckFilter
+    from hardneg.generators.images.edits import on_it
+
+    img, pillow, bear = pillow_and_bear()
+    region = EditRegion(pillow, "recolor", "an orange pillow", color="orange", source_color="white", inside=(bear,))
+    out = OpenCVInpainter().run([InpaintJob("p", Image.fromarray(img), (region,), 1, 0)])[0][0]
+    edit = {"op": "set_attribute", "object": "p", "from": "white", "to": "orange", **on_it((region,))}
+    assert edit["inside"] == [[list(bear)]]
+    item = Item(0, "image_candidate", {"edit": edit}, "", Image.fromarray(img), candidate=out, boxes=(pillow,))
+    scores = EditCheckFilter().score([item])[0]
+    assert scores["recolor_hit"] >= 0.95 and scores["recolor_left"] <= 0.02, scores
+    bare = {k: v for k, v in edit.items() if k != "inside"}  # unrecorded: the fur is read as unchanged pillow
+    scores = EditCheckFilter().score([Item(0, "image_candidate", {"edit": bare}, "", Image.fromarray(img),
+                                           candidate=out, boxes=(pillow,))])[0]  # fmt: skip
+    assert scores["recolor_left"] > 0.05, scores

@@ -41,6 +41,7 @@ CUT_CONTACT = 0.5
 MIN_CONTACT_PX = 3
 OUTSIDE_PX = 4
 CONTINUE_DE = 15.0
+TIP_PX = 2  # px beyond a side where a thin part of the mask meets it: does the object go on?
 MIN_SPAN = 0.85  # of the box's width and height: a box is drawn round the object, its mask reaches across it
 RIM_PX = 8  # px: how far into a left-out object's cut the object's own pixels are looked for
 LEAVE_OUT_PX = 2  # px an object annotated inside the box is grown by before it is left out of the mask
@@ -140,18 +141,52 @@ def cut_sides(rgb: np.ndarray, mask: ObjectMask) -> tuple[str, ...]:
         contact = m[:BAND_PX].any(axis=0)
         inner = m[max(BAND_PX, round(INNER_DEPTH * depth)) : max(BAND_PX + 1, round(2 * INNER_DEPTH * depth))]
         span = inner.any(axis=0).sum() if inner.size else 0
-        if contact.sum() < max(MIN_CONTACT_PX, CUT_CONTACT * span):
+        if not contact.any():
             continue
         inside, outside = views
-        cols = np.nonzero(contact)[0]
-        own = m[:OUTSIDE_PX][:, cols]
-        if not own.any():
-            continue
-        lab_in = to_lab(inside[:, cols][own])
-        lab_out = to_lab(outside[:, cols].reshape(-1, 3))
-        if float(np.linalg.norm(lab_in.mean(axis=0) - lab_out.mean(axis=0))) <= CONTINUE_DE:
+        wide = contact.sum() >= max(MIN_CONTACT_PX, CUT_CONTACT * span)
+        crossed = wide and _continues(inside, outside, m, np.nonzero(contact)[0], to_lab)
+        if crossed or any(_tip_continues(inside, outside, m, cols, to_lab) for cols in _runs(contact)):
             out.append(side)
     return tuple(out)
+
+
+def _runs(contact: np.ndarray) -> list[np.ndarray]:
+    """The runs of touching columns along a side where a thin part of the mask meets it: each run is a
+    point or a tip (a star's lowest point, a pole's end), checked on its own."""
+    cols = np.nonzero(contact)[0]
+    return [r for r in np.split(cols, np.nonzero(np.diff(cols) > 1)[0] + 1) if r.size]
+
+
+def _continues(inside: np.ndarray, outside: np.ndarray, m: np.ndarray, cols: np.ndarray, to_lab) -> bool:
+    """Whether the photo beyond the side, along `cols`, carries on in the mask's colour there."""
+    own = m[:OUTSIDE_PX][:, cols]
+    if not own.any():
+        return False
+    lab_in = to_lab(inside[:, cols][own])
+    lab_out = to_lab(outside[:, cols].reshape(-1, 3))
+    return float(np.linalg.norm(lab_in.mean(axis=0) - lab_out.mean(axis=0))) <= CONTINUE_DE
+
+
+def _tip_continues(inside: np.ndarray, outside: np.ndarray, m: np.ndarray, cols: np.ndarray, to_lab) -> bool:
+    """Whether a thin part of the mask that meets the side goes on past it: most of the `TIP_PX` rows just
+    beyond the side, along the run, are within `CONTINUE_DE` of the mask's colour there, pixel by pixel (a
+    tip narrows and may lean: the mean of the strip beyond is half ground), and more than that from the
+    ground beyond the side away from the object (what lies beyond is the tip, not the ground it stands on)."""
+    own = m[:OUTSIDE_PX][:, cols]
+    if not own.any():
+        return False
+    ground = np.ones(m.shape[1], bool)
+    ground[max(0, cols[0] - OUTSIDE_PX) : cols[-1] + 1 + OUTSIDE_PX] = False
+    ground &= ~m[:BAND_PX].any(axis=0)
+    if not ground.any():
+        return False
+    lab_in = to_lab(inside[:, cols][own]).mean(axis=0)
+    lab_out = to_lab(outside[:TIP_PX, cols].reshape(-1, 3))
+    lab_ground = to_lab(outside[:TIP_PX, ground].reshape(-1, 3))
+    beyond = float(np.median(np.linalg.norm(lab_out - lab_in, axis=1)))
+    apart = float(np.median(np.linalg.norm(lab_out - np.median(lab_ground, axis=0), axis=1)))
+    return beyond <= CONTINUE_DE < apart
 
 
 def whole_object(

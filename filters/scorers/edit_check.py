@@ -192,10 +192,19 @@ def edit_regions(edit: dict[str, Any] | None, boxes: Sequence[Box]) -> list[Regi
         return [Region(tuple(b), "structure", removal=op == "remove") for b in boxes]  # type: ignore[arg-type]
     else:
         return [Region(tuple(b), "generic") for b in boxes]  # type: ignore[arg-type]
+    inside = edit.get("inside") or [] if isinstance(edit, dict) else []
+    inside = [*inside, *[[]] * len(boxes)][: len(boxes)]
     return [
-        Region(tuple(b), "recolor", str(old).strip().lower(), str(new).strip().lower())  # type: ignore[arg-type]
-        for b, (old, new) in zip(boxes, pairs, strict=False)
+        Region(tuple(b), "recolor", str(old).strip().lower(), str(new).strip().lower(), inside=_boxes(on))  # type: ignore[arg-type]
+        for b, (old, new), on in zip(boxes, pairs, inside, strict=False)
     ]
+
+
+def _boxes(value: Any) -> tuple[Box, ...]:
+    """The boxes of the objects lying on an edited one (`edit["inside"]`, a list per box); what is not four
+    numbers is left out."""
+    ok = [b for b in value if isinstance(b, list) and len(b) == 4 and all(isinstance(v, int | float) for v in b)]
+    return tuple(tuple(b) for b in ok) if isinstance(value, list) else ()  # type: ignore[misc]
 
 
 # -- the filter ------------------------------------------------------------------------------------------
@@ -210,7 +219,7 @@ def source_window(src: np.ndarray, region: Region, iters: int) -> SourceWindow |
     frame = frame_of(region.box, width, height)
     if frame is None:
         return None
-    whole = whole_object(src, region.box, seed=MASK_SEED, iters=iters)
+    whole = whole_object(src, region.box, seed=MASK_SEED, iters=iters, inside=region.inside)
     shape = (frame.window[3] - frame.window[1], frame.window[2] - frame.window[0])
     mask = frame.crop(whole.mask.full(src.shape)) & rect_mask(shape, frame.box)
     rgb = frame.crop(src)
@@ -276,7 +285,7 @@ def worst(per_region: Sequence[Scores]) -> Scores:
 class EditCheckFilter(Filter):
     """Whether each candidate shows its edit without a visible artifact; see the module docstring."""
 
-    version = "edits@v3"  # v3: what the mask missed is judged by the edge at its outline
+    version = "edits@v4"  # v3: what the mask missed is judged by the edge at its outline; v4: objects on it left out
     targets = frozenset({"image_candidate"})
     Options = EditOptions
     Thresholds = EditThresholds

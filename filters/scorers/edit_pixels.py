@@ -50,6 +50,7 @@ class Region:
     old: str | None = None  # recolor: the colour the object had (a COLORS key), when known
     new: str | None = None  # recolor: the colour it should have now
     removal: bool = False  # the object should be gone, its place filled with its surroundings
+    inside: tuple[Box, ...] = ()  # recolor: boxes (xywh) of objects on it, left out of its mask
 
 
 # -- geometry ------------------------------------------------------------------------------------------

@@ -191,6 +191,14 @@ def inside_of(graph: SceneGraph | None, obj: SceneObject) -> tuple[Box, ...]:
     return tuple(sorted(out))
 
 
+def on_it(regions: tuple[EditRegion, ...]) -> dict[str, list]:
+    """The record of the objects each recoloured region leaves out (`"inside"`: per region, its boxes), so
+    the `edits` filter judges the mask the backend edited; nothing when none is."""
+    if not any(r.inside for r in regions):
+        return {}
+    return {"inside": [[list(b) for b in r.inside] for r in regions]}
+
+
 def attribute_region(
     box: Box, new: str, category: str, name: str, old: str | None = None, inside: tuple[Box, ...] = ()
 ) -> EditRegion:
@@ -238,7 +246,8 @@ def direct_edit(
         attribute_region(oi.box, b, c, oi.name, a, inside_of(graph, oi)),  # type: ignore[arg-type]
         attribute_region(ok.box, a, c, ok.name, b, inside_of(graph, ok)),  # type: ignore[arg-type]
     )
-    return ImageEdit(site, {"op": "swap_attributes", "objects": [oi.id, ok.id], "from": [a, b]}, regions)
+    edit = {"op": "swap_attributes", "objects": [oi.id, ok.id], "from": [a, b], **on_it(regions)}
+    return ImageEdit(site, edit, regions)
 
 
 def swap_names_edit(
@@ -342,7 +351,8 @@ def replace_edit(
             return None
         if why := backend_refusal(backend, image, region):
             raise PasteRefused(f"recolour of {obj.name} to {word}: {why}")
-        return ImageEdit(site, {"op": "set_attribute", "object": obj.id, "from": site.word, "to": word}, (region,))
+        edit = {"op": "set_attribute", "object": obj.id, "from": site.word, "to": word, **on_it((region,))}
+        return ImageEdit(site, edit, (region,))
     # replace_object: a donor of the new name from another image (copy-paste backends), or the prompt painted
     # (generative ones). Never a removal in its place: that is `remove_object`, its own kind.
     own = tuple(a for a in obj.attributes if a not in looks(obj.attributes, ctx.category))  # what the box decides
