@@ -70,7 +70,10 @@ def run_text(root: Path, config: str | None, overrides: dict[str, Any]) -> Run:
 def measure(run: Run) -> dict[str, Any]:
     """Counts of what the run made and kept, per type and level, and why the rest went."""
     made = {r["id"]: (r["negative_type"], r["negative_level"]) for r in run.read_all("language", "negatives")}
-    positives = sum(1 for d in run.read_all("decide", "positives") if d["keep"])  # emitted, as the splits hold
+    emitted = {d["id"] for d in run.read_all("decide", "positives") if d["keep"]}  # as the splits hold them
+    levels: Counter = Counter()
+    for r in run.read_all("language", "positives"):
+        levels[r["level"] if r["id"] in emitted else "dropped"] += 1
     kept: Counter = Counter()
     dropped: dict[str, Counter] = {}
     for d in run.read_all("decide", "negatives"):
@@ -88,8 +91,9 @@ def measure(run: Run) -> dict[str, Any]:
             t, _ = made[r["sample_id"]]
             refine_reasons.setdefault(t, Counter())[_short(r["reason"])] += 1
     return {
-        "positives": positives,
-        "positives_made": sum(1 for _ in run.read_all("language", "positives")),
+        "positives": len(emitted),
+        "positives_made": sum(levels.values()),
+        "positive_levels": levels,
         "made": Counter(made.values()),
         "kept": kept,
         "dropped": dropped,
@@ -203,8 +207,7 @@ def row(name: str, run: Run, m: dict[str, Any], seconds: float) -> str:
         share, paper = (kept[t] / total if total else 0.0), PAPER[t] / total_paper
         shares.append(f"{share:.0%}" if share >= paper / 2 else f"**{share:.0%}**")
     neg_levels = Counter(lv for (_, lv), n in m["kept"].items() for _ in range(n))
-    emitted = {d["id"] for d in run.read_all("decide", "positives") if d["keep"]}
-    pos_levels = Counter(r["level"] for r in run.read_all("language", "positives") if r["id"] in emitted)
+    pos_levels = m["positive_levels"]
     graphs = run.summary("hygiene")["items_in"]
     f = swap_funnel(run)
     return (

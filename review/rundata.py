@@ -68,8 +68,8 @@ def _parse_object(raw: Any) -> GraphObject | None:
     return GraphObject(x, y, w, h, str(raw.get("name", "")))  # type: ignore[arg-type]
 
 
-# the head of a stored graph row as the hygiene stage writes it: {"image_id":"<id>","graph":...
-_HEAD = re.compile(rb'\{"image_id":("(?:[^"\\]|\\.)*"),"graph":')
+# the head of a stored graph row as the ingest stage writes it: {"image_id":"<id>","graph":...
+_HEAD = re.compile(rb'\{"image_id":("[^"\\]*(?:\\.[^"\\]*)*"),"graph":')
 
 
 def _other_image(line: bytes, wanted: Mapping[str, Any]) -> bool:
