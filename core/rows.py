@@ -72,6 +72,18 @@ class PriorRow:
 
 
 @dataclass(slots=True, kw_only=True)
+class TallyRow:
+    """One table of a shard's counts, made as the hygiene stage cleans the shard's graphs and summed by the
+    plausibility stage (`core/gqa/plausibility.py: Tally`): `kind` is "counts:<table>" (of the half of the
+    corpus `fold`) or "notes:<table>" (`fold` None), `keys` its keys and `n` their counts."""
+
+    kind: str
+    keys: list[Any]
+    n: list[int]
+    fold: int | None = None
+
+
+@dataclass(slots=True, kw_only=True)
 class FoldCountRow:
     """A count over one half of the corpus (`fold`: 0 or 1), for the cross-fit scorers."""
 
