@@ -94,6 +94,21 @@ class FoldCountRow:
 
 
 @dataclass(slots=True, kw_only=True)
+class BalanceRow:
+    """What the select stage balances a candidate positive by (`generators/paths/select.py`), written beside
+    it by the paths stage so that balancing reads a few fields, not every candidate whole."""
+
+    id: int
+    image_id: str
+    expression: str  # for the reject line of a candidate balancing drops
+    tuple_type: str
+    level: int
+    target: str  # the target's name
+    relations: list[str]  # distinct relation names on the path
+    swappable: bool  # two objects of the path carry different attributes of one category
+
+
+@dataclass(slots=True, kw_only=True)
 class PositiveRow:
     """A positive (`Positive.to_vanilla()`); the language stage adds its rewrites."""
 
