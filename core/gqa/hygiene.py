@@ -33,7 +33,7 @@ import numpy as np
 
 from hardneg.core.geometry import contradicted, iou
 from hardneg.core.gqa.ingest import graph_to_row
-from hardneg.core.gqa.plausibility import Tally
+from hardneg.core.gqa.plausibility import TALLY, Tally
 from hardneg.core.records import Reject, Relation, SceneGraph, SceneObject
 from hardneg.core.rows import GraphRow, TallyRow
 from hardneg.core.runner.stage import Run, Stage, Unit
@@ -155,8 +155,8 @@ def _without_person_attributes(graph: SceneGraph, words: Words, changes: list[di
 
 class HygieneStage(Stage):
     name = "hygiene"
-    version = "hygiene@v5"  # v2: the box rule reads every spelling of a direction ("to left of"); v3: GQA's
-    # spelling of every relation; v4: no colour, skin, ethnicity or body word on a person; v5: the shard's tally
+    version = f"hygiene@v5+{TALLY}"  # v2: the box rule reads every spelling of a direction ("to left of"); v3:
+    # GQA's spelling of every relation; v4: no colour, skin, ethnicity or body word on a person; v5: the shard's tally
     reads = ("ingest",)
     writes = outputs({"graphs": GraphRow, "tallies": TallyRow})
     config = ("hygiene",)

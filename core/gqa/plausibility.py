@@ -200,6 +200,7 @@ def fold_of(image_id: str) -> int:
     return int(image_unit(image_id) * 2)
 
 
+TALLY = "tally@v1"  # what `Tally` counts (and `Counts.add`, `AnnotationStats.add`): part of the hygiene stage's version
 LOG_UNIT = 1_000_000  # a box's log area is tallied in millionths: integers sum alike in any order
 COUNTED = ("names", "attributes", "attribute_name", "relations", "triples")  # the `Counts` tables a graph adds to
 
