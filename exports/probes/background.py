@@ -184,7 +184,7 @@ class ProbeBStage(ExportStage):
         rows_in = unit.records("hygiene", "graphs", GraphRow)
         mine = (r for r in rows_in if split_of(r.image_id, cfg.splits) in opts.splits)
         rows: list[dict[str, Any]] = []
-        if not opts.enabled or images is None:  # counted, not read: no group is made
+        if not opts.enabled or images is None:  # counted, not built into graphs: no group is made
             unit.items_in = sum(1 for _ in mine)
             unit.stats["skipped_no_images" if images is None else "skipped_disabled"] += unit.items_in
             unit.write("groups", rows)
