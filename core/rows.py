@@ -72,6 +72,18 @@ class PriorRow:
 
 
 @dataclass(slots=True, kw_only=True)
+class TallyRow:
+    """One table of a shard's counts, made as the hygiene stage cleans the shard's graphs and summed by the
+    plausibility stage (`core/gqa/plausibility.py: Tally`): `kind` is "counts:<table>" (of the half of the
+    corpus `fold`) or "notes:<table>" (`fold` None), `keys` its keys and `n` their counts."""
+
+    kind: str
+    keys: list[Any]
+    n: list[int]
+    fold: int | None = None
+
+
+@dataclass(slots=True, kw_only=True)
 class FoldCountRow:
     """A count over one half of the corpus (`fold`: 0 or 1), for the cross-fit scorers."""
 
@@ -79,6 +91,21 @@ class FoldCountRow:
     key: str
     n: int
     fold: int
+
+
+@dataclass(slots=True, kw_only=True)
+class BalanceRow:
+    """What the select stage balances a candidate positive by (`generators/paths/select.py`), written beside
+    it by the paths stage so that balancing reads a few fields, not every candidate whole."""
+
+    id: int
+    image_id: str
+    expression: str  # for the reject line of a candidate balancing drops
+    tuple_type: str
+    level: int
+    target: str  # the target's name
+    relations: list[str]  # distinct relation names on the path
+    swappable: bool  # two objects of the path carry different attributes of one category
 
 
 @dataclass(slots=True, kw_only=True)

@@ -117,7 +117,8 @@ class WriteStage(Stage):
             cocos[s].close({"description": f"hardneg {s} split", "version": __version__, "split": s})
         # only the stages before this one: a later stage's rejects from an earlier run are stale here
         earlier = set(unit.run.reads[self.name])
-        _concat([f for f in unit.run.reject_files() if f.parent.parent.name in earlier], out / "rejects.jsonl")
+        reject_files = [f for f in unit.run.reject_files() if f.parent.parent.name in earlier]
+        _concat(reject_files, out / "rejects.jsonl")
 
         summaries = {name: unit.run.summary(name) for name in unit.run.reads[self.name]}
         filters = _filter_rates(summaries)
@@ -131,7 +132,7 @@ class WriteStage(Stage):
             _manifest(unit.run, summaries, table, neg_table, image_table, writers, neg_writers), root
         )
         stats["run"] = {**run_header(manifest, unit.cfg), "date": created_on(root)}
-        stats["rejects"] = rejects_summary(out / "rejects.jsonl")
+        stats["rejects"] = rejects_summary([(f, unit.run.reject_reasons(f)) for f in reject_files])
         # what a reader must see first: the stages' own warnings, then the text-negative mix's
         stats["warnings"] = [w for name in unit.run.reads[self.name] for w in summaries[name].get("warnings", [])]
         stats["warnings"] += mix.get("warnings", [])

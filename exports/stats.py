@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ import orjson
 
 from hardneg.core.io import atomic_write_bytes, write_json
 from hardneg.core.pixels.claims import RULE_TEXT
+from hardneg.core.reasons import reason_counts
 
 SPLITS = ("train", "val", "test")
 LEVELS = (1, 2, 3)
@@ -128,25 +130,6 @@ def build_stats(
     }
 
 
-def reason_key(reason: str, width: int = 70) -> str:
-    """A reject reason as a key like reasons share: its first clause, numbers and ids left out."""
-    parts = reason.split("; ")
-    first = parts[0].removeprefix("filter: ")
-    if first.startswith("no candidate passed") and len(parts) > 1:  # what the candidates failed on
-        first = "no candidate passed: " + parts[1].split(":")[0]
-    words = [w for w in first.replace("(", " ").replace(")", " ").split() if not _has_digit(w)]
-    text = " ".join(words).rstrip(" ,:;.")
-    return text if len(text) <= width else text[: width - 3].rstrip() + "..."
-
-
-_ASCII_DIGITS = frozenset("0123456789")
-
-
-def _has_digit(word: str) -> bool:
-    """Whether a character of `word` is a digit (`str.isdigit`): an ASCII word is checked in C."""
-    return not _ASCII_DIGITS.isdisjoint(word) if word.isascii() else any(c.isdigit() for c in word)
-
-
 def run_header(manifest: dict[str, Any], cfg: Any) -> dict[str, Any]:
     """What made the run, for the top of stats.md: inputs by name (never an absolute path), seed, config
     fingerprint, the code's version, and how many images came in."""
@@ -163,22 +146,24 @@ def run_header(manifest: dict[str, Any], cfg: Any) -> dict[str, Any]:
     }
 
 
-def rejects_summary(path: Path, top: int = 3) -> dict[str, dict[str, Any]]:
-    """Per stage: how many samples went to rejects.jsonl, and its commonest reasons (numbers left out)."""
+def rejects_summary(sources: Path | Iterable[tuple[Path, list | None]], top: int = 3) -> dict[str, dict[str, Any]]:
+    """Per stage: how many samples went to rejects.jsonl, and its commonest reasons (numbers left out). From
+    one file of rejects, or from reject files in order, each with its unit's counts by reason key when its
+    marker kept them (`core/reasons.py`: then the file is not read again)."""
     count: Counter = Counter()
     reasons: dict[str, Counter] = defaultdict(Counter)
-    keys: dict[str, str] = {}  # reason -> its key: a run's millions of rejects give a few hundred thousand reasons
-    if path.exists():
-        with path.open("rb") as f:
-            for line in f:
-                r = orjson.loads(line)
-                stage, reason = r["stage"], r.get("reason") or ""
-                count[stage] += 1
-                key = keys.get(reason)
-                if key is None:
-                    key = keys[reason] = reason_key(reason)
-                reasons[stage][key] += 1
+    for path, tallied in [(sources, None)] if isinstance(sources, Path) else sources:
+        for stage, key, n in tallied if tallied is not None else _tally(path):
+            count[stage] += n
+            reasons[stage][key] += n
     return {s: {"count": n, "reasons": dict(reasons[s].most_common(top))} for s, n in count.most_common()}
+
+
+def _tally(path: Path) -> list[list]:
+    if not path.exists():
+        return []
+    with path.open("rb") as f:
+        return reason_counts((r["stage"], r.get("reason") or "") for r in map(orjson.loads, f))
 
 
 def gist(reason: str) -> str:

@@ -21,6 +21,7 @@ from hardneg.core.gqa.ingest import check_image
 from hardneg.core.ids import safe_name
 from hardneg.core.records import PathNode, SceneGraph
 from hardneg.exports.finecops import SPLITS
+from hardneg.exports.stats import rejects_summary
 from hardneg.flows.pipeline import run_local
 from hardneg.generators.text.sites import SearchState, Site, SiteSearch
 
@@ -202,3 +203,14 @@ def _tiny_config(tmp_path: Path) -> Path:
     p = tmp_path / "tiny.yaml"
     p.write_text("demo: {n_scenes: 4}\nimages: {enabled: false}\n")
     return p
+
+
+def test_the_rejects_counted_as_units_finish_are_what_rejects_jsonl_holds(odd_run):
+    """The write stage sums the counts each unit's marker kept (`core/reasons.py`) instead of parsing every
+    reject again: the same counts, the same commonest reasons, ties in the same order."""
+    run, _, _ = odd_run
+    stats = orjson.loads((run / "stats.json").read_bytes())["rejects"]
+    parsed = rejects_summary(run / "rejects.jsonl")
+    assert stats == parsed and list(stats) == list(parsed)
+    assert [list(v["reasons"]) for v in stats.values()] == [list(v["reasons"]) for v in parsed.values()]
+    assert len(stats) >= 3  # ingest, and the generation stages after it

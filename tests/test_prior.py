@@ -10,7 +10,7 @@ import pytest
 from hardneg.core.config import RunConfig
 from hardneg.core.gqa.annotations import AnnotationStats
 from hardneg.core.gqa.ingest import graph_to_row
-from hardneg.core.gqa.plausibility import Counts, Plausibility
+from hardneg.core.gqa.plausibility import Counts, Plausibility, Tally
 from hardneg.core.gqa.prior import Prior
 from hardneg.core.resources import data_path
 from hardneg.core.runner.alone import run_alone
@@ -104,7 +104,10 @@ def test_the_plausibility_stage_serves_the_prior_less_the_runs_own_images(tmp_pa
     path = tmp_path / "prior.json"
     prior.write(path)
     cfg = RunConfig.model_validate({"prior": {"file": str(path), "weight": 1.0}})
-    out = run_alone(STAGES, "plausibility", cfg, {"hygiene": {"graphs": [graph_to_row(cup_on_table("a"))]}})
+    tally = Tally()
+    tally.add(cup_on_table("a"), WORDS)
+    hygiene = {"graphs": [graph_to_row(cup_on_table("a"))], "tallies": list(tally.rows())}
+    out = run_alone(STAGES, "plausibility", cfg, {"hygiene": hygiene})
     served = flat(out.outputs["prior"])
     assert served[("counts:attribute_name", '["red", "cup"]')] == 1  # image b, at its own weight (1 of 1)
     assert ("counts:attribute_name", '["white", "cup"]') not in served  # image a is the run's: counted there

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import orjson
 
-from hardneg.exports.stats import build_stats, reason_key, rejects_summary, write_stats
+from hardneg.core.reasons import reason_counts, reason_key
+from hardneg.exports.stats import build_stats, rejects_summary, write_stats
 
 
 def test_the_review_counts_reach_stats_md(tmp_path: Path):
@@ -22,6 +23,25 @@ def test_the_review_counts_reach_stats_md(tmp_path: Path):
     md = (tmp_path / "stats.md").read_text()
     assert "Human review: 4 items, 1 dropped" in md and "| ann | correct 3, wrong 1 |" in md
     assert orjson.loads((tmp_path / "stats.json").read_bytes())["review"]["items"] == 4
+
+
+def test_rejects_counted_file_by_file_sum_to_one_pass_over_them_all_ties_included(tmp_path: Path):
+    files = [tmp_path / f"{k}.jsonl" for k in range(3)]
+    rows = [
+        [("select", "balance: cap 5 for 'on'"), ("paths", "max_per_image 6"), ("select", "balance: cap 5 for 'in'")],
+        [("paths", "b 1"), ("paths", "a 2"), ("targets", "crowd"), ("paths", "b 3")],
+        [("targets", "crowd"), ("paths", "a 7"), ("ingest", "bad id 9")],
+    ]
+    for f, part in zip(files, rows, strict=True):
+        f.write_bytes(b"".join(orjson.dumps({"stage": s, "reason": r}) + b"\n" for s, r in part))
+    whole = tmp_path / "rejects.jsonl"
+    whole.write_bytes(b"".join(f.read_bytes() for f in files))
+    one_pass = rejects_summary(whole, top=2)
+    tallied = [(f, reason_counts(part)) for f, part in zip(files, rows, strict=True)]
+    tallied[1] = (files[1], None)  # a unit whose marker kept no counts: its file is read
+    got = rejects_summary(tallied, top=2)
+    assert got == one_pass and list(got) == list(one_pass) == ["paths", "select", "targets", "ingest"]
+    assert list(got["paths"]["reasons"]) == list(one_pass["paths"]["reasons"]) == ["b", "a"]  # a tie: b came first
 
 
 def test_a_header_and_the_rejects_per_stage_with_their_commonest_reasons(tmp_path: Path):

@@ -92,14 +92,14 @@ class AnnotationStats:
         self.together.update(combinations(names, 2))  # (a, b), a before b: as a nested loop would, in C
         texts = [o for o in graph.objects.values() if words.surface_kind(o.name) == "text"]
         image_area = graph.width * graph.height
+        self.boxes.update(per_image)
         for o in graph.objects.values():
-            self.boxes[o.name] += 1
             if o.area > 0:
                 self.log_area[o.name] += math.log(o.area / image_area)
             if (bins := box_bins(o.box, graph.width, graph.height)) is not None:
                 self.shape[bin_key(o.name, bins["shape"])] += 1
                 self.place[bin_key(o.name, bins["place"])] += 1
-            if any(t.name != o.name and inside(o, t) for t in texts):
+            if texts and any(t.name != o.name and inside(o, t) for t in texts):
                 self.printed[o.name] += 1
 
     def many(self, name: str) -> float | None:

@@ -55,7 +55,7 @@ def _bin(value: float, lo: float, hi: float, bins: int) -> int:
 
 def box_bins(box: Sequence[float], width: int, height: int) -> dict[str, Bin] | None:
     """The (shape, place) bins of an xywh box in a `width` x `height` image; None for an empty box."""
-    x, y, w, h = (float(v) for v in box)
+    x, y, w, h = map(float, box)
     if w <= 0 or h <= 0 or width <= 0 or height <= 0:
         return None
     area = math.log(w * h / (width * height))

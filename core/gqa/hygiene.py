@@ -19,6 +19,9 @@ wearing the backpack", never "the man that is wears the backpack"; respellings a
 
 Crowd and background names (trees, windows, grass) are not changed here; the path rules refuse them as
 targets and anchors (`generators/paths/targets.py`), by the word tables (`core/words/table.py`).
+
+Each shard's cleaned graphs are also counted here, as they are cleaned (`tallies`: the plausibility stage's
+`Tally`), so the corpus statistics need no second read of every graph: the plausibility stage sums them.
 """
 
 from __future__ import annotations
@@ -30,18 +33,12 @@ import numpy as np
 
 from hardneg.core.geometry import contradicted, iou
 from hardneg.core.gqa.ingest import graph_to_row
-from hardneg.core.io import digest, file_digest
+from hardneg.core.gqa.plausibility import TALLY, Tally
 from hardneg.core.records import Reject, Relation, SceneGraph, SceneObject
-from hardneg.core.resources import data_path
-from hardneg.core.rows import GraphRow
+from hardneg.core.rows import GraphRow, TallyRow
 from hardneg.core.runner.stage import Run, Stage, Unit
 from hardneg.core.schema import outputs
-from hardneg.core.words.table import ATTRIBUTES_FILE, NOUNS_FILE, RELATIONS_FILE, Words
-
-
-def words_digest() -> str:
-    """Identity of the bundled word tables, for the fingerprints of the stages that read them."""
-    return digest([file_digest(data_path(f"templates/{f}")) for f in (NOUNS_FILE, ATTRIBUTES_FILE, RELATIONS_FILE)])
+from hardneg.core.words.table import Words, words_digest
 
 
 def _overlapping(graph: SceneGraph, ids: list[str], min_iou: float) -> np.ndarray:
@@ -158,10 +155,10 @@ def _without_person_attributes(graph: SceneGraph, words: Words, changes: list[di
 
 class HygieneStage(Stage):
     name = "hygiene"
-    version = "hygiene@v4"  # v2: the box rule reads every spelling of a direction ("to left of"); v3: GQA's
-    # spelling of every relation; v4: no colour, skin, ethnicity or body word on a person
+    version = f"hygiene@v5+{TALLY}"  # v2: the box rule reads every spelling of a direction ("to left of"); v3:
+    # GQA's spelling of every relation; v4: no colour, skin, ethnicity or body word on a person; v5: the shard's tally
     reads = ("ingest",)
-    writes = outputs({"graphs": GraphRow})
+    writes = outputs({"graphs": GraphRow, "tallies": TallyRow})
     config = ("hygiene",)
 
     def extra_fingerprint(self, run: Run) -> Any:
@@ -171,6 +168,7 @@ class HygieneStage(Stage):
         h = unit.cfg.hygiene
         words = Words.load()
         rows = []
+        tally = Tally()  # the plausibility stage's counts of the cleaned graphs, while they are at hand
         for row in unit.records("ingest", "graphs", GraphRow):
             unit.items_in += 1
             graph, changes = clean(
@@ -182,4 +180,6 @@ class HygieneStage(Stage):
                     continue  # the same fact, spelled as GQA spells it
                 unit.reject(Reject("hygiene", c["reason"], graph.image_id, detail={"objects": c["objects"]}))
             rows.append(graph_to_row(graph))
+            tally.add(graph, words)
         unit.write("graphs", rows)
+        unit.write("tallies", tally.rows())

@@ -214,10 +214,10 @@ class IngestStage(Stage):
                 keep_photo(store, check.image_id, data)
                 row["image_digest"] = digest
             buf.append(row)
-            for obj in check.graph.objects.values():
-                vocab["names"][obj.name] += 1
-                vocab["attributes"].update(obj.attributes)
-                vocab["relations"].update(r.name for r in obj.relations)
+            objects = check.graph.objects.values()  # counted a graph at a time: three updates, not three an object
+            vocab["names"].update(o.name for o in objects)
+            vocab["attributes"].update(a for o in objects for a in o.attributes)
+            vocab["relations"].update(r.name for o in objects for r in o.relations)
             if len(buf) >= cfg.shard_size:
                 flush()
         if buf:

@@ -29,17 +29,17 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from hardneg.core.gqa.annotations import AnnotationStats
-from hardneg.core.gqa.hygiene import words_digest
 from hardneg.core.records import PathNode, SceneGraph
 from hardneg.core.rows import CountRow, FoldCountRow, GraphRow, PriorRow
 from hardneg.core.runner.stage import Stage, Unit
-from hardneg.core.schema import outputs
+from hardneg.core.schema import outputs, to_record
 from hardneg.core.splits import image_unit
-from hardneg.core.words.table import Words
+from hardneg.core.words.table import Words, words_digest
 
 # v2: the counts of each half of the corpus (cross-fitting); v3: annotations; v4: the prior of real graphs, names
-# seen together; v5: box shapes; v6: how many images were counted (how common a name is at large)
-VERSION = "plausibility@v6"
+# seen together; v5: box shapes; v6: how many images were counted (how common a name is at large); v7: the sum
+# of the hygiene stage's tallies (a box's log area counted in millionths)
+VERSION = "plausibility@v7"
 B = 5.0  # pseudo-counts of the backoff distribution
 LAMBDA = 0.8  # weight of a triple's own relative frequency against the independence estimate
 MIN_SUPPORT = 50  # a name (or a subject/object in a role) seen fewer times than this decides nothing
@@ -200,12 +200,68 @@ def fold_of(image_id: str) -> int:
     return int(image_unit(image_id) * 2)
 
 
+TALLY = "tally@v1"  # what `Tally` counts (and `Counts.add`, `AnnotationStats.add`): part of the hygiene stage's version
+LOG_UNIT = 1_000_000  # a box's log area is tallied in millionths: integers sum alike in any order
+COUNTED = ("names", "attributes", "attribute_name", "relations", "triples")  # the `Counts` tables a graph adds to
+
+
+@dataclass(slots=True)
+class Tally:
+    """The corpus counts, made where the graphs are read anyway: the hygiene stage tallies the graphs of each
+    shard as it cleans them (`rows`: `TallyRow`s), and the plausibility stage sums the shards' tallies (`sum`)
+    instead of reading every graph again. The counts of each half of the corpus (`fold_of`) and how names are
+    annotated (`AnnotationStats`), every one an integer (a box's log area in millionths, `LOG_UNIT`): the sum
+    is the same however the corpus was sharded."""
+
+    folds: tuple[Counts, Counts] = field(default_factory=lambda: (Counts(), Counts()))
+    notes: AnnotationStats = field(default_factory=AnnotationStats)
+    log_area: Counter = field(default_factory=Counter)  # name -> its boxes' log areas summed, in LOG_UNITs
+
+    def add(self, graph: SceneGraph, words: Words) -> None:
+        self.folds[fold_of(graph.image_id)].add(graph)
+        self.notes.add(graph, words)
+        image_area = graph.width * graph.height
+        for o in graph.objects.values():
+            if o.area > 0:
+                self.log_area[o.name] += round(math.log(o.area / image_area) * LOG_UNIT)
+
+    def rows(self) -> Iterator[dict[str, Any]]:
+        for k, counts in enumerate(self.folds):
+            for table in COUNTED:
+                yield _table(f"counts:{table}", getattr(counts, table), k)
+        for f in fields(AnnotationStats):
+            yield _table(f"notes:{f.name}", self.log_area if f.name == "log_area" else getattr(self.notes, f.name))
+
+    @classmethod
+    def sum(cls, rows: Iterable[dict[str, Any]]) -> Tally:
+        """The tally of the whole corpus from its shards' rows; the log areas back in natural units."""
+        out = cls()
+        for r in rows:
+            kind, _, table = r["kind"].partition(":")
+            if kind == "counts":
+                into = getattr(out.folds[r["fold"]], table)
+            else:
+                into = out.log_area if table == "log_area" else getattr(out.notes, table)
+            for key, n in zip(r["keys"], r["n"], strict=True):
+                into[tuple(map(sys.intern, key)) if isinstance(key, list) else sys.intern(key)] += n
+        out.notes.log_area = Counter({k: v / LOG_UNIT for k, v in out.log_area.items()})
+        return out
+
+
+def _table(kind: str, counts: Counter, fold: int | None = None) -> dict[str, Any]:
+    """One table as a `TallyRow` (its zero counts left out)."""
+    items = [(list(k) if isinstance(k, tuple) else k, n) for k, n in counts.items() if n]
+    return {"kind": kind, "keys": [k for k, _ in items], "n": [n for _, n in items], "fold": fold}
+
+
 class PlausibilityStage(Stage):
     """Corpus statistics of the cleaned graphs, for generation, refinement, swaps and the probes: the
     whole corpus (`counts`) and each half of it (`foldcounts`, rows with a `fold`) for cross-fitting; how
     names are annotated (`annotations`, `core/gqa/annotations.py`) for the paths stage; and the prior of
     real graphs as pseudo-counts (`prior`, `core/gqa/prior.py`: less the images of this run it counted),
-    which the language, refine and paths stages add to the run's counts (the exports read the run's own)."""
+    which the language, refine and paths stages add to the run's counts (the exports read the run's own).
+    The counts are the sum of the hygiene stage's shard tallies (`Tally`); the only graphs read here are
+    those of images the prior counted."""
 
     name = "plausibility"
     version = VERSION
@@ -221,19 +277,18 @@ class PlausibilityStage(Stage):
     def run(self, unit: Unit) -> None:
         from hardneg.core.gqa.prior import Prior  # the prior module counts with this one's Counts
 
-        folds = (Counts(), Counts())
-        annotations = AnnotationStats()
         words = Words.load()
         cfg = unit.cfg.prior
         prior = Prior.load(unit.cfg.resolve(cfg.file))
-        overlap = []  # graphs of images the prior counted: counted once, by the run
-        for row in unit.records_all("hygiene", "graphs", GraphRow):
-            unit.items_in += 1
-            graph = row.scene_graph()
-            folds[fold_of(graph.image_id)].add(graph)
-            annotations.add(graph, words)
-            if graph.image_id in prior.images:
-                overlap.append(graph)
+        tally = Tally.sum(unit.read_all("hygiene", "tallies"))
+        folds, annotations = tally.folds, tally.notes
+        unit.items_in = annotations.graphs["all"]
+        # graphs of images the prior counted: counted once, by the run (the only graphs this stage parses)
+        overlap = [
+            to_record(r, GraphRow).scene_graph()
+            for r in (unit.read_all("hygiene", "graphs") if prior.images else ())
+            if r["image_id"] in prior.images
+        ]
         counts = folds[0] + folds[1]
         unit.write("counts", counts.rows())
         unit.write("foldcounts", ({**r, "fold": k} for k, c in enumerate(folds) for r in c.rows()))

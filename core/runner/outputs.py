@@ -77,6 +77,12 @@ class StageOutputs:
                 count[re.sub(r"\d+", "N", str(r.get("reason", "")))] += 1
         return count.most_common(top)
 
+    def reject_reasons(self, f: Path) -> list | None:
+        """The counts by reason key of a unit's reject file (`reject_files`), as its marker kept them; None
+        when it kept none (a unit done by an older version): the file itself says."""
+        marker = self._marker(f.parent.parent.name, f.stem)
+        return orjson.loads(marker.read_bytes()).get("reasons") if marker.exists() else None
+
     def reject_files(self) -> Iterator[Path]:
         """Every stage's rejects, in stage order then unit order."""
         for name in self.order:

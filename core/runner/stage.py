@@ -54,6 +54,7 @@ from hardneg.core.io import (
     write_json,
     write_jsonl,
 )
+from hardneg.core.reasons import reason_counts
 from hardneg.core.runner import memory, stop
 from hardneg.core.runner.cycles import no_cycle_collection
 from hardneg.core.runner.outputs import StageOutputs
@@ -317,15 +318,14 @@ class Run(StageOutputs):
         stop.check()  # a unit cut short by a stop that something swallowed is not stored as done
         write_jsonl(self.stage_dir(name) / "_rejects" / f"{unit}.jsonl", (r.to_json() for r in u.rejects))
         done = {
-            "unit": unit,
-            "seconds": round(seconds, 4),
-            "items_in": u.items_in,
+            "unit": unit, "seconds": round(seconds, 4), "items_in": u.items_in,
             "written": dict(sorted(u.written.items())),
             "rejects": len(u.rejects),
+            "reasons": reason_counts((r.stage, r.reason) for r in u.rejects),  # the write stage's stats sum these
             "stats": dict(sorted(u.stats.items())),
             "meta": u.meta,
             "files": u.files,
-        }
+        }  # fmt: skip
         write_json(self._marker(name, unit), done, indent=False)  # last: its presence marks the unit done
         return done
 

@@ -37,6 +37,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from hardneg.core.io import digest, file_digest
 from hardneg.core.resources import data_path
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.attributes import Attributes
@@ -49,7 +50,14 @@ VERSION = "words@v1"
 NOUNS_FILE = "nouns.v1.yaml"
 ATTRIBUTES_FILE = "attributes.v1.yaml"
 RELATIONS_FILE = "relation_semantics.v1.yaml"
+
+
 ATTRIBUTE_TABLE_FILE = "attribute_categories.json"
+
+
+def words_digest() -> str:
+    """Identity of the bundled word tables, for the fingerprints of the stages that read them."""
+    return digest([file_digest(data_path(f"templates/{f}")) for f in (NOUNS_FILE, ATTRIBUTES_FILE, RELATIONS_FILE)])
 
 
 @dataclass(slots=True, frozen=True, repr=False, eq=False)  # identity equality: the tables are loaded once

@@ -161,16 +161,16 @@ class ProbeBStage(ExportStage):
         if not any((folder / "_done").glob("*.json")):
             shutil.rmtree(run.root / GENERATED, ignore_errors=True)
         scenes_file = folder / "scenes.json"
-        if scenes_file.exists():
-            return
+        if scenes_file.exists() or not run.cfg.exports.probe_b.enabled or resolve_inputs(run.root, run.cfg)[1] is None:
+            return  # no group is made without the photos: no filler is needed (every unit counts its images skipped)
         cfg, words = run.cfg, Words.load()
         max_area = cfg.targets.max_area_frac
         scenes: dict[str, list[dict[str, Any]]] = {}
         for row in run.read_all("hygiene", "graphs"):
-            g = row_to_graph(row)
-            split = split_of(g.image_id, cfg.splits)
-            if split not in cfg.exports.probe_b.splits or not cfg.exports.probe_b.enabled:
+            split = split_of(row["image_id"], cfg.splits)
+            if split not in cfg.exports.probe_b.splits:
                 continue
+            g = row_to_graph(row)
             boxes = [o.box for o in g.objects.values() if is_object(o, g, words, max_area)]
             rect = empty_rect(g, boxes) if boxes else None
             if rect is not None:  # what the filler shows: the objects whose boxes reach into the region
@@ -181,16 +181,16 @@ class ProbeBStage(ExportStage):
     def run(self, unit: Unit) -> None:
         cfg, opts = unit.cfg, unit.cfg.exports.probe_b
         images = resolve_inputs(unit.root, cfg)[1]
-        graphs = [
-            r.scene_graph()
-            for r in unit.records("hygiene", "graphs", GraphRow)
-            if split_of(r.image_id, cfg.splits) in opts.splits
-        ]
-        unit.items_in = len(graphs)
+        rows_in = unit.records("hygiene", "graphs", GraphRow)
+        mine = (r for r in rows_in if split_of(r.image_id, cfg.splits) in opts.splits)
         rows: list[dict[str, Any]] = []
-        if not opts.enabled or images is None:
-            unit.stats["skipped_no_images" if images is None else "skipped_disabled"] += len(graphs)
-            graphs = []
+        if not opts.enabled or images is None:  # counted, not built into graphs: no group is made
+            unit.items_in = sum(1 for _ in mine)
+            unit.stats["skipped_no_images" if images is None else "skipped_disabled"] += unit.items_in
+            unit.write("groups", rows)
+            return
+        graphs = [r.scene_graph() for r in mine]
+        unit.items_in = len(graphs)
         if opts.max_images is not None and len(graphs) > opts.max_images:
             pick = random.Random(keyed_seed(cfg.seed, "probe_b", unit.shard))
             keep = set(pick.sample(range(len(graphs)), opts.max_images))

@@ -129,6 +129,10 @@ class ProbesExport(ExportOptions):
     batch_images: int = Field(12_500, ge=1)  # images of positives searched together (`shards_per_unit`)
 
 
+def _no_names(image_id: str) -> frozenset[str]:
+    return frozenset()
+
+
 @EXPORTS.add("probes", order=40)
 class ProbesStage(ExportStage):
     """Probe-R and Probe-C from the decided positives; publishes Probe-B's groups beside them; writes all
@@ -211,16 +215,22 @@ class ProbesStage(ExportStage):
                 counts[kind] = {s: c.get((kind, s), 0) for s in SPLITS}
         b = run.cfg.exports.probe_b
         if b.enabled and b.splits:  # the corpus's counts and index: here only for Probe-B's class list and scene names
-            shared = Shared.load(Unit(run, self, ALL))  # read as the stage's units read them
-            classes = class_list(shared.counts, shared.words, shared.cert, opts.class_min_count)
-            labels = ClassLabels(classes, shared.words, shared.cert)
+            whole = Unit(run, self, ALL)
+            if groups:
+                shared = Shared.load(whole)  # read as the stage's units read them
+                words, cert, seen = shared.words, shared.cert, shared.counts
 
-            def names_of(image_id: str) -> frozenset[str]:
-                info = shared.index.images.get(image_id)
-                return info.names if info is not None else frozenset()
-
+                def names_of(image_id: str) -> frozenset[str]:
+                    info = shared.index.images.get(image_id)
+                    return info.names if info is not None else frozenset()
+            else:  # no group (a run without photos): the class list needs the counts, not the corpus index
+                words, _, cert = certifier(whole)
+                seen = Counts.from_rows(run.read_all("plausibility", "counts"))
+                names_of = _no_names
+            classes = class_list(seen, words, cert, opts.class_min_count)
+            labels = ClassLabels(classes, words, cert)
             official["probe_b"] = probe_b_tree(
-                folder, run.root, groups, labels, shared.words, names_of, sorted(b.splits), b.fillers, b.min_object_area
+                folder, run.root, groups, labels, words, names_of, sorted(b.splits), b.fillers, b.min_object_area
             )
             official["probe_b_classes"] = len(classes)
         summary = {"shape": "probes", "version": VERSION, "enabled": opts.enabled, "counts": counts,

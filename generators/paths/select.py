@@ -15,10 +15,11 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
 from hardneg.core.config import BalanceConfig
 from hardneg.core.records import Reject
-from hardneg.core.rows import KeptRow, PositiveRow
+from hardneg.core.rows import BalanceRow, KeptRow
 from hardneg.core.runner.stage import Stage, Unit
 from hardneg.core.schema import outputs
 from hardneg.core.words.attribute_table import AttributeTable
@@ -90,30 +91,35 @@ def balance(items: list[BalanceItem], cfg: BalanceConfig, seed: int) -> tuple[se
     return kept, dropped
 
 
-def _relation_names(row: PositiveRow) -> tuple[str, ...]:
-    return tuple(sorted({t[1] for t in row.tuple if t[1] != "has attribute" and not t[1].startswith("same ")}))
+def balance_row(positive: dict[str, Any], table: AttributeTable) -> dict[str, Any]:
+    """A candidate positive's `BalanceRow` (its row as the paths stage writes it: `Positive.to_vanilla`)."""
+    tuples = positive["tuple"]
+    return {
+        "id": positive["id"], "image_id": positive["image_id"], "expression": positive["expression"],
+        "tuple_type": positive["tuple_type"], "level": positive["level"], "target": positive["path"]["name"],
+        "relations": sorted({t[1] for t in tuples if t[1] != "has attribute" and not t[1].startswith("same ")}),
+        "swappable": swappable(positive["path"], table),
+    }  # fmt: skip
 
 
 class SelectStage(Stage):
-    """Global balancing over every shard's candidate positives (metadata only; cheap)."""
+    """Global balancing over every shard's candidate positives, by what the paths stage wrote of each for
+    it (`BalanceRow`: a few fields, not the candidates whole)."""
 
     name = "select"
-    version = "select@v2"  # v2: candidates that allow a swap of attributes first
+    version = "select@v3"  # v2: candidates that allow a swap of attributes first; v3: reads the balance rows
     reads = ("paths",)
     writes = outputs({"kept": KeptRow})
-    config = ("balance", "seed", "attribute_table")
+    config = ("balance", "seed")
     sharded = False
 
     def run(self, unit: Unit) -> None:
-        """Streams the candidates: only what balancing and the reject lines need is held (a GQA-scale run
+        """Streams the balance rows: only what balancing and the reject lines need is held (a GQA-scale run
         has ~600k candidates; holding them whole took ~3 GB)."""
         items: list[BalanceItem] = []
         about: dict[int, tuple[str, str]] = {}  # id -> (image, expression): the reject line's rest is in the item
-        table = AttributeTable.load(unit.cfg.resolve(unit.cfg.attribute_table))
-        for r in unit.records_all("paths", "positives", PositiveRow):
-            items.append(
-                BalanceItem(r.id, r.tuple_type, r.level, r.path["name"], _relation_names(r), swappable(r.path, table))
-            )
+        for r in unit.records_all("paths", "balance", BalanceRow):
+            items.append(BalanceItem(r.id, r.tuple_type, r.level, r.target, tuple(r.relations), r.swappable))
             about[r.id] = (r.image_id, r.expression)
         unit.items_in = len(items)
         if len(about) != len(items):

@@ -6,8 +6,10 @@ the single source of truth for "unique"; levels come from the smallest unique su
 
 from __future__ import annotations
 
+import functools
 import random
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from hardneg.core.config import RunConfig
@@ -18,7 +20,7 @@ from hardneg.core.gqa.boxes import BoxShapes
 from hardneg.core.gqa.hygiene import words_digest
 from hardneg.core.gqa.plausibility import Counts
 from hardneg.core.records import PathEdge, PathNode, Positive, Reject, SameEdge, SceneGraph, SceneObject
-from hardneg.core.rows import GraphRow, PositiveRow
+from hardneg.core.rows import BalanceRow, GraphRow, PositiveRow
 from hardneg.core.runner.stage import Run, Stage, Unit
 from hardneg.core.schema import outputs
 from hardneg.core.words.vocab import RelationVocab
@@ -34,7 +36,7 @@ from hardneg.generators.paths.annotation_rules import (
 from hardneg.generators.paths.budget import SearchBudgetSpent
 from hardneg.generators.paths.keyed import KeyedRandom
 from hardneg.generators.paths.search import Element, PathSearch, build, candidates
-from hardneg.generators.paths.select import attributes_swappable
+from hardneg.generators.paths.select import attributes_swappable, balance_row
 from hardneg.generators.paths.targets import GENERATOR, PathResources, box_reason, related_ok, target_reason
 
 __all__ = [
@@ -148,7 +150,8 @@ def _search_target(
         return
     stats["targets"] += 1
     lookahead = cfg.paths.negatives_lookahead
-    kin = SameKind(obj, graph, res.words, res.table) if "same_kind" in res.rules else None
+    # the target's kin under other names, looked for once a path has passed the other rules (most never do)
+    kin = functools.cache(lambda: SameKind(obj, graph, res.words, res.table)) if "same_kind" in res.rules else None
     for ptype in cfg.paths.types:
         rng = KeyedRandom(cfg.seed, graph.image_id, tid, ptype)
         found: list[_Candidate] = []
@@ -193,7 +196,11 @@ _BEST = 2  # `_allows`: a path that allows a swap of attributes
 
 
 def _path_rule(
-    path: PathNode, obj: SceneObject, search: PathSearch, evidence: Evidence | None, kin: SameKind | None
+    path: PathNode,
+    obj: SceneObject,
+    search: PathSearch,
+    evidence: Evidence | None,
+    kin: Callable[[], SameKind] | None,
 ) -> tuple[str, str] | None:
     """(rule, why) of the first annotation rule (`paths.rules`) that refuses a path the graph certifies: a
     name that comes in many with nothing to tell it apart, a target that may be one of a group the graph
@@ -207,7 +214,7 @@ def _path_rule(
         return "many_held", why
     if "several_wholes" in res.rules and (why := several_wholes_refusal(path, obj, graph, res.words)):
         return "several_wholes", why
-    if kin is not None and (why := kin.refusal(path, graph)) is not None:
+    if kin is not None and (why := kin().refusal(path, graph)) is not None:
         return "same_kind", why
     return None
 
@@ -328,9 +335,9 @@ class PathsStage(Stage):
     """Positives for every image of a shard, before global balancing."""
 
     name = "paths"
-    version = GENERATOR
+    version = f"{GENERATOR}+balance@v1"  # the positives' generator; what select balances by, beside them
     reads = ("hygiene", "plausibility")
-    writes = outputs({"positives": PositiveRow})  # candidates: the select stage keeps some
+    writes = outputs({"positives": PositiveRow, "balance": BalanceRow})  # candidates: the select stage keeps some
     config = ("seed", "attribute_table", "targets", "paths")
     data = ("attribute_table", "targets.poor_referents", "paths.relations", "paths.templates", "paths.english",
             "paths.box_shapes")  # fmt: skip
@@ -349,6 +356,7 @@ class PathsStage(Stage):
             unit.rejects.extend(rejects)
             unit.stats.update(stats)
         unit.write("positives", rows)
+        unit.write("balance", (balance_row(r, res.table) for r in rows))
 
     def finish(self, run: Run, units: list[dict]) -> dict:
         """No positive from any image is the user's to fix (`EmptyInput`): every sample hangs off one."""
