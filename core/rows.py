@@ -191,6 +191,7 @@ class RefineScoreRow:
     group: str  # "<negative type>/L<level>"
     s1: list[float]
     s2: list[float]
+    positive: int | None = None  # the positive it negates (rows of refine-scores@v3 and before have none)
 
 
 @dataclass(slots=True, kw_only=True)

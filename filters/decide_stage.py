@@ -367,7 +367,10 @@ def _refine(
     def group(r: RefineScoreRow) -> str:
         return r.group.rpartition("/L")[0] if r.group.rpartition("/L")[0] in pooled else r.group
 
-    pairs = [RefinePair(str(r.id), r.s1[0] - r.s1[1], r.s2[0] - r.s2[1], group(r)) for r in rows.values()]
+    pairs = [
+        RefinePair(str(r.id), r.s1[0] - r.s1[1], r.s2[0] - r.s2[1], group(r), str(r.positive or ""))
+        for r in rows.values()
+    ]
     result = refine(
         pairs,
         seed=cfg.seed,
