@@ -10,8 +10,8 @@ the rarest kind of text negative (3% of real GQA candidates allow it, and the pa
 them); visited in plain random order, the caps fill before most of them are reached. And a candidate that
 states nothing a text negative may change is visited last: a bare part of things ("the shirt", "the head",
 "the tail": no attribute, no relation) can only be renamed, and the name of another part or garment is no
-negative where its wearer or whole is in view (its absence proves nothing). On 8,196 real GQA graphs the
-bare-target cap filled with such paths for a third of its places, every one a positive with no negative.
+negative where its wearer or whole is in view (its absence proves nothing). On 8,196 real GQA graphs such
+paths held a third of the bare-target cap's places (5,256 of 15,000), and 91% of them got no candidate.
 """
 
 from __future__ import annotations
