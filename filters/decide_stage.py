@@ -78,8 +78,8 @@ class _Tally:
 
 class DecideStage(Stage):
     name = "decide"
-    version = "decide@v6"  # v4: refinement per type and level, the type mix of text negatives; v5: positives' risk;
-    # v6: the photo's findings, risk dropped by level
+    version = "decide@v7"  # v4: refinement per type and level, the type mix of text negatives; v5: positives' risk;
+    # v6: the photo's findings, risk dropped by level; v7: refinement keeps pairs of positives with fewest kept first
     reads = ("language", "images", "pixels", "filters", "refine")
     writes = outputs({"positives": PositiveDecisionRow, "negatives": NegativeDecisionRow})
     config = (
