@@ -106,6 +106,7 @@ class BalanceRow:
     target: str  # the target's name
     relations: list[str]  # distinct relation names on the path
     swappable: bool  # two objects of the path carry different attributes of one category
+    unalterable: bool  # nothing a text negative may change: a bare part of things
 
 
 @dataclass(slots=True, kw_only=True)
@@ -218,6 +219,7 @@ class RefineScoreRow:
     group: str  # "<negative type>/L<level>"
     s1: list[float]
     s2: list[float]
+    positive: int | None = None  # the positive it negates (rows of refine-scores@v3 and before have none)
 
 
 @dataclass(slots=True, kw_only=True)

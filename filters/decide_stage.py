@@ -78,8 +78,8 @@ class _Tally:
 
 class DecideStage(Stage):
     name = "decide"
-    version = "decide@v6"  # v4: refinement per type and level, the type mix of text negatives; v5: positives' risk;
-    # v6: the photo's findings, risk dropped by level
+    version = "decide@v7"  # v4: refinement per type and level, the type mix of text negatives; v5: positives' risk;
+    # v6: the photo's findings, risk dropped by level; v7: refinement keeps pairs of positives with fewest kept first
     reads = ("language", "images", "pixels", "filters", "refine")
     writes = outputs({"positives": PositiveDecisionRow, "negatives": NegativeDecisionRow})
     config = (
@@ -367,7 +367,10 @@ def _refine(
     def group(r: RefineScoreRow) -> str:
         return r.group.rpartition("/L")[0] if r.group.rpartition("/L")[0] in pooled else r.group
 
-    pairs = [RefinePair(str(r.id), r.s1[0] - r.s1[1], r.s2[0] - r.s2[1], group(r)) for r in rows.values()]
+    pairs = [
+        RefinePair(str(r.id), r.s1[0] - r.s1[1], r.s2[0] - r.s2[1], group(r), str(r.positive or ""))
+        for r in rows.values()
+    ]
     result = refine(
         pairs,
         seed=cfg.seed,

@@ -35,8 +35,9 @@ def _blind(record: dict[str, Any]) -> dict[str, Any]:
 
 class RefineStage(Stage):
     name = "refine"
-    # v2: the plausibility scorer is cross-fit too; v3: the n-gram LM knows the words of the corpus and the prior
-    version = "refine-scores@v3"
+    # v2: the plausibility scorer is cross-fit too; v3: the n-gram LM knows the words of the corpus and the prior;
+    # v4: a row names its positive (refinement keeps the pairs of positives with fewest kept first)
+    version = "refine-scores@v4"
     reads = ("language", "plausibility")
     writes = outputs({"scores": RefineScoreRow})
     config = ("refine.scorers",)
@@ -99,7 +100,10 @@ class RefineStage(Stage):
                 s2 = {t: s["score"] for t, s in zip(texts, per_fold[1][k].score(items), strict=True)}
                 for nid, pid, text in mine:
                     pos = positives[pid][1]
-                    rows.append({"id": nid, "group": groups[nid], "s1": [s1[pos], s1[text]], "s2": [s2[pos], s2[text]]})
+                    rows.append({
+                        "id": nid, "group": groups[nid], "s1": [s1[pos], s1[text]], "s2": [s2[pos], s2[text]],
+                        "positive": pid,
+                    })  # fmt: skip
             rows.sort(key=lambda r: r["id"])
         unit.write("scores", rows)
 

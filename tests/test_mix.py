@@ -5,11 +5,12 @@ from __future__ import annotations
 import random
 from collections import Counter
 
-from hardneg.core.config import NegativeMixConfig
+from hardneg.core.config import BalanceConfig, NegativeMixConfig
 from hardneg.core.words.attribute_table import AttributeTable
+from hardneg.core.words.table import Words
 from hardneg.filters.mix import MixItem, allocate, mix, plan_total
 from hardneg.filters.refine import RefinePair, chance_accuracy, refine
-from hardneg.generators.paths.select import swappable
+from hardneg.generators.paths.select import BalanceItem, balance, swappable, unalterable
 
 PAPER = {"replace_object": 0.40, "replace_attribute": 0.18, "replace_relation": 0.19, "swap_object": 0.18,
          "swap_attribute": 0.05}  # fmt: skip
@@ -167,3 +168,27 @@ def test_an_image_rich_in_negatives_makes_up_for_one_without():
     capped = mix(rich, {"replace_object": 1.0}, cap=2, floor=0.0, seed=0, per_image=cfg.per_image,
                  image_positives={"rich": 2})  # fmt: skip
     assert len(capped.kept) == 2  # the total cap still holds
+
+
+def test_a_bare_part_of_things_allows_no_text_negative_and_a_described_one_does():
+    words = Words.load()
+
+    def bare(name: str) -> dict:
+        return {"name": name, "attributes": [], "relations": [], "same": []}
+
+    assert unalterable(bare("shirt"), words)  # "the hat": may be on the same man, unannotated
+    assert unalterable(bare("tail"), words)
+    assert not unalterable(bare("sign"), words)  # "the cone" where no cone is: a negative
+    assert not unalterable({**bare("shirt"), "attributes": ["red"]}, words)  # "the blue shirt"
+    assert not unalterable({**bare("shirt"), "relations": [{"name": "on", "object": bare("man")}]}, words)
+
+
+def test_balancing_fills_a_cap_with_paths_that_allow_a_negative_before_those_that_allow_none():
+    # Twenty bare targets, half of them parts of things that no negative can change; a cap of ten keeps the
+    # ten that can be changed, whatever the seed (a random order keeps about half of them).
+    items = [BalanceItem(i, "0_hop", 1, "shirt", (), unalterable=True) for i in range(10)]
+    items += [BalanceItem(100 + i, "0_hop", 1, "sign", ()) for i in range(10)]
+    for seed in range(5):
+        kept, dropped = balance(items, BalanceConfig(per_type_level=10), seed)
+        assert kept == set(range(100, 110)), seed
+        assert all("per_type_level cap 10" in why for why in dropped.values())

@@ -219,3 +219,28 @@ def test_property_kept_set_is_exactly_balanced_per_mirror_pair(values, seed, bin
         assert after[(group, cell)] == after[mirror]
     if res.kept:
         assert chance_accuracy(pairs, res.kept) == (0.5, 0.5)
+
+
+def test_the_larger_side_keeps_first_the_positives_with_no_pair_kept():
+    # Positive "a" has a pair on the smaller side (kept whole) and five on the larger; "b" has one on the
+    # larger. One larger-side pair can stay: it must be b's, whatever the seed (a uniform sample keeps
+    # one of a's five times in six, leaving b with nothing while a holds two).
+    pairs = [RefinePair("a0", -1.0, 0.0, of="a")]
+    pairs += [RefinePair(f"a{i}", 1.0, 0.0, of="a") for i in range(1, 6)] + [RefinePair("b0", 1.0, 0.0, of="b")]
+    for seed in range(12):
+        result = refine(pairs, seed=seed, bins_1d=2)
+        assert result.kept == {"a0", "b0"}, seed
+        assert chance_accuracy(pairs, result.kept) == (0.5, 0.5)
+
+
+def test_keeping_by_positive_keeps_the_balance_and_spreads_over_more_positives():
+    rng = random.Random(3)
+    pairs = [
+        RefinePair(f"k{i:04d}", rng.gauss(0.8, 1.0), rng.gauss(0.5, 1.0), of=f"p{i // 3}") for i in range(1500)
+    ]  # three candidates a positive, most preferred over their negative by both scorers
+    spread = refine(pairs, seed=0, min_per_cell=5)
+    uniform = refine([RefinePair(p.key, p.g1, p.g2) for p in pairs], seed=0, min_per_cell=5)
+    assert len(spread.kept) == len(uniform.kept)  # the same cells, the same counts: the same balance
+    assert chance_accuracy(pairs, spread.kept) == (0.5, 0.5)
+    served = {p.of for p in pairs if p.key in spread.kept}
+    assert len(served) > 1.1 * len({p.of for p in pairs if p.key in uniform.kept})

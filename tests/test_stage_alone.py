@@ -14,6 +14,7 @@ from hardneg.core.runner.alone import run_alone
 from hardneg.core.schema import row_problem
 from hardneg.core.splits import split_of
 from hardneg.core.words.attribute_table import AttributeTable
+from hardneg.core.words.table import Words
 from hardneg.flows.pipeline import STAGES
 from hardneg.generators.paths.select import balance_row
 from tests.helpers import graph, node, obj
@@ -107,7 +108,7 @@ def test_select_keeps_a_candidate_that_allows_an_attribute_swap_first_and_reject
     other = positive(3, node("table", oid="3"), tuple_type="1_hop", level=1, expression="the table")
     cfg = RunConfig(balance={"per_type_level": 1})
     table, rows = AttributeTable.load(), [plain, swappable, other]
-    upstream = {"paths": {"positives": rows, "balance": [balance_row(r, table) for r in rows]}}
+    upstream = {"paths": {"positives": rows, "balance": [balance_row(r, table, Words.load()) for r in rows]}}
     out = run_alone(STAGES, "select", cfg, upstream)
     assert out.outputs["kept"] == [{"id": 2}, {"id": 3}]
     [reject] = out.rejects

@@ -87,4 +87,3 @@ def test_the_plausibility_stage_sums_what_the_hygiene_stage_tallied():
         counts.add(GraphRow(**row).scene_graph())
     assert out.outputs["counts"] == list(counts.rows())
     assert out.summary["stats"]["names"] == len(counts.names)
-

@@ -356,7 +356,7 @@ class PathsStage(Stage):
             unit.rejects.extend(rejects)
             unit.stats.update(stats)
         unit.write("positives", rows)
-        unit.write("balance", (balance_row(r, res.table) for r in rows))
+        unit.write("balance", (balance_row(r, res.table, res.words) for r in rows))
 
     def finish(self, run: Run, units: list[dict]) -> dict:
         """No positive from any image is the user's to fix (`EmptyInput`): every sample hangs off one."""
