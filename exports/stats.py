@@ -11,7 +11,7 @@ import orjson
 
 from hardneg.core.io import atomic_write_bytes, write_json
 from hardneg.core.pixels.claims import RULE_TEXT
-from hardneg.core.reasons import reason_counts
+from hardneg.core.runner.reasons import reason_counts
 
 SPLITS = ("train", "val", "test")
 LEVELS = (1, 2, 3)
@@ -149,7 +149,7 @@ def run_header(manifest: dict[str, Any], cfg: Any) -> dict[str, Any]:
 def rejects_summary(sources: Path | Iterable[tuple[Path, list | None]], top: int = 3) -> dict[str, dict[str, Any]]:
     """Per stage: how many samples went to rejects.jsonl, and its commonest reasons (numbers left out). From
     one file of rejects, or from reject files in order, each with its unit's counts by reason key when its
-    marker kept them (`core/reasons.py`: then the file is not read again)."""
+    marker kept them (`core/runner/reasons.py`: then the file is not read again)."""
     count: Counter = Counter()
     reasons: dict[str, Counter] = defaultdict(Counter)
     for path, tallied in [(sources, None)] if isinstance(sources, Path) else sources:

@@ -206,7 +206,7 @@ def _tiny_config(tmp_path: Path) -> Path:
 
 
 def test_the_rejects_counted_as_units_finish_are_what_rejects_jsonl_holds(odd_run):
-    """The write stage sums the counts each unit's marker kept (`core/reasons.py`) instead of parsing every
+    """The write stage sums the counts each unit's marker kept (`core/runner/reasons.py`) instead of parsing every
     reject again: the same counts, the same commonest reasons, ties in the same order."""
     run, _, _ = odd_run
     stats = orjson.loads((run / "stats.json").read_bytes())["rejects"]

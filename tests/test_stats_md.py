@@ -7,7 +7,7 @@ from pathlib import Path
 
 import orjson
 
-from hardneg.core.reasons import reason_counts, reason_key
+from hardneg.core.runner.reasons import reason_counts, reason_key
 from hardneg.exports.stats import build_stats, rejects_summary, write_stats
 
 

@@ -54,12 +54,12 @@ from hardneg.core.io import (
     write_json,
     write_jsonl,
 )
-from hardneg.core.reasons import reason_counts
 from hardneg.core.runner import memory, stop
 from hardneg.core.runner.cycles import no_cycle_collection
 from hardneg.core.runner.outputs import StageOutputs
 from hardneg.core.runner.progress import Progress
 from hardneg.core.runner.publish import open_transaction
+from hardneg.core.runner.reasons import reason_counts
 from hardneg.core.runner.unit import ALL, Unit
 from hardneg.core.runner.waves import interleaved
 from hardneg.core.schema import outputs
