@@ -50,8 +50,6 @@ VERSION = "words@v1"
 NOUNS_FILE = "nouns.v1.yaml"
 ATTRIBUTES_FILE = "attributes.v1.yaml"
 RELATIONS_FILE = "relation_semantics.v1.yaml"
-
-
 ATTRIBUTE_TABLE_FILE = "attribute_categories.json"
 
 

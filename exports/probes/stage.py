@@ -21,9 +21,10 @@ folder from the units' rows (`first_by_id`), the files one search over every pos
 
 from __future__ import annotations
 
+import functools
 import heapq
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,8 +100,12 @@ class Shared:
     table: AttributeTable
     cert: Certifier
     counts: Counts
-    index: Corpus
     memo: dict[str, Any]
+    _index: Callable[[], Corpus]  # built when first read (`index`): the finish of a run without photos reads none
+
+    @property
+    def index(self) -> Corpus:
+        return self._index()
 
     @classmethod
     def load(cls, unit: Unit) -> Shared:
@@ -108,7 +113,7 @@ class Shared:
 
         def build() -> Shared:
             counts = Counts.from_rows(unit.read_all("plausibility", "counts"))
-            return cls(words, table, cert, counts, corpus(unit), {})
+            return cls(words, table, cert, counts, {}, functools.cache(lambda: corpus(unit)))
 
         table_digest = file_digest(unit.cfg.resolve(unit.cfg.attribute_table))
         return unit.shared("plausibility", f"probes:{unit.cfg.splits.model_dump_json()}:{table_digest}", build)
@@ -127,10 +132,6 @@ class ProbesExport(ExportOptions):
     max_category_share: float = Field(0.4, gt=0.0, le=1.0)  # Probe-C composition: no attribute category above it
     class_min_count: int = Field(5, ge=1)  # Probe-B's class list: corpus names seen at least this often
     batch_images: int = Field(12_500, ge=1)  # images of positives searched together (`shards_per_unit`)
-
-
-def _no_names(image_id: str) -> frozenset[str]:
-    return frozenset()
 
 
 @EXPORTS.add("probes", order=40)
@@ -215,22 +216,16 @@ class ProbesStage(ExportStage):
                 counts[kind] = {s: c.get((kind, s), 0) for s in SPLITS}
         b = run.cfg.exports.probe_b
         if b.enabled and b.splits:  # the corpus's counts and index: here only for Probe-B's class list and scene names
-            whole = Unit(run, self, ALL)
-            if groups:
-                shared = Shared.load(whole)  # read as the stage's units read them
-                words, cert, seen = shared.words, shared.cert, shared.counts
+            shared = Shared.load(Unit(run, self, ALL))  # read as the stage's units read them
+            classes = class_list(shared.counts, shared.words, shared.cert, opts.class_min_count)
+            labels = ClassLabels(classes, shared.words, shared.cert)
 
-                def names_of(image_id: str) -> frozenset[str]:
-                    info = shared.index.images.get(image_id)
-                    return info.names if info is not None else frozenset()
-            else:  # no group (a run without photos): the class list needs the counts, not the corpus index
-                words, _, cert = certifier(whole)
-                seen = Counts.from_rows(run.read_all("plausibility", "counts"))
-                names_of = _no_names
-            classes = class_list(seen, words, cert, opts.class_min_count)
-            labels = ClassLabels(classes, words, cert)
+            def names_of(image_id: str) -> frozenset[str]:  # the first group's call builds the corpus index
+                info = shared.index.images.get(image_id)
+                return info.names if info is not None else frozenset()
+
             official["probe_b"] = probe_b_tree(
-                folder, run.root, groups, labels, words, names_of, sorted(b.splits), b.fillers, b.min_object_area
+                folder, run.root, groups, labels, shared.words, names_of, sorted(b.splits), b.fillers, b.min_object_area
             )
             official["probe_b_classes"] = len(classes)
         summary = {"shape": "probes", "version": VERSION, "enabled": opts.enabled, "counts": counts,
