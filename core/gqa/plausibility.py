@@ -260,8 +260,8 @@ class PlausibilityStage(Stage):
     names are annotated (`annotations`, `core/gqa/annotations.py`) for the paths stage; and the prior of
     real graphs as pseudo-counts (`prior`, `core/gqa/prior.py`: less the images of this run it counted),
     which the language, refine and paths stages add to the run's counts (the exports read the run's own).
-    The counts are the sum of the hygiene stage's shard tallies (`Tally`); the only graphs read here are
-    those of images the prior counted."""
+    The counts are the sum of the hygiene stage's shard tallies (`Tally`); the stored graphs are scanned for
+    their ids only, and the graphs of images the prior counted are the only ones built here."""
 
     name = "plausibility"
     version = VERSION
