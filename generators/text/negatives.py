@@ -31,23 +31,22 @@ from hardneg.generators.paths.expressions import Renderer, carry_change
 from hardneg.generators.text.context import VERSION as CONTEXT_VERSION
 from hardneg.generators.text.context import Context
 from hardneg.generators.text.photo import SHOWN, PhotoColours
+from hardneg.generators.text.scene import LikelyAbsent, SceneFit
 from hardneg.generators.text.sites import (
-    LikelyAbsent,
     SearchState,
     Site,
     SiteSearch,
     SiteVocab,
     enumerate_sites,
-    foreign,
     refusal_kind,
     site_order,
 )
 from hardneg.generators.text.types import text_type
 
 # v2: certified false, not unmatched; v3: plausible by construction, worded like the positive; v4: crowds the corpus
-# knows, no colour the photo shows, words per site; v5: no small thing the scene likely holds; v6: no name foreign
-# to the scene (an airplane in a street); v7: no swap whose subject does what its kind never does (a parked building)
-GENERATOR = f"negatives_text@v7+{CERTIFY_VERSION}+{CONTEXT_VERSION}"
+# knows, no colour the photo shows, words per site; v5: no small thing the scene likely holds; v6: no name foreign to
+# the scene; v7: no swap whose subject does what its kind never does; v8: none far less fitting than the one replaced
+GENERATOR = f"negatives_text@v8+{CERTIFY_VERSION}+{CONTEXT_VERSION}"
 ABSENT_PART = (
     "names a part, and none is annotated: where something it is part of is in view, parts go unannotated; where "
     "nothing is, the expression is absurd"
@@ -72,6 +71,7 @@ class NegativeContext:
     notes: AnnotationStats | None = None  # how the corpus annotates: crowds, likely there (core/gqa/annotations.py)
     small: float = SMALL  # a name whose usual box is under this share of the image is overlooked (0: none)
     scene_fit: float | None = None  # a replacement name fitting the image's names worse than this is left out
+    replacement_fit: float | None = None  # ... or fitting them this much worse than the name it replaces
     images: Path | None = None  # the run's images: a colour the photo shows on the object is no negative
     refused: Counter = field(default_factory=Counter)  # corpus words kept out of the options, by rule
     _pool: dict[tuple[Any, ...], tuple[str, ...]] = field(default_factory=dict)
@@ -151,11 +151,12 @@ class TextSearch(SiteSearch):
         self.vocab = ctx.site_vocab
         self.graphs = graphs
         self.certifier = Certifier(ctx.words, ctx.table, ctx.notes, ctx.small)
-        self.absent = LikelyAbsent(ctx.notes, ctx.small, ctx.scene_fit) if ctx.notes is not None else None
+        self.fit = SceneFit(ctx.notes, ctx.scene_fit, ctx.replacement_fit) if ctx.notes is not None else None
+        self.absent = LikelyAbsent(self.fit, ctx.small, ctx.refused) if self.fit is not None else None
         self._truths: dict[tuple[str, PathNode], tuple[str | None, str | None] | None] = {}  # see `_truth`
         self.indexes: dict[str, GraphIndex] = {}
         self._scenes: dict[str, frozenset[str]] = {}
-        self._parts: dict[tuple[str, str], str | None] = {}  # (image, name) -> why it cannot replace an object
+        self._parts: dict[tuple[str, str, str], str | None] = {}  # (image, replaced, name) -> why it cannot replace it
         self.made: list[TextNegative] = []
         self.photos = PhotoColours(ctx.images)
 
@@ -192,12 +193,12 @@ class TextSearch(SiteSearch):
                 return False
         return self._keep(st, site, neg, None)
 
-    def _unfit(self, image_id: str, name: str) -> str | None:
-        """Why `name` cannot replace an object's name in the image, or None: a part of things only (a crust, not
-        a sink, which rooms have) with nothing there it could be, or foreign to the scene (`foreign`)."""
-        if (key := (image_id, name)) not in self._parts:
+    def _unfit(self, image_id: str, name: str, original: str) -> str | None:
+        """Why `name` cannot replace `original` in the image, or None: a part of things only (a crust, not a
+        sink, which rooms have) with nothing there it could be, or foreign to the scene (`SceneFit`)."""
+        if (key := (image_id, original, name)) not in self._parts:
             part = self.ctx.words.is_part_of_things(name) and not self.certifier.candidates(name, self.graphs[image_id])
-            why = foreign(self.ctx.notes, self.ctx.scene_fit, self._scene(image_id), name)
+            why = self.fit.why(name, self._scene(image_id), original) if self.fit is not None else None
             self._parts[key] = f"{name!r} {ABSENT_PART}" if part else why
         return self._parts[key]
 
@@ -220,7 +221,7 @@ class TextSearch(SiteSearch):
         options, weights = self.ctx.options(site, st.path)
         if site.part == "object" and self.absent is not None:  # no word the scene likely holds unannotated
             could_be = lambda w: bool(self.certifier.candidates(w, self.graphs[img], self.indexes[img]))  # noqa: E731
-            options, weights = self.absent.filter(options, weights, img, self._scene(img), could_be, self.ctx.refused)
+            options, weights = self.absent.filter(options, weights, img, site.word or "", self._scene(img), could_be)
         if not options:  # no other word of this category that the corpus attests here: nothing to ask
             return None
         return ReplaceRequest(
@@ -260,7 +261,7 @@ class TextSearch(SiteSearch):
             return ok, why
         if value in self.ctx.other_names(site, st.path):
             return False, f"{value!r} already names another object of the expression"
-        if site.part == "object" and (why := self._unfit(st.positive["image_id"], value)) is not None:
+        if site.part == "object" and (why := self._unfit(st.positive["image_id"], value, site.word or "")) is not None:
             return False, why
         if self.ctx.context is not None:
             weight, why_not = self.ctx.context.fill(self.ctx.context.frame(st.path, site), value)

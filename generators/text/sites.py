@@ -17,10 +17,9 @@ path) and image negatives (an edited image).
 
 from __future__ import annotations
 
-import math
 import random
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -341,47 +340,3 @@ def site_order(
 ) -> list[Site]:
     """`order_sites` keyed by (seed, salt, positive): the same positive always walks the same order."""
     return order_sites(sites, types, random.Random(keyed_seed(seed, salt, positive_id)), rarity)
-
-
-def foreign(notes: AnnotationStats | None, fit: float | None, scene: frozenset[str], name: str) -> str | None:
-    """Why `name` is foreign to a scene whose object names are `scene` (`AnnotationStats.scene_fit` under
-    `fit`), or None."""
-    if notes is None or fit is None or (got := notes.scene_fit(name, sorted(scene))) is None or got >= fit:
-        return None
-    return f"{name!r} is foreign to the scene: annotated with its names at {math.exp(got):.0%} of its usual rate"
-
-
-class LikelyAbsent:
-    """Replacement names less those the scene likely holds unannotated (`AnnotationStats.beside`: a phone where
-    a desk is) and that no object of the image could be (`could_be`): "the phone on the desk" may well be
-    true; and, with `fit`, less those foreign to the scene (`foreign`: an airplane in a street, a bed in a
-    kitchen), which test nothing. Counted in `refused` as the pool's other refusals are. Whether a name may
-    stay is worked out once per image and name (it reads the image's names and the corpus's notes only)."""
-
-    def __init__(self, notes: AnnotationStats, small: float, fit: float | None = None) -> None:
-        self.notes, self.small, self.fit = notes, small, fit
-        self._why: dict[tuple[str, str], str | None] = {}  # (image, name) -> the refusal's kind, None: it stays
-
-    def filter(
-        self,
-        options: tuple[str, ...],
-        weights: tuple[float, ...],
-        image_id: str,
-        scene: frozenset[str],
-        could_be: Callable[[str], bool],
-        refused: Counter,
-    ) -> tuple[tuple[str, ...], tuple[float, ...]]:
-        memo, keep = self._why, []
-        for i, w in enumerate(options):
-            if (key := (image_id, w)) not in memo:
-                memo[key] = None if could_be(w) else self._refusal(w, scene)
-            if memo[key] is None:
-                keep.append(i)
-            else:
-                refused[memo[key]] += 1
-        return tuple(options[i] for i in keep), tuple(weights[i] for i in keep) if weights else weights
-
-    def _refusal(self, name: str, scene: frozenset[str]) -> str | None:
-        if self.notes.beside(name, scene, self.small) is not None:
-            return "object:likely in the scene unannotated"
-        return "object:foreign to the scene" if foreign(self.notes, self.fit, scene, name) is not None else None

@@ -91,6 +91,7 @@ class LanguageStage(Stage):
             notes=notes,
             small=lang.small_unannotated,
             scene_fit=lang.scene_fit,
+            replacement_fit=lang.replacement_fit,
             # the words a replacement is drawn from: the run's and the prior's (a ten-image run names little)
             vocab={kind: vocab[kind] + getattr(plausibility.c, kind) for kind in ("names", "attributes", "relations")},
             seed=cfg.seed,

@@ -1,0 +1,109 @@
+"""Which replacement names a picture can take: not one it likely holds unannotated, not one foreign to it.
+
+A replaced object's new name is false of the image when no object there is or could be it; it is a *hard*
+negative only when the name belongs in such a picture. "The airplane" in a street, "the giraffe" beside a
+sofa, "the bed" in a kitchen are false and test nothing: a model rejects them from the scene alone. How
+well a name fits a picture is read from how real graphs annotate names together
+(`AnnotationStats.scene_fit`: the weighted mean log lift of the name over the picture's names, the run's
+counts plus the prior's). Two rules read it:
+
+- an absolute floor (`language.scene_fit`): a name annotated with the picture's names at under e^floor of
+  its usual rate is foreign to it;
+- a drop against the name replaced (`language.replacement_fit`): the object really is in the picture, so
+  its own fit says how well the corpus knows this kind of scene; a replacement under `UNUSUAL` of its
+  usual rate there that fits it e^drop times less is foreign however the scene's names dilute the mean.
+  Two objects of one category that really share a picture are that far apart in about 1 of 1,000 ordered
+  pairs of real graphs (`benchmarks/scene_fit.py`); a cat for a dog, a bike for a car on a street, a pot
+  for a knife stay; a giraffe for a dog, an airplane for a car on a street, a bed for a kitchen counter do
+  not.
+
+The names that stay are drawn in proportion to their weight times their fit (as a rate): the names of
+the picture's kind of scene come first, and one that barely fits is drawn only where little else is left.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from hardneg.core.gqa.annotations import AnnotationStats
+
+UNUSUAL = -0.5  # a name annotated with the picture's names under e^-0.5 (61%) of its usual rate: unusual there
+
+
+@dataclass(frozen=True, slots=True)
+class SceneFit:
+    """The two fit rules over the corpus's `notes`; either off with None."""
+
+    notes: AnnotationStats
+    floor: float | None = None  # log rate under which a name is foreign to the picture
+    drop: float | None = None  # log rate a replacement may fit worse than the name it replaces
+
+    def fit(self, name: str, scene: frozenset[str]) -> float | None:
+        return self.notes.scene_fit(name, sorted(scene))
+
+    def why(self, name: str, scene: frozenset[str], original: str | None = None) -> str | None:
+        """Why `name` is foreign to a picture whose object names are `scene`, replacing `original`; or None."""
+        got = self.fit(name, scene)
+        if got is None:
+            return None
+        if self.floor is not None and got < self.floor:
+            why = f"annotated with its names at {math.exp(got):.0%} of its usual rate"
+            return f"{name!r} is foreign to the scene: {why}"
+        was = self.fit(original, scene) if self.drop is not None and got < UNUSUAL and original is not None else None
+        if was is not None and self.drop is not None and was - got > self.drop:
+            why = f"it fits its names {math.exp(was - got):.1f} times less than {original!r} does"
+            return f"{name!r} is foreign to the scene: {why}"
+        return None
+
+
+class LikelyAbsent:
+    """Replacement names less those the scene likely holds unannotated (`AnnotationStats.beside`: a phone where
+    a desk is) and that no object of the image could be (`could_be`): "the phone on the desk" may well be
+    true; and less those foreign to the scene (`SceneFit`), which test nothing. Counted in `refused` as the
+    pool's other refusals are. The rest are weighed by their fit and put most plausible first. Whether a
+    name may stay, and its factor, are worked out once per image, replaced name and name."""
+
+    def __init__(self, fit: SceneFit, small: float, refused: Counter) -> None:
+        self.scene_fit, self.small, self.refused = fit, small, refused
+        # (image, replaced name, name) -> the refusal's kind (None: it stays) and the factor of its weight
+        self._why: dict[tuple[str, str, str], tuple[str | None, float]] = {}
+
+    def filter(
+        self,
+        options: tuple[str, ...],
+        weights: tuple[float, ...],
+        image_id: str,
+        original: str,
+        scene: frozenset[str],
+        could_be: Callable[[str], bool],
+    ) -> tuple[tuple[str, ...], tuple[float, ...]]:
+        memo, keep = self._why, []
+        for w in options:
+            if (key := (image_id, original, w)) not in memo:
+                memo[key] = self._judge(w, original, scene, could_be)
+            why, factor = memo[key]
+            if why is None:
+                keep.append((w, factor))
+            else:
+                self.refused[why] += 1
+        if not weights:
+            return tuple(w for w, _ in keep), weights
+        given = dict(zip(options, weights, strict=True))
+        drawn = sorted(((w, given[w] * f) for w, f in keep), key=lambda wx: (-wx[1], wx[0]))
+        return tuple(w for w, _ in drawn), tuple(x for _, x in drawn)
+
+    def _judge(
+        self, name: str, original: str, scene: frozenset[str], could_be: Callable[[str], bool]
+    ) -> tuple[str | None, float]:
+        got = self.scene_fit.fit(name, scene)
+        factor = 1.0 if got is None else math.exp(got)
+        if could_be(name):
+            return None, factor
+        if self.scene_fit.notes.beside(name, scene, self.small) is not None:
+            return "object:likely in the scene unannotated", factor
+        if self.scene_fit.why(name, scene, original) is not None:
+            return "object:foreign to the scene", factor
+        return None, factor

@@ -1,0 +1,81 @@
+"""A replaced object's new name must belong in the picture: not far less fitting than the name it replaces.
+
+Real GQA, before: "the giraffe" for a dog beside a sofa, "the airplane" for a car on a street, "the bed" for a
+kitchen counter. Each fits the picture's names somewhat under its usual rate, above the absolute floor that
+a handful of typical names (a building, a window) hold it over, while the object it replaces fits the
+picture far better. The corpus here is built so the numbers are known:
+
+- 100 images: a sofa in 20, a dog in 20 (15 of them with the sofa), a giraffe in 10 (one with the sofa,
+  one with the dog), a cat in 10 (four with the sofa, one with the dog).
+- In a picture holding a dog and a sofa: the dog fits log(0.75 / 0.2) = +1.32; the giraffe log(0.05 / 0.1)
+  = -0.69 over both names; the cat the mean of log 2 and log 0.5 = 0.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections import Counter
+
+import pytest
+
+from hardneg.generators.text.negatives import make_text_negatives
+from hardneg.generators.text.scene import LikelyAbsent, SceneFit
+from tests.helpers import graph, node, obj
+from tests.test_negatives_truth import Scripted, context, positive
+from tests.test_negatives_unannotated import notes_of
+
+NOTES = notes_of(
+    *[["giraffe", "sofa"]], *[["giraffe", "dog"]], *([["giraffe", "tree"]] * 8),
+    *([["cat", "sofa"]] * 4), *[["cat", "dog"]], *([["cat", "bed"]] * 5),
+    *([["dog", "sofa"]] * 15), *([["dog", "grass"]] * 3), *([["car", "road"]] * 62),
+)  # fmt: skip
+ROOM = frozenset({"dog", "sofa"})
+
+
+def test_the_corpus_says_what_the_module_doc_says():
+    fit = SceneFit(NOTES)
+    assert fit.fit("dog", ROOM) == pytest.approx(math.log(0.75 / 0.2))
+    assert fit.fit("giraffe", ROOM) == pytest.approx(math.log(0.5))
+    assert fit.fit("cat", ROOM) == pytest.approx(0.0)
+
+
+def test_a_name_far_less_fitting_than_the_one_it_replaces_is_foreign():
+    """The floor alone lets the giraffe through (-0.69 > -1.0); against the dog it replaces it fits 7.4 times
+    less, and under its usual rate: foreign. The cat fits 3.7 times less than the dog but at its usual
+    rate: a hard negative, kept."""
+    assert SceneFit(NOTES, floor=-1.0).why("giraffe", ROOM, "dog") is None
+    rule = SceneFit(NOTES, floor=-1.0, drop=1.0)
+    assert rule.why("giraffe", ROOM, "dog") == (
+        "'giraffe' is foreign to the scene: it fits its names 7.5 times less than 'dog' does"
+    )
+    assert rule.why("cat", ROOM, "dog") is None
+    assert rule.why("giraffe", ROOM, "cat") is None  # the cat fits at its usual rate: 2.0 times, under the drop
+    assert rule.why("giraffe", ROOM) is None  # nothing replaced: the floor alone
+    assert rule.why("zebra", ROOM, "dog") is None  # a name the corpus does not know says nothing
+
+
+def test_names_that_stay_are_weighed_by_their_fit_and_put_most_fitting_first():
+    """The options come most plausible in context first; the scene's fit multiplies each weight (as a rate)
+    and they are put in that order: the cat (x1.0) before the horse the corpus does not know (x1), the
+    giraffe refused."""
+    refused: Counter = Counter()
+    absent = LikelyAbsent(SceneFit(NOTES, floor=-1.0, drop=1.0), small=0.0, refused=refused)
+    options, weights = absent.filter(("giraffe", "horse", "cat"), (4.0, 2.0, 3.0), "i", "dog", ROOM, lambda _: False)
+    assert options == ("cat", "horse") and weights == pytest.approx((3.0, 2.0))
+    assert refused == Counter({"object:foreign to the scene": 1})
+    # a name some object of the image could be is never refused, only weighed
+    options, _ = absent.filter(("giraffe",), (1.0,), "j", "dog", ROOM, lambda name: name == "giraffe")
+    assert options == ("giraffe",)
+
+
+def test_the_language_stage_refuses_the_giraffe_for_the_dog():
+    """Through the real search: "the dog" beside a sofa, the backend proposing the giraffe and the cat."""
+    g = graph(obj("1", "dog", box=(10, 10, 100, 80)), obj("2", "sofa", box=(0, 60, 400, 200)))
+    ctx = dataclasses.replace(context(("replace_object",)), notes=NOTES, small=0.0, scene_fit=-1.0,
+                              replacement_fit=1.0, words_per_site=2, per_positive=3)  # fmt: skip
+    made, _, stats = make_text_negatives(
+        [positive(g, node("dog", oid="1"), "0_hop")], {g.image_id: g}, ctx, Scripted({"dog": ("giraffe", "cat")})
+    )
+    assert [n.change["to"] for n in made] == ["cat"]
+    assert stats["options_refused:object:foreign to the scene"] >= 1  # kept out of the options the lexicon draws
