@@ -79,3 +79,21 @@ def test_the_language_stage_refuses_the_giraffe_for_the_dog():
     )
     assert [n.change["to"] for n in made] == ["cat"]
     assert stats["options_refused:object:foreign to the scene"] >= 1  # kept out of the options the lexicon draws
+
+
+def test_a_part_is_replaced_only_by_a_part_of_what_it_is_part_of():
+    """Real GQA, before: "the collar that has the same pattern as the fancy shirt" -> "the lock / the drain /
+    the drawer that has the same pattern as the fancy shirt": parts all, of a door, a sink, a desk. A part
+    is replaced by another part of one of its wholes or not at all; here the sleeve is refused too, as a
+    part of the shirt in view that goes unannotated ("the sleeve" may be true)."""
+    g = graph(obj("1", "collar", box=(10, 10, 40, 20)), obj("2", "shirt", box=(0, 0, 120, 160)))
+    ctx = dataclasses.replace(context(("replace_object",)), words_per_site=3, per_positive=3)
+    ctx.vocab["names"].update({"lock": 1, "drain": 1, "sleeve": 1})
+    made, rejects, _ = make_text_negatives(
+        [positive(g, node("collar", oid="1"), "0_hop")], {g.image_id: g}, ctx,
+        Scripted({"collar": ("lock", "sleeve", "drain")}),
+    )  # fmt: skip
+    assert made == []
+    (why,) = [r.reason for r in rejects]
+    assert "'lock' is no part of what 'collar' is part of" in why and "'drain' is no part of" in why
+    assert "'sleeve' names a part, and none is annotated" in why

@@ -136,6 +136,8 @@ class SiteVocab:
         if site.part == "object":
             if self.object_category(word) is None:
                 return False, f"{word!r} is no object name in the word tables"
+            if self.object_category(old) == "object_part" and not self.words.shares_whole(old, word):
+                return False, f"{word!r} is no part of what {old!r} is part of: in its place it reads as absurd"
             return self.words.names_contradict(old, word)
         if site.part == "attribute":
             if self.attribute_category(word) != site.category:
