@@ -4,9 +4,8 @@ related object).
 
 Each negative is built as an altered *path*, kept only when the executor says it matches nothing in the
 image's graph and the graph contradicts it for every object that could carry it (a missing annotation
-proves nothing: `core/certify.py`), and rendered with its positive's template. Replacement
-words come from the language backend (an LLM, or the lexicon's same-category corpus vocabulary); swaps need
-no model and exchange two parts of the same kind (two object names, or two attributes of one category).
+proves nothing: `core/certify.py`), and rendered with its positive's template. Replacement words come from
+the language backend (an LLM, or the lexicon's corpus vocabulary); swaps exchange two object names or two attributes.
 """
 
 from __future__ import annotations
