@@ -184,9 +184,8 @@ class LanguageConfig(_Strict):
     # a replacement name annotated with the image's names at under e^scene_fit of its usual rate (the mean of the
     # log lifts) is foreign to the scene and left out: an airplane in a street (-1.4), a bed in a kitchen; null: off
     scene_fit: float | None = -1.0
-    # ... or, under e^-0.5 of its usual rate there, fitting them e^replacement_fit times less than the name it
-    # replaces (a giraffe for a dog, an airplane for a car in a street); two objects of one category that really
-    # share a picture are that far apart in 1 of 1,000 pairs of real graphs (benchmarks/scene_fit.py); null: off
+    # ... or, under e^-0.5 of its usual rate there, fitting them e^replacement_fit times less than the name it replaces
+    # (a giraffe for a dog; real same-category pairs: 1 in 1,000 that far apart, benchmarks/scene_fit.py); null: off
     replacement_fit: float | None = Field(1.0, ge=0.0)
     lexicon: Path = Path("templates/lexicon.v1.yaml")
     openai: OpenAIConfig = OpenAIConfig()
