@@ -208,7 +208,7 @@ class ImageCodeStage(ExportStage):
     )
     reads = ("hygiene", "language", "images", "decide")
     writes = outputs({"sets": ImageCodeSetRow})
-    config = ("seed", "splits", "exports.imagecode")
+    config = ("seed", "splits", "exports.imagecode", "shard_size")  # a unit covers shards of the corpus
     data = ("attribute_table",)
     decision = True
     publishes = (FOLDER,)

@@ -51,7 +51,7 @@ from hardneg.core.words.table import Words
 from hardneg.exports.base import ExportStage
 from hardneg.exports.common import noun_phrase
 from hardneg.exports.rows import ProbeBGroupRow
-from hardneg.generators.paths.targets import PathResources, target_reason
+from hardneg.generators.paths.targets import RENDERER_CONFIG, RENDERER_DATA, PathResources, target_reason
 
 VERSION = f"probe_b@v2+{CERTIFIER}"  # v2: the filler scene's names in the row
 GENERATED = "probes/generated"  # this stage's images, under the run folder
@@ -148,8 +148,8 @@ class ProbeBStage(ExportStage):
     Options = ProbeBExport
     reads = ("hygiene", "plausibility")
     writes = outputs({"groups": ProbeBGroupRow})
-    config = ("seed", "splits", "targets", "paths.rules", "exports.probe_b")
-    data = ("attribute_table", "targets.poor_referents")
+    config = ("seed", "splits", "targets", "paths.rules", "exports.probe_b", *RENDERER_CONFIG)
+    data = RENDERER_DATA
     publishes = ("probes",)  # its images go to probes/generated
 
     def extra_fingerprint(self, run: Run) -> Any:

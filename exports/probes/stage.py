@@ -153,7 +153,7 @@ class ProbesStage(ExportStage):
     )
     reads = ("hygiene", "plausibility", "language", "decide", "probe_b")
     writes = outputs({"probe_r": ProbeRRow, "probe_c": ProbeCRow, "sets": ProbeRSetRow})
-    config = ("seed", "splits", "exports.probes")
+    config = ("seed", "splits", "exports.probes", "shard_size")  # a unit covers shards of the corpus
     data = ("attribute_table",)
     decision = True
     publishes = (FOLDER,)

@@ -111,6 +111,7 @@ class TricdStage(ExportStage):
         "exports.tricd.checked",
         "exports.tricd.image_negatives",
         "exports.tricd.batch_images",
+        "shard_size",  # a unit covers shards of the corpus
     )
     data = ("attribute_table",)
     decision = True

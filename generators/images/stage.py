@@ -63,6 +63,7 @@ from hardneg.generators.images.edits import (
 from hardneg.generators.images.flip import print_refusal
 from hardneg.generators.images.types import ImageType, image_type, image_types, off_by_default
 from hardneg.generators.paths.stage import PathResources, box_reason, target_reason
+from hardneg.generators.paths.targets import RENDERER_CONFIG, RENDERER_DATA
 from hardneg.generators.text.sites import SearchState, Site, SiteSearch, SiteVocab, enumerate_sites, site_order
 from hardneg.generators.text.types import text_type
 
@@ -323,7 +324,8 @@ class ImagesStage(Stage):
     version = GENERATOR
     reads = ("ingest", "hygiene", "language")
     writes = outputs({"image-negatives": ImageNegativeRow})
-    config = ("seed", "images", "splits")
+    config = ("seed", "images", "splits", "language", "targets", *RENDERER_CONFIG)  # words and picks edits as paths do
+    data = ("language.lexicon", *RENDERER_DATA)
     gpu = True
 
     def extra_fingerprint(self, run: Run) -> Any:

@@ -20,6 +20,12 @@ GENERATOR = "paths@v9"  # v2: the box rule reads every spelling of a direction; 
 # unannotated (many_held, several_wholes), attributes said after the noun ("the walk sign that is on"); v9:
 # other_wholes also where no one is annotated but other clothes are; the own_kind risk
 
+# what `PathResources.load` reads of the config: a stage that loads them (to word, check or render a path)
+# declares these, so a changed template or rule redoes it (the keys, and the files' contents)
+RENDERER_CONFIG = ("attribute_table", "targets.poor_referents", "paths.english", "paths.relations", "paths.rules",
+                   "paths.templates")  # fmt: skip
+RENDERER_DATA = ("attribute_table", "targets.poor_referents", "paths.relations", "paths.templates", "paths.english")
+
 
 @dataclass(slots=True, frozen=True)
 class PathResources:

@@ -21,6 +21,7 @@ from hardneg.core.runner.stage import Run, Stage, Unit
 from hardneg.core.schema import outputs
 from hardneg.core.words.vocab import Lexicon
 from hardneg.generators.paths.stage import PathResources
+from hardneg.generators.paths.targets import RENDERER_CONFIG, RENDERER_DATA
 from hardneg.generators.text.context import Context
 from hardneg.generators.text.english import EnglishCheck, check_negatives, check_positives
 from hardneg.generators.text.english_words import TableReader
@@ -37,8 +38,8 @@ class LanguageStage(Stage):
     version = f"language@v2+{REWRITE_GENERATOR}+{NEGATIVES_GENERATOR}"
     reads = ("ingest", "hygiene", "plausibility", "paths", "select")
     writes = outputs({"negatives": TextNegativeRow, "positives": PositiveRow})
-    config = ("seed", "language")
-    data = ("language.lexicon",)
+    config = ("seed", "language", *RENDERER_CONFIG)
+    data = ("language.lexicon", *RENDERER_DATA)
 
     def extra_fingerprint(self, run: Run) -> Any:
         o = run.cfg.language.openai

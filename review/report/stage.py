@@ -11,6 +11,7 @@ class ReportStage(Stage):
     # group of bad input drawn
     reads_all = True
     reports = True  # the report shows what the last run of every stage wrote
+    config = ("seed",)  # its samples are keyed draws
     sharded = False
     decision = True
     publishes = ("report.html", "report", "stats.md", "stats.json", "README.md")  # the exports' counts too
