@@ -20,7 +20,6 @@ from typing import Any
 import orjson
 
 from hardneg import __version__
-from hardneg.core.config import RunConfig
 from hardneg.core.demo.world import GENERATOR_VERSION as DEMO_WORLD_VERSION
 from hardneg.core.io import JsonArrayWriter, temp_path, write_json
 from hardneg.core.rows import kept_digest
@@ -53,7 +52,9 @@ class WriteStage(Stage):
     version = "write@v3"
     reads_all = True
     reports = True  # the manifest's counts and timings describe the latest run of every stage
-    config = tuple(RunConfig.model_fields)  # the manifest holds the whole config and its fingerprint
+    # stats.md names the risk cut; the manifest records the whole config that made the outputs, and a change
+    # that alters none of them leaves that record as it was (`hardneg split`: "nothing changed")
+    config = ("splits", "risk.max")
     sharded = False
     decision = True
     publishes = ("splits", "rejects.jsonl", "stats.json", "stats.md", "manifest.json", "data", "README.md")

@@ -258,3 +258,30 @@ def test_a_stop_inside_a_c_extension_is_a_stop_and_stores_nothing_as_done(
     assert f"hardneg: stopped ({how}); finished work is kept" in err and "Traceback" not in err, err
     assert not list((out / "work" / "paths" / "_done").glob("*.json")), "a unit cut short was stored as done"
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before  # put back
+
+
+def test_a_run_after_a_stopped_command_in_the_same_process_goes_on(tmp_path: Path):
+    """Failed before: the stop a command answered stayed remembered, so the next run made in that process
+    without the command (the Python API in a notebook, the next test of a pytest worker) raised Ctrl+C at its
+    first unit. The command still reads the stop after its block; a run outside any block is not stopped."""
+    from hardneg.core.runner import stop
+
+    with pytest.raises(KeyboardInterrupt), stop.handled():
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(1)  # the handler runs at the next bytecode: here
+    assert stop.requested() == "Ctrl+C"  # what the command reports after the block
+    stop.check()  # outside a block: goes on
+    from hardneg.core.config import load_config
+    from hardneg.core.runner.folder import prepare_run
+    from hardneg.core.runner.stage import Run
+    from hardneg.flows.pipeline import STAGES
+
+    cfg = load_config(None, {"demo": {"n_scenes": 4}})
+    prepare_run(cfg, tmp_path / "run")
+    assert Run(tmp_path / "run", cfg, list(STAGES[:2])).run_stage("ingest")["items_in"] == 4  # the API: runs
+    with stop.handled():  # a new block forgets the old stop; a stop inside it still stops it
+        assert stop.requested() is None
+        stop._asked.append(signal.SIGINT)
+        with pytest.raises(KeyboardInterrupt):
+            stop.check()
+        stop._asked.clear()

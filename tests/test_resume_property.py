@@ -16,6 +16,7 @@ from hardneg.core.config import RunConfig, apply_overrides, config_value, load_c
 from hardneg.core.config_files import leaf_keys
 from hardneg.core.demo.world import build_demo_world
 from hardneg.core.errors import ConfigError
+from hardneg.core.resources import data_path
 from hardneg.core.runner.folder import prepare_run
 from hardneg.core.runner.stage import Run
 from hardneg.flows.pipeline import STAGES
@@ -52,7 +53,19 @@ def _changes(world: Path) -> dict[str, dict[str, Any]]:
         "refine.bins_2d": {"refine": {"bins_2d": 4}},
         "refine.bins_1d": {"refine": {"bins_1d": 2}},
         "risk": {"risk": {"max": 0.25}},
-    }
+        # the renderer's files, read by the paths, language and images stages: the same words at another path
+        **{key: _moved(world, key) for key in ("paths.english", "paths.relations", "paths.templates",
+                                                "targets.poor_referents")},
+    }  # fmt: skip
+
+
+def _moved(world: Path, key: str) -> dict[str, Any]:
+    """A change of `key` to a copy of its bundled file in the world folder."""
+    source = data_path(config_value(RunConfig(), key))
+    copy = world / source.name
+    shutil.copyfile(source, copy)
+    section, field = key.split(".")
+    return {section: {field: str(copy)}}
 
 
 def _auto_change(cfg: RunConfig, key: str) -> dict[str, Any] | None:

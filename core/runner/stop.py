@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 _asked: list[int] = []  # the signals received since `handled` began, in order
+_open: list[bool] = []  # one entry per `handled` block running: `check` raises only inside one
 
 
 class Terminated(KeyboardInterrupt):
@@ -38,9 +39,11 @@ def handled() -> Iterator[None]:
     next block starts."""
     _asked.clear()
     before = {s: signal.signal(s, _handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    _open.append(True)
     try:
         yield
     finally:
+        _open.pop()
         for s, h in before.items():
             signal.signal(s, h)
 
@@ -53,6 +56,8 @@ def requested() -> str | None:
 
 
 def check() -> None:
-    """Raise the stop again if one was asked for: whatever swallowed or wrapped it, the run stops here."""
-    if _asked:
+    """Raise the stop again if one was asked for while this block runs: whatever swallowed or wrapped it,
+    the run stops here. Outside a block nothing is handled, so what is remembered is an earlier block's
+    stop (the command answered it): a run made afterwards in the same process (a notebook, a test) goes on."""
+    if _asked and _open:
         _raise(_asked[0])
