@@ -150,7 +150,7 @@ class TextSearch(SiteSearch):
         self.vocab = ctx.site_vocab
         self.graphs = graphs
         self.certifier = Certifier(ctx.words, ctx.table, ctx.notes, ctx.small)
-        self.fit = SceneFit(ctx.notes, ctx.scene_fit, ctx.replacement_fit) if ctx.notes is not None else None
+        self.fit = SceneFit(ctx.notes, ctx.scene_fit, ctx.replacement_fit, ctx.words) if ctx.notes is not None else None
         self.absent = LikelyAbsent(self.fit, ctx.small, ctx.refused) if self.fit is not None else None
         self._truths: dict[tuple[str, PathNode], tuple[str | None, str | None] | None] = {}  # see `_truth`
         self.indexes: dict[str, GraphIndex] = {}

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from hardneg.core.gqa.annotations import AnnotationStats
+from hardneg.core.words.table import Words
 
 UNUSUAL = -0.5  # a name annotated with the picture's names under e^-0.5 (61%) of its usual rate: unusual there
 
@@ -40,9 +41,24 @@ class SceneFit:
     notes: AnnotationStats
     floor: float | None = None  # log rate under which a name is foreign to the picture
     drop: float | None = None  # log rate a replacement may fit worse than the name it replaces
+    words: Words | None = None  # the name categories: a replaced name the corpus does not know is read by its kin
 
     def fit(self, name: str, scene: frozenset[str]) -> float | None:
         return self.notes.scene_fit(name, sorted(scene))
+
+    def reference(self, original: str, scene: frozenset[str]) -> float | None:
+        """How well what is replaced fits the picture: its own fit, or where the corpus knows too little of
+        it (a van where only a hundred images were counted), the best fit of the picture's other objects of
+        its category (the car parked beside it), which are really there too."""
+        if (got := self.fit(original, scene)) is not None or self.words is None:
+            return got
+        kind = self.words.name_category(original)
+        kin = [
+            self.fit(n, scene)
+            for n in scene
+            if kind is not None and n != original and self.words.name_category(n) == kind
+        ]
+        return max((f for f in kin if f is not None), default=None)
 
     def why(self, name: str, scene: frozenset[str], original: str | None = None) -> str | None:
         """Why `name` is foreign to a picture whose object names are `scene`, replacing `original`; or None."""
@@ -52,7 +68,7 @@ class SceneFit:
         if self.floor is not None and got < self.floor:
             why = f"annotated with its names at {math.exp(got):.0%} of its usual rate"
             return f"{name!r} is foreign to the scene: {why}"
-        was = self.fit(original, scene) if self.drop is not None and got < UNUSUAL and original is not None else None
+        was = self.reference(original, scene) if self.drop is not None and got < UNUSUAL and original else None
         if was is not None and self.drop is not None and was - got > self.drop:
             why = f"it fits its names {math.exp(was - got):.1f} times less than {original!r} does"
             return f"{name!r} is foreign to the scene: {why}"
