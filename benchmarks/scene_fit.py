@@ -25,18 +25,14 @@ import sys
 from itertools import permutations
 from pathlib import Path
 
+from benchmarks.image_truth import rows
 from hardneg.core.config import LanguageConfig
 from hardneg.core.gqa.annotations import AnnotationStats
 from hardneg.core.gqa.ingest import row_to_graph
-from hardneg.core.io import read_jsonl
 from hardneg.core.words.table import Words
 from hardneg.generators.text.scene import UNUSUAL
 
 THRESHOLDS = (0.8, 1.0, 1.2, 1.5, 2.0)
-
-
-def rows(root: Path, stage: str, kind: str) -> list[dict]:
-    return [r for f in sorted((root / "work" / stage).glob(f"{kind}-*.jsonl")) for r in read_jsonl(f)]
 
 
 def scenes(root: Path) -> dict[str, frozenset[str]]:

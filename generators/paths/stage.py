@@ -37,7 +37,14 @@ from hardneg.generators.paths.budget import SearchBudgetSpent
 from hardneg.generators.paths.keyed import KeyedRandom
 from hardneg.generators.paths.search import Element, PathSearch, build, candidates
 from hardneg.generators.paths.select import attributes_swappable, balance_row
-from hardneg.generators.paths.targets import GENERATOR, PathResources, box_reason, related_ok, target_reason
+from hardneg.generators.paths.targets import (
+    GENERATOR,
+    RENDERER_DATA,
+    PathResources,
+    box_reason,
+    related_ok,
+    target_reason,
+)
 
 __all__ = [
     "GENERATOR",
@@ -339,8 +346,7 @@ class PathsStage(Stage):
     reads = ("hygiene", "plausibility")
     writes = outputs({"positives": PositiveRow, "balance": BalanceRow})  # candidates: the select stage keeps some
     config = ("seed", "attribute_table", "targets", "paths")
-    data = ("attribute_table", "targets.poor_referents", "paths.relations", "paths.templates", "paths.english",
-            "paths.box_shapes")  # fmt: skip
+    data = (*RENDERER_DATA, "paths.box_shapes")
 
     def extra_fingerprint(self, run: Run) -> object:
         return words_digest()

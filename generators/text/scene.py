@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from hardneg.core.gqa.annotations import AnnotationStats
 from hardneg.core.words.table import Words
@@ -42,22 +42,23 @@ class SceneFit:
     floor: float | None = None  # log rate under which a name is foreign to the picture
     drop: float | None = None  # log rate a replacement may fit worse than the name it replaces
     words: Words | None = None  # the name categories: a replaced name the corpus does not know is read by its kin
+    _fits: dict[tuple[str, frozenset[str]], float | None] = field(default_factory=dict, compare=False, repr=False)
 
     def fit(self, name: str, scene: frozenset[str]) -> float | None:
-        return self.notes.scene_fit(name, sorted(scene))
+        """`AnnotationStats.scene_fit` (over the names sorted: a float sum in one order), once per name and scene:
+        the options of every site of an image, and the names they replace, ask again and again."""
+        if (key := (name, scene)) not in self._fits:
+            self._fits[key] = self.notes.scene_fit(name, sorted(scene))
+        return self._fits[key]
 
     def reference(self, original: str, scene: frozenset[str]) -> float | None:
         """How well what is replaced fits the picture: its own fit, or where the corpus knows too little of
         it (a van where only a hundred images were counted), the best fit of the picture's other objects of
         its category (the car parked beside it), which are really there too."""
-        if (got := self.fit(original, scene)) is not None or self.words is None:
+        got = self.fit(original, scene)
+        if got is not None or self.words is None or (kind := self.words.name_category(original)) is None:
             return got
-        kind = self.words.name_category(original)
-        kin = [
-            self.fit(n, scene)
-            for n in scene
-            if kind is not None and n != original and self.words.name_category(n) == kind
-        ]
+        kin = (self.fit(n, scene) for n in scene if n != original and self.words.name_category(n) == kind)
         return max((f for f in kin if f is not None), default=None)
 
     def why(self, name: str, scene: frozenset[str], original: str | None = None) -> str | None:
@@ -68,8 +69,9 @@ class SceneFit:
         if self.floor is not None and got < self.floor:
             why = f"annotated with its names at {math.exp(got):.0%} of its usual rate"
             return f"{name!r} is foreign to the scene: {why}"
-        was = self.reference(original, scene) if self.drop is not None and got < UNUSUAL and original else None
-        if was is not None and self.drop is not None and was - got > self.drop:
+        if self.drop is None or got >= UNUSUAL or not original or (was := self.reference(original, scene)) is None:
+            return None
+        if was - got > self.drop:
             why = f"it fits its names {math.exp(was - got):.1f} times less than {original!r} does"
             return f"{name!r} is foreign to the scene: {why}"
         return None
