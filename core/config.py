@@ -97,8 +97,7 @@ class PathsConfig(_Strict):
     # name_chains: no name three times in a path, nor a related object of the target's name in a crowd of it;
     # size_across_categories: same_attr on size only between objects of one name category;
     # repeated_conjuncts: no `and` whose two branches read the same ("right of a banana and right of a banana");
-    # many_targets, many_held, several_wholes, printed_targets, same_kind (a cake for "the food"):
-    # generators/paths/annotation_rules.py
+    # many_targets, many_held, several_wholes, printed_targets, same_kind: generators/paths/annotation_rules.py
     rules: list[str] = Field(default_factory=lambda: list(PATH_RULES))
     # many_held: a name seen several at a time in this share of the images holding it (run and prior) is not
     # told apart by the roomy thing it lies on or in ("the paper on the cork-board"); 1.0: never
@@ -130,6 +129,7 @@ class HygieneConfig(_Strict):
     merge_iou: float = Field(0.7, gt=0.0, le=1.0)  # two same-kind annotations overlapping this much are one object
     drop_contradicted_spatial: bool = True  # a stored left/right/above/below edge the boxes contradict is dropped
     drop_person_attributes: bool = True  # no colour, skin, ethnicity or body word on a person noun
+    spatial_from_boxes: bool = True  # left/right edges between objects side by side, as GQA stores them
 
 
 class BalanceConfig(_Strict):

@@ -115,3 +115,32 @@ PURE = frozenset(_spelling(r) for r in DIRECTION if r not in COVER)
 def contradicted(relation: str, a: Box, b: Box) -> bool:
     """A stored edge `a relation b` that the boxes contradict: they say the opposite direction holds."""
     return _spelling(relation) in PURE and holds(OPPOSITE[direction(relation)], a, b)
+
+
+# GQA's graphs relate two objects "to the left of" / "to the right of" (both ways) when they stand side by
+# side: apart across, in one band of height, and near. On 100 real GQA graphs, of the 15,168 object pairs,
+# the pairs these three bounds select are all stored by GQA (precision 100%) and are 80% of the pairs GQA
+# stores (`benchmarks/spatial_layer.py`), so a graph whose spatial layer was left out (Visual Genome's raw
+# graphs, a reduced corpus, one's own annotations) gets GQA's from its boxes and nothing GQA would not say.
+SIDE_OVERLAP = 0.3  # at most this share of the narrower box's width is shared across
+BAND = 0.6  # at least this share of the shorter box's height is shared in height
+REACH = 0.2  # at most this share of the image's width lies between the two boxes
+
+
+def side_by_side(
+    a: Box, b: Box, width: float, bounds: tuple[float, float, float] = (SIDE_OVERLAP, BAND, REACH)
+) -> str | None:
+    """Which side of `b` GQA would say `a` stands on: "left" or "right" when the two stand side by side,
+    None when GQA would not relate them across (one above the other, far apart, overlapping). `bounds`:
+    (side overlap, band, reach), the module's by default."""
+    side_overlap, band, reach = bounds
+    ax, ay, aw, ah = a
+    bx, by, bw, bh = b
+    if min(aw, ah, bw, bh) <= 0:
+        return None
+    across = min(ax + aw, bx + bw) - max(ax, bx)  # > 0: shared width; < 0: the gap between them
+    if across > side_overlap * min(aw, bw) or -across > reach * width:
+        return None
+    if min(ay + ah, by + bh) - max(ay, by) < band * min(ah, bh):
+        return None
+    return "left" if 2 * ax + aw < 2 * bx + bw else "right"

@@ -21,6 +21,7 @@ import orjson
 
 from hardneg import __version__
 from hardneg.core.demo.world import GENERATOR_VERSION as DEMO_WORLD_VERSION
+from hardneg.core.gqa.hygiene import CHANGES as HYGIENE_CHANGES
 from hardneg.core.io import JsonArrayWriter, temp_path, write_json
 from hardneg.core.rows import kept_digest
 from hardneg.core.runner.folder import created_on, demo_dir, resolve_inputs
@@ -48,8 +49,8 @@ SPLITS = ("train", "val", "test")
 class WriteStage(Stage):
     name = "write"
     # v2: the Hugging Face dataset (data/, README.md); COCO file names under the run. v3: stats.md says which
-    # splits FineCops-Ref's own evaluation script can score
-    version = "write@v3"
+    # splits FineCops-Ref's own evaluation script can score. v4: what hygiene changed in the graphs (manifest, stats.md)
+    version = "write@v4"
     reads_all = True
     reports = True  # the manifest's counts and timings describe the latest run of every stage
     # stats.md names the risk cut; the manifest records the whole config that made the outputs, and a change
@@ -134,6 +135,7 @@ class WriteStage(Stage):
             _manifest(unit.run, summaries, table, neg_table, image_table, writers, neg_writers), root
         )
         stats["run"] = {**run_header(manifest, unit.cfg), "date": created_on(root)}
+        stats["hygiene"] = manifest["counts"]["hygiene"]
         stats["rejects"] = rejects_summary([(f, unit.run.reject_reasons(f)) for f in reject_files])
         # what a reader must see first: the stages' own warnings, then the text-negative mix's
         stats["warnings"] = [w for name in unit.run.reads[self.name] for w in summaries[name].get("warnings", [])]
@@ -221,6 +223,7 @@ def _manifest(
         "counts": {
             "ingest": {k: v for k, v in ingest["stats"].items()},
             "repairs": ingest["meta"]["repairs"],
+            "hygiene": {k: v for k, v in summaries["hygiene"]["stats"].items() if k in HYGIENE_CHANGES},
             "paths": summaries["paths"]["stats"],
             "positives_candidates": sel["kept"] + sel["dropped"],
             "positives_kept": sel["kept"],

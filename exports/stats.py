@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 
+from hardneg.core.gqa.hygiene import CHANGES as HYGIENE_CHANGES
 from hardneg.core.io import atomic_write_bytes, write_json
 from hardneg.core.pixels.claims import RULE_TEXT
 from hardneg.core.runner.reasons import reason_counts
@@ -289,6 +290,9 @@ def write_stats(root: Path, stats: dict[str, Any]) -> None:
             + (f", begun {head['date']}" if head.get("date") else "")
             + ". Rejects, with every reason: `rejects.jsonl`.\n"
         )
+    changed = stats.get("hygiene") or {}
+    if said := [f"{changed[k]:,} {what}" for k, what in HYGIENE_CHANGES.items() if changed.get(k)]:
+        parts.append("Scene graphs cleaned before any path: " + ", ".join(said) + ".\n")
     mix = stats.get("text_negative_mix") or {}
     warnings = stats.get("warnings", mix.get("warnings"))
     if warnings:

@@ -89,7 +89,7 @@ def test_hygiene_drops_colour_skin_and_body_words_from_people_only():
     out = run_alone(STAGES, "hygiene", RunConfig(), {"ingest": {"graphs": [graph_to_row(g)]}})
     objects = out.outputs["graphs"][0]["graph"]["objects"]
     assert [objects[k]["attributes"] for k in "1234"] == [["walking"], ["silver"], ["smiling"], ["clear"]]
-    assert out.summary["stats"] == {"dropped_person_attribute": 2}
+    assert out.summary["stats"] == {"dropped_person_attribute": 2, "added_side_by_side": 1}  # the woman, the jug
     assert out.rejects[0]["reason"] == (
         "'man' 1: not said of a person: 'white' (skin: on a person noun it reads as skin colour or race); 'bald' "
         "(body: a judgement of a person's body)"

@@ -10,6 +10,11 @@ and are visible from the graph alone:
 - **spatial edges the boxes contradict**: a stored "A to the left of B" where the boxes put A right of B
   by the geometric rule (`core/geometry.py`) is dropped.
 
+GQA's graphs carry a spatial layer: "to the left of" / "to the right of", both ways, between objects that
+stand side by side. Graphs without it (Visual Genome's raw graphs, a corpus reduced to names and a few
+relations, a maintainer's own) get it from their boxes by the bounds that select only pairs GQA relates
+(`core.geometry.side_by_side`; `hygiene.spatial_from_boxes`): on GQA's own graphs it adds nothing.
+
 And one kind of fact a benchmark does not state: a colour, skin, ethnicity or body word on a person ("the
 white man": a race, or a white shirt?) is dropped from person nouns (`hygiene.drop_person_attributes`).
 
@@ -31,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from hardneg.core.geometry import contradicted, iou
+from hardneg.core.geometry import BAND, REACH, SIDE_OVERLAP, contradicted, direction, iou, side_by_side
 from hardneg.core.gqa.ingest import graph_to_row
 from hardneg.core.gqa.plausibility import TALLY, Tally
 from hardneg.core.records import Reject, Relation, SceneGraph, SceneObject
@@ -39,6 +44,15 @@ from hardneg.core.rows import GraphRow, TallyRow
 from hardneg.core.runner.stage import Run, Stage, Unit
 from hardneg.core.schema import outputs
 from hardneg.core.words.table import Words, words_digest
+
+# each kind of change hygiene makes, as stats.md names it after its count
+CHANGES = {
+    "merged_duplicate": "duplicate annotations merged",
+    "dropped_contradicted_edge": "edges the boxes contradict dropped",
+    "dropped_person_attribute": "person nouns cleared of a colour, skin or body word",
+    "respelled_relation": "relations respelled as GQA writes them",
+    "added_side_by_side": "pairs side by side given GQA's left/right edges (graphs without them for the pair)",
+}
 
 
 def _overlapping(graph: SceneGraph, ids: list[str], min_iou: float) -> np.ndarray:
@@ -81,7 +95,12 @@ def duplicates(graph: SceneGraph, words: Words, min_iou: float) -> dict[str, tup
 
 
 def clean(
-    graph: SceneGraph, words: Words, min_iou: float, drop_spatial: bool, drop_person_attributes: bool = True
+    graph: SceneGraph,
+    words: Words,
+    min_iou: float,
+    drop_spatial: bool,
+    drop_person_attributes: bool = True,
+    spatial_from_boxes: bool = True,
 ) -> tuple[SceneGraph, list[dict[str, Any]]]:
     """The cleaned graph and what changed (one dict per change: kind, reason, objects)."""
     changes: list[dict[str, Any]] = []
@@ -130,7 +149,63 @@ def clean(
             seen.add((name, other))
             rels.append(Relation(name, other))
         objects[oid] = replace(o, relations=tuple(rels))
-    return replace(graph, objects=objects), changes
+    cleaned = replace(graph, objects=objects)
+    return (_with_side_by_side(cleaned, changes) if spatial_from_boxes else cleaned), changes
+
+
+LEFT, RIGHT = "to the left of", "to the right of"
+# GQA relates one object left or right to at most 16 others (100 real graphs); the nearest are kept first, so
+# a graph of a thousand boxes in a row gains at most this many edges per object, not a million in all
+MAX_SIDE = 16
+
+
+def _side_by_side_pairs(graph: SceneGraph, ids: list[str]) -> list[tuple[int, int]]:
+    """The pairs (i, j), i < j, of `ids` that stand side by side (`core.geometry.side_by_side`, the same
+    arithmetic on every pair at once: a graph may hold `inputs.max_objects` objects), nearest first."""
+    x, y, w, h = np.array([graph.objects[i].box for i in ids], dtype=np.float64).reshape(-1, 4).T
+    across = np.minimum.outer(x + w, x + w) - np.maximum.outer(x, x)
+    band = np.minimum.outer(y + h, y + h) - np.maximum.outer(y, y)
+    ok = (across <= SIDE_OVERLAP * np.minimum.outer(w, w)) & (-across <= REACH * graph.width)
+    ok &= band >= BAND * np.minimum.outer(h, h)
+    ok &= np.minimum.outer(np.minimum(w, h), np.minimum(w, h)) > 0
+    i, j = np.nonzero(np.triu(ok, 1))
+    order = np.lexsort((j, i, -across[i, j]))  # the smallest gap first; ties in the graph's order
+    return list(zip(i[order].tolist(), j[order].tolist(), strict=True))
+
+
+def _with_side_by_side(graph: SceneGraph, changes: list[dict[str, Any]]) -> SceneGraph:
+    """`graph` with GQA's left/right edges, both ways, between the pairs of objects side by side that it
+    relates neither left nor right (`core.geometry.side_by_side`), nearest first and at most `MAX_SIDE`
+    added per object; each pair counted as one change."""
+    ids = list(graph.objects)
+    if len(ids) < 2:
+        return graph
+    stored = {
+        frozenset((oid, r.object))
+        for oid, o in graph.objects.items()
+        for r in o.relations
+        if direction(r.name) in ("left", "right")
+    }
+    added: dict[str, list[Relation]] = {}
+    for i, j in _side_by_side_pairs(graph, ids):
+        a, b = ids[i], ids[j]
+        if len(added.get(a, ())) >= MAX_SIDE or len(added.get(b, ())) >= MAX_SIDE or frozenset((a, b)) in stored:
+            continue
+        side = side_by_side(graph.objects[a].box, graph.objects[b].box, graph.width)
+        left, right = (a, b) if side == "left" else (b, a)
+        added.setdefault(left, []).append(Relation(LEFT, right))
+        added.setdefault(right, []).append(Relation(RIGHT, left))
+        changes.append({"kind": "added_side_by_side", "reason": f"{left} {LEFT} {right}", "objects": [left, right]})
+    if not added:
+        return graph
+    at = {oid: k for k, oid in enumerate(ids)}  # an object's new edges in the graph's order of their partners
+    objects = {
+        oid: replace(o, relations=(*o.relations, *sorted(added[oid], key=lambda r: at[r.object])))
+        if oid in added
+        else o
+        for oid, o in graph.objects.items()
+    }
+    return replace(graph, objects=objects)
 
 
 def _without_person_attributes(graph: SceneGraph, words: Words, changes: list[dict[str, Any]]) -> SceneGraph:
@@ -155,8 +230,9 @@ def _without_person_attributes(graph: SceneGraph, words: Words, changes: list[di
 
 class HygieneStage(Stage):
     name = "hygiene"
-    version = f"hygiene@v5+{TALLY}"  # v2: the box rule reads every spelling of a direction ("to left of"); v3:
-    # GQA's spelling of every relation; v4: no colour, skin, ethnicity or body word on a person; v5: the shard's tally
+    version = f"hygiene@v6+{TALLY}"  # v2: the box rule reads every spelling of a direction ("to left of"); v3:
+    # GQA's spelling of every relation; v4: no colour, skin, ethnicity or body word on a person; v5: the shard's tally;
+    # v6: GQA's left/right edges between objects side by side where a graph stores none for the pair
     reads = ("ingest",)
     writes = outputs({"graphs": GraphRow, "tallies": TallyRow})
     config = ("hygiene",)
@@ -172,12 +248,17 @@ class HygieneStage(Stage):
         for row in unit.records("ingest", "graphs", GraphRow):
             unit.items_in += 1
             graph, changes = clean(
-                row.scene_graph(), words, h.merge_iou, h.drop_contradicted_spatial, h.drop_person_attributes
+                row.scene_graph(),
+                words,
+                h.merge_iou,
+                h.drop_contradicted_spatial,
+                h.drop_person_attributes,
+                h.spatial_from_boxes,
             )
             for c in changes:
                 unit.stats[c["kind"]] += 1
-                if c["kind"] == "respelled_relation":
-                    continue  # the same fact, spelled as GQA spells it
+                if c["kind"] in ("respelled_relation", "added_side_by_side"):
+                    continue  # the same fact spelled as GQA spells it; a fact GQA's graphs state
                 unit.reject(Reject("hygiene", c["reason"], graph.image_id, detail={"objects": c["objects"]}))
             rows.append(graph_to_row(graph))
             tally.add(graph, words)
