@@ -103,6 +103,9 @@ WITH_SCENE = corpus(scene(), STREET, LIVING, *(kitchen(i) for i in range(3)))
         # "the sofa to the right of the sofa": a second object of the same name
         (node("chair", rel=[("to the right of", node("sofa", oid="5"))], oid="4"), "1_hop", "chair", "sofa",
          "already names another object"),
+        # "the couch to the right of the sofa": the same, by a synonym
+        (node("chair", rel=[("to the right of", node("sofa", oid="5"))], oid="4"), "1_hop", "chair", "couch",
+         "already names another object"),
     ],
 )  # fmt: skip
 def test_an_absurd_replacement_an_llm_proposes_is_refused_with_the_reason(path, ptype, old, new, why):

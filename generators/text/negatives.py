@@ -44,8 +44,9 @@ from hardneg.generators.text.types import text_type
 
 # v2: certified false, not unmatched; v3: plausible, worded like the positive; v4: crowds the corpus knows, no colour
 # the photo shows, words per site; v5: no small thing the scene likely holds; v6: no name foreign to the scene; v7: no
-# swap whose subject does what its kind never does; v8: none far less fitting than the one replaced, parts for parts
-GENERATOR = f"negatives_text@v8+{CERTIFY_VERSION}+{CONTEXT_VERSION}"
+# swap whose subject does what its kind never does; v8: none far less fitting than the one replaced, parts for parts;
+# v9: no replacement that names another object of the path again by a synonym or plural
+GENERATOR = f"negatives_text@v9+{CERTIFY_VERSION}+{CONTEXT_VERSION}"
 ABSENT_PART = (
     "names a part, and none is annotated: where something it is part of is in view, parts go unannotated; where "
     "nothing is, the expression is absurd"
@@ -112,13 +113,13 @@ class NegativeContext:
         most frequent words, unweighted."""
         others = self.other_names(site, path)
         if self.context is None:
-            return tuple(w for w in self.pool(site, path) if w not in others)[: self.max_options], ()
+            return tuple(w for w in self.pool(site, path) if not self.names_another(w, others))[: self.max_options], ()
         frame = self.context.frame(path, site)
         key = (site.part, site.word, site.category, frame, others)
         got = self._options.get(key)
         if got is None:
             words, weights, unattested = self.context.attested(
-                frame, [w for w in self.pool(site, path) if w not in others]
+                frame, [w for w in self.pool(site, path) if not self.names_another(w, others)]
             )
             self.refused[f"{site.part}:unattested"] += unattested
             got = self._options[key] = (words[: self.max_options], weights[: self.max_options])
@@ -131,6 +132,10 @@ class NegativeContext:
         if site.part != "object":
             return frozenset()
         return frozenset(n.name for i, n in enumerate(path.nodes()) if i not in site.nodes)
+
+    def names_another(self, word: str, others: frozenset[str]) -> bool:
+        """Whether `word` names one of `others` again: its name, a plural or a synonym (the sofa, the couch)."""
+        return word in others or any(self.words.same_kind(word, o) for o in others)
 
 
 def apply_site(path: PathNode, site: Site, replacement: str | None = None) -> PathNode:
@@ -258,7 +263,7 @@ class TextSearch(SiteSearch):
         ok, why = self.vocab.contradicts(site, st.path, value)
         if not ok:
             return ok, why
-        if value in self.ctx.other_names(site, st.path):
+        if self.ctx.names_another(value, self.ctx.other_names(site, st.path)):
             return False, f"{value!r} already names another object of the expression"
         if site.part == "object" and (why := self._unfit(st.positive["image_id"], value, site.word or "")) is not None:
             return False, why
@@ -339,14 +344,9 @@ class TextSearch(SiteSearch):
             return False
         st.seen.add(nid)
         change: dict[str, Any] = {"nodes": list(site.nodes)}
-        if site.word is not None:
-            change["from"] = site.word
-        if replacement is not None:
-            change["to"] = replacement
-        if site.other is not None:
-            change["with"] = site.other
-        if site.edge is not None:
-            change["edge"] = site.edge
+        for key, value in (("from", site.word), ("to", replacement), ("with", site.other), ("edge", site.edge)):
+            if value is not None:
+                change[key] = value
         template_text = self.ctx.renderer.render_with(neg_path, pos["tuple_type"], pos["template"], idx, st.path)
         expression = carry_change(pos.get("template_expression", pos["expression"]), pos["expression"], template_text)
         source = pos.get("expression_source", "template")
