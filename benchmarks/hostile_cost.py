@@ -213,7 +213,11 @@ def time_images(
             t1 = time.perf_counter()
             times = {"ingest": t1 - t0, "hygiene": 0.0, "paths": 0.0}
             if check.graph is not None:
-                graph, _ = clean(check.graph, words, cfg.hygiene.merge_iou, cfg.hygiene.drop_contradicted_spatial)
+                h = cfg.hygiene
+                graph, _ = clean(
+                    check.graph, words, h.merge_iou, h.drop_contradicted_spatial, h.drop_person_attributes,
+                    h.spatial_from_boxes,
+                )  # fmt: skip
                 t2 = time.perf_counter()
                 generate_positives(graph, cfg, res, evidence)
                 times.update(hygiene=t2 - t1, paths=time.perf_counter() - t2)
