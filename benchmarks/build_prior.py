@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from hardneg.core.config import HygieneConfig, RunConfig
-from hardneg.core.gqa.hygiene import clean
+from hardneg.core.gqa.hygiene import clean_by
 from hardneg.core.gqa.loader import load_graphs
 from hardneg.core.gqa.prior import Prior
 from hardneg.core.words.table import Words
@@ -29,11 +29,11 @@ def count_source(prior: Prior, path: Path, words: Words, hygiene: HygieneConfig)
     graphs = [c.graph for c in load_graphs(path) if c.graph is not None]
     described = any(o.attributes for g in graphs for o in g.objects.values())
     before = len(prior.images)
-    h = hygiene
+    # not the side-by-side edges a reduced source lost: two names seen in one image already attest a
+    # positional relation (generators/text/context.py), and those edges would double the prior's size
+    h = hygiene.model_copy(update={"spatial_from_boxes": False})
     for g in graphs:
-        # not the side-by-side edges a reduced source lost: two names seen in one image already attest a
-        # positional relation (generators/text/context.py), and those edges would double the prior's size
-        cleaned, _ = clean(g, words, h.merge_iou, h.drop_contradicted_spatial, h.drop_person_attributes, False)
+        cleaned, _ = clean_by(g, words, h)
         prior.add(cleaned, words, described)
     return {"graphs": len(graphs), "counted": len(prior.images) - before, "described": described}
 

@@ -34,7 +34,7 @@ from benchmarks.synthetic_gqa import write_synthetic_gqa
 from hardneg.core.config import RunConfig, load_config
 from hardneg.core.demo.graphs import generate_graphs
 from hardneg.core.gqa.annotations import AnnotationStats
-from hardneg.core.gqa.hygiene import clean
+from hardneg.core.gqa.hygiene import clean_by
 from hardneg.core.gqa.loader import GraphLimits, load_graphs
 from hardneg.core.gqa.plausibility import Counts
 from hardneg.core.io import read_jsonl
@@ -213,11 +213,7 @@ def time_images(
             t1 = time.perf_counter()
             times = {"ingest": t1 - t0, "hygiene": 0.0, "paths": 0.0}
             if check.graph is not None:
-                h = cfg.hygiene
-                graph, _ = clean(
-                    check.graph, words, h.merge_iou, h.drop_contradicted_spatial, h.drop_person_attributes,
-                    h.spatial_from_boxes,
-                )  # fmt: skip
+                graph, _ = clean_by(check.graph, words, cfg.hygiene)
                 t2 = time.perf_counter()
                 generate_positives(graph, cfg, res, evidence)
                 times.update(hygiene=t2 - t1, paths=time.perf_counter() - t2)

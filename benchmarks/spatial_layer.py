@@ -20,18 +20,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from hardneg.core import geometry
+from hardneg.core.gqa.hygiene import related_across
 from hardneg.core.gqa.loader import load_graphs
 from hardneg.core.records import SceneGraph
 
 
 def pairs(graph: SceneGraph) -> Iterator[tuple[str, str, bool]]:
     """(a, b, whether GQA stores a left/right edge between them either way) for each unordered pair."""
-    stored = {
-        frozenset((oid, r.object))
-        for oid, o in graph.objects.items()
-        for r in o.relations
-        if geometry.direction(r.name) in ("left", "right")
-    }
+    stored = related_across(graph)
     ids = list(graph.objects)
     for k, a in enumerate(ids):
         for b in ids[k + 1 :]:

@@ -153,6 +153,22 @@ def clean(
     return (_with_side_by_side(cleaned, changes) if spatial_from_boxes else cleaned), changes
 
 
+def clean_by(graph: SceneGraph, words: Words, hygiene: Any) -> tuple[SceneGraph, list[dict[str, Any]]]:
+    """`clean` with a config's `hygiene` settings (`core.config.HygieneConfig`)."""
+    h = hygiene
+    return clean(graph, words, h.merge_iou, h.drop_contradicted_spatial, h.drop_person_attributes, h.spatial_from_boxes)
+
+
+def related_across(graph: SceneGraph) -> set[frozenset[str]]:
+    """The pairs of objects the graph relates left or right, either way (any spelling)."""
+    return {
+        frozenset((oid, r.object))
+        for oid, o in graph.objects.items()
+        for r in o.relations
+        if direction(r.name) in ("left", "right")
+    }
+
+
 LEFT, RIGHT = "to the left of", "to the right of"
 # GQA relates one object left or right to at most 16 others (100 real graphs); the nearest are kept first, so
 # a graph of a thousand boxes in a row gains at most this many edges per object, not a million in all
@@ -180,12 +196,7 @@ def _with_side_by_side(graph: SceneGraph, changes: list[dict[str, Any]]) -> Scen
     ids = list(graph.objects)
     if len(ids) < 2:
         return graph
-    stored = {
-        frozenset((oid, r.object))
-        for oid, o in graph.objects.items()
-        for r in o.relations
-        if direction(r.name) in ("left", "right")
-    }
+    stored = related_across(graph)
     added: dict[str, list[Relation]] = {}
     for i, j in _side_by_side_pairs(graph, ids):
         a, b = ids[i], ids[j]
@@ -247,14 +258,7 @@ class HygieneStage(Stage):
         tally = Tally()  # the plausibility stage's counts of the cleaned graphs, while they are at hand
         for row in unit.records("ingest", "graphs", GraphRow):
             unit.items_in += 1
-            graph, changes = clean(
-                row.scene_graph(),
-                words,
-                h.merge_iou,
-                h.drop_contradicted_spatial,
-                h.drop_person_attributes,
-                h.spatial_from_boxes,
-            )
+            graph, changes = clean_by(row.scene_graph(), words, h)
             for c in changes:
                 unit.stats[c["kind"]] += 1
                 if c["kind"] in ("respelled_relation", "added_side_by_side"):
