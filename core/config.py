@@ -92,12 +92,11 @@ class PathsConfig(_Strict):
     english: Path = Path("templates/english.v1.yaml")
     box_shapes: Path = Path("templates/box_shapes.v1.json")  # names' usual boxes (core/gqa/boxes.py)
     # rules a careful annotator applies, each switchable to measure what it removes:
-    # crowd_targets: a crowd/background name (trees, windows, grass) is never a target;
-    # crowd_anchors: a path that needs a relation to tell its target apart never rests on a crowd name;
-    # name_chains: no name three times in a path, nor a related object of the target's name in a crowd of it;
-    # size_across_categories: same_attr on size only between objects of one name category;
-    # repeated_conjuncts: no `and` whose two branches read the same ("right of a banana and right of a banana");
-    # many_targets, many_held, several_wholes, printed_targets, same_kind: generators/paths/annotation_rules.py
+    # crowd_targets: a crowd/background name (trees, windows, grass) is never a target; crowd_anchors: a path that
+    # needs a relation to tell its target apart never rests on a crowd name; name_chains: no name three times in a
+    # path, nor a related object of the target's name in a crowd of it; size_across_categories: same_attr on size
+    # only between objects of one name category; repeated_conjuncts: no `and` whose two branches read the same
+    # ("right of a banana and right of a banana"); the rest: generators/paths/annotation_rules.py
     rules: list[str] = Field(default_factory=lambda: list(PATH_RULES))
     # many_held: a name seen several at a time in this share of the images holding it (run and prior) is not
     # told apart by the roomy thing it lies on or in ("the paper on the cork-board"); 1.0: never
@@ -120,7 +119,8 @@ class PathsConfig(_Strict):
 
 
 PATH_RULES = ("crowd_targets", "crowd_anchors", "name_chains", "size_across_categories", "repeated_conjuncts",
-              "many_targets", "many_held", "several_wholes", "printed_targets", "same_kind")  # fmt: skip
+              "many_targets", "many_held", "several_wholes", "printed_targets", "same_kind",
+              "other_wearers")  # fmt: skip
 
 
 class HygieneConfig(_Strict):

@@ -4,7 +4,7 @@ of real GQA photos found; without the rule each was emitted as it was."""
 
 from __future__ import annotations
 
-from hardneg.core.config import load_config
+from hardneg.core.config import PATH_RULES, load_config
 from hardneg.core.gqa.annotations import AnnotationStats, split_pair
 from hardneg.core.gqa.plausibility import Counts
 from hardneg.core.words.table import Words
@@ -17,6 +17,10 @@ CFG = load_config(None, {"paths": {"max_per_image": 100}})
 RES = PathResources.load(CFG)
 WORDS = Words.load()
 OFF = {"paths": {"max_per_image": 100, "rules": []}}
+# rule other_wearers off: a piece of clothing others may wear unboxed is only flagged (the risk other_wholes)
+FLAG_WEARERS = load_config(
+    None, {"paths": {"max_per_image": 100, "rules": [r for r in PATH_RULES if r != "other_wearers"]}}
+)
 
 
 def evidence(*graphs, times: int = 1) -> Evidence:
@@ -123,7 +127,8 @@ def test_the_review_queue_opens_on_the_riskiest_positive():
 def test_clothing_is_one_to_a_person_and_others_may_wear_theirs_unannotated():
     """Two men and a woman are annotated and one pair of shorts: "the shorts" may be anyone's (real GQA
     graphs annotate clothes for some of the people they hold). One man and his shorts, or a man boxed
-    twice under two names, leave no doubt; a bag is carried by some, not worn by all."""
+    twice under two names, leave no doubt; a bag is carried by some, not worn by all. (With rule
+    other_wearers on, "the shorts" is refused outright: the next test.)"""
     crowd = graph(
         obj("1", "man", box=(0, 0, 100, 300)),
         obj("2", "man", box=(120, 0, 100, 300)),
@@ -131,7 +136,7 @@ def test_clothing_is_one_to_a_person_and_others_may_wear_theirs_unannotated():
         obj("4", "shorts", ("grey",), box=(10, 150, 60, 60)),
         obj("5", "bag", ("black",), box=(250, 100, 40, 40)),
     )
-    positives, _, _ = run(crowd)
+    positives, _, _ = run(crowd, cfg=FLAG_WEARERS)
     kinds = {p.path.name: {r["kind"] for r in p.risk_reasons} for p in positives if not p.path.relations}
     assert "other_wholes" in kinds["shorts"] and "other_wholes" not in kinds["bag"]
     shorts = next(p for p in positives if p.path.name == "shorts")
@@ -143,7 +148,7 @@ def test_clothing_is_one_to_a_person_and_others_may_wear_theirs_unannotated():
         obj("4", "shorts", ("grey",), box=(10, 150, 60, 60)),
         obj("6", "tree", box=(300, 0, 100, 300)),
     )
-    positives, _, _ = run(alone)
+    positives, _, _ = run(alone, cfg=FLAG_WEARERS)
     assert all(r["kind"] != "other_wholes" for p in positives for r in p.risk_reasons)
 
 
@@ -169,6 +174,43 @@ def test_clothing_whose_wearers_go_unannotated_is_one_of_an_unknown_number():
     )
     peg = graph(obj("1", "hat", box=(200, 100, 60, 40)), obj("2", "wall", box=(0, 0, 500, 400)))
     assert all(r["kind"] != "other_wholes" for p in run(peg)[0] for r in p.risk_reasons)
+
+
+def test_clothing_another_person_may_wear_unannotated_must_be_told_apart_from_theirs():
+    """Real GQA: two men, one pair of shorts boxed on the first. "The shorts" may be the second man's too, his
+    unboxed; "the shorts to the left of the tree" cannot be, for he stands right of it (the boxes say so), and
+    then no doubt is left. A person in a hat wears no helmet; a "wearing" edge marks the wearer whose box the
+    helmet sticks out of. Without the rule, the doubt is only flagged."""
+    shorts = graph(
+        obj("1", "man", box=(0, 0, 100, 300)),
+        obj("2", "shorts", ("grey",), rels=(("to the left of", "4"),), box=(10, 150, 60, 60)),
+        obj("3", "man", box=(300, 0, 100, 300)),
+        obj("4", "tree", box=(150, 0, 100, 300)),
+    )
+    positives, rejects, stats = run(shorts)
+    mine = [p for p in positives if p.path.name == "shorts"]
+    assert mine and all(p.path.relations for p in mine), [p.expression for p in mine]
+    assert {e.name for p in mine for e in p.path.relations} == {"to the left of"}
+    assert all(r["kind"] != "other_wholes" for p in mine for r in p.risk_reasons)
+    assert stats["refused:other_wearers"] > 0
+    why = next(r.reason for r in rejects if "worn one to a person" in r.reason)
+    assert why == "'shorts' is worn one to a person: man 3 has none annotated, and theirs would fit the path as well"
+    off, _, _ = run(shorts, cfg=FLAG_WEARERS)
+    bare = next(p for p in off if p.path.name == "shorts" and not p.path.relations)
+    assert "other_wholes" in {r["kind"] for r in bare.risk_reasons}
+
+    def helmets(*other):
+        return graph(
+            obj("1", "man", rels=(("wearing", "2"),), box=(0, 40, 100, 300)),
+            obj("2", "helmet", box=(-10, 0, 60, 50)),  # mostly outside his box: the edge says whose it is
+            obj("3", "woman", box=(300, 40, 100, 300)),
+            *other,
+        )
+
+    assert not [p for p in run(helmets())[0] if p.path.name == "helmet" and not p.path.relations]
+    hat = obj("4", "hat", box=(320, 40, 60, 40))
+    alone = [p for p in run(helmets(hat))[0] if p.path.name == "helmet" and not p.path.relations]
+    assert alone and all(r["kind"] != "other_wholes" for r in alone[0].risk_reasons)
 
 
 def test_a_positive_told_apart_by_another_of_its_kind_carries_the_own_kind_risk():

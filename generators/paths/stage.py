@@ -26,6 +26,7 @@ from hardneg.core.schema import outputs
 from hardneg.core.words.vocab import RelationVocab
 from hardneg.generators.paths.annotation_rules import (
     Evidence,
+    OtherWearers,
     SameKind,
     held_many_refusal,
     many_refusal,
@@ -159,6 +160,9 @@ def _search_target(
     lookahead = cfg.paths.negatives_lookahead
     # the target's kin under other names, looked for once a path has passed the other rules (most never do)
     kin = functools.cache(lambda: SameKind(obj, graph, res.words, res.table)) if "same_kind" in res.rules else None
+    # and the other people's twins of a piece of clothing
+    wearers = OtherWearers if "other_wearers" in res.rules else None
+    wear = functools.cache(lambda: wearers(obj, graph, res.words, res.table)) if wearers else None
     for ptype in cfg.paths.types:
         rng = KeyedRandom(cfg.seed, graph.image_id, tid, ptype)
         found: list[_Candidate] = []
@@ -178,7 +182,7 @@ def _search_target(
             if not matches_exactly(path, search.index, tid):
                 # The masks and the executor disagree: a bug, never a silent keep.
                 raise AssertionError(f"image {graph.image_id}: mask search kept a non-unique path")
-            if (rule := _path_rule(path, obj, search, evidence, kin)) is not None:
+            if (rule := _path_rule(path, obj, search, evidence, kin, wear)) is not None:
                 stats[f"refused:{rule[0]}"] += 1
                 rejects.append(Reject("paths", rule[1], graph.image_id, Positive.make_id(graph.image_id, path),
                                       detail={"object": tid, "tuple_type": ptype}))  # fmt: skip
@@ -208,11 +212,13 @@ def _path_rule(
     search: PathSearch,
     evidence: Evidence | None,
     kin: Callable[[], SameKind] | None,
+    wear: Callable[[], OtherWearers] | None = None,
 ) -> tuple[str, str] | None:
     """(rule, why) of the first annotation rule (`paths.rules`) that refuses a path the graph certifies: a
     name that comes in many with nothing to tell it apart, a target that may be one of a group the graph
     left mostly unannotated (things held several at a time by what the path puts them on or in, a part of
-    one of several wholes), or another object of its kind under another name."""
+    one of several wholes), another object of its kind under another name, or another person's unannotated
+    twin of a piece of clothing."""
     res, graph = search.res, search.graph
     if "many_targets" in res.rules and (why := many_refusal(path, evidence)) is not None:
         return "many_targets", why
@@ -223,6 +229,8 @@ def _path_rule(
         return "several_wholes", why
     if kin is not None and (why := kin().refusal(path, graph)) is not None:
         return "same_kind", why
+    if wear is not None and (why := wear().refusal(path)) is not None:
+        return "other_wearers", why
     return None
 
 
@@ -298,7 +306,7 @@ def _positive(
         generator=GENERATOR,
         spatial=is_spatial(path, res.relations),
         attribute=has_attribute(path),
-        risk_reasons=risk_reasons(path, target, graph, res.words, evidence, twin),
+        risk_reasons=risk_reasons(path, target, graph, res.words, evidence, twin, "other_wearers" in res.rules),
     )
 
 
