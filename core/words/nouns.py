@@ -14,6 +14,7 @@ from hardneg.core.words.forms import NounForms
 
 # name_relation's answers: each is a reason a replacement of one name by the other contradicts nothing.
 NAME_RELATIONS = ("same", "plural", "synonym", "hypernym", "hyponym", "part", "whole", "overlap")
+ONE_CLASS = "nothing separates"  # `names_contradict`'s reason where every category classing both puts them in one class
 
 
 @dataclass(slots=True, frozen=True, repr=False, eq=False)  # identity equality: loaded once, with Words
@@ -344,7 +345,7 @@ class Nouns:
         for i in sorted(xa.keys() & xb.keys()):  # in the categories' order
             shared, label = xa[i] & xb[i], self.categories[i].label
             if shared:
-                same_class = same_class or f"nothing separates '{a}' and '{b}': both are '{min(shared)}' ({label})"
+                same_class = same_class or f"{ONE_CLASS} '{a}' and '{b}': both are '{min(shared)}' ({label})"
                 continue
             return True, f"'{a}' and '{b}' are different kinds of {label}"
         if same_class:

@@ -42,7 +42,7 @@ from hardneg.core.resources import data_path
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.attributes import Attributes
 from hardneg.core.words.common import read_yaml
-from hardneg.core.words.nouns import Nouns
+from hardneg.core.words.nouns import ONE_CLASS, Nouns
 from hardneg.core.words.readers import read_attributes, read_nouns, read_relations
 from hardneg.core.words.relations import Relations
 
@@ -181,6 +181,13 @@ class Words:
 
     def names_contradict(self, a: str, b: str) -> tuple[bool, str]:
         return self.nouns.names_contradict(a, b)
+
+    def one_class(self, a: str, b: str) -> str | None:
+        """Why one object may be called both `a` and `b` though neither is a kind, part or synonym of the other:
+        every category of the tables that classes both puts them in one class (a man and a player, a skier and
+        a woman), or None."""
+        ok, why = self.nouns.names_contradict(a, b)
+        return why if not ok and why.startswith(ONE_CLASS) else None
 
     def contradicting(self, name: str, candidates: Iterable[str]) -> list[str]:
         return self.nouns.contradicting(name, candidates)

@@ -45,8 +45,8 @@ from hardneg.generators.text.types import text_type
 # v2: certified false, not unmatched; v3: plausible, worded like the positive; v4: crowds the corpus knows, no colour
 # the photo shows, words per site; v5: no small thing the scene likely holds; v6: no name foreign to the scene; v7: no
 # swap whose subject does what its kind never does; v8: none far less fitting than the one replaced, parts for parts;
-# v9: no replacement that names another object of the path again by a synonym or plural
-GENERATOR = f"negatives_text@v9+{CERTIFY_VERSION}+{CONTEXT_VERSION}"
+# v9: no replacement that names another object of the path again by a synonym or plural; v10: no swap in one class
+GENERATOR = f"negatives_text@v10+{CERTIFY_VERSION}+{CONTEXT_VERSION}"
 ABSENT_PART = (
     "names a part, and none is annotated: where something it is part of is in view, parts go unannotated; where "
     "nothing is, the expression is absurd"

@@ -151,7 +151,8 @@ class SiteVocab:
     ) -> str | None:
         """Why swapping the names of the site's two nodes would not make a sensible, fair negative, or None:
         - a crowd or background name cannot carry the claim (one of the many trees may fit either way);
-        - two names that can name one object swap into a claim that may still hold;
+        - two names that can name one object (a kind, a part, a synonym, or one class: a man and a player)
+          swap into a claim that may still hold;
         - a colour or other person-describing attribute is never moved onto a person noun;
         - two nodes joined by a symmetric relation (next to, near) with the same attributes swap into the
           same statement read from the other side."""
@@ -169,6 +170,8 @@ class SiteVocab:
                 return f"swap involves {n!r}, which the word tables do not know"
         if (rel := w.name_relation(a.name, b.name)) is not None:
             return f"swap of names that can name one object: {a.name!r} and {b.name!r} ({rel})"
+        if (why := w.one_class(a.name, b.name)) is not None:  # both may hold of each: "the player left of the man"
+            return f"swap of names that can name one object: {why}"
         for noun, attrs in ((b.name, a.attributes), (a.name, b.attributes)):
             if w.is_person(noun) and (bad := [x for x in attrs if w.is_person_attribute(x)]):
                 return f"swap would describe the person noun {noun!r} as {bad[0]!r}"
