@@ -10,6 +10,7 @@ from hardneg.core.gqa.plausibility import Counts
 from hardneg.core.words.table import Words
 from hardneg.generators.paths.annotation_rules import Evidence, combine
 from hardneg.generators.paths.stage import PathResources, generate_positives
+from hardneg.generators.paths.wearers import OtherWearers
 from hardneg.review.priority import priority_key
 from tests.helpers import graph, obj
 
@@ -155,7 +156,10 @@ def test_clothing_is_one_to_a_person_and_others_may_wear_theirs_unannotated():
 def test_clothing_whose_wearers_go_unannotated_is_one_of_an_unknown_number():
     """Real GQA: a youth baseball game annotated as a helmet, a uniform, a glove, a shoe and a ball, and not one
     person; a batter, a catcher and an umpire wear helmets. Where other clothes are annotated and no one who
-    wears them is, the graph says nothing of how many wear a helmet. A hat alone (on a peg) carries no doubt."""
+    wears them is, the graph says nothing of how many wear a helmet: flagged. And where they lie apart (the
+    catcher's glove far from the batter's uniform), several people wear them: no path of the helmet or the
+    uniform can say whose (rule other_wearers). A tie on a shirt is one man's; a hat alone (on a peg) carries
+    no doubt."""
     game = graph(
         obj("1", "helmet", box=(270, 130, 50, 40)),
         obj("2", "uniform", box=(260, 160, 80, 130)),
@@ -163,15 +167,31 @@ def test_clothing_whose_wearers_go_unannotated_is_one_of_an_unknown_number():
         obj("4", "ball", box=(330, 200, 10, 10)),
         obj("5", "fence", box=(0, 0, 500, 180)),
     )
-    kinds = {p.path.name: {r["kind"] for r in p.risk_reasons} for p in run(game)[0] if not p.path.relations}
+    flagged, _, _ = run(game, cfg=FLAG_WEARERS)
+    kinds = {p.path.name: {r["kind"] for r in p.risk_reasons} for p in flagged if not p.path.relations}
     assert "other_wholes" in kinds["helmet"] and "other_wholes" in kinds["uniform"]
     assert all("other_wholes" not in k for name, k in kinds.items() if name not in ("helmet", "uniform", "glove"))
-    helmet = next(p for p in run(game)[0] if p.path.name == "helmet" and not p.path.relations)
+    helmet = next(p for p in flagged if p.path.name == "helmet" and not p.path.relations)
     why = next(r["why"] for r in helmet.risk_reasons if r["kind"] == "other_wholes")
     assert why == (
         "'helmet' is worn, and so are glove, uniform, yet the graph annotates no one: how many wear a 'helmet' it "
         "does not say"
     )
+    positives, rejects, _ = run(game)
+    assert {p.path.name for p in positives} & {"helmet", "uniform"} == set()
+    assert {p.path.name for p in flagged} & {"helmet", "uniform"} == {"helmet", "uniform"}
+    assert any(r.reason.startswith("'helmet' is worn, the graph annotates no one, and its clothes lie apart (glove 3")
+               for r in rejects)  # fmt: skip
+    tie = graph(
+        obj("1", "tie", box=(220, 150, 30, 120)),
+        obj("2", "shirt", box=(150, 120, 180, 250)),
+        obj("3", "wall", box=(0, 0, 500, 120)),
+    )
+    positives, _, _ = run(tie)
+    kinds = {p.path.name: {r["kind"] for r in p.risk_reasons} for p in positives if not p.path.relations}
+    assert "other_wholes" in kinds["tie"]
+    gloves = graph(obj("1", "glove", box=(50, 200, 30, 30)), obj("2", "glove", box=(400, 200, 30, 30)))
+    assert OtherWearers(gloves.objects["1"], gloves, WORDS, RES.table).unknown is None  # two hands of one skier
     peg = graph(obj("1", "hat", box=(200, 100, 60, 40)), obj("2", "wall", box=(0, 0, 500, 400)))
     assert all(r["kind"] != "other_wholes" for p in run(peg)[0] for r in p.risk_reasons)
 

@@ -20,7 +20,8 @@ Rules (each a `paths.rules` entry, switchable to measure what it removes):
 - `other_wearers`: a piece of clothing is worn one to a person, and graphs box it for some of the people
   they hold. Each annotated person with none of its name boxed on them gets a twin of the target, placed on
   them as the target sits on its wearer; a path that picks a twin as well ("the shorts to the left of the
-  racket" where another player, shorts unboxed, stands left of it too) is not unique (`OtherWearers`).
+  racket" where another player, shorts unboxed, stands left of it too) is not unique; so is any path of it
+  where no one is annotated and the clothes lie apart, on several people (`generators/paths/wearers.py`).
 
 Then every positive gets a `risk` (`risk_reasons`), what the graph cannot rule out, for the review app to
 show first and `hardneg split` to drop above `risk.max`: a name that often comes in many, a box inside a
@@ -40,13 +41,14 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from hardneg.core.executor import GraphIndex, execute
-from hardneg.core.geometry import direction, iou
+from hardneg.core.geometry import iou
 from hardneg.core.gqa.annotations import MANY, OVERSIZED, PRINTED, AnnotationStats, inside, split_pair
 from hardneg.core.gqa.boxes import BoxShapes
 from hardneg.core.gqa.plausibility import Counts
 from hardneg.core.records import PathNode, SceneGraph, SceneObject
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
+from hardneg.generators.paths.wearers import SAME_OBJECT_IOU, other_wholes
 
 RARE = 0.25  # an attribute held by at most this share of a name's boxes tells one of them apart
 SOMETIMES_MANY = 0.3  # a name seen twice or more in this share of its images is a risk
@@ -77,9 +79,6 @@ TWIN_KINDS = frozenset(
 )
 BOX_KINDS = frozenset({"in_picture", "oversized", "box_misfit"})
 SAME_KIND = frozenset({"plural", "synonym", "hyponym"})  # Words.name_relation(other, target): a kind of the target
-SAME_OBJECT_IOU = 0.5  # two boxes this alike are one object under two names
-CLOTHING = "clothing"  # the kind of name `other_wholes` judges: worn one to a person
-SLOTS = ("headwear", "eyewear", "footwear")  # kinds of clothing worn one at a time
 
 
 @dataclass(slots=True, frozen=True)
@@ -117,128 +116,6 @@ def many_refusal(path: PathNode, ev: Evidence | None) -> str | None:
     return (
         f"'{path.name}' comes in many ({share:.0%} of the images holding it hold several): it needs a relation "
         "or a rare attribute to pick out one"
-    )
-
-
-def _people(target: SceneObject, graph: SceneGraph, words: Words) -> list[SceneObject]:
-    """The annotated people who wear a `target.name`, each once (two boxes of one person under two names,
-    "man" and "person", count once)."""
-    people: list[SceneObject] = []
-    for o in graph.objects.values():
-        if o.id == target.id or not words.is_person(o.name) or words.direct_part_of(target.name, o.name) != "worn":
-            continue
-        if not any(iou(o.box, p.box) >= SAME_OBJECT_IOU for p in people):
-            people.append(o)
-    return people
-
-
-def _wears(person: SceneObject, item: SceneObject) -> bool:
-    """Whether the graph puts `item` on `person`: its box inside theirs, or an edge between them that is not a
-    side the boxes decide ("wearing", "in", "on"; not "to the left of")."""
-    edges = [r for r in person.relations if r.object == item.id] + [r for r in item.relations if r.object == person.id]
-    return inside(item, person) or any(direction(r.name) is None for r in edges)
-
-
-def bare_wearers(target: SceneObject, graph: SceneGraph, words: Words) -> list[SceneObject]:
-    """The annotated people who may wear a `target.name` the graph leaves out, where it annotates more people
-    than objects of the name (a plural, "people", counts as two): each but the target's wearer on whom no
-    other object of the name, nor of a kind worn one at a time with it (a hat for a helmet), is put (`_wears`)."""
-    people = _people(target, graph, words)
-    same = [o for o in graph.objects.values() if o.name == target.name]
-    n = sum(2 if words.is_plural(o.name) else 1 for o in people)
-    if n < 2 or n <= len(same):
-        return []
-    slots = [k for k in SLOTS if words.is_a(target.name, k)]  # a person in a hat wears no helmet
-    worn = same + [
-        o for o in graph.objects.values() if o.name != target.name and any(words.is_a(o.name, k) for k in slots)
-    ]
-    return [p for p in people if not any(_wears(p, o) for o in worn)]
-
-
-def other_wholes(target: SceneObject, graph: SceneGraph, words: Words, checked: PathNode | None = None) -> str | None:
-    """Why a piece of clothing may be one of several (risk `other_wholes`), or None. People wear shirts,
-    shorts and helmets one each: where the graph annotates more people than objects of the name, the
-    others' go unannotated, and "the shorts" may be anyone's. A plural ("people") counts as two. Carried
-    things (a bag, an umbrella) and parts of things (a bike's seat) are left out: not every person carries
-    one, and the crowd rules judge parts that come several to a whole. `checked`: the path, where rule
-    `other_wearers` has already put a twin of the target on each annotated person and found none would fit
-    it; then only a relation the boxes cannot decide (near, holding) leaves the doubt."""
-    if not words.is_a(target.name, CLOTHING):
-        return None
-    people = _people(target, graph, words)
-    n = sum(2 if words.is_plural(o.name) else 1 for o in people)
-    named = sum(1 for o in graph.objects.values() if o.name == target.name)
-    if n == 0:  # no one annotated, yet other clothes are: their wearers went unannotated, and how many?
-        others = graph.objects.values()
-        worn = sorted({o.name for o in others if o.name != target.name and words.is_a(o.name, CLOTHING)})
-        if worn:
-            return (
-                f"'{target.name}' is worn, and so are {', '.join(worn)}, yet the graph annotates no one: how many "
-                f"wear a '{target.name}' it does not say"
-            )
-    if n < 2 or n <= named:
-        return None
-    if checked is not None and (
-        not bare_wearers(target, graph, words) or all(direction(e.name) is not None for e in checked.relations)
-    ):
-        return None
-    kinds = ", ".join(sorted({o.name for o in people}))
-    return (
-        f"'{target.name}' is worn one to a person: the graph annotates {n} people ({kinds}) and {named} "
-        f"'{target.name}', so the others' may be there unannotated"
-    )
-
-
-class OtherWearers:
-    """Rule `other_wearers` for one target worn one to a person (a shirt, shorts, a helmet): each annotated
-    person who wears none of its name in the graph (`bare_wearers`) may wear one unannotated. A second index
-    of the graph gives each of them a twin of the target (its name and attributes), placed on them as the
-    target sits on its wearer (on the whole box where its wearer is not annotated), so the executor tells
-    whether the path picks theirs as well. What the boxes decide (left, right, above, below) is judged on the
-    twin's box; a relation they cannot decide (near, holding) is not assumed of it, and leaves the
-    positive its `other_wholes` risk instead."""
-
-    def __init__(self, target: SceneObject, graph: SceneGraph, words: Words, table: AttributeTable) -> None:
-        self.target = target
-        self.wearers: dict[str, SceneObject] = {}  # twin id -> the person who may wear it
-        self.index: GraphIndex | None = None
-        if not words.is_a(target.name, CLOTHING):
-            return
-        wearer = next((p for p in _people(target, graph, words) if _wears(p, target)), None)
-        twins = {}
-        for p in bare_wearers(target, graph, words):
-            twin = SceneObject(f"{target.id}~{p.id}", target.name, *_placed(target, wearer, p), target.attributes)
-            twins[twin.id] = twin
-            self.wearers[twin.id] = p
-        if twins:
-            self.index = GraphIndex(replace(graph, objects={**graph.objects, **twins}), table)
-
-    def refusal(self, path: PathNode) -> str | None:
-        """Why another person's twin of the target fits `path` as well, or None."""
-        if self.index is None:
-            return None
-        fits = sorted(set(execute(path.without_ids(), self.index)) & self.wearers.keys())
-        if not fits:
-            return None
-        p = self.wearers[fits[0]]
-        return (
-            f"'{self.target.name}' is worn one to a person: {p.name} {p.id} has none annotated, and theirs would "
-            "fit the path as well"
-        )
-
-
-def _placed(target: SceneObject, wearer: SceneObject | None, person: SceneObject) -> tuple[int, int, int, int]:
-    """The target's box moved from its wearer onto `person` (scaled with the person's box); `person`'s box
-    where the wearer is not annotated, or holds no part of the box."""
-    if wearer is None or not inside(target, wearer):
-        return person.box
-    fx, fy = (target.x - wearer.x) / wearer.w, (target.y - wearer.y) / wearer.h
-    fw, fh = target.w / wearer.w, target.h / wearer.h
-    return (
-        round(person.x + fx * person.w),
-        round(person.y + fy * person.h),
-        max(1, round(fw * person.w)),
-        max(1, round(fh * person.h)),
     )
 
 

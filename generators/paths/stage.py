@@ -26,7 +26,6 @@ from hardneg.core.schema import outputs
 from hardneg.core.words.vocab import RelationVocab
 from hardneg.generators.paths.annotation_rules import (
     Evidence,
-    OtherWearers,
     SameKind,
     held_many_refusal,
     many_refusal,
@@ -46,6 +45,7 @@ from hardneg.generators.paths.targets import (
     related_ok,
     target_reason,
 )
+from hardneg.generators.paths.wearers import OtherWearers
 
 __all__ = [
     "GENERATOR",
