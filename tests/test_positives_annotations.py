@@ -199,8 +199,9 @@ def test_clothing_whose_wearers_go_unannotated_is_one_of_an_unknown_number():
 def test_clothing_another_person_may_wear_unannotated_must_be_told_apart_from_theirs():
     """Real GQA: two men, one pair of shorts boxed on the first. "The shorts" may be the second man's too, his
     unboxed; "the shorts to the left of the tree" cannot be, for he stands right of it (the boxes say so), and
-    then no doubt is left. A person in a hat wears no helmet; a "wearing" edge marks the wearer whose box the
-    helmet sticks out of. Without the rule, the doubt is only flagged."""
+    then no doubt is left; nor where he stands so far off that his shorts would be a few pixels, too small to
+    read (as a target would be). A person in a hat wears no helmet; a "wearing" edge marks the wearer whose box
+    the helmet sticks out of. Without the rule, the doubt is only flagged."""
     shorts = graph(
         obj("1", "man", box=(0, 0, 100, 300)),
         obj("2", "shorts", ("grey",), rels=(("to the left of", "4"),), box=(10, 150, 60, 60)),
@@ -215,6 +216,8 @@ def test_clothing_another_person_may_wear_unannotated_must_be_told_apart_from_th
     assert stats["refused:other_wearers"] > 0
     why = next(r.reason for r in rejects if "worn one to a person" in r.reason)
     assert why == "'shorts' is worn one to a person: man 3 has none annotated, and theirs would fit the path as well"
+    far = graph(*(o for o in shorts.objects.values() if o.id != "3"), obj("3", "man", box=(450, 10, 8, 20)))
+    assert any(p.path.name == "shorts" and not p.path.relations for p in run(far)[0])  # his would be 5 pixels
     off, _, _ = run(shorts, cfg=FLAG_WEARERS)
     bare = next(p for p in off if p.path.name == "shorts" and not p.path.relations)
     assert "other_wholes" in {r["kind"] for r in bare.risk_reasons}

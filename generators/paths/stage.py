@@ -162,7 +162,8 @@ def _search_target(
     kin = functools.cache(lambda: SameKind(obj, graph, res.words, res.table)) if "same_kind" in res.rules else None
     # and the other people's twins of a piece of clothing
     wearers = OtherWearers if "other_wearers" in res.rules else None
-    wear = functools.cache(lambda: wearers(obj, graph, res.words, res.table)) if wearers else None
+    small = cfg.targets.min_area_frac
+    wear = functools.cache(lambda: wearers(obj, graph, res.words, res.table, small)) if wearers else None
     for ptype in cfg.paths.types:
         rng = KeyedRandom(cfg.seed, graph.image_id, tid, ptype)
         found: list[_Candidate] = []

@@ -106,7 +106,11 @@ class OtherWearers:
     are on two people at least, and no path can say which of their unannotated wearers wear the target's
     name (a ball game's helmet and uniform, and a catcher's glove far from them)."""
 
-    def __init__(self, target: SceneObject, graph: SceneGraph, words: Words, table: AttributeTable) -> None:
+    def __init__(
+        self, target: SceneObject, graph: SceneGraph, words: Words, table: AttributeTable, min_area: float = 0.0
+    ) -> None:
+        """`min_area`: the share of the image under which a twin is too small to read (a cap on a child far
+        off, a few pixels), as a target would be (`targets.min_area_frac`): no one counts it."""
         self.target = target
         self.wearers: dict[str, SceneObject] = {}  # twin id -> the person who may wear it
         self.index: GraphIndex | None = None
@@ -124,6 +128,8 @@ class OtherWearers:
         twins = {}
         for p in bare_wearers(target, graph, words):
             twin = SceneObject(f"{target.id}~{p.id}", target.name, *_placed(target, wearer, p), target.attributes)
+            if twin.area < min_area * graph.width * graph.height:
+                continue
             twins[twin.id] = twin
             self.wearers[twin.id] = p
         if twins:
