@@ -36,6 +36,11 @@ def _people(target: SceneObject, graph: SceneGraph, words: Words) -> list[SceneO
     return people
 
 
+def _headcount(people: list[SceneObject], words: Words) -> int:
+    """How many people `people` are at least: a plural ("people", "men") counts as two."""
+    return sum(2 if words.is_plural(o.name) else 1 for o in people)
+
+
 def _wears(person: SceneObject, item: SceneObject) -> bool:
     """Whether the graph puts `item` on `person`: its box inside theirs, or an edge between them that is not a
     side the boxes decide ("wearing", "in", "on"; not "to the left of")."""
@@ -49,8 +54,7 @@ def bare_wearers(target: SceneObject, graph: SceneGraph, words: Words) -> list[S
     other object of the name, nor of a kind worn one at a time with it (a hat for a helmet), is put (`_wears`)."""
     people = _people(target, graph, words)
     same = [o for o in graph.objects.values() if o.name == target.name]
-    n = sum(2 if words.is_plural(o.name) else 1 for o in people)
-    if n < 2 or n <= len(same):
+    if (n := _headcount(people, words)) < 2 or n <= len(same):
         return []
     slots = [k for k in SLOTS if words.is_a(target.name, k)]  # a person in a hat wears no helmet
     worn = same + [
@@ -62,7 +66,7 @@ def bare_wearers(target: SceneObject, graph: SceneGraph, words: Words) -> list[S
 def other_wholes(target: SceneObject, graph: SceneGraph, words: Words, checked: PathNode | None = None) -> str | None:
     """Why a piece of clothing may be one of several (risk `other_wholes`), or None. People wear shirts,
     shorts and helmets one each: where the graph annotates more people than objects of the name, the
-    others' go unannotated, and "the shorts" may be anyone's. A plural ("people") counts as two. Carried
+    others' go unannotated, and "the shorts" may be anyone's. Carried
     things (a bag, an umbrella) and parts of things (a bike's seat) are left out: not every person carries
     one, and the crowd rules judge parts that come several to a whole. `checked`: the path, where rule
     `other_wearers` has already put a twin of the target on each annotated person and found none would fit
@@ -70,7 +74,7 @@ def other_wholes(target: SceneObject, graph: SceneGraph, words: Words, checked: 
     if not words.is_a(target.name, CLOTHING):
         return None
     people = _people(target, graph, words)
-    n = sum(2 if words.is_plural(o.name) else 1 for o in people)
+    n = _headcount(people, words)
     named = sum(1 for o in graph.objects.values() if o.name == target.name)
     if n == 0:  # no one annotated, yet other clothes are: their wearers went unannotated, and how many?
         others = graph.objects.values()
