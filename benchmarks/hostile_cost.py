@@ -147,6 +147,9 @@ HOSTILE: dict[str, Callable[[], dict[str, Any] | bytes]] = {
     "in:twins_998": lambda: twins(998),
     "in:attributes_100": lambda: grid(300, names=("car", "dog"), relations=3, attributes=100),
     "in:crowd_100": lambda: grid(100, names=("man", "man", "dog", "cup"), relation="to the left of", relations=8),
+    # people and clothes: each shirt's twins go on every other person (rule other_wearers); clothes with no one
+    "in:people_shirts_999": lambda: grid(999, names=("man", "woman", "shirt"), relation="to the left of", relations=3),
+    "in:clothes_999": lambda: grid(999, names=("shirt", "hat", "jacket"), relation="to the left of", relations=3),
 }  # fmt: skip
 
 

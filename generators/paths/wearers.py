@@ -24,16 +24,64 @@ SLOTS = ("headwear", "eyewear", "footwear")  # kinds of clothing worn one at a t
 SAME_OBJECT_IOU = 0.5  # two boxes this alike are one object under two names
 
 
-def _people(target: SceneObject, graph: SceneGraph, words: Words) -> list[SceneObject]:
-    """The annotated people who wear a `target.name`, each once (two boxes of one person under two names,
-    "man" and "person", count once)."""
-    people: list[SceneObject] = []
-    for o in graph.objects.values():
-        if o.id == target.id or not words.is_person(o.name) or words.direct_part_of(target.name, o.name) != "worn":
-            continue
-        if not any(iou(o.box, p.box) >= SAME_OBJECT_IOU for p in people):
-            people.append(o)
-    return people
+class Wardrobe:
+    """One graph's people and clothes, worked out once for all its targets: the rule asks per target and the
+    risk per positive, and a graph of hundreds of people would otherwise cost their square each time."""
+
+    def __init__(self, graph: SceneGraph, words: Words) -> None:
+        self.graph, self.words = graph, words
+        self.clothes = [o for o in graph.objects.values() if words.is_a(o.name, CLOTHING)]
+        self._people: dict[str, list[SceneObject]] = {}
+        self._worn: dict[str, frozenset[str]] = {}
+        self._groups: dict[str, int] | None = None
+
+    def people(self, name: str) -> list[SceneObject]:
+        """The annotated people who wear a `name`, each once (two boxes of one person under two names, "man"
+        and "person", count once)."""
+        got = self._people.get(name)
+        if got is None:
+            got = self._people[name] = []
+            for o in self.graph.objects.values():
+                if not self.words.is_person(o.name) or self.words.direct_part_of(name, o.name) != "worn":
+                    continue
+                if not any(iou(o.box, p.box) >= SAME_OBJECT_IOU for p in got):
+                    got.append(o)
+        return got
+
+    def worn(self, person: SceneObject) -> frozenset[str]:
+        """The clothes the graph puts on `person` (`_wears`)."""
+        got = self._worn.get(person.id)
+        if got is None:
+            got = self._worn[person.id] = frozenset(o.id for o in self.clothes if _wears(person, o))
+        return got
+
+    def group(self, oid: str) -> int:
+        """Which group of clothes lying on one person `oid` is in (`apart`)."""
+        if self._groups is None:
+            self._groups = {}
+            for seed in self.clothes:
+                if seed.id in self._groups:
+                    continue
+                k, todo = len(self._groups), [seed]
+                self._groups[seed.id] = k
+                while todo:
+                    a = todo.pop()
+                    for b in self.clothes:
+                        if b.id not in self._groups and _near(a, b):
+                            self._groups[b.id] = k
+                            todo.append(b)
+        return self._groups[oid]
+
+
+_LAST: list[Wardrobe] = []
+
+
+def wardrobe(graph: SceneGraph, words: Words) -> Wardrobe:
+    """The wardrobe of `graph`, kept for the graph last asked about (an image's targets and positives are
+    judged one after another)."""
+    if not _LAST or _LAST[0].graph is not graph or _LAST[0].words is not words:
+        _LAST[:] = [Wardrobe(graph, words)]
+    return _LAST[0]
 
 
 def _headcount(people: list[SceneObject], words: Words) -> int:
@@ -52,15 +100,14 @@ def bare_wearers(target: SceneObject, graph: SceneGraph, words: Words) -> list[S
     """The annotated people who may wear a `target.name` the graph leaves out, where it annotates more people
     than objects of the name (a plural, "people", counts as two): each but the target's wearer on whom no
     other object of the name, nor of a kind worn one at a time with it (a hat for a helmet), is put (`_wears`)."""
-    people = _people(target, graph, words)
-    same = [o for o in graph.objects.values() if o.name == target.name]
+    w = wardrobe(graph, words)
+    people = w.people(target.name)
+    same = [o for o in w.clothes if o.name == target.name]
     if (n := _headcount(people, words)) < 2 or n <= len(same):
         return []
     slots = [k for k in SLOTS if words.is_a(target.name, k)]  # a person in a hat wears no helmet
-    worn = same + [
-        o for o in graph.objects.values() if o.name != target.name and any(words.is_a(o.name, k) for k in slots)
-    ]
-    return [p for p in people if not any(_wears(p, o) for o in worn)]
+    worn = {o.id for o in w.clothes if o.name == target.name or any(words.is_a(o.name, k) for k in slots)}
+    return [p for p in people if not w.worn(p) & worn]
 
 
 def other_wholes(target: SceneObject, graph: SceneGraph, words: Words, checked: PathNode | None = None) -> str | None:
@@ -73,7 +120,7 @@ def other_wholes(target: SceneObject, graph: SceneGraph, words: Words, checked: 
     it; then only a relation the boxes cannot decide (near, holding) leaves the doubt."""
     if not words.is_a(target.name, CLOTHING):
         return None
-    people = _people(target, graph, words)
+    people = wardrobe(graph, words).people(target.name)
     n = _headcount(people, words)
     named = sum(1 for o in graph.objects.values() if o.name == target.name)
     if n == 0:  # no one annotated, yet other clothes are: their wearers went unannotated, and how many?
@@ -121,7 +168,7 @@ class OtherWearers:
         self.unknown: str | None = None  # why no path can tell the target's wearer from the others
         if not words.is_a(target.name, CLOTHING):
             return
-        people = _people(target, graph, words)
+        people = wardrobe(graph, words).people(target.name)
         if not people and (other := apart(target, graph, words)) is not None:
             self.unknown = (
                 f"'{target.name}' is worn, the graph annotates no one, and its clothes lie apart ({other.name} "
@@ -159,14 +206,11 @@ def apart(target: SceneObject, graph: SceneGraph, words: Words) -> SceneObject |
     its helmet, a shirt and its tie); the graph's clothes are grouped so, and a piece outside the target's
     group is another's, unless both groups hold only things worn in pairs (two gloves, a skier's hands
     spread, may be one person's)."""
-    clothes = [o for o in graph.objects.values() if words.is_a(o.name, CLOTHING)]
-    group, grown = {target.id}, True
-    while grown:
-        near = {o.id for o in clothes if o.id not in group and any(_near(o, graph.objects[g]) for g in group)}
-        group |= near
-        grown = bool(near)
-    paired = {o.id for o in clothes if words.crowd_group(o.name) == "paired_parts"}
-    outside = [o for o in clothes if o.id not in group]
+    w = wardrobe(graph, words)
+    mine = w.group(target.id)
+    paired = {o.id for o in w.clothes if words.crowd_group(o.name) == "paired_parts"}
+    group = {o.id for o in w.clothes if w.group(o.id) == mine}
+    outside = [o for o in w.clothes if o.id not in group]
     if not outside or (group <= paired and all(o.id in paired for o in outside)):
         return None
     return outside[0]
