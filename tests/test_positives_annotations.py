@@ -218,6 +218,14 @@ def test_clothing_another_person_may_wear_unannotated_must_be_told_apart_from_th
     assert why == "'shorts' is worn one to a person: man 3 has none annotated, and theirs would fit the path as well"
     far = graph(*(o for o in shorts.objects.values() if o.id != "3"), obj("3", "man", box=(450, 10, 8, 20)))
     assert any(p.path.name == "shorts" and not p.path.relations for p in run(far)[0])  # his would be 5 pixels
+
+    def near(second):  # "near the tree": a relation the boxes cannot decide, so the twins cannot be judged by it
+        g = graph(obj("1", "man", box=(0, 0, 100, 300)), obj("2", "shorts", rels=(("near", "4"),),
+                  box=(10, 150, 60, 60)), second, obj("4", "tree", box=(150, 0, 100, 300)))  # fmt: skip
+        return {r["kind"] for p in run(g)[0] if p.path.name == "shorts" and p.path.relations for r in p.risk_reasons}
+
+    assert "other_wholes" in near(obj("3", "man", box=(300, 0, 100, 300)))
+    assert "other_wholes" not in near(obj("3", "man", box=(450, 10, 8, 20)))  # no twin a person could read
     off, _, _ = run(shorts, cfg=FLAG_WEARERS)
     bare = next(p for p in off if p.path.name == "shorts" and not p.path.relations)
     assert "other_wholes" in {r["kind"] for r in bare.risk_reasons}

@@ -166,11 +166,12 @@ def risk_reasons(
     words: Words,
     ev: Evidence | None,
     twin: str | None,
-    wearers_checked: bool = False,
+    wearers: float | None = None,
 ) -> list[dict[str, Any]]:
     """What the graph cannot rule out about a positive, each with its weight (see the module docstring).
-    `twin`: why another object of the name may fit (`Certifier.doubtful`), or None; `wearers_checked`: rule
-    `other_wearers` judged the path against the other people's twins of the target (`OtherWearers`)."""
+    `twin`: why another object of the name may fit (`Certifier.doubtful`), or None; `wearers`: rule
+    `other_wearers` judged the path against the other people's twins of the target (`OtherWearers`), none
+    smaller than this share of the image; None: the rule is off."""
     out: list[dict[str, Any]] = []
     if ev is not None and (share := ev.notes.many(target.name)) is not None and share >= SOMETIMES_MANY:
         out.append({"kind": "many", "why": f"'{target.name}' is several in {share:.0%} of the images holding it"})
@@ -197,7 +198,8 @@ def risk_reasons(
             break
     if twin is not None:
         out.append({"kind": "unannotated_twin", "why": twin})
-    if (others := other_wholes(target, graph, words, path if wearers_checked else None)) is not None:
+    checked = None if wearers is None else path
+    if (others := other_wholes(target, graph, words, checked, wearers or 0.0)) is not None:
         out.append({"kind": "other_wholes", "why": others})
     own = [e.object.name for e in path.relations if words.same_kind(e.object.name, target.name)]
     if own:  # "the door to the left of a door" picks one of two: a third nobody boxed and it picks none

@@ -292,6 +292,7 @@ def _positive(
     expression, template = res.renderer.render(path, ptype, sid, search.index)
     target = graph.objects[path.id]  # type: ignore[index]
     twin = res.certifier.doubtful(path, graph, target.id, search.index)
+    wearers = search.cfg.targets.min_area_frac if "other_wearers" in res.rules else None  # the rule's twin floor
     return Positive(
         id=sid,
         image_id=graph.image_id,
@@ -307,7 +308,7 @@ def _positive(
         generator=GENERATOR,
         spatial=is_spatial(path, res.relations),
         attribute=has_attribute(path),
-        risk_reasons=risk_reasons(path, target, graph, res.words, evidence, twin, "other_wearers" in res.rules),
+        risk_reasons=risk_reasons(path, target, graph, res.words, evidence, twin, wearers),
     )
 
 

@@ -110,14 +110,17 @@ def bare_wearers(target: SceneObject, graph: SceneGraph, words: Words) -> list[S
     return [p for p in people if not w.worn(p) & worn]
 
 
-def other_wholes(target: SceneObject, graph: SceneGraph, words: Words, checked: PathNode | None = None) -> str | None:
+def other_wholes(
+    target: SceneObject, graph: SceneGraph, words: Words, checked: PathNode | None = None, min_area: float = 0.0
+) -> str | None:
     """Why a piece of clothing may be one of several (risk `other_wholes`), or None. People wear shirts,
     shorts and helmets one each: where the graph annotates more people than objects of the name, the
     others' go unannotated, and "the shorts" may be anyone's. Carried
     things (a bag, an umbrella) and parts of things (a bike's seat) are left out: not every person carries
     one, and the crowd rules judge parts that come several to a whole. `checked`: the path, where rule
-    `other_wearers` has already put a twin of the target on each annotated person and found none would fit
-    it; then only a relation the boxes cannot decide (near, holding) leaves the doubt."""
+    `other_wearers` has already put a twin of the target on each annotated person (none smaller than
+    `min_area` of the image) and found none would fit it; then only a relation the boxes cannot decide (near,
+    holding) leaves the doubt."""
     if not words.is_a(target.name, CLOTHING):
         return None
     people = wardrobe(graph, words).people(target.name)
@@ -134,7 +137,7 @@ def other_wholes(target: SceneObject, graph: SceneGraph, words: Words, checked: 
     if n < 2 or n <= named:
         return None
     if checked is not None and (
-        not bare_wearers(target, graph, words) or all(direction(e.name) is not None for e in checked.relations)
+        not twins(target, graph, words, min_area) or all(direction(e.name) is not None for e in checked.relations)
     ):
         return None
     kinds = ", ".join(sorted({o.name for o in people}))
@@ -175,16 +178,10 @@ class OtherWearers:
                 f"{other.id} far from the {target.name}): several wear them, and which wear a '{target.name}' it "
                 "does not say"
             )
-        wearer = next((p for p in people if _wears(p, target)), None)
-        twins = {}
-        for p in bare_wearers(target, graph, words):
-            twin = SceneObject(f"{target.id}~{p.id}", target.name, *_placed(target, wearer, p), target.attributes)
-            if twin.area < min_area * graph.width * graph.height:
-                continue
-            twins[twin.id] = twin
-            self.wearers[twin.id] = p
-        if twins:
-            self.index = GraphIndex(replace(graph, objects={**graph.objects, **twins}), table)
+        made = twins(target, graph, words, min_area)
+        self.wearers = {t.id: p for t, p in made}
+        if made:
+            self.index = GraphIndex(replace(graph, objects={**graph.objects, **{t.id: t for t, _ in made}}), table)
 
     def refusal(self, path: PathNode) -> str | None:
         """Why another person's twin of the target fits `path` as well, or None."""
@@ -198,6 +195,21 @@ class OtherWearers:
             f"'{self.target.name}' is worn one to a person: {p.name} {p.id} has none annotated, and theirs would "
             "fit the path as well"
         )
+
+
+def twins(
+    target: SceneObject, graph: SceneGraph, words: Words, min_area: float = 0.0
+) -> list[tuple[SceneObject, SceneObject]]:
+    """(twin, the person who may wear it) for each of the `bare_wearers`: the target's name and attributes,
+    placed on them as the target sits on its wearer; none smaller than `min_area` of the image."""
+    people = wardrobe(graph, words).people(target.name)
+    wearer = next((p for p in people if _wears(p, target)), None)
+    out = []
+    for p in bare_wearers(target, graph, words):
+        twin = SceneObject(f"{target.id}~{p.id}", target.name, *_placed(target, wearer, p), target.attributes)
+        if twin.area >= min_area * graph.width * graph.height:
+            out.append((twin, p))
+    return out
 
 
 def apart(target: SceneObject, graph: SceneGraph, words: Words) -> SceneObject | None:
