@@ -160,10 +160,11 @@ def _search_target(
     lookahead = cfg.paths.negatives_lookahead
     # the target's kin under other names, looked for once a path has passed the other rules (most never do)
     kin = functools.cache(lambda: SameKind(obj, graph, res.words, res.table)) if "same_kind" in res.rules else None
-    # and the other people's twins of a piece of clothing
-    wearers = OtherWearers if "other_wearers" in res.rules else None
+    # and the other people's twins of a piece of clothing (none smaller than a readable target)
     small = cfg.targets.min_area_frac
-    wear = functools.cache(lambda: wearers(obj, graph, res.words, res.table, small)) if wearers else None
+    wear: Callable[[], OtherWearers] | None = None
+    if "other_wearers" in res.rules:
+        wear = functools.cache(lambda: OtherWearers(obj, graph, res.words, res.table, small))
     for ptype in cfg.paths.types:
         rng = KeyedRandom(cfg.seed, graph.image_id, tid, ptype)
         found: list[_Candidate] = []
