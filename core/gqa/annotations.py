@@ -32,6 +32,7 @@ from hardneg.core.records import SceneGraph, SceneObject
 from hardneg.core.words.table import Words
 
 INSIDE = 0.9  # of a box's area inside another box: it lies inside it
+SAME_OBJECT_IOU = 0.5  # two boxes this alike are one object under two names
 MANY = 0.5  # images holding a name twice or more, of those holding it: the name comes in many
 MIN_IMAGES = 5  # a name in fewer images decides nothing about coming in many
 PRINTED = 0.5  # boxes of a name inside a text surface, of all its boxes: the name is usually printed

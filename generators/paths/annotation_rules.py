@@ -42,13 +42,13 @@ from typing import Any
 
 from hardneg.core.executor import GraphIndex, execute
 from hardneg.core.geometry import iou
-from hardneg.core.gqa.annotations import MANY, OVERSIZED, PRINTED, AnnotationStats, inside, split_pair
+from hardneg.core.gqa.annotations import MANY, OVERSIZED, PRINTED, SAME_OBJECT_IOU, AnnotationStats, inside, split_pair
 from hardneg.core.gqa.boxes import BoxShapes
 from hardneg.core.gqa.plausibility import Counts
 from hardneg.core.records import PathNode, SceneGraph, SceneObject
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
-from hardneg.generators.paths.wearers import SAME_OBJECT_IOU, other_wholes
+from hardneg.generators.paths.wearers import other_wholes
 
 RARE = 0.25  # an attribute held by at most this share of a name's boxes tells one of them apart
 SOMETIMES_MANY = 0.3  # a name seen twice or more in this share of its images is a risk

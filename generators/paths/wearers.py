@@ -14,14 +14,13 @@ from dataclasses import replace
 
 from hardneg.core.executor import GraphIndex, execute
 from hardneg.core.geometry import direction, iou
-from hardneg.core.gqa.annotations import inside
+from hardneg.core.gqa.annotations import SAME_OBJECT_IOU, inside
 from hardneg.core.records import PathNode, SceneGraph, SceneObject
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
 
 CLOTHING = "clothing"  # the kind of name these rules judge: worn one to a person
 SLOTS = ("headwear", "eyewear", "footwear")  # kinds of clothing worn one at a time
-SAME_OBJECT_IOU = 0.5  # two boxes this alike are one object under two names
 
 
 class Wardrobe:
@@ -127,8 +126,7 @@ def other_wholes(
     n = _headcount(people, words)
     named = sum(1 for o in graph.objects.values() if o.name == target.name)
     if n == 0:  # no one annotated, yet other clothes are: their wearers went unannotated, and how many?
-        others = graph.objects.values()
-        worn = sorted({o.name for o in others if o.name != target.name and words.is_a(o.name, CLOTHING)})
+        worn = sorted({o.name for o in wardrobe(graph, words).clothes if o.name != target.name})
         if worn:
             return (
                 f"'{target.name}' is worn, and so are {', '.join(worn)}, yet the graph annotates no one: how many "
