@@ -255,3 +255,37 @@ def test_contradiction_is_the_rule_for_sites():
     rel = Site("replace_relation", 1, (0,), word="to the left of", edge=0, category="spatial")
     assert vocab.contradicts(rel, path, "to the right of")[0]
     assert not vocab.contradicts(rel, path, "next to")[0]
+
+
+def test_a_negative_may_be_true_of_clothes_the_graph_leaves_off_its_people():
+    """Real GQA: graphs box clothes for some of their people. "The red shirt" is false of the white one boxed
+    on the first man and may be true of the second man's, which nobody boxed; with one man it is false. Where
+    the graph annotates no one and its clothes lie apart (a ball game: the catcher's glove far from the
+    batter's uniform), "the ball to the right of the uniform" may be true of another player's uniform. A piece
+    put on a person stands on no side of them: "the shirt to the right of the woman" is not said of her own."""
+    man, shirt, other = (obj("1", "man", box=(0, 0, 100, 300)), obj("2", "shirt", ("white",), box=(10, 60, 80, 100)),
+                         obj("3", "man", box=(300, 0, 100, 300)))  # fmt: skip
+    white = node("shirt", "white", oid="2")
+    made, rejects = negatives(graph(man, shirt, other), white, "0_hop", {"white": ("red",)}, ("replace_attribute",))
+    assert not made
+    assert any("once the clothes the graph leaves off its people are put on them" in r.reason for r in rejects)
+    made, _ = negatives(graph(man, shirt), white, "0_hop", {"white": ("red",)}, ("replace_attribute",))
+    assert [n.change["to"] for n in made] == ["red"]
+
+    game = graph(
+        obj("1", "uniform", box=(260, 160, 80, 130)),
+        obj("2", "glove", box=(20, 240, 40, 30)),
+        obj("3", "ball", rels=(("to the left of", "1"),), box=(150, 200, 10, 10)),
+    )
+    path = node("ball", rel=[("to the left of", node("uniform"))], oid="3")
+    made, rejects = negatives(game, path, "1_hop", {"to the left of": ("to the right of",)}, ("replace_relation",))
+    assert not made and any("its clothes lie apart (glove 2 far from the uniform 1)" in r.reason for r in rejects)
+    near = graph(*(o for o in game.objects.values() if o.id != "2"), obj("2", "helmet", box=(270, 120, 50, 40)))
+    made, _ = negatives(near, path, "1_hop", {"to the left of": ("to the right of",)}, ("replace_relation",))
+    assert [n.change["to"] for n in made] == ["to the right of"]  # one player's helmet and uniform
+
+    left = graph(man, obj("2", "shirt", rels=(("to the left of", "3"),), box=(10, 60, 80, 100)),
+                 obj("3", "woman", box=(300, 0, 100, 300)))  # fmt: skip
+    path = node("shirt", rel=[("to the left of", node("woman"))], oid="2")
+    made, _ = negatives(left, path, "1_hop", {"to the left of": ("to the right of",)}, ("replace_relation",))
+    assert [n.change["to"] for n in made] == ["to the right of"]

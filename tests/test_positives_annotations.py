@@ -304,3 +304,23 @@ def test_a_part_of_a_name_that_comes_several_at_a_time_is_not_unique():
     assert any("'tree trunk' is a part of tree, which come several at a time" in r.reason for r in rejects)
     # a wheel of the one car is no such part: a car is not a name of many
     assert WORDS.crowd_group("car") is None
+
+
+def test_a_person_in_a_kind_of_the_clothing_wears_no_twin_of_it():
+    """Two men, a white shirt boxed on the first and a blue polo shirt on the second: a polo shirt is a shirt,
+    so the second man wears his, and "the white shirt" is told apart by its colour (rule `same_kind` judges
+    the polo shirt as a shirt). A man in a shirt may still wear the white t-shirt: a shirt may be one."""
+
+    def two(second: str, target: str = "shirt"):
+        return graph(
+            obj("1", "man", box=(0, 0, 100, 300)),
+            obj("2", target, ("white",), box=(10, 60, 80, 100)),
+            obj("3", "man", box=(300, 0, 100, 300)),
+            obj("4", second, ("blue",), box=(310, 60, 80, 100)),
+        )
+
+    def bare(g, name):
+        return [p.expression for p in run(g)[0] if p.path.name == name and not p.path.relations]
+
+    assert bare(two("polo shirt"), "shirt") == ["the white shirt"]
+    assert bare(two("shirt", target="t-shirt"), "t-shirt") == []  # his shirt may be a white t-shirt

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from hardneg.core.certify import NAMED
 from hardneg.core.executor import GraphIndex, execute
 from hardneg.core.geometry import direction, iou
 from hardneg.core.gqa.annotations import SAME_OBJECT_IOU, inside
@@ -33,6 +34,7 @@ class Wardrobe:
         self._people: dict[str, list[SceneObject]] = {}
         self._worn: dict[str, frozenset[str]] = {}
         self._groups: dict[str, int] | None = None
+        self._one: dict[tuple[str, str], bool] = {}
 
     def people(self, name: str) -> list[SceneObject]:
         """The annotated people who wear a `name`, each once (two boxes of one person under two names, "man"
@@ -46,6 +48,14 @@ class Wardrobe:
                 if not any(iou(o.box, p.box) >= SAME_OBJECT_IOU for p in got):
                     got.append(o)
         return got
+
+    def is_one(self, name: str, target: str) -> bool:
+        """Whether a piece called `name` is certainly one called `target` (a polo shirt is a shirt): the rule
+        `same_kind` judges such a piece, and this rule leaves its wearer out. A shirt may or may not be a
+        t-shirt, a coat a jacket: their wearers still get the target's twin."""
+        if (key := (name, target)) not in self._one:
+            self._one[key] = name == target or self.words.name_relation(name, target) in NAMED
+        return self._one[key]
 
     def worn(self, person: SceneObject) -> frozenset[str]:
         """The clothes the graph puts on `person` (`_wears`)."""
@@ -98,14 +108,15 @@ def _wears(person: SceneObject, item: SceneObject) -> bool:
 def bare_wearers(target: SceneObject, graph: SceneGraph, words: Words) -> list[SceneObject]:
     """The annotated people who may wear a `target.name` the graph leaves out, where it annotates more people
     than objects of the name (a plural, "people", counts as two): each but the target's wearer on whom no
-    other object of the name, nor of a kind worn one at a time with it (a hat for a helmet), is put (`_wears`)."""
+    other object of the name, of a name certainly of its kind (a polo shirt for a shirt: `Wardrobe.is_one`), nor
+    of a kind worn one at a time with it (a hat for a helmet), is put (`_wears`)."""
     w = wardrobe(graph, words)
     people = w.people(target.name)
     same = [o for o in w.clothes if o.name == target.name]
     if (n := _headcount(people, words)) < 2 or n <= len(same):
         return []
     slots = [k for k in SLOTS if words.is_a(target.name, k)]  # a person in a hat wears no helmet
-    worn = {o.id for o in w.clothes if o.name == target.name or any(words.is_a(o.name, k) for k in slots)}
+    worn = {o.id for o in w.clothes if w.is_one(o.name, target.name) or any(words.is_a(o.name, k) for k in slots)}
     return [p for p in people if not w.worn(p) & worn]
 
 

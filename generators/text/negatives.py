@@ -41,12 +41,13 @@ from hardneg.generators.text.sites import (
     site_order,
 )
 from hardneg.generators.text.types import text_type
+from hardneg.generators.text.worn import UnboxedClothes
 
-# v2: certified false, not unmatched; v3: plausible, worded like the positive; v4: crowds the corpus knows, no colour
-# the photo shows, words per site; v5: no small thing the scene likely holds; v6: no name foreign to the scene; v7: no
-# swap whose subject does what its kind never does; v8: none far less fitting than the one replaced, parts for parts;
-# v9: no replacement that names another object of the path again by a synonym or plural; v10: no swap in one class
-GENERATOR = f"negatives_text@v10+{CERTIFY_VERSION}+{CONTEXT_VERSION}"
+# v2: certified false; v3: plausible, worded like the positive; v4: crowds the corpus knows, no colour the photo shows,
+# words per site; v5: no small thing the scene likely holds; v6: no name foreign to the scene; v7: no swap whose subject
+# does what its kind never does; v8: none far less fitting than the one replaced, parts for parts; v9: no replacement
+# naming another object of the path again; v10: no swap in one class; v11: none true of clothes the graph leaves off
+GENERATOR = f"negatives_text@v11+{CERTIFY_VERSION}+{CONTEXT_VERSION}"
 ABSENT_PART = (
     "names a part, and none is annotated: where something it is part of is in view, parts go unannotated; where "
     "nothing is, the expression is absurd"
@@ -73,6 +74,7 @@ class NegativeContext:
     scene_fit: float | None = None  # a replacement name fitting the image's names worse than this is left out
     replacement_fit: float | None = None  # ... or fitting them this much worse than the name it replaces
     images: Path | None = None  # the run's images: a colour the photo shows on the object is no negative
+    min_area: float = 0.0  # a piece of clothing put on a person is readable at this share of the image
     refused: Counter = field(default_factory=Counter)  # corpus words kept out of the options, by rule
     _pool: dict[tuple[Any, ...], tuple[str, ...]] = field(default_factory=dict)
     _options: dict[tuple[Any, ...], tuple[tuple[str, ...], tuple[float, ...]]] = field(default_factory=dict)
@@ -144,8 +146,7 @@ def apply_site(path: PathNode, site: Site, replacement: str | None = None) -> Pa
 
 
 class TextSearch(SiteSearch):
-    """Text negatives: an altered path that matches nothing in the image's graph, rendered with its
-    positive's template."""
+    """Text negatives: an altered path that matches nothing in the image's graph, in its positive's template."""
 
     stage = "negatives"
 
@@ -155,6 +156,7 @@ class TextSearch(SiteSearch):
         self.vocab = ctx.site_vocab
         self.graphs = graphs
         self.certifier = Certifier(ctx.words, ctx.table, ctx.notes, ctx.small)
+        self.worn = UnboxedClothes(ctx.words, ctx.table, self.certifier, ctx.min_area)
         self.fit = SceneFit(ctx.notes, ctx.scene_fit, ctx.replacement_fit, ctx.words) if ctx.notes is not None else None
         self.absent = LikelyAbsent(self.fit, ctx.small, ctx.refused) if self.fit is not None else None
         self._truths: dict[tuple[str, PathNode], tuple[str | None, str | None] | None] = {}  # see `_truth`
@@ -257,9 +259,8 @@ class TextSearch(SiteSearch):
         return "; ".join(why) or "no replacement given"
 
     def usable(self, st: SearchState, site: Site, value: str) -> tuple[bool, str]:
-        """Whether a proposed word may replace the site's: it contradicts the original, names no other
-        object of the path, and the corpus attests it in that context (an LLM's answer is held to what
-        the lexicon draws from)."""
+        """Whether a proposed word may replace the site's: it contradicts the original, names no other object of
+        the path, and the corpus attests it in that context (an LLM's answer is held to what the lexicon draws from)."""
         ok, why = self.vocab.contradicts(site, st.path, value)
         if not ok:
             return ok, why
@@ -291,18 +292,16 @@ class TextSearch(SiteSearch):
         """None when the negative is false of the image; else (an object the executor finds it true of, None)
         or (None, why the graph does not make it false). A graph leaves things out: an object with no colour
         annotated is not "not white", a missing edge is not "not on", an absent crowd name proves nothing. So
-        a negative must be *contradicted* for every object that could carry it (`Certifier.uncontradicted`):
-        "the small ball with the same color as the car" (the objects of "the small car with the same color as
-        the ball", swapped) may be true of a ball whose size nobody annotated. Memoised per image and path:
-        a replacement is judged when the backend validates it and again when it is kept."""
-        image = st.positive["image_id"]
-        key = (image, neg_path)
-        if key not in self._truths:
+        a negative must be *contradicted* for every object that could carry it (`Certifier.uncontradicted`),
+        and for the clothes the graph leaves off its people too (`UnboxedClothes`): "the small ball with the same
+        color as the car" (swapped from "the small car ... as the ball") may be true of a ball whose size nobody
+        annotated. Memoised per image and path: judged when the backend validates a word and when it is kept."""
+        if (key := (image := st.positive["image_id"], neg_path)) not in self._truths:
             if hit := execute(neg_path, self.indexes[image]):
                 self._truths[key] = (sorted(hit)[0], None)
-            elif (
-                doubt := self.certifier.uncontradicted(neg_path, self.graphs[image], self.indexes[image])
-            ) is not None:
+            elif (doubt := self.certifier.uncontradicted(neg_path, self.graphs[image], self.indexes[image])) or (
+                doubt := self.worn.doubt(neg_path, self.graphs[image])
+            ):
                 self._truths[key] = (None, f"may be true: {doubt}")
             else:
                 self._truths[key] = None

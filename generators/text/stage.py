@@ -38,7 +38,7 @@ class LanguageStage(Stage):
     version = f"language@v2+{REWRITE_GENERATOR}+{NEGATIVES_GENERATOR}"
     reads = ("ingest", "hygiene", "plausibility", "paths", "select")
     writes = outputs({"negatives": TextNegativeRow, "positives": PositiveRow})
-    config = ("seed", "language", *RENDERER_CONFIG)
+    config = ("seed", "language", "targets.min_area_frac", *RENDERER_CONFIG)
     data = ("language.lexicon", *RENDERER_DATA)
 
     def extra_fingerprint(self, run: Run) -> Any:
@@ -101,6 +101,7 @@ class LanguageStage(Stage):
             n_replacements=lang.n_replacements,
             words_per_site=lang.words_per_site,
             images=resolve_inputs(unit.root, cfg)[1],
+            min_area=cfg.targets.min_area_frac,  # a piece of clothing left off a person: readable as a target is
             types=tuple(lang.negative_types),
         )
         negatives: list[dict[str, Any]] = []
