@@ -116,6 +116,14 @@ def _inside(box: Box, names: tuple[str, ...], objs: list[tuple[str, Box, str, tu
 
 def candidates(sklearn_images: Path | None = None) -> Iterator[Candidate]:
     """Every held-out candidate, in a fixed order (module docstring); the photos not available are skipped."""
+    return made(photos(sklearn_images), OBJECTS, "ho")
+
+
+def made(
+    images: dict[str, np.ndarray | None], objects: dict[str, list[tuple[str, Box, str, tuple[str, ...]]]], prefix: str
+) -> Iterator[Candidate]:
+    """The offline backend's candidates on `images` with their hand-given `objects` (module docstring), ids
+    starting with `prefix`; the photos not available (None) are skipped."""
     from hardneg.backends.inpaint import EditRegion, InpaintJob
     from hardneg.backends.inpaint_opencv import OpenCVInpainter
 
@@ -124,11 +132,11 @@ def candidates(sklearn_images: Path | None = None) -> Iterator[Candidate]:
     def run(key: str, image: np.ndarray, region: EditRegion, k: int) -> np.ndarray:
         return np.asarray(backend.run([InpaintJob(key, Image.fromarray(image), (region,), k + 1, 0)])[0][k])
 
-    for photo, rgb in photos(sklearn_images).items():
+    for photo, rgb in images.items():
         if rgb is None:
             continue
-        image_id = f"ho-{photo}"
-        objs = OBJECTS[photo]
+        image_id = f"{prefix}-{photo}"
+        objs = objects[photo]
         for name, box, old, inside in objs:
             others = _inside(box, inside, objs)
             oid = name.replace(" ", "_")
@@ -180,23 +188,27 @@ def counts(cands: list[Candidate], labels: dict[str, dict[str, str]]) -> dict[st
     return out
 
 
-def side_by_side(inside: dict[str, Counter], held: dict[str, Counter]) -> str:
+def side_by_side(inside: dict[str, Counter], *held: tuple[str, dict[str, Counter]]) -> str:
     """The filter's precision and recall per kind, on the labels its thresholds were chosen from and on
-    the held-out ones, side by side (filter alone, then end to end: the backend's refusals and the filter)."""
+    each held-out set (`held`: its name and counts), side by side (filter alone, then end to end: the
+    backend's refusals and the filter)."""
     from benchmarks.edit_labels import _pr
 
     lines = [
         "| kind | split | labelled | good | filter precision | filter recall | emitted precision | emitted recall |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for kind in sorted(set(inside) | set(held)):
-        for split, k in (("in-sample", inside.get(kind, Counter())), ("held-out", held.get(kind, Counter()))):
+    splits = [("in-sample", inside), *held]
+    for kind in sorted(set().union(*(c for _, c in splits))):
+        for split, counts_ in splits:
+            k = counts_.get(kind, Counter())
             f, e = _pr(k["good"], k["kept_good"], k["kept"]), _pr(k["good"], k["emitted_good"], k["emitted"])
             lines.append(f"| {kind} | {split} | {k['n']} | {k['good']} | {' | '.join(f.split(' | '))} "
                          f"| {' | '.join(e.split(' | '))} |")  # fmt: skip
-    changed = {kind: k["changed"] for kind, k in held.items() if k["changed"]}
-    if changed:
-        lines.append(f"\nheld-out candidates changed since they were labelled (not counted): {changed}")
+    for split, counts_ in held:
+        changed = {kind: k["changed"] for kind, k in counts_.items() if k["changed"]}
+        if changed:
+            lines.append(f"\n{split} candidates changed since they were labelled (not counted): {changed}")
     return "\n".join(lines) + "\n"
 
 

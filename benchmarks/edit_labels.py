@@ -470,21 +470,28 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--render", type=Path, help="draw every candidate beside its source into sheets here")
     ap.add_argument("--list", action="store_true", help="print every candidate with its label and scores")
     ap.add_argument("--sklearn-images", type=Path, help="scikit-learn's sample photos for the held-out split")
+    ap.add_argument("--opencv-images", type=Path, help="OpenCV's sample photos for the second held-out split")
     args = ap.parse_args(argv)
     cands = list(candidates())
     score(cands)
     labels = read_labels(args.labels)
-    from benchmarks import edit_heldout
+    from benchmarks import edit_heldout, edit_heldout_b
 
     held = list(edit_heldout.candidates(args.sklearn_images))
+    held_b = list(edit_heldout_b.candidates(args.opencv_images))
     score(held)
-    gone = edit_heldout.missing(args.sklearn_images)
+    score(held_b)
+    gone = edit_heldout.missing(args.sklearn_images) + ([] if held_b else ["OpenCV's (held-out B)"])
     sys.stdout.write(
-        "In-sample (the thresholds were chosen on these) and held-out (labelled before the filter was run on "
-        "them)" + (f"; held-out photos not available here: {', '.join(gone)}" if gone else "") + ":\n\n"
+        "In-sample (the thresholds were chosen on these), held-out (labelled before the filter was run on "
+        "them) and held-out B (labelled after the rules measured on held-out were chosen)"
+        + (f"; held-out photos not available here: {', '.join(gone)}" if gone else "")
+        + ":\n\n"
     )
     both = edit_heldout.side_by_side(
-        edit_heldout.counts(cands, labels), edit_heldout.counts(held, read_labels(edit_heldout.LABELS))
+        edit_heldout.counts(cands, labels),
+        ("held-out", edit_heldout.counts(held, read_labels(edit_heldout.LABELS))),
+        ("held-out B", edit_heldout.counts(held_b, read_labels(edit_heldout_b.LABELS))),
     )
     sys.stdout.write(both + "\nIn-sample, per maker:\n\n")
     if args.render:
