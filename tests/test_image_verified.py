@@ -75,7 +75,11 @@ def test_a_white_object_dyed_keeps_its_shading_and_reads_as_the_new_colour():
     assert np.corrcoef(before, after)[0, 1] > 0.9  # lightness kept pixel by pixel: shading, print, seams
     assert abs(float(np.median(after - before))) <= dye.MAX_SHIFT
     assert read_colours(done.rgb, mask).share({"blue"}) >= 0.8
-    assert (done.rgb[~mask & ~carry] == win[~mask & ~carry]).all()  # nothing outside the object changes
+    import cv2
+
+    size = 2 * dye.RIM_PX + 1  # nothing past the object's soft rim changes
+    past = ~cv2.dilate(mask.astype(np.uint8), np.ones((size, size), np.uint8)).astype(bool) & ~carry
+    assert (done.rgb[past] == win[past]).all()
 
 
 def test_an_object_of_several_colours_is_not_dyed():
@@ -164,3 +168,59 @@ def test_a_recolour_people_rejected_is_rejected_by_the_filter():
     scores = EditCheckFilter().score([item])[0]
     keep, why = EditCheckFilter.keep(scores, EditCheckFilter.Thresholds())
     assert not keep and "recolour" in (why or ""), scores
+
+
+def test_a_dyed_object_leaves_no_ring_of_its_old_colour_around_it():
+    """Held-out photo (sweets on white): a red sweet recoloured blue kept a thin red ring, its soft,
+    out-of-focus edge lying just outside the mask. That rim takes the new hue at its own share of colour; the
+    white ground past it stays white, and what lies on the object (a hole in its mask) stays as it is."""
+    import cv2
+
+    yy, xx = np.mgrid[0:80, 0:80]
+    disc = (((yy - 40) ** 2 + (xx - 40) ** 2) <= 25**2).astype(np.float32)
+    soft = cv2.GaussianBlur(disc, (0, 0), 2.0)[..., None]  # the sweet's edge, blurred into the white
+    rgb = (soft * np.array([220.0, 20.0, 30.0]) + (1 - soft) * 250.0).astype(np.uint8)
+    rgb[36:44, 36:44] = (40, 160, 40)  # a green label lying on it, left out of the mask
+    mask = soft[..., 0] > 0.6
+    mask[36:44, 36:44] = False
+    done = dye.recolour(rgb, mask, "red", "blue")
+    assert done is not None and done.verified, done and done.verdict.reason
+    ring = cv2.dilate(mask.astype(np.uint8), np.ones((5, 5), np.uint8)).astype(bool) & ~mask
+    ring[34:46, 34:46] = False
+    _, chroma, hue = lch(to_lab(done.rgb[ring]))
+    reddish = (chroma > 15) & ((hue < 50) | (hue > 330))
+    assert reddish.mean() < 0.02, reddish.mean()  # before: a red ring around the blue sweet
+    assert (done.rgb[36:44, 36:44] == rgb[36:44, 36:44]).all()  # what lies on it is left as it was
+    far = ~cv2.dilate(mask.astype(np.uint8), np.ones((9, 9), np.uint8)).astype(bool)
+    assert (done.rgb[far] == rgb[far]).all()  # the ground past the rim is untouched
+
+
+def test_the_soft_rim_moves_only_against_a_plain_ground_it_blends_into():
+    """The rim a recolour takes along is a blend of the object and a plain ground: an orange lamp touching a
+    red tank (on a dark ground) keeps its colour, and so does sand round a brown glove, which cannot be told
+    from the glove's edge."""
+    import cv2
+
+    from hardneg.core.colors import to_lab
+    from hardneg.core.pixels.masks import blend_share
+
+    yy, xx = np.mgrid[0:80, 0:120]
+    tank = ((yy - 40) ** 2 + (xx - 40) ** 2) <= 25**2
+    lamp = ((yy - 40) ** 2 + (xx - 74) ** 2) <= 10**2
+    rgb = np.full((80, 120, 3), 30, np.uint8)  # a dark ground
+    rgb[tank] = (200, 20, 30)
+    rgb[lamp & ~tank] = (240, 140, 20)
+    rgb = cv2.GaussianBlur(rgb, (0, 0), 1.0)
+    mask = cv2.erode(tank.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)
+    lab = to_lab(rgb.reshape(-1, 3)).reshape(80, 120, 3)
+    share, _ = blend_share(lab, mask, mask, 2)
+    assert share[lamp & ~tank].max() == 0.0  # the lamp's edge is its own
+    assert share[~tank & ~lamp].max() > 0.3  # the tank's blur into the dark is its rim
+
+    sand = np.full((80, 120, 3), (190, 150, 100), np.uint8)
+    glove = ((yy - 40) ** 2 + (xx - 60) ** 2) <= 25**2
+    sand[glove] = (150, 90, 50)
+    sand = cv2.GaussianBlur(sand, (0, 0), 1.5)
+    lab = to_lab(sand.reshape(-1, 3)).reshape(80, 120, 3)
+    share, _ = blend_share(lab, glove, glove, 2)
+    assert share.max() == 0.0  # the glove and the sand are too alike to tell a blend of them

@@ -49,7 +49,7 @@ def test_the_manifest_names_the_language_backend_and_spacy_pipeline_that_ran(sma
 def test_the_manifest_version_is_the_installed_package_and_every_stage_has_its_version(small_run: Path):
     m = _manifest(small_run)
     assert m["hardneg_version"] == version("hardneg")
-    assert m["versions"]["stages"]["images"] == "negatives_image@v4"
+    assert m["versions"]["stages"]["images"] == "negatives_image@v5"
     names = [s.name for s in STAGES]
     after = set(names[names.index("write") :])  # write and what runs after it (exports, report): not summarised
     assert set(m["versions"]["stages"]) == set(m["stages"]) | after

@@ -164,7 +164,7 @@ def test_manifest_and_attribute_table(demo_run: Path):
     assert m["inputs"]["images"] == "inputs/demo/images"
     assert (demo_run / m["inputs"]["scene_graphs"]).exists() and (demo_run / m["inputs"]["images"]).is_dir()
     assert m["versions"]["stages"]["paths"] == "paths@v11+balance@v1"
-    assert m["versions"]["stages"]["images"] == "negatives_image@v4"
+    assert m["versions"]["stages"]["images"] == "negatives_image@v5"
     assert m["versions"]["data"]["templates"] == "templates@v1"
     assert m["versions"]["data"]["prior"] == "prior-gqa@v2"  # the prior of real graphs the run added to its counts
     assert sum(m["counts"]["positives"].values()) == len(_positives(demo_run))

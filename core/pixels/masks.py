@@ -60,6 +60,9 @@ MARGIN_FRACTION = 0.2  # context around the box for GrabCut's background model, 
 MIN_MARGIN_PX = 16
 SEED_CORE = 0.3  # the seeded cut's sure-foreground ellipse, as a share of the box's half-width and half-height
 MAX_HOLE = 0.1  # enclosed holes up to this share of the box's area are part of the object
+BLEND_GROUND_CHROMA = 12.0  # CIELAB a-b: a ground's colour across the object's hue up to which it is plain
+BLEND_CURVE = 0.25  # of the object-ground distance: how far off their line an sRGB blend of the two may lie
+BLEND_CONTRAST = 20.0  # CIELAB a-b distance under which an object and its ground are not told apart at its rim
 
 MIN_COVERAGE = 0.15
 MAX_COVERAGE = 0.95
@@ -144,6 +147,47 @@ def grabcut(
     if fg.sum() < min_fill * rect_w * rect_h:
         return None
     return fg
+
+
+def blend_share(
+    lab: np.ndarray, inner: np.ndarray, bound: np.ndarray, px: int, contrast: float = BLEND_CONTRAST
+) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """How much of the object each pixel of its soft rim holds, and where the object's pixel nearest each
+    pixel is ((ys, xs) arrays of the image's shape). The rim: the pixels within `px` of `inner` (the pixels
+    recoloured) but not in it nor in a hole of `bound` (what lies on the object, left out of its mask): the
+    blurred outline just past the mask, and the mask's own edge pixels too pale to count as the object's
+    colour (a red sweet's pink outline). Each is read as a blend of the nearest
+    object pixel's colour and the nearest ground pixel's (the 3 px past the rim), in CIELAB's a-b plane: its
+    share is its projection from the ground onto the object, 0 to 1; 0 where the two are under `contrast`
+    apart (a brown glove on sand: which is which cannot be told), and where the ground has a colour of its
+    own, not the object's own blur on white, grey or black (more than `BLEND_GROUND_CHROMA` of it across
+    the object's hue), or the pixel is no blend of the two (that far off the line between them, and
+    `BLEND_CURVE` of their distance more): another object touching it (an orange lamp on a red tank)."""
+    import cv2
+    from scipy import ndimage
+
+    def grown(n: int) -> np.ndarray:
+        return cv2.dilate(inner.astype(np.uint8), np.ones((2 * n + 1, 2 * n + 1), np.uint8)).astype(bool)
+
+    filled = fill_holes(bound | inner)
+    rim = grown(px) & ~inner & ~(filled & ~bound & ~inner)
+    ground = grown(px + 3) & ~grown(px) & ~filled
+    share = np.zeros(inner.shape, np.float32)
+    _, near = ndimage.distance_transform_edt(~inner, return_indices=True)
+    if not rim.any() or not ground.any():
+        return share, (near[0], near[1])
+    _, (gy, gx) = ndimage.distance_transform_edt(~ground, return_indices=True)
+    ys, xs = np.nonzero(rim)
+    obj, gnd, here = lab[near[0][ys, xs], near[1][ys, xs], 1:], lab[gy[ys, xs], gx[ys, xs], 1:], lab[ys, xs, 1:]
+    d = obj - gnd
+    dd = (d * d).sum(-1)
+    t = np.clip(((here - gnd) * d).sum(-1) / np.maximum(dd, 1e-6), 0.0, 1.0)
+    unit, dist = obj / np.maximum(np.hypot(obj[:, 0], obj[:, 1]), 1e-6)[:, None], np.sqrt(dd)
+    plain = np.abs(gnd[:, 0] * unit[:, 1] - gnd[:, 1] * unit[:, 0]) <= BLEND_GROUND_CHROMA
+    off = np.abs((here - gnd)[:, 0] * d[:, 1] - (here - gnd)[:, 1] * d[:, 0]) / np.maximum(dist, 1e-6)
+    blend = off <= BLEND_GROUND_CHROMA + BLEND_CURVE * dist  # sRGB blends bend off the line in a-b
+    share[ys, xs] = np.where((dd >= contrast**2) & plain & blend, t, 0.0)
+    return share, (near[0], near[1])
 
 
 def fill_holes(mask: np.ndarray, max_hole: int | None = None) -> np.ndarray:

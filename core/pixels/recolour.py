@@ -19,7 +19,10 @@ object leaves the rest in the old colour. Here an object is recoloured the way a
 - **White, grey and black** have no hue: the pixels lose their chroma (a faint tint of `Shade.chroma`
   remains) and the object's lightness is shifted into the range where the naming model calls it that
   colour (`ACHROMATIC_BANDS`: most of its pixels, by quantile), or the edit is refused.
-- The edge is feathered (`FEATHER_SIGMA` px): no jagged staircase from the mask's working resolution.
+- The edge is feathered (`FEATHER_SIGMA` px): no jagged staircase from the mask's working resolution. The
+  soft edge just past the mask (`RIM_PX`), a blend of the object's colour and the ground's (an out-of-focus
+  sweet on white), moves with it by its share of the object (`core.pixels.masks.blend_share`): no ring of
+  the old colour is left; where the ground is of the object's colours (a brown glove on sand), none moves.
 
 Each new colour has several **shades** (`shades(word)`): a candidate is one shade, so the candidates of
 one edit are different edits, not near-copies.
@@ -47,6 +50,7 @@ from hardneg.core.pixels.evidence import (
     multicoloured,
     verify_recolour,
 )
+from hardneg.core.pixels.masks import blend_share
 from hardneg.core.pixels.whole import Whole
 
 # The words an edit may paint: the basic colour terms (and grey), each a single term the checks can verify.
@@ -57,6 +61,7 @@ HUE_KEEP = 0.3
 CHROMATIC_SOURCE = 10.0  # median chroma from which an object's own chroma pattern is kept
 TAPER_L = 12.0  # L from the ends (0, 100) over which a neutral object's new chroma fades
 FEATHER_SIGMA = 0.8
+RIM_PX = 2  # px past the mask where a chromatic object's colour still tints its soft edge
 OUTSIDE_LIKE = 0.3  # of the pixels just around the mask: more in the object's colours and the mask missed some
 RING_PX = 3  # the ring around the mask where that is read (with the holes the mask encloses) ...
 RING_GAP = 2  # ... starting this far out: the mask's outline is uncertain by a pixel or two
@@ -192,9 +197,11 @@ def _fit_gamut(lightness: np.ndarray, chroma: np.ndarray, hue: np.ndarray) -> np
     return lab_of(lo)
 
 
-def paint(rgb: np.ndarray, where: np.ndarray, word: str, shade: Shade, shift: float) -> np.ndarray:
+def paint(
+    rgb: np.ndarray, where: np.ndarray, word: str, shade: Shade, shift: float, bound: np.ndarray | None = None
+) -> np.ndarray:
     """`rgb` (uint8) with the pixels `where` (bool) recoloured to `shade` of `word`, their lightness kept
-    but for `shift`; the edge feathered (module docstring)."""
+    but for `shift`; the edge feathered, and with `bound` (the object's mask) its soft rim moved with it."""
     import cv2
 
     term = paintable(word)
@@ -224,9 +231,20 @@ def paint(rgb: np.ndarray, where: np.ndarray, word: str, shade: Shade, shift: fl
     new_lab = _fit_gamut(new_l.astype(np.float32), new_c.astype(np.float32), new_h.astype(np.float32))
     out_lab = lab.copy()
     out_lab[sel] = new_lab
+    rim = np.zeros_like(sel)
+    if bound is not None and term not in ACHROMATIC_BANDS and median >= CHROMATIC_SOURCE:
+        share, near = blend_share(lab, sel, bound, RIM_PX)  # each rim pixel's share of the object beside it
+        rim = share > 0
+    if rim.any():  # a rim pixel moves by its share of the object's change; its lightness kept
+        oy, ox = near[0][rim], near[1][rim]
+        ab = lab[rim, 1:] + share[rim, None] * (out_lab[oy, ox, 1:] - lab[oy, ox, 1:])
+        r_l = np.clip(lightness[rim] + shift * share[rim], 0.0, 100.0).astype(np.float32)
+        r_lab = np.concatenate([r_l[:, None], ab], axis=-1).astype(np.float32)
+        out_lab[rim] = _fit_gamut(*(np.asarray(v, np.float32) for v in lch(r_lab)))
     painted = np.clip(_to_rgb(out_lab) * 255.0, 0.0, 255.0)
     blur = cv2.GaussianBlur(sel.astype(np.float32), (0, 0), FEATHER_SIGMA)
-    alpha = np.where(sel, np.clip((blur - 0.2) / 0.6, 0.5, 1.0), 0.0)[..., None]  # the rim half-blended
+    alpha = np.where(sel, np.clip((blur - 0.2) / 0.6, 0.5, 1.0), 0.0)  # the mask's edge half-blended ...
+    alpha = np.where(rim | (sel & rim.any()), 1.0, alpha)[..., None]  # ... unless the rim blends it outward
     return np.clip(alpha * painted + (1.0 - alpha) * rgb + 0.5, 0, 255).astype(np.uint8)
 
 
@@ -285,7 +303,7 @@ def recolour(rgb: np.ndarray, mask: np.ndarray, old: str, new: str, k: int = 0) 
     lightness = lch(to_lab(rgb[where]))[0] if where.any() else np.zeros(0)
     last = None
     for shift in _shifts(new, lightness):
-        out = paint(rgb, where, new, shade, shift)
+        out = paint(rgb, where, new, shade, shift, mask)
         last = Recoloured(out, shade, shift, verify(out, mask, where, old, new))
         if last.verified:
             return last

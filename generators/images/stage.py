@@ -67,7 +67,7 @@ from hardneg.generators.paths.targets import RENDERER_CONFIG, RENDERER_DATA
 from hardneg.generators.text.sites import SearchState, Site, SiteSearch, SiteVocab, enumerate_sites, site_order
 from hardneg.generators.text.types import text_type
 
-GENERATOR = "negatives_image@v4"  # v4: objects on a recoloured one left out; its outline judged by edges
+GENERATOR = "negatives_image@v5"  # v4: objects on it left out, outline judged by edges; v5: its soft rim recoloured too
 
 
 class ImageSearch(SiteSearch):
