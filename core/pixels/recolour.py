@@ -234,13 +234,12 @@ def paint(
     rim = np.zeros_like(sel)
     if bound is not None and term not in ACHROMATIC_BANDS and median >= CHROMATIC_SOURCE:
         share, near = blend_share(lab, sel, bound, RIM_PX)  # each rim pixel's share of the object beside it
-        rim = share > 0
-    if rim.any():  # a rim pixel moves by its share of the object's change; its lightness kept
-        oy, ox = near[0][rim], near[1][rim]
-        ab = lab[rim, 1:] + share[rim, None] * (out_lab[oy, ox, 1:] - lab[oy, ox, 1:])
-        r_l = np.clip(lightness[rim] + shift * share[rim], 0.0, 100.0).astype(np.float32)
-        r_lab = np.concatenate([r_l[:, None], ab], axis=-1).astype(np.float32)
-        out_lab[rim] = _fit_gamut(*(np.asarray(v, np.float32) for v in lch(r_lab)))
+        if (rim := share > 0).any():  # a rim pixel moves by its share of the object's change; its lightness kept
+            oy, ox = near[0][rim], near[1][rim]
+            ab = lab[rim, 1:] + share[rim, None] * (out_lab[oy, ox, 1:] - lab[oy, ox, 1:])
+            r_l = np.clip(lightness[rim] + shift * share[rim], 0.0, 100.0).astype(np.float32)
+            r_lab = np.concatenate([r_l[:, None], ab], axis=-1).astype(np.float32)
+            out_lab[rim] = _fit_gamut(*(np.asarray(v, np.float32) for v in lch(r_lab)))
     painted = np.clip(_to_rgb(out_lab) * 255.0, 0.0, 255.0)
     blur = cv2.GaussianBlur(sel.astype(np.float32), (0, 0), FEATHER_SIGMA)
     alpha = np.where(sel, np.clip((blur - 0.2) / 0.6, 0.5, 1.0), 0.0)  # the mask's edge half-blended ...
