@@ -271,7 +271,7 @@ class OpenCVInpainter:
         mask = fg if variant == 0 else _morph(fg, -1 if variant == 1 else 1) & (fg if variant == 1 else True)
         done = dye.recolour(win, mask if mask.any() else fg, old, new, k)
         if done is None:  # no lightness shift is possible: the plain dye, which the edit checks will reject
-            return dye.paint(win, dye.members(win, fg, old), new, dye.shades(new)[k % n], 0.0, fg)
+            return dye.paint(win, dye.members(win, fg, old), new, dye.shades(new)[k % n], 0.0)
         return done.rgb
 
     def _remove(self, win: np.ndarray, fg: np.ndarray, rng: np.random.Generator, k: int) -> np.ndarray:

@@ -19,10 +19,8 @@ object leaves the rest in the old colour. Here an object is recoloured the way a
 - **White, grey and black** have no hue: the pixels lose their chroma (a faint tint of `Shade.chroma`
   remains) and the object's lightness is shifted into the range where the naming model calls it that
   colour (`ACHROMATIC_BANDS`: most of its pixels, by quantile), or the edit is refused.
-- The edge is feathered (`FEATHER_SIGMA` px): no jagged staircase from the mask's working resolution. The
-  soft edge just past the mask (`RIM_PX`), a blend of the object's colour and the ground's (an out-of-focus
-  sweet on white), moves with it by its share of the object (`core.pixels.masks.blend_share`): no ring of
-  the old colour is left; where the ground is of the object's colours (a brown glove on sand), none moves.
+- The edge is feathered (`FEATHER_SIGMA` px): no jagged staircase. Its soft rim past the mask (`RIM_PX`: an
+  out-of-focus sweet on white) moves by its share of the object (`core.pixels.masks.blend_share`): no ring is left.
 
 Each new colour has several **shades** (`shades(word)`): a candidate is one shade, so the candidates of
 one edit are different edits, not near-copies.
@@ -197,11 +195,14 @@ def _fit_gamut(lightness: np.ndarray, chroma: np.ndarray, hue: np.ndarray) -> np
     return lab_of(lo)
 
 
+Rim = tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]  # `blend_share`: each pixel's share, its nearest object pixel
+
+
 def paint(
-    rgb: np.ndarray, where: np.ndarray, word: str, shade: Shade, shift: float, bound: np.ndarray | None = None
+    rgb: np.ndarray, where: np.ndarray, word: str, shade: Shade, shift: float, soft: Rim | None = None
 ) -> np.ndarray:
     """`rgb` (uint8) with the pixels `where` (bool) recoloured to `shade` of `word`, their lightness kept
-    but for `shift`; the edge feathered, and with `bound` (the object's mask) its soft rim moved with it."""
+    but for `shift`; the edge feathered, and the object's soft rim (`soft`), where given, moved with it."""
     import cv2
 
     term = paintable(word)
@@ -232,14 +233,13 @@ def paint(
     out_lab = lab.copy()
     out_lab[sel] = new_lab
     rim = np.zeros_like(sel)
-    if bound is not None and term not in ACHROMATIC_BANDS and median >= CHROMATIC_SOURCE:
-        share, near = blend_share(lab, sel, bound, RIM_PX)  # each rim pixel's share of the object beside it
-        if (rim := share > 0).any():  # a rim pixel moves by its share of the object's change; its lightness kept
-            oy, ox = near[0][rim], near[1][rim]
-            ab = lab[rim, 1:] + share[rim, None] * (out_lab[oy, ox, 1:] - lab[oy, ox, 1:])
-            r_l = np.clip(lightness[rim] + shift * share[rim], 0.0, 100.0).astype(np.float32)
-            r_lab = np.concatenate([r_l[:, None], ab], axis=-1).astype(np.float32)
-            out_lab[rim] = _fit_gamut(*(np.asarray(v, np.float32) for v in lch(r_lab)))
+    if soft is not None and (rim := soft[0] > 0).any():  # a rim pixel moves by its share of the object's change
+        share, (ny, nx) = soft
+        oy, ox = ny[rim], nx[rim]
+        ab = lab[rim, 1:] + share[rim, None] * (out_lab[oy, ox, 1:] - lab[oy, ox, 1:])
+        r_l = np.clip(lightness[rim] + shift * share[rim], 0.0, 100.0).astype(np.float32)  # its lightness kept
+        r_lab = np.concatenate([r_l[:, None], ab], axis=-1).astype(np.float32)
+        out_lab[rim] = _fit_gamut(*(np.asarray(v, np.float32) for v in lch(r_lab)))
     painted = np.clip(_to_rgb(out_lab) * 255.0, 0.0, 255.0)
     blur = cv2.GaussianBlur(sel.astype(np.float32), (0, 0), FEATHER_SIGMA)
     alpha = np.where(sel, np.clip((blur - 0.2) / 0.6, 0.5, 1.0), 0.0)  # the mask's edge half-blended ...
@@ -299,10 +299,11 @@ def recolour(rgb: np.ndarray, mask: np.ndarray, old: str, new: str, k: int = 0) 
     pal = shades(new)
     shade = pal[k % len(pal)]
     where = members(rgb, mask, old)
-    lightness = lch(to_lab(rgb[where]))[0] if where.any() else np.zeros(0)
-    last = None
+    lightness, chroma, _ = lch(to_lab(rgb[where])) if where.any() else (np.zeros(0),) * 3
+    hue = paintable(new) not in ACHROMATIC_BANDS and chroma.size and np.median(chroma) >= CHROMATIC_SOURCE
+    last, soft = None, blend_share(to_lab(rgb), where, mask, RIM_PX) if hue else None  # once for every shift
     for shift in _shifts(new, lightness):
-        out = paint(rgb, where, new, shade, shift, mask)
+        out = paint(rgb, where, new, shade, shift, soft)
         last = Recoloured(out, shade, shift, verify(out, mask, where, old, new))
         if last.verified:
             return last

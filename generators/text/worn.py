@@ -54,7 +54,7 @@ class UnboxedClothes:
             return unknown
         bare = path.without_ids()
         if hit := sorted(execute(bare, index)):
-            return f"true of {self._who(index, hit[0])}"
+            return f"true of {self._who(index.graph, hit[0])}"
         if (why := self.certifier.uncontradicted(bare, index.graph, index)) is not None:
             return f"{why}, once the clothes the graph leaves off its people are put on them"
         return None
@@ -80,12 +80,11 @@ class UnboxedClothes:
             return None, None
         return None, GraphIndex(replace(graph, objects={**graph.objects, **made}), self.table)
 
-    @staticmethod
-    def _who(index: GraphIndex, oid: str) -> str:
-        """The object the executor matched, said with the person who may wear the piece it rests on."""
-        o = index.graph.objects[oid]
-        if "~" in oid and (person := index.graph.objects.get(oid.split("~")[1])) is not None:
-            return f"the {o.name} {person.name} {person.id} may wear unboxed"
+    def _who(self, graph: SceneGraph, oid: str) -> str:
+        """The object the executor matched: a twin said with the person who may wear it."""
+        o = graph.objects[oid]
+        if (person := self.certifier.wearer.get(oid)) is not None:
+            return f"the {o.name} {graph.objects[person].name} {person} may wear unboxed"
         return f"{o.name} {oid}, once the clothes the graph leaves off its people are put on them"
 
 
