@@ -1,7 +1,7 @@
-"""Rebuild the prior of real scene graphs (`templates/prior.v1.json`, `core/gqa/prior.py`) from GQA files.
+"""Rebuild the prior of real scene graphs (`templates/prior.v2.json`, `core/gqa/prior.py`) from GQA files.
 
     python -m benchmarks.build_prior --source "GQA val, full graphs=/data/gqa/val_sceneGraphs.json" \
-        --source "GQA val, 200 names=/data/gqa200/sceneGraphs.json" --out templates/prior.v1.json
+        --source "GQA val, 200 names=/data/gqa200/sceneGraphs.json" --out templates/prior.v2.json
 
 Each `--source LABEL=PATH` is a `*_sceneGraphs.json` (or a folder of them), read in the order given: an
 image already counted from an earlier source is skipped, so put the fullest graphs first. Every graph is
@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--source", action="append", required=True, metavar="LABEL=PATH", help="graphs to count (in order)")
     ap.add_argument("--out", type=Path, required=True, help="the prior file to write")
-    ap.add_argument("--version", default="prior-gqa@v2", help="the content's version, recorded in every run's manifest")
+    ap.add_argument("--version", default="prior-gqa@v3", help="the content's version, recorded in every run's manifest")
     args = ap.parse_args(argv)
     words = Words.load()
     h = RunConfig().hygiene

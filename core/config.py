@@ -262,7 +262,7 @@ class PriorConfig(_Strict):
     """Counts of real scene graphs that a run's own counts are added to (core/gqa/prior.py): attestation,
     absurd swaps, refinement's plausibility scorer and what the corpus says about annotations read the sum."""
 
-    file: Path = Path("templates/prior.v1.json")
+    file: Path = Path("templates/prior.v2.json")
     weight: float = Field(1000.0, ge=0.0)  # the prior speaks as this many images; 0: the run's counts alone
 
 

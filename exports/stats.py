@@ -341,7 +341,10 @@ def write_stats(root: Path, stats: dict[str, Any]) -> None:
     if mix.get("refine_groups"):
         rows = [[g, r["pairs"], r["kept"], f"{r['kept'] / r['pairs']:.0%}" if r["pairs"] else "-"]
                 for g, r in sorted(mix["refine_groups"].items())]  # fmt: skip
-        title = "Refinement per negative type and level (a type with a level too small to balance is one group)"
+        title = (
+            "Refinement per negative type and level (a type with a level too small to balance is one group; "
+            "types too small even so are balanced together, joined by +)"
+        )
         parts.append(_table(title, ["group", "pairs", "kept", "rate"], rows))
     edits = stats.get("image_edits") or {}
     if edits:

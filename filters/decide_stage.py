@@ -78,8 +78,9 @@ class _Tally:
 
 class DecideStage(Stage):
     name = "decide"
-    version = "decide@v7"  # v4: refinement per type and level, the type mix of text negatives; v5: positives' risk;
-    # v6: the photo's findings, risk dropped by level; v7: refinement keeps pairs of positives with fewest kept first
+    version = "decide@v8"  # v4: refinement per type and level, the type mix of text negatives; v5: positives' risk;
+    # v6: the photo's findings, risk dropped by level; v7: refinement keeps pairs of positives with fewest kept first;
+    # v8: types too rare to balance alone are refined as one group
     reads = ("language", "images", "pixels", "filters", "refine")
     writes = outputs({"positives": PositiveDecisionRow, "negatives": NegativeDecisionRow})
     config = (
@@ -359,13 +360,19 @@ def _refine(
     if not cfg.refine.enabled:
         return set(rows), {}, {}, {}
     # each negative type and level on its own; a type with a level too small to fill one cell per quadrant is
-    # balanced as one group
+    # balanced as one group, and the types too small for that even with their levels pooled are balanced
+    # together ("replace_relation+swap_attribute"): a type of one or two pairs has no mirror of its own, so
+    # alone it would always be dropped whole, and a small run would publish none of it
     sizes = Counter(r.group for r in rows.values())
     small = 4 * max(cfg.refine.min_per_cell, 1)
     pooled = {g.rpartition("/L")[0] for g, n in sizes.items() if n < small and cfg.refine.min_per_cell}
+    totals = Counter(r.group.rpartition("/L")[0] for r in rows.values())
+    rare = sorted(t for t in pooled if totals[t] < small)
+    together = {t: "+".join(rare) for t in rare}
 
     def group(r: RefineScoreRow) -> str:
-        return r.group.rpartition("/L")[0] if r.group.rpartition("/L")[0] in pooled else r.group
+        kind = r.group.rpartition("/L")[0]
+        return together.get(kind) or (kind if kind in pooled else r.group)
 
     pairs = [
         RefinePair(str(r.id), r.s1[0] - r.s1[1], r.s2[0] - r.s2[1], group(r), str(r.positive or ""))

@@ -130,6 +130,27 @@ def test_a_type_with_a_level_too_small_to_balance_is_refined_as_one_group():
     assert cells[100][0] == "swap_object|2d"
 
 
+def test_types_too_rare_to_balance_alone_are_refined_together():
+    """A type of one pair has no mirror of its own: alone it would always be dropped, and a small run would
+    publish none of it. The types too small even with their levels pooled are balanced as one group, where
+    a pair of one can mirror a pair of another."""
+    from hardneg.core.config import load_config
+    from hardneg.core.rows import RefineScoreRow
+    from hardneg.filters.decide_stage import _refine
+
+    rng = random.Random(5)
+    rows = {i: RefineScoreRow(id=i, group="replace_object/L1", s1=[rng.gauss(0, 1), 0.0], s2=[rng.gauss(0, 1), 0.0])
+            for i in range(60)}  # fmt: skip
+    rows[100] = RefineScoreRow(id=100, group="swap_attribute/L1", s1=[0.5, 0.0], s2=[0.4, 0.0])  # (+,+)
+    rows[101] = RefineScoreRow(id=101, group="swap_object/L2", s1=[-0.6, 0.0], s2=[-0.3, 0.0])  # (-,-)
+    rows[102] = RefineScoreRow(id=102, group="swap_object/L1", s1=[0.2, 0.0], s2=[-0.1, 0.0])
+    kept, dropped, cells, groups = _refine(load_config(), rows)
+    assert set(groups) == {"swap_attribute+swap_object", "replace_object/L1"}
+    assert groups["swap_attribute+swap_object"]["pairs"] == 3
+    assert {100, 101} <= kept  # each the other's mirror
+    assert 102 in dropped and cells[100][0] == "swap_attribute+swap_object|2d"
+
+
 def test_negatives_spread_over_object_sets_and_images():
     """One photo, three objects, many positives over them: at most `per_object_set` negatives about one set
     of objects and `per_image` per positive of the image; what goes is of the type furthest above its share."""

@@ -159,3 +159,37 @@ def test_notes_with_the_prior_know_which_names_come_in_many_and_go_together():
     assert notes.comes_in_many("fork") is None
     assert notes.beside("plate", ["fork"]) == "usually annotated beside 'fork' (100% of the images holding one)"
     assert notes.beside("plate", ["cup"]) is None  # a cup is seen in no image: it says nothing
+
+
+def test_a_name_the_reduced_graphs_cannot_hold_is_counted_over_the_full_graphs():
+    """The reduced graphs stop at a few hundred names: "bat" is never in them, though bats lie beside balls.
+    A count of "bat" is a count over the full graphs only, and so is the share of the images holding a ball
+    that hold a bat: over all graphs it would read 1 in 100 for a pair seen together in every full graph."""
+
+    def game(image_id: str, bat: bool) -> object:
+        bats = (obj(f"{image_id}b", "bat", box=(60, 10, 10, 40)),) if bat else ()
+        return graph(obj(f"{image_id}a", "ball"), *bats, image_id=image_id)
+
+    prior = prior_of([game(f"f{i}", bat=True) for i in range(10)])
+    for i in range(990):
+        prior.add(game(f"r{i}", bat=False), WORDS, described=False)
+    assert prior.notes.partial == {"ball": 1}
+    rows = list(prior.rows(weight=100))
+    served = flat(rows)
+    assert served[("counts:names", '"bat"')] == 10  # seen in 10 full graphs: speaks as itself, not as 10 of 1,000
+    assert served[("counts:names", '"ball"')] == pytest.approx(100)  # 1,000 graphs speak as 100
+    notes = AnnotationStats()
+    notes.add(game("x", bat=False), WORDS)  # the run: one ball, no bat annotated
+    notes.with_prior(rows)
+    assert notes.beside("bat", ["ball"]) == "usually annotated beside 'ball' (91% of the images holding one)"
+    # a run alone counts over its own graphs, as before
+    alone = AnnotationStats()
+    for i in range(6):
+        alone.add(game(f"y{i}", bat=i < 3), WORDS)
+    assert alone.beside("bat", ["ball"]) == "usually annotated beside 'ball' (50% of the images holding one)"
+    again = Prior.from_json(json.loads(json.dumps(prior.to_json())))
+    assert again.notes.partial == prior.notes.partial and again.notes.described == prior.notes.described
+    kinds = ("counts:names", "notes:images", "notes:described", "notes:partial", "notes:together", "notes:graphs")
+    assert {k: n for k, n in flat(again.rows(weight=100)).items() if k[0] in kinds} == {
+        k: n for k, n in served.items() if k[0] in kinds
+    }  # the file keeps what the rows serve (box bins are not in it; log areas rounded)

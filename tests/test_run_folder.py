@@ -166,7 +166,7 @@ def test_manifest_and_attribute_table(demo_run: Path):
     assert m["versions"]["stages"]["paths"] == "paths@v11+balance@v1"
     assert m["versions"]["stages"]["images"] == "negatives_image@v5"
     assert m["versions"]["data"]["templates"] == "templates@v1"
-    assert m["versions"]["data"]["prior"] == "prior-gqa@v2"  # the prior of real graphs the run added to its counts
+    assert m["versions"]["data"]["prior"] == "prior-gqa@v3"  # the prior of real graphs the run added to its counts
     assert sum(m["counts"]["positives"].values()) == len(_positives(demo_run))
     assert m["counts"]["positives_kept"] + m["counts"]["balance_dropped"] == m["counts"]["positives_candidates"]
     table = orjson.loads((demo_run / "attribute_categories.json").read_bytes())

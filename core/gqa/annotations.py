@@ -81,11 +81,22 @@ class AnnotationStats:
     together: Counter = field(default_factory=Counter)  # (name, other name), sorted -> images holding both
     shape: Counter = field(default_factory=Counter)  # "<name>\t<bin>" -> boxes (`core/gqa/boxes.py`)
     place: Counter = field(default_factory=Counter)  # the same for where the box's centre is
-    graphs: Counter = field(default_factory=Counter)  # "all" -> images counted
+    graphs: Counter = field(default_factory=Counter)  # "all" -> images counted; "described" -> of them, full ones
+    # Images holding a name among the graphs that annotate every name they show (the prior's full graphs), and
+    # the names the prior also counted in graphs that annotate a few hundred names only (`partial`: 1 each).
+    # A share of images holding two names is counted over the graphs that could annotate both: "a bat" is
+    # beside "a ball" in the full graphs, never in the ones whose names stop at "ball" (`_holding`).
+    described: Counter = field(default_factory=Counter)
+    partial: Counter = field(default_factory=Counter)
 
-    def add(self, graph: SceneGraph, words: Words) -> None:
+    def add(self, graph: SceneGraph, words: Words, described: bool = False) -> None:
+        """Count one graph; `described`: it annotates every name it shows (the prior's full graphs; a run's
+        own graphs are all counted so when the prior is added, `with_prior`)."""
         self.graphs["all"] += 1
         per_image = Counter(o.name for o in graph.objects.values())
+        if described:
+            self.graphs["described"] += 1
+            self.described.update(per_image.keys())
         for name, n in per_image.items():
             self.images[name] += 1
             self.multi[name] += n >= 2
@@ -115,16 +126,24 @@ class AnnotationStats:
             return None
         return f"comes in many: {share:.0%} of the images holding it hold several"
 
+    def _holding(self, *names: str) -> tuple[Counter, float]:
+        """(images holding a name, images counted) over the graphs that can annotate every one of `names`:
+        all of them where the prior's partial graphs annotate each, else the fully annotated ones."""
+        if not self.partial or all(self.partial[n] for n in names):
+            return self.images, self.graphs["all"]
+        return self.described, self.graphs["described"]
+
     def beside(self, name: str, names: Iterable[str], small: float = SMALL) -> str | None:
         """Why `name` is likely in an image holding `names` though none is annotated, or None: one of
         `names` is annotated with it in at least `BESIDE` of the images holding that one (and in
         `MIN_IMAGES` or more); or `name` is small (usual box under `small`: overlooked more often than boxed)
         and annotated with one of `names` in at least `OFTEN` of its images, `LIFT` times its share of all
         images (a phone beside a desk or a keyboard)."""
-        usual, total = self.usual_area(name), self.graphs["all"]
-        base = self.images[name] / total if usual is not None and usual < small and total > 0 else 0.0
+        holding, total = self._holding(name)
+        usual = self.usual_area(name)
+        base = holding[name] / total if usual is not None and usual < small and total > 0 else 0.0
         for other in names:
-            n = self.images[other]
+            n = self._holding(name, other)[0][other]
             if other == name or n < MIN_IMAGES:
                 continue
             both = self.together[(name, other) if name < other else (other, name)]
@@ -143,16 +162,21 @@ class AnnotationStats:
         annotated in the images holding that one (0: as often; -1: at a third of its rate; never seen
         together counts as `FOREIGN`). None when the corpus knows too little of `name` or of the scene. An
         airplane scores -1.4 in a street, a bus +0.3; a bed -1.4 there and +1.2 in a bedroom."""
-        total, n = self.graphs["all"], self.images[name]
+        holding, total = self._holding(name)
+        n = holding[name]
         if n < MIN_IMAGES or total <= 0:
             return None
-        base, fit, weight = n / total, 0.0, 0.0
+        fit, weight = 0.0, 0.0
         for other in dict.fromkeys(names):
-            if other == name or (k := self.images[other]) < MIN_IMAGES or k >= total:
+            if other == name:
+                continue
+            holding, total = self._holding(name, other)  # both counted over the graphs that can show both
+            k, n = holding[other], holding[name]
+            if k < MIN_IMAGES or k >= total or n <= 0:
                 continue
             both = self.together[(name, other) if name < other else (other, name)]
             w = math.log(total / k)  # a name of few scenes says more of this one (a toilet) than a wall does
-            fit += w * math.log(max(both / k / base, FOREIGN))
+            fit += w * math.log(max(both / k / (n / total), FOREIGN))
             weight += w
         return fit / weight if weight > 0 else None
 
@@ -174,13 +198,17 @@ class AnnotationStats:
 
     def with_prior(self, rows: Iterable[dict[str, Any]]) -> AnnotationStats:
         """These statistics plus the prior's pseudo-counts (`core/gqa/prior.py`: the plausibility stage's
-        `prior` rows of kind "notes:<table>")."""
+        `prior` rows of kind "notes:<table>"). The run's own graphs annotate every name they show: they count
+        among the described ones too."""
+        own, graphs = Counter(self.images), self.graphs["all"]
         for r in rows:
             kind, _, table = r["kind"].partition(":")
             if kind == "notes":
                 counts = getattr(self, table)
                 for key, n in zip(r["keys"], r["n"], strict=True):
                     counts[tuple(key) if isinstance(key, list) else key] += n
+        self.described.update(own)
+        self.graphs["described"] += graphs
         return self
 
     @classmethod

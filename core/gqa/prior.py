@@ -1,5 +1,5 @@
 """What real scene graphs say, for runs too small to say it themselves: counts from thousands of real
-images, shipped as versioned package data (`templates/prior.v1.json`) and combined with a run's own counts.
+images, shipped as versioned package data (`templates/prior.v2.json`) and combined with a run's own counts.
 
 Every rule that reads the corpus (a changed fact must be attested, an absurd swap is refused, the blind
 plausibility scorer of refinement, a name that comes in many, a name usually seen beside another) reads
@@ -8,11 +8,18 @@ the run's counts *plus the prior's*, the prior as pseudo-counts:
     N(x) = n_run(x) + (W / I_table) * n_prior(x)
 
 `W` (`prior.weight`, default 1,000) is how many images the prior speaks as, and `I_table` how many images
-the prior's table was counted over (names, relations and how names are annotated over every graph it
-read; attributes over the graphs that carry attributes). So every table of the prior weighs as `W`
-images would, whatever it was counted from, and a run of `R` images has the share `R / (R + W)` of every
-count: ten images lean on the prior (1%), a hundred mostly (9%), GQA train's 75,000 on themselves (99%).
-`prior.weight: 0` is the run's own counts alone.
+the prior's count was made over, or `W` where that is more (a table of 99 images speaks as 99). So every
+count of the prior weighs as `W` images would, whatever it was counted from, and a run of `R` images has
+the share `R / (R + W)` of every count: ten images lean on the prior (1%), a hundred mostly (9%), GQA
+train's 75,000 on themselves (99%). `prior.weight: 0` is the run's own counts alone.
+
+Which images a count was made over depends on its key, not only its table. The prior reads two kinds of
+graph: full ones, and graphs reduced to a few hundred names (`partial`) with their attributes stripped.
+Attributes are counted over the full graphs; a name the reduced graphs annotate (`man`, `ball`), and a
+relation or a co-occurrence of two such names, over every graph; any other name (`bat`, `pitcher`), and
+anything that involves one, over the full graphs alone, since the reduced ones could never annotate it.
+So "bat" seen in one of 99 full graphs counts as one image, not as one in 8,216, and "of the images
+holding a ball, the share that hold a bat" is counted over the full graphs (`AnnotationStats._holding`).
 
 An image the prior counted is counted once: a run over it (the prior's own source, or a sample of it)
 takes that image's counts out of the prior (`Prior.without`), so a run never sees its own annotations
@@ -39,9 +46,11 @@ from hardneg.core.gqa.plausibility import Counts
 from hardneg.core.records import SceneGraph
 from hardneg.core.words.table import Words
 
-FORMAT = "prior@v1"  # the file's layout; the file's own `version` names its content
+FORMAT = "prior@v2"  # the file's layout; the file's own `version` names its content. v2: `described` and
+# `partial` notes (each count scaled by the images that could annotate its key)
 DESCRIBED = frozenset({"attributes", "attribute_name", "full"})  # the tables counted over the full graphs only
 DERIVED = frozenset({"subject_relation", "relation_object"})  # made from the triples where they are read
+NAME_TABLES = ("images", "multi", "boxes", "printed", "described")  # name -> count, stored as they are
 
 
 def _scale(weight: float, images: int) -> float:
@@ -96,7 +105,10 @@ class Prior:
         self.images.add(graph.image_id)
         if described:
             self.described.add(graph.image_id)
-        self.notes.add(graph, words)
+        self.notes.add(graph, words, described)
+        if not described:  # a reduced graph: the names it holds are names such graphs annotate
+            for o in graph.objects.values():
+                self.notes.partial[o.name] = 1
         _update(self.counts, _graph_counts(graph, described))
 
     def without(self, graphs: Iterable[SceneGraph], words: Words) -> Prior:
@@ -106,7 +118,7 @@ class Prior:
         for g in graphs:
             if g.image_id in self.images and g.image_id not in images:
                 images.add(g.image_id)
-                notes.add(g, words)
+                notes.add(g, words, g.image_id in self.described)
                 _update(counts, _graph_counts(g, g.image_id in self.described))
         if not images:
             return self
@@ -114,8 +126,9 @@ class Prior:
         out.sources = list(self.sources)
         for f in fields(Counts):
             setattr(out.counts, f.name, _less(getattr(self.counts, f.name), getattr(counts, f.name)))
+        out.notes.partial = Counter(self.notes.partial)  # the names reduced graphs annotate: a vocabulary
         for f in fields(AnnotationStats):
-            if f.name != "log_area":
+            if f.name not in ("log_area", "partial"):
                 setattr(out.notes, f.name, _less(getattr(self.notes, f.name), getattr(notes, f.name)))
         # a name's summed log area goes with its boxes: kept where boxes are left
         out.notes.log_area = Counter(
@@ -131,22 +144,43 @@ class Prior:
         return _scale(weight, len(self.images)), _scale(weight, len(self.described))
 
     def rows(self, weight: float) -> Iterator[dict[str, Any]]:
-        """The prior as pseudo-counts for a run (`PriorRow`s, one per table: kind, keys, counts), each table
-        scaled to speak as `weight` images; nothing when the weight is 0."""
-        graphs, described = self.scales(weight)
+        """The prior as pseudo-counts for a run (`PriorRow`s, one per table: kind, keys, counts), each count
+        scaled to speak as `weight` images over the images that could annotate its key (the module
+        docstring); nothing when the weight is 0."""
         if weight <= 0:
             return
-        for kind, table, scale in (
-            *((f"counts:{f.name}", getattr(self.counts, f.name), described if f.name in DESCRIBED else graphs)
-              for f in fields(Counts) if f.name not in DERIVED),
-            *((f"notes:{f.name}", getattr(self.notes, f.name), graphs) for f in fields(AnnotationStats)),
-        ):  # fmt: skip
-            if scale > 0 and table:
-                keys = sorted(table, key=str)
+        every, full = self.scales(weight)
+        partial = self.notes.partial
+
+        def of_names(*names: str) -> float:  # counted over every graph only where each name is a partial one
+            return every if all(partial[n] for n in names) else full
+
+        def scale(kind: str, key: Any) -> float:
+            table = kind.partition(":")[2]
+            if kind == "notes:partial":
+                return 1.0  # a vocabulary, not a count
+            if kind == "notes:graphs":
+                return full if key == "described" else every
+            if table in DESCRIBED or kind == "notes:described":
+                return full
+            if kind == "counts:relations":
+                return every
+            if kind == "counts:triples":
+                return of_names(key[0], key[2])
+            if isinstance(key, tuple):  # two names seen together
+                return of_names(*key)
+            return of_names(key.partition("\t")[0])  # a name, or a name's box bin ("<name>\t<bin>")
+
+        for kind, table in (
+            *((f"counts:{f.name}", getattr(self.counts, f.name)) for f in fields(Counts) if f.name not in DERIVED),
+            *((f"notes:{f.name}", getattr(self.notes, f.name)) for f in fields(AnnotationStats)),
+        ):
+            scaled = [(k, table[k] * x) for k in sorted(table, key=str) if (x := scale(kind, k)) > 0 and table[k]]
+            if scaled:
                 yield {
                     "kind": kind,
-                    "keys": [list(k) if isinstance(k, tuple) else k for k in keys],
-                    "n": [round(table[k] * scale, 4) for k in keys],
+                    "keys": [list(k) if isinstance(k, tuple) else k for k, _ in scaled],
+                    "n": [round(n, 4) for _, n in scaled],
                 }
 
     # -- the file ------------------------------------------------------------------------------------
@@ -168,7 +202,8 @@ class Prior:
                 "triples": [[*k, n] for k, n in sorted(c.triples.items())],
             },
             "notes": {
-                **{kind: dict(sorted(getattr(a, kind).items())) for kind in ("images", "multi", "boxes", "printed")},
+                **{kind: dict(sorted(getattr(a, kind).items())) for kind in NAME_TABLES},
+                "partial": sorted(a.partial),
                 "log_area": {k: round(v, 3) for k, v in sorted(a.log_area.items())},
                 "together": [[*k, n] for k, n in sorted(a.together.items())],
             },
@@ -188,9 +223,10 @@ class Prior:
             triples=Counter({(s, r, o): k for s, r, o, k in c["triples"]}),
         ).with_pairs()
         notes = AnnotationStats(
-            **{kind: Counter(a[kind]) for kind in ("images", "multi", "boxes", "printed", "log_area")},
+            **{kind: Counter(a[kind]) for kind in (*NAME_TABLES, "log_area")},
             together=Counter({(x, y): k for x, y, k in a["together"]}),
-            graphs=Counter({"all": len(data["images"])}),
+            graphs=Counter({"all": len(data["images"]), "described": len(data["described"])}),
+            partial=Counter(dict.fromkeys(a["partial"], 1)),
         )
         return cls(data["version"], counts, notes, set(data["images"]), set(data["described"]), list(data["sources"]))
 
