@@ -226,3 +226,26 @@ def test_a_replacement_foreign_to_the_scene_is_left_out():
     made, _, stats = make_text_negatives([positive(g, node("bus", oid="1"), "0_hop")], {g.image_id: g}, ctx, answers)
     assert stats["options_refused:object:foreign to the scene"] >= 1
     assert "airplane" not in {n.change["to"] for n in made}
+
+
+def test_a_renamed_object_keeps_its_colours_and_the_photo_judges_them_on_the_new_name(tmp_path):
+    """ "The black car" made "the black truck": the graph's truck is orange, which excludes black, but its lower
+    third is black in the photo (tyres, bumper, a dark cab), so the negative is still true of it. Checked on
+    every truck of the image, as a replaced colour is."""
+    img = np.full((400, 500, 3), 120, np.uint8)
+    img[50:150, 20:120] = (20, 20, 20)  # the black car
+    img[100:300, 250:450] = (235, 120, 20)  # the orange truck ...
+    d = tmp_path / "two-tone"
+    d.mkdir()
+    Image.fromarray(img).save(d / "1.jpg", quality=95)
+    g = graph(obj("1", "car", ("black",), box=(20, 50, 100, 100)),
+              obj("2", "truck", ("orange",), box=(250, 100, 200, 200)))  # fmt: skip
+    path = node("car", "black", oid="1")
+    answers = {"car": ("truck",)}
+    made, _ = made_with(g, path, "0_hop", answers, ("replace_object",), images=d, more_names=("truck",))
+    assert [n.expression for n in made] == ["the black truck"]  # an orange truck, all orange: false
+    img[220:300, 250:450] = (20, 20, 20)  # ... black below
+    Image.fromarray(img).save(d / "1.jpg", quality=95)
+    made, rejects = made_with(g, path, "0_hop", answers, ("replace_object",), images=d, more_names=("truck",))
+    assert not made
+    assert any("the photo shows black on truck 2 (40% of its box)" in r.reason for r in rejects), rejects

@@ -46,8 +46,9 @@ from hardneg.generators.text.worn import UnboxedClothes
 # v2: certified false; v3: plausible, worded like the positive; v4: crowds the corpus knows, no colour the photo shows,
 # words per site; v5: no small thing the scene likely holds; v6: no name foreign to the scene; v7: no swap whose subject
 # does what its kind never does; v8: none far less fitting than the one replaced, parts for parts; v9: no replacement
-# naming another object of the path again; v10: no swap in one class; v11: none true of clothes the graph leaves off
-GENERATOR = f"negatives_text@v11+{CERTIFY_VERSION}+{CONTEXT_VERSION}"
+# naming another object of the path again; v10: no swap in one class; v11: none true of clothes the graph leaves off;
+# v12: a renamed object's colours checked against the photo
+GENERATOR = f"negatives_text@v12+{CERTIFY_VERSION}+{CONTEXT_VERSION}"
 ABSENT_PART = (
     "names a part, and none is annotated: where something it is part of is in view, parts go unannotated; where "
     "nothing is, the expression is absurd"
@@ -250,7 +251,7 @@ class TextSearch(SiteSearch):
             if not ok:
                 why.append(reason)
             elif (truth := self._truth(st, apply_site(st.bare, site, v))) is None:
-                if (shown := self._shown(st, site, v)) is None:
+                if (shown := self._shown(st, apply_site(st.bare, site, v))) is None:
                     return None
                 why.append(f"{v!r} {shown}")
             else:
@@ -307,23 +308,23 @@ class TextSearch(SiteSearch):
                 self._truths[key] = None
         return self._truths[key]
 
-    def _shown(self, st: SearchState, site: Site, replacement: str | None) -> str | None:
-        """Why the photo says the colour the negative puts on an object may be there (`generators/text/photo.py`),
-        or None: every object the changed node could be, checked for each colour the change states."""
-        if self.photos.images is None:
+    def _shown(self, st: SearchState, neg_path: PathNode) -> str | None:
+        """Why the photo says a colour the negative states of an object may be there (`generators/text/photo.py`),
+        or None. Node by node against the positive: a colour it adds to a node (a replaced or swapped colour) is
+        checked on every object the node could be, and every colour of a node that now bears another name (a
+        replaced or swapped object) on every object of that name: "the black sign" made "the black parking
+        meter" is still true of an orange meter whose head is black below."""
+        old, new = st.path.nodes(), neg_path.nodes()
+        if self.photos.images is None or len(old) != len(new):
             return None
-        claims: list[tuple[int, str]] = []
-        if site.negative_type == "replace_attribute" and replacement is not None:
-            claims.append((site.nodes[0], replacement))
-        elif site.negative_type == "swap_attribute" and site.word is not None and site.other is not None:
-            claims += [(site.nodes[0], site.other), (site.nodes[1], site.word)]
         image = st.positive["image_id"]
-        nodes = st.path.nodes()
-        for i, word in claims:
-            for o in self.certifier.candidates(nodes[i].name, self.graphs[image], self.indexes[image]):
-                share = self.photos.shown(image, o, word)
-                if share is not None and share >= SHOWN:
-                    return f"may be true: the photo shows {word} on {o.name} {o.id} ({share:.0%} of its box)"
+        for a, b in zip(old, new, strict=True):
+            stated = b.attributes if a.name != b.name else tuple(w for w in b.attributes if w not in a.attributes)
+            for word in stated:
+                for o in self.certifier.candidates(b.name, self.graphs[image], self.indexes[image]):
+                    share = self.photos.shown(image, o, word)
+                    if share is not None and share >= SHOWN:
+                        return f"may be true: the photo shows {word} on {o.name} {o.id} ({share:.0%} of its box)"
         return None
 
     def _keep(self, st: SearchState, site: Site, neg_path: PathNode, replacement: str | None) -> bool:
@@ -334,7 +335,7 @@ class TextSearch(SiteSearch):
                 hit, doubt = truth
                 self._refuse(st, site, f"still true of object {hit} in the image" if hit else doubt or "")
             return False
-        if (shown := self._shown(st, site, replacement)) is not None:
+        if (shown := self._shown(st, neg_path)) is not None:
             if replacement is None:
                 self._refuse(st, site, shown)
             return False
