@@ -249,3 +249,20 @@ def test_a_renamed_object_keeps_its_colours_and_the_photo_judges_them_on_the_new
     made, rejects = made_with(g, path, "0_hop", answers, ("replace_object",), images=d, more_names=("truck",))
     assert not made
     assert any("the photo shows black on truck 2 (40% of its box)" in r.reason for r in rejects), rejects
+
+
+def test_a_name_the_corpus_barely_knows_is_no_replacement_where_the_scene_holds_its_kind():
+    """A ball game's photo: "the bat" for its frisbee may be true of a bat nobody boxed, and the corpus saw too
+    few bats to say whether they come beside balls (the small-thing rule needs its numbers). Where the scene
+    holds nothing of its kind but the object replaced, a barely known name still stands: "the carriage" for
+    the car."""
+    g = graph(obj("1", "ball", box=(10, 10, 30, 30)), obj("2", "frisbee", box=(100, 10, 40, 30)),
+              obj("3", "car", box=(300, 100, 150, 100)))  # fmt: skip
+    rare = ("bat", "carriage")
+    frisbee, car = node("frisbee", oid="2"), node("car", oid="3")
+    made, _ = made_with(g, frisbee, "0_hop", {"frisbee": ("bat",)}, ("replace_object",), more_names=rare)
+    assert [n.change["to"] for n in made] == ["bat"]  # without the corpus's notes nothing is known of bats
+    made, _ = made_with(g, frisbee, "0_hop", {"frisbee": ("bat",)}, ("replace_object",), notes=CORPUS, more_names=rare)
+    assert not made  # a ball is there: bats come with balls
+    made, _ = made_with(g, car, "0_hop", {"car": ("carriage",)}, ("replace_object",), notes=CORPUS, more_names=rare)
+    assert [n.change["to"] for n in made] == ["carriage"]  # no other vehicle in view

@@ -85,7 +85,7 @@ class AnnotationStats:
     # Images holding a name among the graphs that annotate every name they show (the prior's full graphs), and
     # the names the prior also counted in graphs that annotate a few hundred names only (`partial`: 1 each).
     # A share of images holding two names is counted over the graphs that could annotate both: "a bat" is
-    # beside "a ball" in the full graphs, never in the ones whose names stop at "ball" (`_holding`).
+    # beside "a ball" in the full graphs, never in the ones whose names stop at "ball" (`holding`).
     described: Counter = field(default_factory=Counter)
     partial: Counter = field(default_factory=Counter)
 
@@ -126,7 +126,7 @@ class AnnotationStats:
             return None
         return f"comes in many: {share:.0%} of the images holding it hold several"
 
-    def _holding(self, *names: str) -> tuple[Counter, float]:
+    def holding(self, *names: str) -> tuple[Counter, float]:
         """(images holding a name, images counted) over the graphs that can annotate every one of `names`:
         all of them where the prior's partial graphs annotate each, else the fully annotated ones."""
         if not self.partial or all(self.partial[n] for n in names):
@@ -139,11 +139,11 @@ class AnnotationStats:
         `MIN_IMAGES` or more); or `name` is small (usual box under `small`: overlooked more often than boxed)
         and annotated with one of `names` in at least `OFTEN` of its images, `LIFT` times its share of all
         images (a phone beside a desk or a keyboard)."""
-        holding, total = self._holding(name)
+        holding, total = self.holding(name)
         usual = self.usual_area(name)
         base = holding[name] / total if usual is not None and usual < small and total > 0 else 0.0
         for other in names:
-            n = self._holding(name, other)[0][other]
+            n = self.holding(name, other)[0][other]
             if other == name or n < MIN_IMAGES:
                 continue
             both = self.together[(name, other) if name < other else (other, name)]
@@ -162,7 +162,7 @@ class AnnotationStats:
         annotated in the images holding that one (0: as often; -1: at a third of its rate; never seen
         together counts as `FOREIGN`). None when the corpus knows too little of `name` or of the scene. An
         airplane scores -1.4 in a street, a bus +0.3; a bed -1.4 there and +1.2 in a bedroom."""
-        holding, total = self._holding(name)
+        holding, total = self.holding(name)
         n = holding[name]
         if n < MIN_IMAGES or total <= 0:
             return None
@@ -170,7 +170,7 @@ class AnnotationStats:
         for other in dict.fromkeys(names):
             if other == name:
                 continue
-            holding, total = self._holding(name, other)  # both counted over the graphs that can show both
+            holding, total = self.holding(name, other)  # both counted over the graphs that can show both
             k, n = holding[other], holding[name]
             if k < MIN_IMAGES or k >= total or n <= 0:
                 continue

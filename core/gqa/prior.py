@@ -19,7 +19,7 @@ Attributes are counted over the full graphs; a name the reduced graphs annotate 
 relation or a co-occurrence of two such names, over every graph; any other name (`bat`, `pitcher`), and
 anything that involves one, over the full graphs alone, since the reduced ones could never annotate it.
 So "bat" seen in one of 99 full graphs counts as one image, not as one in 8,216, and "of the images
-holding a ball, the share that hold a bat" is counted over the full graphs (`AnnotationStats._holding`).
+holding a ball, the share that hold a bat" is counted over the full graphs (`AnnotationStats.holding`).
 
 An image the prior counted is counted once: a run over it (the prior's own source, or a sample of it)
 takes that image's counts out of the prior (`Prior.without`), so a run never sees its own annotations

@@ -47,8 +47,8 @@ from hardneg.generators.text.worn import UnboxedClothes
 # words per site; v5: no small thing the scene likely holds; v6: no name foreign to the scene; v7: no swap whose subject
 # does what its kind never does; v8: none far less fitting than the one replaced, parts for parts; v9: no replacement
 # naming another object of the path again; v10: no swap in one class; v11: none true of clothes the graph leaves off;
-# v12: a renamed object's colours checked against the photo
-GENERATOR = f"negatives_text@v12+{CERTIFY_VERSION}+{CONTEXT_VERSION}"
+# v12: a renamed object's colours checked against the photo; v13: no barely known name where its kind is
+GENERATOR = f"negatives_text@v13+{CERTIFY_VERSION}+{CONTEXT_VERSION}"
 ABSENT_PART = (
     "names a part, and none is annotated: where something it is part of is in view, parts go unannotated; where "
     "nothing is, the expression is absurd"

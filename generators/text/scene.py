@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from hardneg.core.gqa.annotations import AnnotationStats
+from hardneg.core.gqa.annotations import MIN_IMAGES, AnnotationStats
 from hardneg.core.words.table import Words
 
 UNUSUAL = -0.5  # a name annotated with the picture's names under e^-0.5 (61%) of its usual rate: unusual there
@@ -80,7 +80,8 @@ class SceneFit:
 class LikelyAbsent:
     """Replacement names less those the scene likely holds unannotated (`AnnotationStats.beside`: a phone where
     a desk is) and that no object of the image could be (`could_be`): "the phone on the desk" may well be
-    true; and less those foreign to the scene (`SceneFit`), which test nothing. Counted in `refused` as the
+    true; less those the corpus barely knows where the scene holds their kind (`barely_known`: "the bat"
+    where a ball is); and less those foreign to the scene (`SceneFit`), which test nothing. Counted in `refused` as the
     pool's other refusals are. The rest are weighed by their fit and put most plausible first. Whether a
     name may stay, and its factor, are worked out once per image, replaced name and name."""
 
@@ -122,6 +123,19 @@ class LikelyAbsent:
             return None, factor
         if self.scene_fit.notes.beside(name, scene, self.small) is not None:
             return "object:likely in the scene unannotated", factor
+        if self.barely_known(name, original, scene):
+            return "object:barely known, its kind in the scene", factor
         if self.scene_fit.why(name, scene, original) is not None:
             return "object:foreign to the scene", factor
         return None, factor
+
+    def barely_known(self, name: str, original: str, scene: frozenset[str]) -> bool:
+        """Whether the corpus knows too little of `name` to say it is likely absent (in fewer than `MIN_IMAGES`
+        of the graphs that could annotate it: "bat", "spoon", "pepper shaker"), while the picture holds another
+        object of its kind (besides the one replaced): things of a kind come together (a bat where a ball is, a
+        spoon where forks are), and what `beside` would have said of a known name cannot be said of it."""
+        notes, words = self.scene_fit.notes, self.scene_fit.words
+        if words is None or notes.holding(name)[0][name] >= MIN_IMAGES:
+            return False
+        kind = words.name_category(name)
+        return kind is not None and any(o not in (name, original) and words.name_category(o) == kind for o in scene)
