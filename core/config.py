@@ -120,7 +120,7 @@ class PathsConfig(_Strict):
 
 PATH_RULES = ("crowd_targets", "crowd_anchors", "name_chains", "size_across_categories", "repeated_conjuncts",
               "many_targets", "many_held", "several_wholes", "printed_targets", "same_kind",
-              "other_wearers")  # fmt: skip
+              "other_wearers", "self_related")  # fmt: skip
 
 
 class HygieneConfig(_Strict):

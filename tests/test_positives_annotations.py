@@ -12,7 +12,7 @@ from hardneg.generators.paths.annotation_rules import Evidence, combine
 from hardneg.generators.paths.stage import PathResources, generate_positives
 from hardneg.generators.paths.wearers import OtherWearers
 from hardneg.review.priority import priority_key
-from tests.helpers import graph, obj
+from tests.helpers import graph, node, obj
 
 CFG = load_config(None, {"paths": {"max_per_image": 100}})
 RES = PathResources.load(CFG)
@@ -324,3 +324,26 @@ def test_a_person_in_a_kind_of_the_clothing_wears_no_twin_of_it():
 
     assert bare(two("polo shirt"), "shirt") == ["the white shirt"]
     assert bare(two("shirt", target="t-shirt"), "t-shirt") == []  # his shirt may be a white t-shirt
+
+
+def test_a_path_that_relates_one_object_twice_annotated_to_itself_is_refused():
+    """One pair of jeans boxed again as "pants" (IoU 0.74): "the pants with the same colour as the jeans"
+    relates it to itself. Names that exclude each other (a fork on a plate), a man in his shirt (worn, a
+    part of him) and the icing its annotator put on top of a cake are two things."""
+    from hardneg.generators.paths.annotation_rules import self_related_refusal
+
+    g = graph(obj("1", "jeans", ("blue",), box=(165, 269, 20, 34)),
+              obj("2", "pants", ("blue",), box=(167, 270, 19, 29)),
+              obj("3", "plate", ("white",), box=(100, 300, 150, 100)), obj("4", "fork", box=(110, 310, 120, 80)),
+              obj("5", "man", box=(300, 50, 100, 300)), obj("6", "shirt", box=(305, 60, 90, 150)))  # fmt: skip
+    same = node("pants", oid="2", same=[("color", node("jeans", oid="1"))])
+    why = "'pants' 2 and 'jeans' 1 overlap by 74%: one object under two names"
+    assert self_related_refusal(same, g, WORDS) == why
+    assert self_related_refusal(node("fork", oid="4", rel=[("on", node("plate", oid="3"))]), g, WORDS) is None
+    potted = graph(obj("1", "chair", box=(100, 100, 100, 100)), obj("2", "pot", box=(110, 110, 90, 90)))
+    assert self_related_refusal(node("pot", oid="2", rel=[("near", node("chair", oid="1"))]), potted, WORDS) is None
+    assert self_related_refusal(node("man", oid="5", rel=[("wearing", node("shirt", oid="6"))]), g, WORDS) is None
+    cake = graph(obj("1", "icing", rels=(("on top of", "2"),), box=(118, 155, 153, 107)),
+                 obj("2", "dessert", box=(90, 153, 197, 163)))  # fmt: skip
+    on_top = node("icing", oid="1", rel=[("on top of", node("dessert", oid="2"))])
+    assert self_related_refusal(on_top, cake, WORDS) is None  # related by its annotator: two things

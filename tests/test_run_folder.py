@@ -163,7 +163,7 @@ def test_manifest_and_attribute_table(demo_run: Path):
     assert m["inputs"]["scene_graphs"] == "inputs/demo/demo_sceneGraphs.json"
     assert m["inputs"]["images"] == "inputs/demo/images"
     assert (demo_run / m["inputs"]["scene_graphs"]).exists() and (demo_run / m["inputs"]["images"]).is_dir()
-    assert m["versions"]["stages"]["paths"] == "paths@v11+balance@v1"
+    assert m["versions"]["stages"]["paths"] == "paths@v12+balance@v1"
     assert m["versions"]["stages"]["images"] == "negatives_image@v5"
     assert m["versions"]["data"]["templates"] == "templates@v1"
     assert m["versions"]["data"]["prior"] == "prior-gqa@v3"  # the prior of real graphs the run added to its counts

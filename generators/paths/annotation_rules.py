@@ -17,6 +17,9 @@ Rules (each a `paths.rules` entry, switchable to measure what it removes):
   "the man" beside "men": another object whose name is a kind of the target's, a plural or a synonym of
   it, and that fits the path as well, makes the path not unique (`SameKind`). An object that is the
   target itself or a part of it (its box inside the target's, or the target's inside its) is no twin;
+- `self_related`: a path that relates an object to itself, annotated twice under two names that can name
+  one object and never related to itself in the graph ("the pants with the same color as the jeans", one
+  pair boxed as both);
 - `other_wearers`: a piece of clothing is worn one to a person, and graphs box it for some of the people
   they hold. Each annotated person with none of its name boxed on them gets a twin of the target, placed on
   them as the target sits on its wearer; a path that picks a twin as well ("the shorts to the left of the
@@ -157,6 +160,33 @@ def several_wholes_refusal(path: PathNode, target: SceneObject, graph: SceneGrap
     if not many or any(o.id in named for o in holding):
         return None
     return f"'{path.name}' is a part of {', '.join(many)}, which come several at a time: their others go unannotated"
+
+
+def self_related_refusal(path: PathNode, graph: SceneGraph, words: Words) -> str | None:
+    """Why `path` relates an object to itself under another name (rule `self_related`), or None: a node and
+    one it relates to whose boxes overlap by `SAME_OBJECT_IOU` or more, under two names of one category that
+    can name one object (`Words.names_contradict`: a kind, a synonym, an overlap such as table and desk),
+    neither a part of the other and with no relation between them in the graph (the icing on top of a cake
+    is a second thing: its annotator related them). One pair of jeans boxed again as "pants" makes "the pants with the
+    same color as the jeans": true, and a riddle no one asks. Names that exclude each other (a fork on a
+    plate, a man hugging a woman) are two things however close; one name twice is hygiene's to merge."""
+    for n in path.nodes():
+        if (a := graph.objects.get(n.id or "")) is None:
+            continue
+        for other in (*(e.object for e in n.relations), *(s.object for s in n.same)):
+            b = graph.objects.get(other.id or "")
+            if b is None or b.name == a.name or (overlap := iou(a.box, b.box)) < SAME_OBJECT_IOU:
+                continue
+            if (
+                (kind := words.name_category(a.name)) is not None
+                and words.name_category(b.name) == kind
+                and not words.names_contradict(a.name, b.name)[0]
+                and not (words.is_part_of(a.name, b.name) or words.is_part_of(b.name, a.name))
+                and not any(r.object == b.id for r in a.relations)
+                and not any(r.object == a.id for r in b.relations)
+            ):
+                return f"'{a.name}' {a.id} and '{b.name}' {b.id} overlap by {overlap:.0%}: one object under two names"
+    return None
 
 
 def risk_reasons(

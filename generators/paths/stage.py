@@ -31,6 +31,7 @@ from hardneg.generators.paths.annotation_rules import (
     many_refusal,
     printed_refusal,
     risk_reasons,
+    self_related_refusal,
     several_wholes_refusal,
 )
 from hardneg.generators.paths.budget import SearchBudgetSpent
@@ -229,6 +230,8 @@ def _path_rule(
         return "many_held", why
     if "several_wholes" in res.rules and (why := several_wholes_refusal(path, obj, graph, res.words)):
         return "several_wholes", why
+    if "self_related" in res.rules and (why := self_related_refusal(path, graph, res.words)):
+        return "self_related", why
     if kin is not None and (why := kin().refusal(path, graph)) is not None:
         return "same_kind", why
     if wear is not None and (why := wear().refusal(path)) is not None:

@@ -13,13 +13,13 @@ from hardneg.core.words.table import Words
 from hardneg.core.words.vocab import English, PoorReferents, RelationVocab
 from hardneg.generators.paths.expressions import Renderer, Templates
 
-GENERATOR = "paths@v11"  # v2: the box rule reads every spelling of a direction; v3: refused:* once per hop
+GENERATOR = "paths@v12"  # v2: the box rule reads every spelling of a direction; v3: refused:* once per hop
 # choice; v4: the per-image cap keeps candidates that allow a swap of attributes first; v5: the annotation
 # rules and each positive's risk (generators/paths/annotation_rules.py); v6: of the paths of one (target, type), one
 # that allows rarer negatives; v7: same-kind uniqueness, box shapes; v8: the other_wholes risk, groups left
 # unannotated (many_held, several_wholes), attributes said after the noun ("the walk sign that is on"); v9:
 # other_wholes also where no one is annotated but other clothes are; the own_kind risk; v10: other_wearers; v11: no
-# twin on one who wears a kind of its name (a polo shirt for a shirt)
+# twin on one who wears a kind of its name (a polo shirt for a shirt); v12: self_related
 
 # what `PathResources.load` reads of the config: a stage that loads them (to word, check or render a path)
 # declares these, so a changed template or rule redoes it (the keys, and the files' contents)
