@@ -10,7 +10,8 @@ that may well be it: a "person" may be the man, an "animal" the dog; or a name o
 once: `Words.name_relation`), the graph says no:
 
 - an attribute of the node is contradicted by one the object has (`Words.attributes_contradict`): an
-  object without a colour annotated is *not* "not white";
+  object without a colour annotated is *not* "not white", nor is one annotated "colorful" as well as
+  "gold" not blue (`Words.several`: its colours named are some of its colours);
 - a relation's partners are all excluded: none could match the child, or for each the boxes put it in
   the opposite direction (`core.geometry.contradicted`) or a stored relation contradicts it
   (`Words.relations_contradict`); a missing edge proves nothing;
@@ -46,8 +47,9 @@ from hardneg.core.words.table import Words
 # v2: a broader name (person, animal) may be the node's object; v3: parts of one whole; v4: names the corpus
 # says come in many or usually beside the image's names (with notes); v5: small things often beside the image's names;
 # v6: small is under 3% of the image (a fork), not 1%; v7: an absent name's absence is judged even where objects
-# that may be it are there (a clock for "watch"); an attribute is read on the object's name (a glass door's frame)
-VERSION = "certify@v7"
+# that may be it are there (a clock for "watch"); an attribute is read on the object's name (a glass door's frame);
+# v8: a many-coloured object ("colorful") is not ruled out by the colours it is also annotated with
+VERSION = "certify@v8"
 COULD_BE = frozenset({"same", "plural", "synonym", "hyponym", "hypernym", "overlap"})  # name_relation(object, node)
 NAMED = frozenset({"same", "plural", "synonym", "hyponym"})  # ... certainly of the node's kind
 
@@ -215,8 +217,8 @@ class Certifier:
 
     def _excluded_now(self, node: PathNode, o: SceneObject, graph: SceneGraph, memo: _Memo) -> bool:
         w = self.words
-        for a in node.attributes:
-            if any(w.attributes_contradict(a, b, o.name)[0] for b in o.attributes):
+        for a in node.attributes:  # a many-coloured object's colours named are some of its colours
+            if any(w.attributes_contradict(a, b, o.name)[0] for b in o.attributes) and not w.several(a, o.attributes):
                 return True
         for e in node.relations:
             partners = self._partners(e.object, o, graph, memo)
@@ -268,6 +270,9 @@ class Certifier:
     def _not_same(self, o: SceneObject, p: SceneObject, category: str) -> bool:
         mine = [a for a in o.attributes if self.table.category(a) == category]
         theirs = [a for a in p.attributes if self.table.category(a) == category]
+        several = self.words.several
+        if any(several(x, p.attributes) for x in mine) or any(several(y, o.attributes) for y in theirs):
+            return False  # a many-coloured object shares a colour with almost anything
         return bool(mine and theirs) and all(
             self.words.attributes_contradict(x, y, o.name)[0] and self.words.attributes_contradict(x, y, p.name)[0]
             for x in mine

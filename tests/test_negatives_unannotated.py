@@ -266,3 +266,22 @@ def test_a_name_the_corpus_barely_knows_is_no_replacement_where_the_scene_holds_
     assert not made  # a ball is there: bats come with balls
     made, _ = made_with(g, car, "0_hop", {"car": ("carriage",)}, ("replace_object",), notes=CORPUS, more_names=rare)
     assert [n.change["to"] for n in made] == ["carriage"]  # no other vehicle in view
+
+
+def test_a_many_coloured_object_is_not_ruled_out_by_the_colours_it_is_also_annotated_with():
+    """A snowboard annotated "gold" and "colorful": its colours named are some of its colours, so "the blue
+    snowboard" may be true of it. The negative made from its blue twin is refused, and the positive "the
+    blue snowboard" keeps a twin doubt; a snowboard annotated "gold" alone is not blue."""
+    colourful = graph(obj("1", "snowboard", ("long", "gold", "colorful"), box=(10, 10, 100, 30)),
+                      obj("2", "snowboard", ("blue", "long"), box=(200, 10, 100, 30)))  # fmt: skip
+    gold = graph(obj("1", "snowboard", ("long", "gold"), box=(10, 10, 100, 30)),
+                 obj("2", "snowboard", ("blue", "long"), box=(200, 10, 100, 30)))  # fmt: skip
+    c = Certifier(WORDS, TABLE)
+    assert c.uncontradicted(node("snowboard", "black"), gold) is None  # gold and blue exclude black
+    assert c.uncontradicted(node("snowboard", "black"), colourful) is not None
+    assert c.doubtful(node("snowboard", "blue", oid="2"), gold, "2") is None
+    assert c.doubtful(node("snowboard", "blue", oid="2"), colourful, "2") is not None
+    # nor is it of another colour than anything: "the same color as" it is never ruled out
+    same = node("snowboard", "blue", same=[("color", node("snowboard", "gold"))])
+    assert c.uncontradicted(same, gold) is None
+    assert c.uncontradicted(same, colourful) is not None

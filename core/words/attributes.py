@@ -75,6 +75,17 @@ class Attributes:
             return False, f"'{a}' ({cat_a}) and '{b}' ({cat_b}) are of different categories"
         return False, f"no scale makes '{a}' and '{b}' exclusive"
 
+    def several(self, attribute: str, others: tuple[str, ...]) -> bool:
+        """Whether one object's attributes `others` say it holds several values of a scale that holds
+        `attribute` (a word of the scale's `any`: "colorful"), so that its other words of that scale do not
+        rule `attribute` out: a snowboard annotated "gold" and "colorful" may well be blue too."""
+        a = self._a(attribute)
+        return any(
+            (a in scale.classes or a in scale.any) and any(self._a(b) in scale.any for b in others)
+            for scale in self.scales
+            if scale.any
+        )
+
     def fits_any(self, attribute: str, noun_category: str | None) -> bool:
         """Whether every word of the attribute's category fits every name of `noun_category` (the table's
         `free_on`: made things come in any colour), so the pair needs no corpus evidence."""

@@ -225,6 +225,9 @@ class Words:
                 return why
         return None
 
+    def several(self, attribute: str, others: tuple[str, ...]) -> bool:
+        return self.attributes.several(attribute, others)
+
     def fits_any(self, attribute: str, noun_category: str | None) -> bool:
         return self.attributes.fits_any(attribute, noun_category)
 
