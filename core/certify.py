@@ -11,7 +11,8 @@ once: `Words.name_relation`), the graph says no:
 
 - an attribute of the node is contradicted by one the object has (`Words.attributes_contradict`): an
   object without a colour annotated is *not* "not white", nor is one annotated "colorful" as well as
-  "gold" not blue (`Words.several`: its colours named are some of its colours);
+  "gold" not blue, nor white striped pants not black (`Words.several`: the colours named of a
+  many-coloured or patterned object are some of its colours);
 - a relation's partners are all excluded: none could match the child, or for each the boxes put it in
   the opposite direction (`core.geometry.contradicted`) or a stored relation contradicts it
   (`Words.relations_contradict`); a missing edge proves nothing;
@@ -48,7 +49,7 @@ from hardneg.core.words.table import Words
 # says come in many or usually beside the image's names (with notes); v5: small things often beside the image's names;
 # v6: small is under 3% of the image (a fork), not 1%; v7: an absent name's absence is judged even where objects
 # that may be it are there (a clock for "watch"); an attribute is read on the object's name (a glass door's frame);
-# v8: a many-coloured object ("colorful") is not ruled out by the colours it is also annotated with
+# v8: a many-coloured ("colorful") or patterned ("striped") object is not ruled out by its other colours
 VERSION = "certify@v8"
 COULD_BE = frozenset({"same", "plural", "synonym", "hyponym", "hypernym", "overlap"})  # name_relation(object, node)
 NAMED = frozenset({"same", "plural", "synonym", "hyponym"})  # ... certainly of the node's kind

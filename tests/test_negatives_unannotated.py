@@ -269,9 +269,10 @@ def test_a_name_the_corpus_barely_knows_is_no_replacement_where_the_scene_holds_
 
 
 def test_a_many_coloured_object_is_not_ruled_out_by_the_colours_it_is_also_annotated_with():
-    """A snowboard annotated "gold" and "colorful": its colours named are some of its colours, so "the blue
-    snowboard" may be true of it. The negative made from its blue twin is refused, and the positive "the
-    blue snowboard" keeps a twin doubt; a snowboard annotated "gold" alone is not blue."""
+    """A snowboard annotated "gold" and "colorful", pants "white" and "striped": the colours named are some
+    of their colours, so "the blue snowboard" may be true of the one and "black" of the other. The negative
+    made from the blue twin is refused, and the positive "the blue snowboard" keeps a twin doubt; a
+    snowboard annotated "gold" alone is not blue."""
     colourful = graph(obj("1", "snowboard", ("long", "gold", "colorful"), box=(10, 10, 100, 30)),
                       obj("2", "snowboard", ("blue", "long"), box=(200, 10, 100, 30)))  # fmt: skip
     gold = graph(obj("1", "snowboard", ("long", "gold"), box=(10, 10, 100, 30)),
@@ -285,3 +286,10 @@ def test_a_many_coloured_object_is_not_ruled_out_by_the_colours_it_is_also_annot
     same = node("snowboard", "blue", same=[("color", node("snowboard", "gold"))])
     assert c.uncontradicted(same, gold) is None
     assert c.uncontradicted(same, colourful) is not None
+    # a pattern is of several colours: white striped pants may be black (with a black cap: the same colour)
+    pants = graph(obj("1", "pants", ("white", "striped"), box=(150, 270, 101, 135)),
+                  obj("2", "cap", ("black",), box=(199, 113, 43, 28)))  # fmt: skip
+    plain = graph(obj("1", "pants", ("white", "plain"), box=(150, 270, 101, 135)),
+                  obj("2", "cap", ("black",), box=(199, 113, 43, 28)))  # fmt: skip
+    as_pants = node("cap", same=[("color", node("pants"))])
+    assert c.uncontradicted(as_pants, plain) is None and c.uncontradicted(as_pants, pants) is not None

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.common import Scale, norm
 
+PATTERNED = "patterned"  # the pattern scale's class of several colours (striped, checkered, floral)
+
 
 @dataclass(slots=True, frozen=True, repr=False, eq=False)  # identity equality: loaded once, with Words
 class Attributes:
@@ -77,14 +79,22 @@ class Attributes:
 
     def several(self, attribute: str, others: tuple[str, ...]) -> bool:
         """Whether one object's attributes `others` say it holds several values of a scale that holds
-        `attribute` (a word of the scale's `any`: "colorful"), so that its other words of that scale do not
-        rule `attribute` out: a snowboard annotated "gold" and "colorful" may well be blue too."""
-        a = self._a(attribute)
-        return any(
-            (a in scale.classes or a in scale.any) and any(self._a(b) in scale.any for b in others)
-            for scale in self.scales
-            if scale.any
-        )
+        `attribute` (a word of the scale's `any`: "colorful"; for colours, a pattern too: "striped"), so that
+        its other words of that scale do not rule `attribute` out: a snowboard annotated "gold" and
+        "colorful" may well be blue, and white striped pants black."""
+        a, own = self._a(attribute), [self._a(b) for b in others]
+        for scale in self.scales:
+            if a not in scale.classes and a not in scale.any:
+                continue
+            if any(b in scale.any for b in own):
+                return True
+            if scale.name == "hue" and any(PATTERNED in self._classes("pattern", b) for b in own):
+                return True
+        return False
+
+    def _classes(self, scale_name: str, word: str) -> frozenset[str]:
+        scale = next((s for s in self.scales if s.name == scale_name), None)
+        return frozenset() if scale is None else scale.classes.get(word, frozenset())
 
     def fits_any(self, attribute: str, noun_category: str | None) -> bool:
         """Whether every word of the attribute's category fits every name of `noun_category` (the table's
