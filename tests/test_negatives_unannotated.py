@@ -266,6 +266,13 @@ def test_a_name_the_corpus_barely_knows_is_no_replacement_where_the_scene_holds_
     assert not made  # a ball is there: bats come with balls
     made, _ = made_with(g, car, "0_hop", {"car": ("carriage",)}, ("replace_object",), notes=CORPUS, more_names=rare)
     assert [n.change["to"] for n in made] == ["carriage"]  # no other vehicle in view
+    # the replaced frisbee alone is no kin of the bat; a second frisbee is
+    one = graph(obj("2", "frisbee", box=(100, 10, 40, 30)), obj("3", "car", box=(300, 100, 150, 100)))
+    two = graph(*one.objects.values(), obj("4", "frisbee", box=(200, 10, 40, 30)))
+    for g, bats in ((one, ["bat"]), (two, [])):
+        made, _ = made_with(g, frisbee, "0_hop", {"frisbee": ("bat",)}, ("replace_object",), notes=CORPUS,
+                            more_names=rare)  # fmt: skip
+        assert [n.change["to"] for n in made] == bats
 
 
 def test_a_many_coloured_object_is_not_ruled_out_by_the_colours_it_is_also_annotated_with():

@@ -227,8 +227,12 @@ class TextSearch(SiteSearch):
         img = st.positive["image_id"]
         options, weights = self.ctx.options(site, st.path)
         if site.part == "object" and self.absent is not None:  # no word the scene likely holds unannotated
-            could_be = lambda w: bool(self.certifier.candidates(w, self.graphs[img], self.indexes[img]))  # noqa: E731
-            options, weights = self.absent.filter(options, weights, img, site.word or "", self._scene(img), could_be)
+            idx = self.indexes[img]
+            could_be = lambda w: bool(self.certifier.candidates(w, self.graphs[img], idx))  # noqa: E731
+            scene = self._scene(img)
+            options, weights = self.absent.filter(
+                options, weights, img, site.word or "", scene, could_be, idx.name_count
+            )
         if not options:  # no other word of this category that the corpus attests here: nothing to ask
             return None
         return ReplaceRequest(
@@ -409,12 +413,6 @@ def iter_keep_words(path: PathNode) -> Iterator[tuple[str, str]]:
 def replay(positive_path: PathNode, negative: dict[str, Any]) -> PathNode:
     """Re-apply a written negative's recorded `change` to its positive's path (for re-checking)."""
     ch = negative["change"]
-    site = Site(
-        negative["negative_type"],
-        negative["negative_level"],
-        tuple(ch["nodes"]),
-        word=ch.get("from"),
-        edge=ch.get("edge"),
-        other=ch.get("with"),
-    )
+    site = Site(negative["negative_type"], negative["negative_level"], tuple(ch["nodes"]), word=ch.get("from"),
+                edge=ch.get("edge"), other=ch.get("with"))  # fmt: skip
     return apply_site(positive_path, site, ch.get("to"))

@@ -98,11 +98,12 @@ class LikelyAbsent:
         original: str,
         scene: frozenset[str],
         could_be: Callable[[str], bool],
+        held: Callable[[str], int] = lambda _: 1,
     ) -> tuple[tuple[str, ...], tuple[float, ...]]:
         memo, keep = self._why, []
         for w in options:
             if (key := (image_id, original, w)) not in memo:
-                memo[key] = self._judge(w, original, scene, could_be)
+                memo[key] = self._judge(w, original, scene, could_be, held)
             why, factor = memo[key]
             if why is None:
                 keep.append((w, factor))
@@ -115,7 +116,12 @@ class LikelyAbsent:
         return tuple(w for w, _ in drawn), tuple(x for _, x in drawn)
 
     def _judge(
-        self, name: str, original: str, scene: frozenset[str], could_be: Callable[[str], bool]
+        self,
+        name: str,
+        original: str,
+        scene: frozenset[str],
+        could_be: Callable[[str], bool],
+        held: Callable[[str], int],
     ) -> tuple[str | None, float]:
         got = self.scene_fit.fit(name, scene)
         factor = 1.0 if got is None else math.exp(got)
@@ -123,19 +129,24 @@ class LikelyAbsent:
             return None, factor
         if self.scene_fit.notes.beside(name, scene, self.small) is not None:
             return "object:likely in the scene unannotated", factor
-        if self.barely_known(name, original, scene):
+        if self.barely_known(name, original, scene, held):
             return "object:barely known, its kind in the scene", factor
         if self.scene_fit.why(name, scene, original) is not None:
             return "object:foreign to the scene", factor
         return None, factor
 
-    def barely_known(self, name: str, original: str, scene: frozenset[str]) -> bool:
+    def barely_known(
+        self, name: str, original: str, scene: frozenset[str], held: Callable[[str], int] = lambda _: 1
+    ) -> bool:
         """Whether the corpus knows too little of `name` to say it is likely absent (in fewer than `MIN_IMAGES`
         of the graphs that could annotate it: "bat", "spoon", "pepper shaker"), while the picture holds another
         object of its kind (besides the one replaced): things of a kind come together (a bat where a ball is, a
-        spoon where forks are), and what `beside` would have said of a known name cannot be said of it."""
+        spoon where forks are), and what `beside` would have said of a known name cannot be said of it. `held`:
+        how many of the picture's objects bear a name (the replaced one's other instances are its kind too)."""
         notes, words = self.scene_fit.notes, self.scene_fit.words
         if words is None or notes.holding(name)[0][name] >= MIN_IMAGES:
             return False
         kind = words.name_category(name)
-        return kind is not None and any(o not in (name, original) and words.name_category(o) == kind for o in scene)
+        return kind is not None and any(
+            o != name and (o != original or held(o) > 1) and words.name_category(o) == kind for o in scene
+        )
