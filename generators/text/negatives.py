@@ -47,7 +47,7 @@ from hardneg.generators.text.worn import UnboxedClothes
 # words per site; v5: no small thing the scene likely holds; v6: no name foreign to the scene; v7: no swap whose subject
 # does what its kind never does; v8: none far less fitting than the one replaced, parts for parts; v9: no replacement
 # naming another object of the path again; v10: no swap in one class; v11: none true of clothes the graph leaves off;
-# v12: a renamed object's colours checked against the photo; v13: no barely known name where its kind is
+# v12: a renamed object's colours checked against the photo; v13: no replacement the corpus barely knows
 GENERATOR = f"negatives_text@v13+{CERTIFY_VERSION}+{CONTEXT_VERSION}"
 ABSENT_PART = (
     "names a part, and none is annotated: where something it is part of is in view, parts go unannotated; where "
@@ -202,10 +202,12 @@ class TextSearch(SiteSearch):
 
     def _unfit(self, image_id: str, name: str, original: str) -> str | None:
         """Why `name` cannot replace `original` in the image, or None: a part of things only (a crust, not a
-        sink, which rooms have) with nothing there it could be, or foreign to the scene (`SceneFit`)."""
+        sink, which rooms have) with nothing there it could be, foreign to the scene (`SceneFit`) or barely known."""
         if (key := (image_id, original, name)) not in self._parts:
             part = self.ctx.words.is_part_of_things(name) and not self.certifier.candidates(name, self.graphs[image_id])
             why = self.fit.why(name, self._scene(image_id), original) if self.fit is not None else None
+            if why is None and self.absent is not None and self.absent.barely_known(name):  # from any backend
+                why = f"{name!r} is in too few of the corpus's images to say it is not there unannotated"
             self._parts[key] = f"{name!r} {ABSENT_PART}" if part else why
         return self._parts[key]
 
@@ -229,10 +231,7 @@ class TextSearch(SiteSearch):
         if site.part == "object" and self.absent is not None:  # no word the scene likely holds unannotated
             idx = self.indexes[img]
             could_be = lambda w: bool(self.certifier.candidates(w, self.graphs[img], idx))  # noqa: E731
-            scene = self._scene(img)
-            options, weights = self.absent.filter(
-                options, weights, img, site.word or "", scene, could_be, idx.name_count
-            )
+            options, weights = self.absent.filter(options, weights, img, site.word or "", self._scene(img), could_be)
         if not options:  # no other word of this category that the corpus attests here: nothing to ask
             return None
         return ReplaceRequest(

@@ -80,9 +80,9 @@ class SceneFit:
 class LikelyAbsent:
     """Replacement names less those the scene likely holds unannotated (`AnnotationStats.beside`: a phone where
     a desk is) and that no object of the image could be (`could_be`): "the phone on the desk" may well be
-    true; less those the corpus barely knows where the scene holds their kind (`barely_known`: "the bat"
-    where a ball is); and less those foreign to the scene (`SceneFit`), which test nothing. Counted in `refused` as the
-    pool's other refusals are. The rest are weighed by their fit and put most plausible first. Whether a
+    true; less those the corpus barely knows (`barely_known`: "the bat" for a ball, "the spoon" for a
+    plate); and less those foreign to the scene (`SceneFit`), which test nothing. Counted in `refused` as
+    the pool's other refusals are. The rest are weighed by their fit and put most plausible first. Whether a
     name may stay, and its factor, are worked out once per image, replaced name and name."""
 
     def __init__(self, fit: SceneFit, small: float, refused: Counter) -> None:
@@ -98,12 +98,11 @@ class LikelyAbsent:
         original: str,
         scene: frozenset[str],
         could_be: Callable[[str], bool],
-        held: Callable[[str], int] = lambda _: 1,
     ) -> tuple[tuple[str, ...], tuple[float, ...]]:
         memo, keep = self._why, []
         for w in options:
             if (key := (image_id, original, w)) not in memo:
-                memo[key] = self._judge(w, original, scene, could_be, held)
+                memo[key] = self._judge(w, original, scene, could_be)
             why, factor = memo[key]
             if why is None:
                 keep.append((w, factor))
@@ -121,7 +120,6 @@ class LikelyAbsent:
         original: str,
         scene: frozenset[str],
         could_be: Callable[[str], bool],
-        held: Callable[[str], int],
     ) -> tuple[str | None, float]:
         got = self.scene_fit.fit(name, scene)
         factor = 1.0 if got is None else math.exp(got)
@@ -129,24 +127,15 @@ class LikelyAbsent:
             return None, factor
         if self.scene_fit.notes.beside(name, scene, self.small) is not None:
             return "object:likely in the scene unannotated", factor
-        if self.barely_known(name, original, scene, held):
-            return "object:barely known, its kind in the scene", factor
+        if self.barely_known(name):
+            return "object:barely known", factor
         if self.scene_fit.why(name, scene, original) is not None:
             return "object:foreign to the scene", factor
         return None, factor
 
-    def barely_known(
-        self, name: str, original: str, scene: frozenset[str], held: Callable[[str], int] = lambda _: 1
-    ) -> bool:
-        """Whether the corpus knows too little of `name` to say it is likely absent (in fewer than `MIN_IMAGES`
-        of the graphs that could annotate it: "bat", "spoon", "pepper shaker"), while the picture holds another
-        object of its kind (besides the one replaced): things of a kind come together (a bat where a ball is, a
-        spoon where forks are), and what `beside` would have said of a known name cannot be said of it. `held`:
-        how many of the picture's objects bear a name (the replaced one's other instances are its kind too)."""
-        notes, words = self.scene_fit.notes, self.scene_fit.words
-        if words is None or notes.holding(name)[0][name] >= MIN_IMAGES:
-            return False
-        kind = words.name_category(name)
-        return kind is not None and any(
-            o != name and (o != original or held(o) > 1) and words.name_category(o) == kind for o in scene
-        )
+    def barely_known(self, name: str) -> bool:
+        """Whether the corpus knows too little of `name` to say it is likely absent: it is in fewer than
+        `MIN_IMAGES` of the graphs that could annotate it ("bat", "spoon", "pepper shaker"), so neither `beside`
+        nor the fit has numbers for it. A replacement is of the kind of the object it replaces, which is in
+        view, and things of a kind come together (a bat where a ball is, a spoon where a plate is)."""
+        return self.scene_fit.notes.holding(name)[0][name] < MIN_IMAGES
