@@ -271,10 +271,12 @@ class Certifier:
     def _not_same(self, o: SceneObject, p: SceneObject, category: str) -> bool:
         mine = [a for a in o.attributes if self.table.category(a) == category]
         theirs = [a for a in p.attributes if self.table.category(a) == category]
-        several = self.words.several
+        if not (mine and theirs):
+            return False
+        several = self.words.several  # a many-coloured object shares a colour with almost anything
         if any(several(x, p.attributes) for x in mine) or any(several(y, o.attributes) for y in theirs):
-            return False  # a many-coloured object shares a colour with almost anything
-        return bool(mine and theirs) and all(
+            return False
+        return all(
             self.words.attributes_contradict(x, y, o.name)[0] and self.words.attributes_contradict(x, y, p.name)[0]
             for x in mine
             for y in theirs

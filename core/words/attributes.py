@@ -25,14 +25,19 @@ class Attributes:
     antonyms: dict[str, str]  # both ways
     person: dict[str, str]  # attribute that describes a person -> "<group>: <reason>"
     _verdicts: dict[tuple[str, str], tuple[bool, str]] = field(default_factory=dict, init=False)
+    _several: dict[tuple[str, tuple[str, ...]], bool] = field(default_factory=dict, init=False)
     free_on: dict[str, frozenset[str] | None]  # attribute category -> noun categories it fits (None: all)
     # (names, (one part's material classes, the other's), why): things built of two parts in different materials
     built_of: tuple[tuple[frozenset[str], tuple[frozenset[str], frozenset[str]], str], ...] = ()
 
     def materials(self, attribute: str) -> frozenset[str]:
         """The material classes of an attribute (`wooden` -> wood), empty for any other word."""
-        scale = next((s for s in self.scales if s.name == "material"), None)
-        return frozenset() if scale is None else scale.classes.get(self._a(attribute), frozenset())
+        return self._classes("material", self._a(attribute))
+
+    def _classes(self, scale_name: str, word: str) -> frozenset[str]:
+        """The classes a (canonical) word has on the scale so named, empty for a word it does not hold."""
+        scale = next((s for s in self.scales if s.name == scale_name), None)
+        return frozenset() if scale is None else scale.classes.get(word, frozenset())
 
     def _a(self, attribute: str) -> str:
         n = norm(attribute)
@@ -82,19 +87,16 @@ class Attributes:
         `attribute` (a word of the scale's `any`: "colorful"; for colours, a pattern too: "striped"), so that
         its other words of that scale do not rule `attribute` out: a snowboard annotated "gold" and
         "colorful" may well be blue, and white striped pants black."""
-        a, own = self._a(attribute), [self._a(b) for b in others]
-        for scale in self.scales:
-            if a not in scale.classes and a not in scale.any:
-                continue
-            if any(b in scale.any for b in own):
-                return True
-            if scale.name == "hue" and any(PATTERNED in self._classes("pattern", b) for b in own):
-                return True
-        return False
-
-    def _classes(self, scale_name: str, word: str) -> frozenset[str]:
-        scale = next((s for s in self.scales if s.name == scale_name), None)
-        return frozenset() if scale is None else scale.classes.get(word, frozenset())
+        got = self._several.get((attribute, others))  # asked per object and claim: memoised as verdicts are
+        if got is None:
+            a, own = self._a(attribute), [self._a(b) for b in others]
+            got = self._several[(attribute, others)] = any(
+                any(b in scale.any for b in own)
+                or (scale.name == "hue" and any(PATTERNED in self._classes("pattern", b) for b in own))
+                for scale in self.scales
+                if a in scale.classes or a in scale.any
+            )
+        return got
 
     def fits_any(self, attribute: str, noun_category: str | None) -> bool:
         """Whether every word of the attribute's category fits every name of `noun_category` (the table's

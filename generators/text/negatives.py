@@ -229,8 +229,7 @@ class TextSearch(SiteSearch):
         img = st.positive["image_id"]
         options, weights = self.ctx.options(site, st.path)
         if site.part == "object" and self.absent is not None:  # no word the scene likely holds unannotated
-            idx = self.indexes[img]
-            could_be = lambda w: bool(self.certifier.candidates(w, self.graphs[img], idx))  # noqa: E731
+            could_be = lambda w: bool(self.certifier.candidates(w, self.graphs[img], self.indexes[img]))  # noqa: E731
             options, weights = self.absent.filter(options, weights, img, site.word or "", self._scene(img), could_be)
         if not options:  # no other word of this category that the corpus attests here: nothing to ask
             return None
@@ -253,8 +252,8 @@ class TextSearch(SiteSearch):
             ok, reason = self.usable(st, site, v)
             if not ok:
                 why.append(reason)
-            elif (truth := self._truth(st, apply_site(st.bare, site, v))) is None:
-                if (shown := self._shown(st, apply_site(st.bare, site, v))) is None:
+            elif (truth := self._truth(st, neg := apply_site(st.bare, site, v))) is None:
+                if (shown := self._shown(st, neg)) is None:
                     return None
                 why.append(f"{v!r} {shown}")
             else:
