@@ -29,6 +29,12 @@ class Attributes:
     free_on: dict[str, frozenset[str] | None]  # attribute category -> noun categories it fits (None: all)
     # (names, (one part's material classes, the other's), why): things built of two parts in different materials
     built_of: tuple[tuple[frozenset[str], tuple[frozenset[str], frozenset[str]], str], ...] = ()
+    # name -> the hue classes a natural kind comes in (None: any), read with its hyponyms by `Words.comes_in`
+    comes_in: dict[str, frozenset[str] | None] = field(default_factory=dict)
+
+    def hues(self, attribute: str) -> frozenset[str]:
+        """The hue classes a colour word names (`dark brown` -> brown, black), empty for any other word."""
+        return self._classes("hue", self._a(attribute))
 
     def materials(self, attribute: str) -> frozenset[str]:
         """The material classes of an attribute (`wooden` -> wood), empty for any other word."""
@@ -137,6 +143,11 @@ class Attributes:
         for cat, kinds in self.free_on.items():
             for k in sorted((kinds or frozenset()) - noun_categories):
                 problems.append(f"free_on.{cat} names the noun category '{k}', which does not exist")
+        hue = next((s for s in self.scales if s.name == "hue"), None)
+        regions = frozenset(c for cs in (hue.classes.values() if hue else ()) for c in cs)
+        for name, hues in self.comes_in.items():
+            for h in sorted((hues or frozenset()) - regions):
+                problems.append(f"comes_in.{name} names '{h}', which is no class of the hue scale")
         for scale in self.scales:
             for word in (*scale.classes, *scale.any):
                 if self.attribute_category(word) is None:

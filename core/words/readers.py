@@ -193,6 +193,11 @@ def read_attributes(data: dict[str, Any], table: AttributeTable) -> Attributes:
         if kinds != "all" and not (isinstance(kinds, list) and all(isinstance(k, str) for k in kinds)):
             raise ValueError(f"free_on.{cat} must be 'all' or a list of noun category names")
         free[str(cat)] = None if kinds == "all" else frozenset(kinds)  # category names as the noun table keys them
+    comes_in: dict[str, frozenset[str] | None] = {}
+    for name, hues in (data.get("comes_in") or {}).items():
+        if hues != "all" and not (isinstance(hues, list) and all(isinstance(h, str) for h in hues)):
+            raise ValueError(f"comes_in.{name} must be 'all' or a list of hue classes")
+        comes_in[norm(str(name))] = None if hues == "all" else frozenset(norm(h) for h in hues)
     built: list[tuple[frozenset[str], tuple[frozenset[str], frozenset[str]], str]] = []
     for i, spec in enumerate(data.get("built_of") or []):
         names = frozenset(word_list(spec.get("names"), f"built_of[{i}].names"))
@@ -210,6 +215,7 @@ def read_attributes(data: dict[str, Any], table: AttributeTable) -> Attributes:
         person=person,
         free_on=free,
         built_of=tuple(built),
+        comes_in=comes_in,
     )
 
 

@@ -68,6 +68,7 @@ class Words:
     attributes: Attributes
     relations: Relations
     _built: dict[tuple[str, frozenset[str], frozenset[str]], str | None] = field(default_factory=dict, init=False)
+    _comes: dict[tuple[str, str], bool | None] = field(default_factory=dict, init=False)
 
     def __repr__(self) -> str:
         return f"Words({self.version!r})"
@@ -225,6 +226,20 @@ class Words:
                 return why
         return None
 
+    def comes_in(self, attribute: str, name: str) -> bool | None:
+        """Whether a `name` of a natural kind comes in the colour `attribute` names: every hue region of the
+        word is one the table's `comes_in` gives the name, or its nearest hypernym listed there ("pony" reads
+        "horse"). None when the word is no hue or no listed name covers `name`."""
+        key = (attribute, name)
+        if key not in self._comes:
+            hues = self.attributes.hues(attribute)
+            listed = [k for k in self.attributes.comes_in if self.is_a(name, k)] if hues else []
+            # the nearest: a listed name no other listed match is a kind of ("flower" before "plant")
+            near = [k for k in listed if not any(o != k and self.is_a(o, k) for o in listed)]
+            palettes = [self.attributes.comes_in[k] for k in sorted(near)]
+            self._comes[key] = None if not near else any(p is None or hues <= p for p in palettes)
+        return self._comes[key]
+
     def several(self, attribute: str, others: tuple[str, ...]) -> bool:
         return self.attributes.several(attribute, others)
 
@@ -299,7 +314,9 @@ class Words:
     def check(self) -> list[str]:
         """Structural problems in the tables (the tests require none)."""
         noun_categories = frozenset(c.name for c in self.nouns.categories)
-        return [*self.nouns.check(), *self.attributes.check(noun_categories), *self.relations.check()]
+        unknown = [n for n in self.attributes.comes_in if not self.is_known(n)]
+        unknown = [f"comes_in names '{n}', which the noun table does not know" for n in unknown]
+        return [*self.nouns.check(), *self.attributes.check(noun_categories), *self.relations.check(), *unknown]
 
 
 @lru_cache(maxsize=1)

@@ -16,7 +16,9 @@ object). A change touches some of them; each touched fact must be seen
   straw" needs something of the kind of meat seen on a straw, and nothing is;
 - for an attribute, on the kind of its name (N(silk, structure) = 0: no silk bridge; N(framed, food) = 0:
   no framed cake), or when the word tables' `free_on` says its category fits anything of that kind (made
-  things come in any colour, anything in sizes: a green chair needs no evidence, a blue banana does);
+  things come in any colour, anything in sizes: a green chair needs no evidence, a blue banana does), or,
+  for a colour, when the tables' `comes_in` says the natural kind comes in it (a black horse, white
+  bread: a hundred images rarely show every colour a horse comes in);
 - for a positional relation (left/right, in front/behind, next to, near: `Words.is_positional`), also when
   the two names, or a changed name and the kind of the other, are seen in any positional relation either
   way, or the two names are annotated in one image of the corpus, or both are objects of the image: any
@@ -49,9 +51,9 @@ from hardneg.core.records import PathNode
 from hardneg.core.words.table import Words
 from hardneg.generators.text.sites import Site
 
-VERSION = "context@v4"  # v2: names annotated in one image attest a positional relation; v3: an attribute kept
+VERSION = "context@v5"  # v2: names annotated in one image attest a positional relation; v3: an attribute kept
 # on a changed name is not backed off to the name's kind, nor is a material or a colour; v4: a changed subject of a
-# positional relation with a verb must be seen doing it
+# positional relation with a verb must be seen doing it; v5: a colour a natural kind comes in
 BACKOFF = 0.1  # the weight of a count seen only with a context name backed off to its category
 NAME_OWN = frozenset({"material", "color"})  # attribute categories never backed off to the name's kind
 
@@ -125,6 +127,10 @@ class Context:
             self._free[key] = self.words.fits_any(attribute, kind)
         return self._free[key]
 
+    def comes_in(self, attribute: str, name: str) -> bool:
+        """Whether the word tables say a `name` of a natural kind comes in the colour (`Words.comes_in`)."""
+        return bool(self.words.comes_in(attribute, name))
+
     def kind(self, name: str) -> str | None:
         """The name's replacement category (the back-off class), memoised."""
         if name not in self._cls:
@@ -149,9 +155,9 @@ class Context:
             # and a couch replaced by a desk keeps "cloth" only where a cloth desk is seen
             if cls is not None and "n" not in changed and (back := self.attr_kind[(a, cls)]):
                 return BACKOFF * back
-            # a word that fits anything of the name's kind (a colour on a made thing): as plausible as the
-            # word is common, at the next level down
-            return BACKOFF * BACKOFF * c.attributes[a] if self.free(a, cls) else 0.0
+            # a word that fits anything of the name's kind (a colour on a made thing), or a colour the natural
+            # kind comes in (a black horse): as plausible as the word is common, at the next level down
+            return BACKOFF * BACKOFF * c.attributes[a] if self.free(a, cls) or self.comes_in(a, n) else 0.0
         _, s, r, o = fact
         if exact := c.triples[(s, r, o)]:
             return exact
