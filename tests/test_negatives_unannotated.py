@@ -300,3 +300,27 @@ def test_a_many_coloured_object_is_not_ruled_out_by_the_colours_it_is_also_annot
                   obj("2", "cap", ("black",), box=(199, 113, 43, 28)))  # fmt: skip
     as_pants = node("cap", same=[("color", node("pants"))])
     assert c.uncontradicted(as_pants, plain) is None and c.uncontradicted(as_pants, pants) is not None
+
+
+def test_a_swap_is_false_when_the_photo_rules_out_one_side_whatever_the_other_shows(tmp_path):
+    """ "The red car to the left of the white van" swapped into "the white car to the left of the red van": the
+    van has a red band, so the photo shows red on it, but no part of the car is white, and a path with one node
+    that fits no object is false. Refused before: any side that showed its new colour refused the swap. Both
+    sides showing their new colours is still refused."""
+    img = np.full((400, 500, 3), 120, np.uint8)
+    img[100:200, 20:170] = (200, 35, 35)  # the red car
+    img[100:250, 250:450] = (240, 240, 236)  # the white van ...
+    img[160:200, 250:450] = (200, 35, 35)  # ... with a red band
+    d = tmp_path / "street"
+    d.mkdir()
+    Image.fromarray(img).save(d / "1.jpg", quality=95)
+    g = graph(obj("1", "car", ("red",), rels=(("to the left of", "2"),), box=(20, 100, 150, 100)),
+              obj("2", "van", ("white",), box=(250, 100, 200, 150)))  # fmt: skip
+    path = node("car", "red", rel=[("to the left of", node("van", "white", oid="2"))], oid="1")
+    made, rejects = made_with(g, path, "1_hop", {}, ("swap_attribute",), images=d)
+    assert [n.expression for n in made] == ["the white car to the left of the red van"], rejects
+    img[100:140, 20:170] = (240, 240, 236)  # a white roof: the car may be white too
+    Image.fromarray(img).save(d / "1.jpg", quality=95)
+    made, rejects = made_with(g, path, "1_hop", {}, ("swap_attribute",), images=d)
+    assert not made
+    assert any("the photo shows white on car 1" in r.reason for r in rejects), rejects

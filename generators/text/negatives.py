@@ -43,12 +43,11 @@ from hardneg.generators.text.sites import (
 from hardneg.generators.text.types import text_type
 from hardneg.generators.text.worn import UnboxedClothes
 
-# v2: certified false; v3: plausible, worded like the positive; v4: crowds the corpus knows, no colour the photo shows,
-# words per site; v5: no small thing the scene likely holds; v6: no name foreign to the scene; v7: no swap whose subject
-# does what its kind never does; v8: none far less fitting than the one replaced, parts for parts; v9: no replacement
-# naming another object of the path again; v10: no swap in one class; v11: none true of clothes the graph leaves off;
-# v12: a renamed object's colours checked against the photo; v13: no replacement the corpus barely knows
-GENERATOR = f"negatives_text@v13+{CERTIFY_VERSION}+{CONTEXT_VERSION}"
+# v2 certified false; v3 plausible, worded like the positive; v4 crowds the corpus knows, no colour the photo shows,
+# words per site; v5 no small thing likely there; v6 none foreign to the scene; v7 no swap whose subject does what its
+# kind never does; v8 none far less fitting; v9 none naming another object again; v10 no swap in one class; v11 none
+# true of unboxed clothes; v12 renamed colours on photos; v13 none barely known; v14 one node ruled out by the photo
+GENERATOR = f"negatives_text@v14+{CERTIFY_VERSION}+{CONTEXT_VERSION}"
 ABSENT_PART = (
     "names a part, and none is annotated: where something it is part of is in view, parts go unannotated; where "
     "nothing is, the expression is absurd"
@@ -315,19 +314,24 @@ class TextSearch(SiteSearch):
         or None. Node by node against the positive: a colour it adds to a node (a replaced or swapped colour) is
         checked on every object the node could be, and every colour of a node that now bears another name (a
         replaced or swapped object) on every object of that name: "the black sign" made "the black parking
-        meter" is still true of an orange meter whose head is black below."""
+        meter" is still true of an orange meter whose head is black below. A node whose colour no object it could
+        be shows makes the path false, whatever the others show ("the gray jacket ..." with no gray jacket)."""
         old, new = st.path.nodes(), neg_path.nodes()
         if self.photos.images is None or len(old) != len(new):
             return None
         image = st.positive["image_id"]
+        doubt = None
         for a, b in zip(old, new, strict=True):
             stated = b.attributes if a.name != b.name else tuple(w for w in b.attributes if w not in a.attributes)
+            objects = self.certifier.candidates(b.name, self.graphs[image], self.indexes[image]) if stated else ()
             for word in stated:
-                for o in self.certifier.candidates(b.name, self.graphs[image], self.indexes[image]):
-                    share = self.photos.shown(image, o, word)
-                    if share is not None and share >= SHOWN:
-                        return f"may be true: the photo shows {word} on {o.name} {o.id} ({share:.0%} of its box)"
-        return None
+                shares = [(o, self.photos.shown(image, o, word)) for o in objects]
+                if objects and all(x is not None and x < SHOWN for _, x in shares):
+                    return None  # the photo rules this node out: the path is false
+                if doubt is None and (shown := [(o, x) for o, x in shares if x is not None and x >= SHOWN]):
+                    (o, x), *_ = shown
+                    doubt = f"may be true: the photo shows {word} on {o.name} {o.id} ({x:.0%} of its box)"
+        return doubt
 
     def _keep(self, st: SearchState, site: Site, neg_path: PathNode, replacement: str | None) -> bool:
         pos = st.positive
