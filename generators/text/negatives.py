@@ -1,6 +1,5 @@
-"""Negative expressions: each kind of text negative (`generators/text/types.py`: replace object /
-attribute / relation, swap object / attribute), at level 1 (the change is on the target) and level 2 (on a
-related object).
+"""Negative expressions: each kind of text negative (`generators/text/types.py`: replace object / attribute /
+relation, swap object / attribute), at level 1 (the change is on the target) and level 2 (on a related object).
 
 Each negative is built as an altered *path*, kept only when the executor says it matches nothing in the
 image's graph and the graph contradicts it for every object that could carry it (a missing annotation
@@ -46,8 +45,9 @@ from hardneg.generators.text.worn import UnboxedClothes
 # v2 certified false; v3 plausible, worded like the positive; v4 crowds the corpus knows, no colour the photo shows,
 # words per site; v5 no small thing likely there; v6 none foreign to the scene; v7 no swap whose subject does what its
 # kind never does; v8 none far less fitting; v9 none naming another object again; v10 no swap in one class; v11 none
-# true of unboxed clothes; v12 renamed colours on photos; v13 none barely known; v14 one node ruled out by the photo
-GENERATOR = f"negatives_text@v14+{CERTIFY_VERSION}+{CONTEXT_VERSION}"
+# true of unboxed clothes; v12 renamed colours on photos; v13 none barely known; v14 one node ruled out by the photo;
+# v15 a swap reads an unlisted compound by its head
+GENERATOR = f"negatives_text@v15+{CERTIFY_VERSION}+{CONTEXT_VERSION}"
 ABSENT_PART = (
     "names a part, and none is annotated: where something it is part of is in view, parts go unannotated; where "
     "nothing is, the expression is absurd"
