@@ -78,9 +78,9 @@ class _Tally:
 
 class DecideStage(Stage):
     name = "decide"
-    version = "decide@v8"  # v4: refinement per type and level, the type mix of text negatives; v5: positives' risk;
+    version = "decide@v9"  # v4: refinement per type and level, the type mix of text negatives; v5: positives' risk;
     # v6: the photo's findings, risk dropped by level; v7: refinement keeps pairs of positives with fewest kept first;
-    # v8: types too rare to balance alone are refined as one group
+    # v8: types too rare to balance alone are refined as one group; v9: one such type, with the smallest other one
     reads = ("language", "images", "pixels", "filters", "refine")
     writes = outputs({"positives": PositiveDecisionRow, "negatives": NegativeDecisionRow})
     config = (
@@ -361,13 +361,16 @@ def _refine(
         return set(rows), {}, {}, {}
     # each negative type and level on its own; a type with a level too small to fill one cell per quadrant is
     # balanced as one group, and the types too small for that even with their levels pooled are balanced
-    # together ("replace_relation+swap_attribute"): a type of one or two pairs has no mirror of its own, so
-    # alone it would always be dropped whole, and a small run would publish none of it
+    # together ("replace_relation+swap_attribute"), or one such type with the smallest other type: a type of a
+    # few pairs has no mirror of its own, so alone it would always be dropped whole, and a small run would
+    # publish none of it
     sizes = Counter(r.group for r in rows.values())
     small = 4 * max(cfg.refine.min_per_cell, 1)
     pooled = {g.rpartition("/L")[0] for g, n in sizes.items() if n < small and cfg.refine.min_per_cell}
     totals = Counter(r.group.rpartition("/L")[0] for r in rows.values())
     rare = sorted(t for t in pooled if totals[t] < small)
+    if len(rare) == 1 and len(totals) > 1:  # alone it has no mirror either: with the smallest other type
+        rare = sorted([*rare, min((t for t in totals if t != rare[0]), key=lambda t: (totals[t], t))])
     together = {t: "+".join(rare) for t in rare}
 
     def group(r: RefineScoreRow) -> str:

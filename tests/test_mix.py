@@ -151,6 +151,28 @@ def test_types_too_rare_to_balance_alone_are_refined_together():
     assert 102 in dropped and cells[100][0] == "swap_attribute+swap_object|2d"
 
 
+def test_a_type_rare_alone_is_refined_with_the_smallest_other_type():
+    """Fourteen real GQA graphs made seven swaps of attributes, most of which the blind scorers find easier
+    than their positives: alone, the type had no mirror and was dropped whole though every other type was
+    big enough for its own group. A type rare alone joins the smallest other one."""
+    from hardneg.core.config import load_config
+    from hardneg.core.rows import RefineScoreRow
+    from hardneg.filters.decide_stage import _refine
+
+    rng = random.Random(7)
+    rows = {i: RefineScoreRow(id=i, group="replace_object/L1", s1=[rng.gauss(0, 1), 0.0], s2=[rng.gauss(0, 1), 0.0])
+            for i in range(60)}  # fmt: skip
+    rows |= {i: RefineScoreRow(id=i, group="swap_object/L1", s1=[rng.gauss(0, 1), 0.0], s2=[rng.gauss(0, 1), 0.0])
+             for i in range(100, 125)}  # fmt: skip
+    rows[200] = RefineScoreRow(id=200, group="swap_attribute/L1", s1=[0.5, 0.0], s2=[0.4, 0.0])  # (+,+)
+    rows[201] = RefineScoreRow(id=201, group="swap_attribute/L1", s1=[0.3, 0.0], s2=[0.6, 0.0])  # (+,+)
+    kept, _, cells, groups = _refine(load_config(), rows)
+    assert set(groups) == {"swap_attribute+swap_object", "replace_object/L1"}
+    assert groups["swap_attribute+swap_object"]["pairs"] == 27
+    assert cells[200][0] == "swap_attribute+swap_object|2d"
+    assert {200, 201} & kept  # mirrored by swaps of objects the scorers find harder than their positives
+
+
 def test_negatives_spread_over_object_sets_and_images():
     """One photo, three objects, many positives over them: at most `per_object_set` negatives about one set
     of objects and `per_image` per positive of the image; what goes is of the type furthest above its share."""
