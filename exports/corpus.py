@@ -36,6 +36,7 @@ import orjson
 from hardneg.core.certify import Certifier
 from hardneg.core.config import RunConfig, SplitsConfig
 from hardneg.core.executor import GraphIndex
+from hardneg.core.gqa.annotations import AnnotationStats
 from hardneg.core.io import file_digest
 from hardneg.core.records import SceneGraph, keyed_seed
 from hardneg.core.rows import GraphRow
@@ -227,14 +228,21 @@ class GraphReader:
 
 def certifier(unit: Unit) -> tuple[Words, AttributeTable, Certifier]:
     """The word tables and a certifier on them, one per worker for the run's attribute table: its memo of
-    word verdicts serves every unit the worker runs."""
+    word verdicts serves every unit the worker runs. It reads how the corpus annotates (the plausibility
+    stage's notes, the run's counts and the prior's), as the text negatives' does: a name usually annotated
+    beside one of an image's names, or in many, carries no claim of absence there ("the plate" where a fork
+    is), so no export certifies an expression false on the graph's silence about it."""
     path = unit.cfg.resolve(unit.cfg.attribute_table)
+    small = unit.cfg.language.small_unannotated
 
     def build() -> tuple[Words, AttributeTable, Certifier]:
         words, table = Words.load(), AttributeTable.load(path)
-        return words, table, Certifier(words, table)
+        notes = AnnotationStats.from_rows(unit.read_all("plausibility", "annotations")).with_prior(
+            unit.read_all("plausibility", "prior")
+        )
+        return words, table, Certifier(words, table, notes, small)
 
-    return unit.shared("hygiene", f"certifier:{file_digest(path)}", build)
+    return unit.shared("plausibility", f"certifier:{file_digest(path)}:{small}", build)
 
 
 def shards_per_unit(cfg: RunConfig, images: int) -> int:

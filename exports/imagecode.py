@@ -73,8 +73,9 @@ from hardneg.exports.corpus import shards_per_unit as batch_shards
 from hardneg.exports.rows import ImageCodeSetRow
 
 # v2: one image per distinct edit, `min_edits`, `max_sets_per_image`; certified edits. v3: ImageCoDe's layout.
-# v4: ten images a set, corpus images as distractors, batches of shards, no file for a split without sets
-VERSION = f"imagecode@v4+{CERTIFIER}"
+# v4: ten images a set, corpus images as distractors, batches of shards, no file for a split without sets. v5: certified
+# with the corpus's notes
+VERSION = f"imagecode@v5+{CERTIFIER}"
 # ImageCoDe's own layout, as its scripts read it (`evaluation.imagecode` reads the same names; a test keeps
 # the two equal: the metrics module imports nothing of the pipeline)
 OFFICIAL_FILES = {"train": "train_data.json", "val": "valid_data.json", "test": "test_data.json"}
@@ -206,9 +207,10 @@ class ImageCodeStage(ExportStage):
         "(`image-sets/<set>/img<k>.jpg`, `train_data.json`, `valid_data.json`, `test_data.json`) for its "
         "official scripts; `evaluation.imagecode`"
     )
-    reads = ("hygiene", "language", "images", "decide")
+    reads = ("hygiene", "plausibility", "language", "images", "decide")
     writes = outputs({"sets": ImageCodeSetRow})
-    config = ("seed", "splits", "exports.imagecode", "shard_size")  # a unit covers shards of the corpus
+    # a unit covers shards of the corpus; the certifier reads what a small thing is
+    config = ("seed", "splits", "exports.imagecode", "shard_size", "language.small_unannotated")
     data = ("attribute_table",)
     decision = True
     publishes = (FOLDER,)

@@ -8,9 +8,14 @@ from typing import Any
 
 import orjson
 
+from hardneg.core.certify import Certifier
+from hardneg.core.gqa.annotations import AnnotationStats
 from hardneg.core.gqa.ingest import row_to_graph
 from hardneg.core.io import read_jsonl
 from hardneg.core.records import SceneGraph
+from hardneg.core.runner.folder import stored_config
+from hardneg.core.words.attribute_table import AttributeTable
+from hardneg.core.words.table import Words
 from tests.runs import SIXTEEN, shared_run
 
 # the 16-scene run the flow, evaluation and images-stage tests read, with TRICD and the probes made for every
@@ -51,3 +56,12 @@ def _graphs(root: Path) -> dict[str, SceneGraph]:
 def graphs(root: Path) -> dict[str, SceneGraph]:
     """The cleaned graphs the run used (what the certificates are about)."""
     return _graphs(root)
+
+
+def certifier(root: Path) -> Certifier:
+    """The certifier the run's exports certify with: the word tables, and how the corpus annotates (the
+    plausibility stage's notes with the prior's), so a name likely there unannotated carries no absence."""
+    work = root / "work" / "plausibility"
+    notes = AnnotationStats.from_rows(read_jsonl(work / "annotations-all.jsonl"))
+    notes = notes.with_prior(read_jsonl(work / "prior-all.jsonl"))
+    return Certifier(Words.load(), AttributeTable.load(None), notes, stored_config(root).language.small_unannotated)

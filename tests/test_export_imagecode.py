@@ -17,7 +17,6 @@ import orjson
 import pytest
 from pydantic import ValidationError
 
-from hardneg.core.certify import Certifier
 from hardneg.core.edits import apply_edit
 from hardneg.core.executor import GraphIndex, execute
 from hardneg.core.io import read_jsonl
@@ -25,13 +24,12 @@ from hardneg.core.records import PathNode
 from hardneg.core.runner.folder import resolve_inputs, stored_config
 from hardneg.core.splits import split_of
 from hardneg.core.words.attribute_table import AttributeTable
-from hardneg.core.words.table import Words
 from hardneg.evaluation.imagecode import imagecode_accuracy, prediction_accuracy, read_official
 from hardneg.exports.alike import Ranking, likeness, signature
 from hardneg.exports.corpus import Corpus
 from hardneg.exports.imagecode import SET_SIZE, ImageCodeExport, ImageSets, gather
 from hardneg.flows.pipeline import resplit
-from tests.export_run import EXPORT_RUN, export_run, graphs, records
+from tests.export_run import EXPORT_RUN, certifier, export_run, graphs, records
 
 TABLE = AttributeTable.load(None)
 OPTS = ImageCodeExport.model_validate(EXPORT_RUN["exports"]["imagecode"])
@@ -97,7 +95,7 @@ def test_the_export_reads_as_the_official_scripts_read_imagecode(sets):
         test = orjson.loads((folder / "test_data.json").read_bytes())
         unlabeled = orjson.loads((folder / "test_data_unlabeled.json").read_bytes())  # {set: [description]}
         assert unlabeled == {name: list(texts.values()) for name, texts in test.items()}
-    assert summary["version"].startswith("imagecode@v4")
+    assert summary["version"].startswith("imagecode@v5")
 
 
 def test_leaderboard_predictions_on_the_official_layout_score_as_known(sets):
@@ -119,7 +117,7 @@ def test_every_set_holds_the_original_and_nine_distractors_false_of_the_descript
     g = graphs(root)
     images = resolve_inputs(root, stored_config(root))[1]
     splits = stored_config(root).splits
-    cert = Certifier(Words.load(), TABLE)
+    cert = certifier(root)
     decisions = {d["id"]: d for d in read_jsonl(root / "work" / "decide" / "negatives-all.jsonl")}
     negatives = {}
     for f in (root / "work" / "images").glob("image-negatives-*.jsonl"):

@@ -21,7 +21,7 @@ from hardneg.core.splits import split_of
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
 from hardneg.evaluation.probes import group_scores, probe_accuracy
-from tests.export_run import export_run, graphs, records
+from tests.export_run import certifier, export_run, graphs, records
 
 TABLE = AttributeTable.load(None)
 
@@ -95,7 +95,7 @@ def test_oracle_scores_100_and_blind_scores_chance(probe_r, probe_c, probe_b):
 
 def test_probe_r_certificates(probe_r):
     root = export_run()
-    g, words, cert = graphs(root), Words.load(), Certifier(Words.load(), TABLE)
+    g, words, cert = graphs(root), Words.load(), certifier(root)
     counts = Counts.from_rows(read_jsonl(root / "work" / "plausibility" / "counts-all.jsonl"))
     splits = stored_config(root).splits
     for r in probe_r:
@@ -122,7 +122,7 @@ def test_probe_r_certificates(probe_r):
 
 def test_probe_c_certificates(probe_c):
     root = export_run()
-    g, words, cert = graphs(root), Words.load(), Certifier(Words.load(), TABLE)
+    g, words, cert = graphs(root), Words.load(), certifier(root)
     splits = stored_config(root).splits
     for r in probe_c:
         x1, x2 = (g[i] for i in r["image_ids"])
@@ -247,7 +247,7 @@ def test_probe_r_image_sets_are_ten_distinct_images_without_the_anchors_objects_
     come first, then, where the split has too few, others (never one that could show the object); and a set
     repeats images only when the split has fewer than ten that pass."""
     root = export_run()
-    g, cert = graphs(root), Certifier(Words.load(), TABLE)
+    g, cert = graphs(root), certifier(root)
     splits = stored_config(root).splits
     words = Words.load()
     sets = 0

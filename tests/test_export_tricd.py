@@ -25,7 +25,7 @@ from hardneg.evaluation.tricd import evaluate_cpd, group_recall_at_1, official_p
 from hardneg.exports.corpus import Corpus
 from hardneg.exports.tricd.rank import rank_distractors
 from hardneg.flows.pipeline import resplittable_keys
-from tests.export_run import export_run, graphs, records
+from tests.export_run import certifier, export_run, graphs, records
 
 TABLE = AttributeTable.load(None)
 
@@ -81,7 +81,7 @@ def test_oracle_scores_100_and_image_blind_scores_chance(pairs):
 def test_every_certificate_holds_on_reexecution(pairs):
     root = export_run()
     g = graphs(root)
-    cert = Certifier(Words.load(), TABLE)
+    cert = certifier(root)
     positives = {p["id"]: p for p in pairs if p["positive_id"] is None}
     splits = stored_config(root).splits
     for p in positives.values():

@@ -64,8 +64,8 @@ from hardneg.exports.rows import ProbeCRow, ProbeRRow, ProbeRSetRow
 # v2: the paper's own layout beside our tables; implausible predicates first; swapped-subject images;
 # attribute swaps beyond antonyms, categories balanced. v3: Probe-R's swaps by the paper's rules (never seen
 # in the triple, the subject absent from the anchor), its image sets without the anchor's other objects first;
-# Probe-B's co-occurrence split, every filler's folders written
-VERSION = f"probes@v3+{CERTIFIER}"
+# Probe-B's co-occurrence split, every filler's folders written. v4: certified with the corpus's notes
+VERSION = f"probes@v4+{CERTIFIER}"
 FOLDER = "probes"
 TABLES = ("probe_r", "probe_c", "probe_b")
 
@@ -153,7 +153,8 @@ class ProbesStage(ExportStage):
     )
     reads = ("hygiene", "plausibility", "language", "decide", "probe_b")
     writes = outputs({"probe_r": ProbeRRow, "probe_c": ProbeCRow, "sets": ProbeRSetRow})
-    config = ("seed", "splits", "exports.probes", "shard_size")  # a unit covers shards of the corpus
+    # a unit covers shards of the corpus; the certifier reads what a small thing is
+    config = ("seed", "splits", "exports.probes", "shard_size", "language.small_unannotated")
     data = ("attribute_table",)
     decision = True
     publishes = (FOLDER,)

@@ -64,8 +64,8 @@ from hardneg.exports.tricd.rank import rank_distractors
 from hardneg.generators.images.edits import falsified
 
 # v2: image edits certified on graphs that follow the pixels; v3: TRICD's own layout, confusable distractors; v4: the
-# summary says what the official script gets of a split without pairs
-VERSION = f"tricd@v4+{CERTIFIER}"
+# summary says what the official script gets of a split without pairs; v5: certified with the corpus's notes
+VERSION = f"tricd@v5+{CERTIFIER}"
 FOLDER = "tricd"
 SHOWN = 5  # a dropped positive's rejects line shows why its first candidates failed
 Size = tuple[int, int]
@@ -99,7 +99,7 @@ class TricdStage(ExportStage):
         "graph) and the run's edited images in which the expression certainly matches nothing, in TRICD's own "
         "layout (`TRICD_grounding_<split>.json`) for its official evaluation code; `evaluation.tricd`"
     )
-    reads = ("hygiene", "language", "images", "decide", "phrases")
+    reads = ("hygiene", "plausibility", "language", "images", "decide", "phrases")
     writes = outputs({"pairs": TricdPairRow})
     config = (
         "seed",
@@ -112,6 +112,7 @@ class TricdStage(ExportStage):
         "exports.tricd.image_negatives",
         "exports.tricd.batch_images",
         "shard_size",  # a unit covers shards of the corpus
+        "language.small_unannotated",  # the certifier's: a small thing is often there unboxed
     )
     data = ("attribute_table",)
     decision = True
