@@ -68,6 +68,7 @@ class Certifier:
         self._absent: dict[str, str | None] = {}
         self._parts: dict[str, tuple[set[str], set[str]]] = {}  # part name -> (wholes of it, names asked)
         self._kins: dict[str, tuple[set[str], set[str]]] = {}  # part name -> (names sharing a whole, names asked)
+        self._beside: dict[str, tuple[set[str], set[str]]] = {}  # name -> (names it is likely beside, names asked)
 
     def could_be(self, name: str, node_name: str) -> bool:
         """Whether an object annotated `name` could be what a node called `node_name` names."""
@@ -104,9 +105,10 @@ class Certifier:
     def _refusal_among(self, name: str, names: Mapping[str, Any]) -> str | None:
         """`absence_refusal` in a graph whose object names are the keys of `names`, in the graph's order."""
         why = self._refusal(name)
-        beside = None if why is not None or self.notes is None else self.notes.beside(name, names, self.small)
-        if beside is not None:
-            return f"likely there unannotated: {beside}"
+        if why is None and (notes := self.notes) is not None:  # `beside` asks the names one by one: each pair once
+            other = self._first(self._beside, name, names, lambda a, b: notes.beside(a, (b,), self.small) is not None)
+            if other is not None:
+                return f"likely there unannotated: {notes.beside(name, (other,), self.small)}"
         if why is not None or not self.words.is_part_name(name):
             return why
         whole = self._first(self._parts, name, names, lambda a, b: self.words.name_relation(a, b) == "part")
