@@ -46,8 +46,8 @@ from hardneg.generators.text.worn import UnboxedClothes
 # words per site; v5 no small thing likely there; v6 none foreign to the scene; v7 no swap whose subject does what its
 # kind never does; v8 none far less fitting; v9 none naming another object again; v10 no swap in one class; v11 none
 # true of unboxed clothes; v12 renamed colours on photos; v13 none barely known; v14 one node ruled out by the photo;
-# v15 a swap reads an unlisted compound by its head
-GENERATOR = f"negatives_text@v15+{CERTIFY_VERSION}+{CONTEXT_VERSION}"
+# v15 a swap reads an unlisted compound by its head; v16 a name is foreign where what it needs is not (a boat, water)
+GENERATOR = f"negatives_text@v16+{CERTIFY_VERSION}+{CONTEXT_VERSION}"
 ABSENT_PART = (
     "names a part, and none is annotated: where something it is part of is in view, parts go unannotated; where "
     "nothing is, the expression is absurd"
