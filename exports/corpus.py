@@ -36,7 +36,7 @@ import orjson
 from hardneg.core.certify import Certifier
 from hardneg.core.config import RunConfig, SplitsConfig
 from hardneg.core.executor import GraphIndex
-from hardneg.core.gqa.annotations import AnnotationStats
+from hardneg.core.gqa.plausibility import corpus_notes
 from hardneg.core.io import file_digest
 from hardneg.core.records import SceneGraph, keyed_seed
 from hardneg.core.rows import GraphRow
@@ -237,10 +237,7 @@ def certifier(unit: Unit) -> tuple[Words, AttributeTable, Certifier]:
 
     def build() -> tuple[Words, AttributeTable, Certifier]:
         words, table = Words.load(), AttributeTable.load(path)
-        notes = AnnotationStats.from_rows(unit.read_all("plausibility", "annotations")).with_prior(
-            unit.read_all("plausibility", "prior")
-        )
-        return words, table, Certifier(words, table, notes, small)
+        return words, table, Certifier(words, table, corpus_notes(unit), small)
 
     return unit.shared("plausibility", f"certifier:{file_digest(path)}:{small}", build)
 

@@ -310,6 +310,18 @@ def load_plausibility(rows: Iterable[dict[str, Any]], prior: Iterable[dict[str, 
     return Plausibility(Counts.from_rows(rows).with_prior(prior))
 
 
+def corpus_notes(unit: Unit) -> AnnotationStats:
+    """How the corpus annotates (the plausibility stage's `annotations`, plus the prior's), built once per
+    worker for every stage that declares the plausibility stage: the language stage and the exports share it."""
+    return unit.shared(
+        "plausibility",
+        "notes",
+        lambda: AnnotationStats.from_rows(unit.read_all("plausibility", "annotations")).with_prior(
+            unit.read_all("plausibility", "prior")
+        ),
+    )
+
+
 def load_fold_plausibility(
     rows: Iterable[dict[str, Any]], prior: Iterable[dict[str, Any]] = ()
 ) -> tuple[Plausibility, Plausibility]:

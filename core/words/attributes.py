@@ -40,9 +40,12 @@ class Attributes:
         """The material classes of an attribute (`wooden` -> wood), empty for any other word."""
         return self._classes("material", self._a(attribute))
 
+    def _scale(self, name: str) -> Scale | None:
+        return next((s for s in self.scales if s.name == name), None)
+
     def _classes(self, scale_name: str, word: str) -> frozenset[str]:
         """The classes a (canonical) word has on the scale so named, empty for a word it does not hold."""
-        scale = next((s for s in self.scales if s.name == scale_name), None)
+        scale = self._scale(scale_name)
         return frozenset() if scale is None else scale.classes.get(word, frozenset())
 
     def _a(self, attribute: str) -> str:
@@ -143,7 +146,7 @@ class Attributes:
         for cat, kinds in self.free_on.items():
             for k in sorted((kinds or frozenset()) - noun_categories):
                 problems.append(f"free_on.{cat} names the noun category '{k}', which does not exist")
-        hue = next((s for s in self.scales if s.name == "hue"), None)
+        hue = self._scale("hue")
         regions = frozenset(c for cs in (hue.classes.values() if hue else ()) for c in cs)
         for name, hues in self.comes_in.items():
             for h in sorted((hues or frozenset()) - regions):

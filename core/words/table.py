@@ -314,8 +314,8 @@ class Words:
     def check(self) -> list[str]:
         """Structural problems in the tables (the tests require none)."""
         noun_categories = frozenset(c.name for c in self.nouns.categories)
-        unknown = [n for n in self.attributes.comes_in if not self.is_known(n)]
-        unknown = [f"comes_in names '{n}', which the noun table does not know" for n in unknown]
+        unknown = [f"comes_in names '{n}', which the noun table does not know"
+                   for n in self.attributes.comes_in if not self.is_known(n)]  # fmt: skip
         return [*self.nouns.check(), *self.attributes.check(noun_categories), *self.relations.check(), *unknown]
 
 

@@ -127,10 +127,6 @@ class Context:
             self._free[key] = self.words.fits_any(attribute, kind)
         return self._free[key]
 
-    def comes_in(self, attribute: str, name: str) -> bool:
-        """Whether the word tables say a `name` of a natural kind comes in the colour (`Words.comes_in`)."""
-        return bool(self.words.comes_in(attribute, name))
-
     def kind(self, name: str) -> str | None:
         """The name's replacement category (the back-off class), memoised."""
         if name not in self._cls:
@@ -157,7 +153,7 @@ class Context:
                 return BACKOFF * back
             # a word that fits anything of the name's kind (a colour on a made thing), or a colour the natural
             # kind comes in (a black horse): as plausible as the word is common, at the next level down
-            return BACKOFF * BACKOFF * c.attributes[a] if self.free(a, cls) or self.comes_in(a, n) else 0.0
+            return BACKOFF * BACKOFF * c.attributes[a] if self.free(a, cls) or self.words.comes_in(a, n) else 0.0
         _, s, r, o = fact
         if exact := c.triples[(s, r, o)]:
             return exact

@@ -58,6 +58,8 @@ class SceneFit:
         """The names `name` is seldom annotated without: another seen with it in `needs_share` of its images
         and `NEEDS_LIFT` times as often as at large, not a part or kind of it (a boat, water: 78%, 7.5 times;
         an airplane's wing is its own). Each with its share, most needed first."""
+        if self.needs_share is None:
+            return ()
         if name not in self._needs:
             if not self._with:  # every name's companions, from one pass over the pairs
                 for (a, b), k in self.notes.together.items():
@@ -67,13 +69,7 @@ class SceneFit:
             for other, k in self._with.get(name, ()):
                 holding, total = self.notes.holding(name, other)
                 n, m = holding[name], holding[other]
-                if (
-                    n < MIN_IMAGES
-                    or m <= 0
-                    or total <= 0
-                    or k < (self.needs_share or 1) * n
-                    or k / n < NEEDS_LIFT * m / total
-                ):
+                if n < MIN_IMAGES or m <= 0 or total <= 0 or k < self.needs_share * n or k / n < NEEDS_LIFT * m / total:
                     continue
                 if self.words is None or self.words.name_relation(other, name) is None:
                     out.append((other, k / n))
@@ -112,7 +108,7 @@ class SceneFit:
         got = self.fit(name, scene)
         if got is None:
             return None
-        if self.floor is not None and self.needs_share is not None and (lacks := self.lacks(name, scene)) is not None:
+        if self.floor is not None and (lacks := self.lacks(name, scene)) is not None:
             return lacks
         if self.floor is not None and got < self.floor:
             why = f"annotated with its names at {math.exp(got):.0%} of its usual rate"

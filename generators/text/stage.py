@@ -9,10 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from hardneg.backends.registry import make_language_backend
-from hardneg.core.gqa.annotations import AnnotationStats
 from hardneg.core.gqa.hygiene import words_digest
 from hardneg.core.gqa.ingest import corpus_vocab
-from hardneg.core.gqa.plausibility import load_plausibility
+from hardneg.core.gqa.plausibility import corpus_notes, load_plausibility
 from hardneg.core.io import file_digest
 from hardneg.core.resources import bundled_dir
 from hardneg.core.rows import GraphRow, KeptRow, PositiveRow, TextNegativeRow
@@ -76,13 +75,7 @@ class LanguageStage(Stage):
             "model",
             lambda: load_plausibility(unit.read_all("plausibility", "counts"), unit.read_all("plausibility", "prior")),
         )
-        notes = unit.shared(
-            "plausibility",
-            "notes",
-            lambda: AnnotationStats.from_rows(unit.read_all("plausibility", "annotations")).with_prior(
-                unit.read_all("plausibility", "prior")
-            ),
-        )
+        notes = corpus_notes(unit)
         ctx = NegativeContext(
             table=res.table,
             words=res.words,
