@@ -24,7 +24,7 @@ from hardneg.core.demo.world import GENERATOR_VERSION as DEMO_WORLD_VERSION
 from hardneg.core.gqa.hygiene import CHANGES as HYGIENE_CHANGES
 from hardneg.core.io import JsonArrayWriter, temp_path, write_json
 from hardneg.core.rows import kept_digest
-from hardneg.core.runner.folder import created_on, demo_dir, resolve_inputs
+from hardneg.core.runner.folder import created_on, demo_dir
 from hardneg.core.runner.publish import begin, publish
 from hardneg.core.runner.stage import Run, Stage, Unit
 from hardneg.core.splits import split_of
@@ -69,7 +69,7 @@ class WriteStage(Stage):
         dropped_positives = {i for i, d in positive_decisions.items() if not d["keep"]}
         writers = {s: JsonArrayWriter(out / "splits" / s / "positive.json") for s in SPLITS}
         neg_writers = {s: JsonArrayWriter(out / "splits" / s / "negative.json") for s in SPLITS}
-        images = resolve_inputs(root, cfg)[1]  # None: no source images to put in the dataset
+        images = unit.images  # None: no source images to put in the dataset
         cocos = {s: CocoWriter(out / "splits" / s / "coco.json", source_dir(s) if images else None) for s in SPLITS}
         table: Counter = Counter()
         neg_table: Counter = Counter()
@@ -134,7 +134,8 @@ class WriteStage(Stage):
         manifest = publishable(
             _manifest(unit.run, summaries, table, neg_table, image_table, writers, neg_writers), root
         )
-        stats["run"] = {**run_header(manifest, unit.cfg), "date": created_on(root)}
+        # what made the run, as the manifest records it: the whole config that made these outputs
+        stats["run"] = {**run_header(manifest, unit.run.cfg), "date": created_on(root)}
         stats["hygiene"] = manifest["counts"]["hygiene"]
         stats["rejects"] = rejects_summary([(f, unit.run.reject_reasons(f)) for f in reject_files])
         # what a reader must see first: the stages' own warnings, then the text-negative mix's

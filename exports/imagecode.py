@@ -62,7 +62,7 @@ from hardneg.core.gqa.hygiene import words_digest
 from hardneg.core.io import write_json
 from hardneg.core.plugins import EXPORTS
 from hardneg.core.records import PathNode, Reject, SceneGraph, content_id, keyed_seed
-from hardneg.core.runner.folder import image_file, resolve_inputs
+from hardneg.core.runner.folder import image_file
 from hardneg.core.runner.stage import Run, Unit
 from hardneg.core.schema import outputs
 from hardneg.exports.alike import Ranking
@@ -264,7 +264,7 @@ class ImageCodeStage(ExportStage):
         cfg, opts = unit.cfg, unit.cfg.exports.imagecode
         positives = kept_positives(unit)
         unit.items_in = len(positives)
-        images = resolve_inputs(unit.root, cfg)[1]
+        images = unit.images
         if images is None:  # no photos to put in a set
             unit.meta["no_images"] = True
             return []

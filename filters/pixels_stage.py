@@ -25,7 +25,7 @@ from hardneg.core.gqa.hygiene import words_digest
 from hardneg.core.pixels.claims import Photo, judge_negative, judge_positive
 from hardneg.core.records import PathNode, Reject
 from hardneg.core.rows import GraphRow, PixelNegativeRow, PixelPositiveRow
-from hardneg.core.runner.folder import image_file, resolve_inputs
+from hardneg.core.runner.folder import image_file
 from hardneg.core.runner.stage import Stage, Unit
 from hardneg.core.schema import outputs
 from hardneg.core.words.attribute_table import AttributeTable
@@ -48,7 +48,7 @@ class PixelsStage(Stage):
 
     def run(self, unit: Unit) -> None:
         cfg = unit.cfg
-        _, images = resolve_inputs(unit.root, cfg)
+        images = unit.images
         positives = list(unit.read("language", "positives"))
         negatives = list(unit.read("language", "negatives"))
         unit.items_in = len(positives) + len(negatives)

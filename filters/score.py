@@ -22,7 +22,7 @@ from hardneg.core.config import RunConfig
 from hardneg.core.errors import ConfigError
 from hardneg.core.records import SceneGraph
 from hardneg.core.rows import FilterScoreRow, GraphRow
-from hardneg.core.runner.folder import image_file, resolve_inputs
+from hardneg.core.runner.folder import image_file
 from hardneg.core.runner.stage import Run, Stage, Unit
 from hardneg.core.schema import outputs
 from hardneg.filters.base import Filter, Item
@@ -66,7 +66,7 @@ class FiltersStage(Stage):
     def run(self, unit: Unit) -> None:
         cfg = unit.cfg
         filters = configured_filters(cfg)
-        _, images = resolve_inputs(unit.root, cfg)
+        images = unit.images
         positives = {r["id"]: r for r in unit.read("language", "positives")}
         text_negs = list(unit.read("language", "negatives"))
         image_negs = list(unit.read("images", "image-negatives"))

@@ -8,8 +8,11 @@ declaring them (a changed template left the negatives' wording as it was), the i
 language backend and the targets' size limits, the write stage put the whole config in the manifest while
 declaring only the splits (stats.md names `risk.max`), and the report drew its samples with the seed.
 
-The demo run here records, per stage, every field of every config section it reads (the models' attribute
-access, watched while each stage runs alone in this process) and checks each against what it declares.
+The runner enforces it where it can (`core/runner/config_view.py`: `unit.cfg` and the hooks' `run.cfg` are views
+of the declared keys); a stage can still reach the whole config through `unit.run.cfg` (the write stage's
+manifest does, to record it). The demo run here records, per stage, every field of every config section it
+reads (the models' attribute access, watched while each stage runs alone in this process) and checks each
+against what it declares.
 """
 
 from __future__ import annotations
@@ -45,8 +48,7 @@ class Reads:
 
     def _walk(self, model: BaseModel, prefix: str) -> None:
         self.paths[id(model)] = prefix
-        for name in type(model).model_fields:
-            value = model.__dict__.get(name)
+        for name, value in fields(model).items():  # the exports' sections are extra fields
             if isinstance(value, BaseModel):
                 self._walk(value, f"{prefix}{name}.")
 
@@ -58,17 +60,25 @@ class Reads:
             value = original(model, name)
             if reads.stage is not None and not name.startswith(("_", "model_")):
                 prefix = reads.paths.get(id(model))
-                if prefix is not None and name in type(model).model_fields:
+                if prefix is not None and (name in type(model).model_fields or name in (extra(model) or {})):
                     reads.seen[reads.stage].add(prefix + name)
                 elif prefix is not None and callable(value):
                     reads.seen[reads.stage].add(f"{prefix}{name}()")
             return value
+
+        def extra(model: BaseModel) -> dict | None:
+            return original(model, "__pydantic_extra__")
 
         BaseModel.__getattribute__ = watched  # type: ignore[method-assign]
         return self
 
     def __exit__(self, *exc: object) -> None:
         BaseModel.__getattribute__ = self._original  # type: ignore[method-assign]
+
+
+def fields(model: BaseModel) -> dict[str, object]:
+    """A model's fields and their values, its extra fields too."""
+    return {**{n: model.__dict__.get(n) for n in type(model).model_fields}, **(model.__pydantic_extra__ or {})}
 
 
 def covered(read: str, declared: tuple[str, ...]) -> bool:

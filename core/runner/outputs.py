@@ -22,6 +22,17 @@ class StageOutputs:
 
     stages: Mapping[str, Any]
     order: list[str]
+    root: Path
+    cfg: Any
+
+    @property
+    def images(self) -> Path | None:
+        """The run's photos, or None for a run without (`resolve_inputs`): the ingest stage's copies of the
+        inputs, so what they hold is in its output digest, which every later stage's fingerprint holds; where
+        the config's `inputs` pointed does not change what a stage makes of them."""
+        from hardneg.core.runner.folder import resolve_inputs  # the folder module builds the demo world
+
+        return resolve_inputs(self.root, self.cfg)[1]
 
     def stage_dir(self, name: str) -> Path:
         raise NotImplementedError

@@ -24,7 +24,8 @@ The runner owns everything else, once for all stages:
   (a lost folder, a touched input) redoes everything downstream of it unless its output came out the same;
 - **skip-if-done**: a unit is done when its marker `_done/<unit>.json` exists (written last, atomically);
 - **declared reads and writes** (`core/runner/unit.py`): a fingerprint never misses an input, a misspelt
-  kind fails, each write's first row is checked against its kind's record type (`core/schema.py`);
+  kind fails, each write's first row is checked against its kind's record type (`core/schema.py`); and
+  **declared config**: `unit.cfg` and the hooks' `run.cfg` hold only the declared keys (`core/runner/config_view.py`);
 - **rejects, stats, timings** per unit; once every unit is done, `finish` (what all units make together)
   and the summary `_stage.json`; **progress** hooks; **publishing** (`publishes`: the run's transaction);
 - the cyclic garbage collector asleep while a unit or a `finish` runs (`core/runner/cycles.py`), and the
@@ -55,13 +56,14 @@ from hardneg.core.io import (
     write_jsonl,
 )
 from hardneg.core.runner import memory, stop
+from hardneg.core.runner.config_view import ConfigView, SeenBy
 from hardneg.core.runner.cycles import no_cycle_collection
 from hardneg.core.runner.outputs import StageOutputs
 from hardneg.core.runner.progress import Progress
 from hardneg.core.runner.publish import open_transaction
 from hardneg.core.runner.reasons import reason_counts
 from hardneg.core.runner.unit import ALL, Unit
-from hardneg.core.runner.waves import interleaved
+from hardneg.core.runner.waves import interleaved, waves
 from hardneg.core.schema import outputs
 
 log = logging.getLogger("hardneg")
@@ -150,6 +152,7 @@ class Run(StageOutputs):
                 raise ValueError(f"stage {s.name} reads {unknown[0]!r}, which is not an earlier stage")
             self.reads[s.name] = tuple(self.order[:i]) if s.reads_all else s.reads
         self._config_fps: dict[str, str] = {}
+        self._views: dict[str, ConfigView] = {}
         self.published = tuple(dict.fromkeys(n for s in stages for n in s.publishes))
 
     # -- folders and fingerprints ------------------------------------------------------------------
@@ -174,6 +177,18 @@ class Run(StageOutputs):
             )
             self._config_fps[name] = fp
         return fp
+
+    def stage_cfg(self, name: str) -> RunConfig:
+        """The config as stage `name` may read it: its declared keys (`core/runner/config_view.py`)."""
+        view = self._views.get(name)
+        if view is None:
+            s = self.stages[name]
+            view = self._views[name] = ConfigView(self.cfg, (*s.config, *s.data), name)
+        return view  # type: ignore[return-value]  # reads like the config it stands for
+
+    def seen_by(self, name: str) -> Run:
+        """The run as stage `name`'s hooks (`prepare`, `finish`, ...) see it: its config is `stage_cfg(name)`."""
+        return SeenBy(self, name)  # type: ignore[return-value]  # reads like the run it stands for
 
     def fingerprint(self, name: str) -> str | None:
         """The config fingerprint plus the output digests of the stages it reads; None while one of
@@ -207,7 +222,7 @@ class Run(StageOutputs):
         """`Stage.stale` of a finished stage, asked once per Run (it may read inputs)."""
         if name not in self._stale:
             done = (self.stage_dir(name) / SUMMARY).exists() and all(self._unit_ok(name, u) for u in self.units(name))
-            self._stale[name] = self.stages[name].stale(self) if done else None
+            self._stale[name] = self.stages[name].stale(self.seen_by(name)) if done else None
         return self._stale[name]
 
     def _unit_ok(self, name: str, unit: str) -> bool:
@@ -268,7 +283,7 @@ class Run(StageOutputs):
         """`ALL`, the shards, or runs of `shards_per_unit` shards named `<first>-<last>` (one alone: itself)."""
         if not self.stages[name].sharded:
             return [ALL]
-        shards, k = self.shards(), max(1, self.stages[name].shards_per_unit(self))
+        shards, k = self.shards(), max(1, self.stages[name].shards_per_unit(self.seen_by(name)))
         groups = [shards[i : i + k] for i in range(0, len(shards), k)]
         return [g[0] if len(g) == 1 else f"{g[0]}-{g[-1]}" for g in groups]
 
@@ -296,7 +311,7 @@ class Run(StageOutputs):
             d.mkdir(parents=True)
             atomic_write_bytes(d / FINGERPRINT, fp.encode())
         clean_temp_files(d)
-        self.stages[name].prepare(self, d)
+        self.stages[name].prepare(self.seen_by(name), d)
         pending = [u for u in self.units(name) if not self._unit_ok(name, u)]
         if pending:
             (d / SUMMARY).unlink(missing_ok=True)  # the summary describes the old units
@@ -357,7 +372,8 @@ class Run(StageOutputs):
         }
         t0 = time.perf_counter()
         with no_cycle_collection():
-            summary |= self.stages[name].finish(self, markers) | self.stages[name].summarize(self, markers)
+            seen = self.seen_by(name)
+            summary |= self.stages[name].finish(seen, markers) | self.stages[name].summarize(seen, markers)
         memory.release(full=summary["seconds"] + time.perf_counter() - t0 >= memory.LONG_STAGE)
         stop.check()
         write_json(self.stage_dir(name) / SUMMARY, summary)
@@ -370,27 +386,8 @@ class Run(StageOutputs):
         return self.run_wave([name], pool)[name]
 
     def waves(self) -> list[list[str]]:
-        """The stages in order, cut into waves that may run at once: a stage joins the wave before it
-        unless it reads one of its stages, or reads every earlier stage (the write stage, the report: they
-        stand alone), or both would hold a GPU. The first stage is a wave of its own: it lists the shards
-        every other stage runs over. With exports on: `filters` beside `refine`, `phrases` beside
-        `probe_b`, and TRICD, the probes and ImageCoDe together."""
-        out: list[list[str]] = []
-        for name in self.order:
-            s, wave = self.stages[name], out[-1] if out else []
-            joins = (
-                bool(wave)
-                and wave[0] != self.order[0]
-                and not s.reads_all
-                and not self.stages[wave[0]].reads_all
-                and not any(r in wave for r in self.reads[name])
-                and not (s.gpu and any(self.stages[x].gpu for x in wave))
-            )
-            if joins:
-                wave.append(name)
-            else:
-                out.append([name])
-        return out
+        """The stages in order, cut into waves that may run at once (`core/runner/waves.py`)."""
+        return waves(self)
 
     def run_wave(self, names: list[str], pool: Jobs | None = None) -> dict[str, dict[str, Any]]:
         """`run_stage` of stages that read none of each other (`waves`): every pending unit of all of them

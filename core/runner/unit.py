@@ -43,7 +43,13 @@ class Unit:
 
     @property
     def cfg(self) -> RunConfig:
-        return self.run.cfg
+        """The config as this stage declares it (`core/runner/config_view.py`): an undeclared key raises."""
+        return self.run.stage_cfg(self.stage.name)
+
+    @property
+    def images(self) -> Path | None:
+        """The run's photos (`Run.images`), or None for a run without."""
+        return self.run.images
 
     @property
     def root(self) -> Path:

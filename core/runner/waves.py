@@ -1,8 +1,10 @@
-"""The order in which a wave's units go to the worker pool."""
+"""How a run's stages go to the worker pool: in waves of stages that may run at once, and in which order a
+wave's units go."""
 
 from __future__ import annotations
 
 from itertools import zip_longest
+from typing import Any
 
 
 def interleaved(names: list[str], units: dict[str, list[str]]) -> list[tuple[str, str]]:
@@ -13,3 +15,27 @@ def interleaved(names: list[str], units: dict[str, list[str]]) -> list[tuple[str
     order = sorted(names, key=lambda n: len(units[n]))  # stable: ties keep the stages' order
     turns = zip_longest(*(units[n] for n in order))  # a unit of each stage in turn; None once a stage has none
     return [(n, u) for turn in turns for n, u in zip(order, turn, strict=True) if u is not None]
+
+
+def waves(run: Any) -> list[list[str]]:
+    """A run's stages in order, cut into waves that may run at once: a stage joins the wave before it
+    unless it reads one of its stages, or reads every earlier stage (the write stage, the report: they
+    stand alone), or both would hold a GPU. The first stage is a wave of its own: it lists the shards
+    every other stage runs over. With exports on: `filters` beside `refine`, `phrases` beside
+    `probe_b`, and TRICD, the probes and ImageCoDe together."""
+    out: list[list[str]] = []
+    for name in run.order:
+        s, wave = run.stages[name], out[-1] if out else []
+        joins = (
+            bool(wave)
+            and wave[0] != run.order[0]
+            and not s.reads_all
+            and not run.stages[wave[0]].reads_all
+            and not any(r in wave for r in run.reads[name])
+            and not (s.gpu and any(run.stages[x].gpu for x in wave))
+        )
+        if joins:
+            wave.append(name)
+        else:
+            out.append([name])
+    return out

@@ -43,7 +43,7 @@ from hardneg.core.io import write_json
 from hardneg.core.plugins import EXPORTS
 from hardneg.core.records import Reject, SceneGraph, SceneObject, content_id, keyed_seed
 from hardneg.core.rows import GraphRow
-from hardneg.core.runner.folder import image_file, resolve_inputs
+from hardneg.core.runner.folder import image_file
 from hardneg.core.runner.stage import Run, Unit
 from hardneg.core.schema import outputs
 from hardneg.core.splits import split_of
@@ -161,7 +161,7 @@ class ProbeBStage(ExportStage):
         if not any((folder / "_done").glob("*.json")):
             shutil.rmtree(run.root / GENERATED, ignore_errors=True)
         scenes_file = folder / "scenes.json"
-        if scenes_file.exists() or not run.cfg.exports.probe_b.enabled or resolve_inputs(run.root, run.cfg)[1] is None:
+        if scenes_file.exists() or not run.cfg.exports.probe_b.enabled or run.images is None:
             return  # no group is made without the photos: no filler is needed (every unit counts its images skipped)
         cfg, words = run.cfg, Words.load()
         max_area = cfg.targets.max_area_frac
@@ -180,7 +180,7 @@ class ProbeBStage(ExportStage):
 
     def run(self, unit: Unit) -> None:
         cfg, opts = unit.cfg, unit.cfg.exports.probe_b
-        images = resolve_inputs(unit.root, cfg)[1]
+        images = unit.images
         rows_in = unit.records("hygiene", "graphs", GraphRow)
         mine = (r for r in rows_in if split_of(r.image_id, cfg.splits) in opts.splits)
         rows: list[dict[str, Any]] = []

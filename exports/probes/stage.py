@@ -40,7 +40,7 @@ from hardneg.core.ids import safe_name
 from hardneg.core.io import file_digest, write_json
 from hardneg.core.plugins import EXPORTS
 from hardneg.core.records import PathNode, Reject, content_id
-from hardneg.core.runner.folder import image_file, resolve_inputs
+from hardneg.core.runner.folder import image_file
 from hardneg.core.runner.stage import ALL, Run, Unit
 from hardneg.core.schema import outputs
 from hardneg.core.words.attribute_table import AttributeTable
@@ -153,8 +153,9 @@ class ProbesStage(ExportStage):
     )
     reads = ("hygiene", "plausibility", "language", "decide", "probe_b")
     writes = outputs({"probe_r": ProbeRRow, "probe_c": ProbeCRow, "sets": ProbeRSetRow})
-    # a unit covers shards of the corpus; the certifier reads what a small thing is
-    config = ("seed", "splits", "exports.probes", "shard_size", "language.small_unannotated")
+    # a unit covers shards of the corpus; the certifier reads what a small thing is; Probe-B's official tree
+    # is written here, in its settings
+    config = ("seed", "splits", "exports.probes", "exports.probe_b", "shard_size", "language.small_unannotated")
     data = ("attribute_table",)
     decision = True
     publishes = (FOLDER,)
@@ -237,7 +238,7 @@ class ProbesStage(ExportStage):
 
     def _tables(self, run: Run, folder: ExportFolder, words: Words, official: dict[str, Any]) -> dict[str, list[Any]]:
         opts = run.cfg.exports.probes
-        images = resolve_inputs(run.root, run.cfg)[1]
+        images = run.images
 
         def link(image_id: str, rel: str | None = None) -> str | None:
             if images is None:

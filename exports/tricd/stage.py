@@ -45,7 +45,7 @@ from hardneg.core.gqa.hygiene import words_digest
 from hardneg.core.io import iter_json_array
 from hardneg.core.plugins import EXPORTS
 from hardneg.core.records import PathNode, Reject, SceneGraph, content_id
-from hardneg.core.runner.folder import image_file, resolve_inputs
+from hardneg.core.runner.folder import image_file
 from hardneg.core.runner.stage import Run, Unit
 from hardneg.core.schema import outputs
 from hardneg.exports.base import ExportStage
@@ -192,7 +192,7 @@ class TricdStage(ExportStage):
             for n in edits[p["id"]]:
                 checks.add(p["image_id"], _edit_check(path, n, cert, edit_ok))
         checks.run()
-        images = resolve_inputs(unit.root, cfg)[1]
+        images = unit.images
         folder = ExportFolder(unit.root, FOLDER)
         out: list[dict[str, Any]] = []
         for p, _path, ph in todo:

@@ -41,7 +41,7 @@ from hardneg.core.io import write_json
 from hardneg.core.plugins import TEXT_NEGATIVES
 from hardneg.core.records import ImageNegative, PathNode, Reject, SceneGraph
 from hardneg.core.rows import GraphRow, ImageNegativeRow
-from hardneg.core.runner.folder import image_file, resolve_inputs
+from hardneg.core.runner.folder import image_file
 from hardneg.core.runner.stage import Run, Stage, Unit
 from hardneg.core.schema import outputs
 from hardneg.core.splits import split_of
@@ -366,7 +366,7 @@ class ImagesStage(Stage):
 
     def run(self, unit: Unit) -> None:
         cfg = unit.cfg
-        _, images = resolve_inputs(unit.root, cfg)
+        images = unit.images
         positives = [
             r for r in unit.read("language", "positives") if split_of(r["image_id"], cfg.splits) in cfg.images.splits
         ]

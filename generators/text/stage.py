@@ -15,7 +15,6 @@ from hardneg.core.gqa.plausibility import corpus_notes, load_plausibility
 from hardneg.core.io import file_digest
 from hardneg.core.resources import bundled_dir
 from hardneg.core.rows import GraphRow, KeptRow, PositiveRow, TextNegativeRow
-from hardneg.core.runner.folder import resolve_inputs
 from hardneg.core.runner.stage import Run, Stage, Unit
 from hardneg.core.schema import outputs
 from hardneg.core.words.vocab import Lexicon
@@ -93,7 +92,7 @@ class LanguageStage(Stage):
             max_rounds=lang.max_rounds,
             n_replacements=lang.n_replacements,
             words_per_site=lang.words_per_site,
-            images=resolve_inputs(unit.root, cfg)[1],
+            images=unit.images,
             min_area=cfg.targets.min_area_frac,  # a piece of clothing left off a person: readable as a target is
             types=tuple(lang.negative_types),
         )
