@@ -4,6 +4,10 @@ module level anywhere (models load lazily, in the functions that need them)."""
 from __future__ import annotations
 
 import ast
+import shutil
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
 
 from tests.helpers import REPO_ROOT
@@ -38,8 +42,16 @@ def _imports(path: Path) -> list[tuple[str, bool]]:
     return out
 
 
+def _folder(layer: str) -> Path:
+    """Where a layer lives, as pyproject.toml's package-dir maps it (`hardneg` itself: src/hardneg)."""
+    mapping = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
+    return REPO_ROOT / mapping["hardneg" if layer == "hardneg" else f"hardneg.{layer}"]
+
+
 def _files(layer: str) -> list[Path]:
-    return sorted((REPO_ROOT / layer).glob("**/*.py"))
+    files = sorted(_folder(layer).glob("**/*.py"))
+    assert files, f"layer {layer}: no module in {_folder(layer)}"
+    return files
 
 
 def test_no_layer_imports_a_layer_above_it():
@@ -77,3 +89,21 @@ def test_no_source_file_is_over_420_lines():
             if n > 420:
                 long.append(f"{f.relative_to(REPO_ROOT)}: {n} lines")
     assert not long, "\n".join(long)
+
+
+def test_no_folder_at_the_repository_root_shadows_the_package(tmp_path: Path):
+    """Python run from a checkout's root puts the root first on its path: a `hardneg/` folder there is
+    imported in place of the installed package, while the layers it maps in come from wherever that is
+    installed, so two checkouts mix. A copy of this checkout's root, run from with this environment, must
+    import the package and its layers from one place."""
+    other = tmp_path / "other_checkout"
+    keep = {"src", "hardneg", "core", "flows", "pyproject.toml"}
+    shutil.copytree(
+        REPO_ROOT, other, ignore=lambda d, names: [n for n in names if d == str(REPO_ROOT) and n not in keep]
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", "import hardneg, hardneg.core; print(hardneg.__file__); print(hardneg.core.__file__)"],
+        cwd=other, capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    package, core = (Path(p).resolve() for p in out)
+    assert package.parent.parent.parent == core.parent.parent, f"the package from {package}, its core from {core}"

@@ -5,6 +5,10 @@ by `pyproject.toml` (`hardneg.core` is `core/`, `hardneg.generators` is `generat
 
     core -> backends -> generators -> exports -> review -> filters -> flows -> hardneg.cli
 
+The package's own modules (this one, the CLI) live in `src/hardneg/`, not in a `hardneg/` folder at the
+repository root: run from there, such a folder would be imported in place of the installed package while
+its layers came from wherever that is installed (another checkout's, mixed with this one's).
+
 A layer imports only from layers to its left (tests/test_layers.py checks it). A layer is only ever
 imported by its full name: run from the repository root, `import core` would find the folder and load a
 second copy of every module (two `Stage` classes, two registries), so each layer's `__init__` refuses it.
