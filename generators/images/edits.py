@@ -221,32 +221,31 @@ def falsified(path: PathNode, graph: SceneGraph, edit: dict[str, Any], certifier
     return certifier.nothing(path.without_ids(), edited)
 
 
-def direct_edit(
+def swap_objects_edit(
     site: Site,
-    objects: list[SceneObject | None],
+    a: SceneObject,
+    b: SceneObject,
     image: Image.Image,
     ctx: ImageContext,
-    graph: SceneGraph | None = None,
-    copies: bool = True,
-) -> ImageEdit | None:
-    """The edit of a site that needs no word: a flip, or a swap of two objects' names or attributes."""
-    if site.negative_type == "flip":
-        return ImageEdit(site, {"op": "flip"})
-    i, k = site.nodes
-    oi, ok = objects[i], objects[k]
-    assert oi is not None and ok is not None  # enumerate_sites only makes swaps between editable objects
-    if site.negative_type == "swap_object":  # each object's own crop, with its looks, into the other's box
-        regions = (
-            EditRegion(oi.box, "replace", prompt((), ok.name), donor=crop(image, ok.box)),
-            EditRegion(ok.box, "replace", prompt((), oi.name), donor=crop(image, oi.box)),
-        )
-        return ImageEdit(site, swap_names_edit(oi, ok, ctx, graph if copies else None, copies), regions)
-    a, b, c = site.word, site.other, site.category
+    graph: SceneGraph | None,
+    copies: bool,
+) -> ImageEdit:
+    """Two objects trade places: each one's own crop, with its looks, pasted into the other's box."""
     regions = (
-        attribute_region(oi.box, b, c, oi.name, a, inside_of(graph, oi)),  # type: ignore[arg-type]
-        attribute_region(ok.box, a, c, ok.name, b, inside_of(graph, ok)),  # type: ignore[arg-type]
+        EditRegion(a.box, "replace", prompt((), b.name), donor=crop(image, b.box)),
+        EditRegion(b.box, "replace", prompt((), a.name), donor=crop(image, a.box)),
     )
-    edit = {"op": "swap_attributes", "objects": [oi.id, ok.id], "from": [a, b], **on_it(regions)}
+    return ImageEdit(site, swap_names_edit(a, b, ctx, graph if copies else None, copies), regions)
+
+
+def swap_attributes_edit(site: Site, a: SceneObject, b: SceneObject, graph: SceneGraph | None) -> ImageEdit:
+    """Two objects trade the site's attributes (`site.word` on `a`, `site.other` on `b`): each repainted."""
+    x, y, c = site.word, site.other, site.category
+    regions = (
+        attribute_region(a.box, y, c, a.name, x, inside_of(graph, a)),  # type: ignore[arg-type]
+        attribute_region(b.box, x, c, b.name, y, inside_of(graph, b)),  # type: ignore[arg-type]
+    )
+    edit = {"op": "swap_attributes", "objects": [a.id, b.id], "from": [x, y], **on_it(regions)}
     return ImageEdit(site, edit, regions)
 
 
@@ -277,13 +276,16 @@ def swap_names_edit(
     return edit
 
 
-def replace_options(site: Site, obj: SceneObject, ctx: ImageContext) -> tuple[str, ...]:
-    """Same-category corpus words for a replace site, most frequent first, never one the object has."""
-    if site.negative_type == "replace_object":
-        pool = [m for m in ctx.vocab["names"] if ctx.words.name_category(m) == site.category and m != obj.name]
-        return tuple(m for m in pool if ctx.words.names_contradict(obj.name, m)[0])
+def name_options(site: Site, obj: SceneObject, ctx: ImageContext) -> tuple[str, ...]:
+    """Corpus names of the site's category that contradict the object's, most frequent first."""
+    pool = [m for m in ctx.vocab["names"] if ctx.words.name_category(m) == site.category and m != obj.name]
+    return tuple(m for m in pool if ctx.words.names_contradict(obj.name, m)[0])
+
+
+def attribute_options(site: Site, obj: SceneObject, ctx: ImageContext) -> tuple[str, ...]:
+    """Corpus attributes of the site's category, most frequent first, never one the object has: each
+    contradicts the one the path names and every one of that category the object already has."""
     pool = [b for b in ctx.vocab["attributes"] if ctx.table.category(b) == site.category and b not in obj.attributes]
-    # the new attribute must contradict the one the path names and every one the object already has
     return tuple(
         b
         for b in pool
@@ -306,12 +308,15 @@ def fitting_donors(word: str, obj: SceneObject, graph: SceneGraph, ctx: ImageCon
     ]
 
 
-def renderable(
-    site: Site, obj: SceneObject, graph: SceneGraph, ctx: ImageContext, backend: InpaintBackend, word: str
+def attribute_renderable(site: Site, obj: SceneObject, backend: InpaintBackend, word: str) -> bool:
+    """Whether `attribute_edit` can render `word`."""
+    return backend.supports(attribute_region(obj.box, word, site.category, obj.name))  # type: ignore[arg-type]
+
+
+def rename_renderable(
+    obj: SceneObject, graph: SceneGraph, ctx: ImageContext, backend: InpaintBackend, word: str
 ) -> bool:
-    """Whether `replace_edit` can render `word`, without reading any donor image."""
-    if site.negative_type == "replace_attribute":
-        return backend.supports(attribute_region(obj.box, word, site.category, obj.name))  # type: ignore[arg-type]
+    """Whether `rename_edit` can render `word`, without reading any donor image."""
     has_donor = bool(fitting_donors(word, obj, graph, ctx))
     return backend.supports(EditRegion(obj.box, "replace", prompt((), word), donor=_PLACEHOLDER if has_donor else None))
 
@@ -333,7 +338,21 @@ def backend_refusal(backend: InpaintBackend, image: Image.Image | None, region: 
     return None if image is None or judge is None else judge(image, region)
 
 
-def replace_edit(
+def attribute_edit(
+    site: Site, obj: SceneObject, graph: SceneGraph, backend: InpaintBackend, word: str, image: Image.Image | None
+) -> ImageEdit | None:
+    """The object's attribute `site.word` repainted as `word`; None when the backend cannot render it. Raises
+    `PasteRefused` when the backend judges (on the source `image`) that it would not look like a photograph."""
+    region = attribute_region(obj.box, word, site.category, obj.name, site.word, inside_of(graph, obj))  # type: ignore[arg-type]
+    if not backend.supports(region):
+        return None
+    if why := backend_refusal(backend, image, region):
+        raise PasteRefused(f"recolour of {obj.name} to {word}: {why}")
+    edit = {"op": "set_attribute", "object": obj.id, "from": site.word, "to": word, **on_it((region,))}
+    return ImageEdit(site, edit, (region,))
+
+
+def rename_edit(
     site: Site,
     obj: SceneObject,
     graph: SceneGraph,
@@ -342,19 +361,11 @@ def replace_edit(
     word: str,
     image: Image.Image | None = None,
 ) -> ImageEdit | None:
-    """The edit of a replace site for `word`; None when the backend cannot render it. Raises
-    `DonorUnreadable` when the donor image it needs cannot be read, `PasteRefused` when the backend judges
-    (on the source `image`) that no donor tried would look like a photograph."""
-    if site.negative_type == "replace_attribute":
-        region = attribute_region(obj.box, word, site.category, obj.name, site.word, inside_of(graph, obj))  # type: ignore[arg-type]
-        if not backend.supports(region):
-            return None
-        if why := backend_refusal(backend, image, region):
-            raise PasteRefused(f"recolour of {obj.name} to {word}: {why}")
-        edit = {"op": "set_attribute", "object": obj.id, "from": site.word, "to": word, **on_it((region,))}
-        return ImageEdit(site, edit, (region,))
-    # replace_object: a donor of the new name from another image (copy-paste backends), or the prompt painted
-    # (generative ones). Never a removal in its place: that is `remove_object`, its own kind.
+    """The object painted over as `word`; None when the backend cannot render it. Raises `DonorUnreadable`
+    when the donor image it needs cannot be read, `PasteRefused` when the backend judges (on the source
+    `image`) that no donor tried would look like a photograph."""
+    # a donor of the new name from another image (copy-paste backends), or the prompt painted (generative
+    # ones). Never a removal in its place: that is `remove_object`, its own kind.
     own = tuple(a for a in obj.attributes if a not in looks(obj.attributes, ctx.category))  # what the box decides
     keep_attrs = tuple(a for a in obj.attributes if ctx.table.category(a) == "color")[:1]
     donors = fitting_donors(word, obj, graph, ctx)

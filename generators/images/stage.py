@@ -58,9 +58,7 @@ from hardneg.generators.images.edits import (
     carried_by,
     falsified,
     save_like_source,
-    swap_refusal,
 )
-from hardneg.generators.images.flip import print_refusal
 from hardneg.generators.images.types import ImageType, image_type, image_types, off_by_default
 from hardneg.generators.paths.stage import PathResources, box_reason, target_reason
 from hardneg.generators.paths.targets import RENDERER_CONFIG, RENDERER_DATA
@@ -83,8 +81,6 @@ class ImageSearch(SiteSearch):
         self.kinds: dict[str, ImageType] = {n: image_type(n) for n in ctx.types}
         self.rarity = {n: k.rarity for n, k in self.kinds.items()}
         self._done: dict[tuple[int, Site, str], ImageEdit | None] = {}
-        self._flips: Counter = Counter()  # flips chosen per source image
-        self._printed: dict[str, str | None] = {}  # per source image: why a mirror of it would show print
 
     def state(self, positive: dict[str, Any], graph: SceneGraph) -> SearchState | None:
         src = image_file(self.ctx.images_dir, positive["image_id"])
@@ -114,27 +110,13 @@ class ImageSearch(SiteSearch):
     def _choose(self, st: SearchState, edit: ImageEdit) -> None:
         st.extra["chosen"].append(edit)
         st.made += 1
-        if edit.site.negative_type == "flip":
-            self._flips[st.positive["image_id"]] += 1
+        self.kinds[edit.site.negative_type].chosen(st, edit)
 
     def _refuse(self, st: SearchState, site: Site, why: str, **detail: Any) -> bool:
         self.stats[f"refused:{site.negative_type}"] += 1
         where = {**site.where(), **detail}
         self.rejects.append(Reject(self.stage, why, st.positive["image_id"], st.positive["id"], detail=where))
         return False
-
-    def flip_refusal(self, st: SearchState) -> str | None:
-        """Why this positive's photo gets no (further) flip: print in view (a name that carries it, or lines
-        of letters in the pixels: generators/images/flip.py), or its quota of flips is taken."""
-        image_id = st.positive["image_id"]
-        if image_id not in self._printed:  # one look per photo, however many of its positives ask
-            names = [o.name for o in st.extra["graph"].objects.values()]
-            self._printed[image_id] = print_refusal(st.extra["image"], names, self.ctx.words)
-        if self._printed[image_id] is not None:
-            return self._printed[image_id]
-        if self._flips[image_id] >= self.ctx.max_flips_per_image:
-            return f"this photo already has {self.ctx.max_flips_per_image} flip(s) (images.max_flips_per_image)"
-        return None
 
     def certified(self, st: SearchState, edit: ImageEdit | None) -> bool:
         """Whether the edited picture certainly makes the positive's path false (a refusal is logged)."""
@@ -159,13 +141,10 @@ class ImageSearch(SiteSearch):
         text_kind = text_type(site.negative_type) if site.negative_type in TEXT_NEGATIVES else None
         if text_kind and (why := text_kind.refusal(site, st.path, self.vocab, objects)):  # the word tables' rules
             return self._refuse(st, site, why)
-        if site.negative_type == "swap_object" and (why := swap_refusal(*(objects[i] for i in site.nodes))):
+        kind = self.kinds[site.negative_type]
+        if why := kind.refusal(site, objects, st, self.ctx):
             return self._refuse(st, site, why)
-        if site.negative_type == "flip" and (why := self.flip_refusal(st)):
-            return self._refuse(st, site, why)
-        edit = self.kinds[site.negative_type].edit(
-            site, objects, st.extra["image"], self.ctx, st.extra["graph"], self.inpaint
-        )
+        edit = kind.edit(site, objects, st.extra["image"], self.ctx, st.extra["graph"], self.inpaint)
         if edit is None or not all(self.inpaint.supports(r) for r in edit.regions):
             return False
         for r in edit.regions:
@@ -248,7 +227,7 @@ def make_image_negatives(
         for edit in st.extra["chosen"]:
             nid = ImageNegative.make_id(st.positive["id"], edit.site.negative_type, edit.edit)
             job = None
-            if edit.site.negative_type != "flip":
+            if search.kinds[edit.site.negative_type].painted:
                 job = InpaintJob(str(nid), st.extra["image"], edit.regions, ctx.candidates, ctx.seed)
             jobs.append((st, edit, job, nid))
     ctx.out_dir.mkdir(parents=True, exist_ok=True)
@@ -263,9 +242,9 @@ def make_image_negatives(
         for st, edit, _job, nid in [x for x in jobs if x[3] in outputs]:
             records.append(_write(st, edit, nid, outputs.pop(nid), ctx, inpaint.version, stats))
     for st, edit, job, nid in jobs:
-        if job is None:  # flips: the mirrored source is the one candidate
-            flipped = st.extra["image"].transpose(Image.Transpose.FLIP_LEFT_RIGHT)
-            records.append(_write(st, edit, nid, [flipped], ctx, "flip", stats))
+        if job is None:  # a kind that makes its own picture (a flip: the mirrored source) has it as the one candidate
+            kind = search.kinds[edit.site.negative_type]
+            records.append(_write(st, edit, nid, [kind.picture(st.extra["image"])], ctx, kind.name, stats))
     records.sort(key=lambda r: (r["source_image_id"], r["id"]))
     return records, search.rejects, stats
 
@@ -286,7 +265,7 @@ def _write(
         name = f"{safe_name(p['image_id'])}_{nid:x}_{k}.jpg"  # any id, a plain bounded name inside images/
         save_like_source(im, ctx.out_dir / name, st.extra["quant"])
         files.append(f"images/{name}")
-    x, y, w, h = st.extra["graph"].objects[st.path.id].box
+    box = list(st.extra["graph"].objects[st.path.id].box)
     site = edit.site
     stats[f"made:{site.negative_type}:L{site.level}"] += 1
     stats["candidates_written"] += len(files)
@@ -304,7 +283,7 @@ def _write(
         edit=edit.edit,
         edit_boxes=[list(r.box) for r in edit.regions],
         candidates=files,
-        bbox=[p["width"] - x - w, y, w, h] if site.negative_type == "flip" else [x, y, w, h],
+        bbox=image_type(site.negative_type).target_box(box, p["width"]),
         width=p["width"],
         height=p["height"],
         generator=GENERATOR,

@@ -1,9 +1,12 @@
 """The kinds of negative image: `images.types` in config names them.
 
-A kind is an `ImageType` registered under its name (`@IMAGE_NEGATIVES.add("flip")`): which sites of a path
-it offers (`sites`), and how a site becomes an `ImageEdit`, either at once (`edit`: flips, swaps, removals)
-or for a word the language backend chose (`needs_word`: replacements; `options` lists the candidate words,
-`edit_with` renders one); `label` and `description` say what it is to a reader (the review app), and
+A kind is an `ImageType` registered under its name (`@IMAGE_NEGATIVES.add("flip")`) that owns what its edit
+is: which sites of a path it offers (`sites`), why it refuses one (`refusal`: a swap of unlike boxes, a
+photo with print for a flip), how a site becomes an `ImageEdit`, either at once (`edit`: flips, swaps,
+removals) or for a word the language backend chose (`needs_word`: replacements; `options` lists the
+candidate words, `renderable` says whether the backend can paint one, `edit_with` renders it), what a
+chosen edit counts (`chosen`: a flip's quota per photo) and where the target is in the edited picture
+(`target_box`: mirrored by a flip); `label` and `description` say what it is to a reader (the review app), and
 `in_paper` whether it is one of FineCops-Ref's five (the default `images.types` with a generative backend),
 `offline` why the offline backend does not make it unless asked (None: it does; `default_types`). The search,
 the checks
@@ -14,6 +17,7 @@ test (`remove.py` is the worked example).
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING, ClassVar
 
 from PIL import Image
@@ -25,18 +29,26 @@ from hardneg.core.records import PathNode, SceneGraph, SceneObject
 from hardneg.generators.images.edits import (
     ImageContext,
     ImageEdit,
-    direct_edit,
-    renderable,
-    replace_edit,
-    replace_options,
+    attribute_edit,
+    attribute_options,
+    attribute_renderable,
+    name_options,
+    rename_edit,
+    rename_renderable,
+    swap_attributes_edit,
+    swap_objects_edit,
+    swap_refusal,
 )
-from hardneg.generators.text.sites import Site
+from hardneg.generators.images.flip import print_refusal
+from hardneg.generators.text.sites import SearchState, Site
 
 if TYPE_CHECKING:
     from hardneg.core.config import RunConfig
 
 
 class ImageType:
+    """One kind of negative image; a search makes one instance of each kind it makes (a kind may keep count)."""
+
     name: ClassVar[str]  # set by the registry's decorator
     label: ClassVar[str]  # a few words for a reader ("objects swapped")
     description: ClassVar[str]  # what the edit does to the picture
@@ -48,12 +60,18 @@ class ImageType:
     # filter kept on labelled real photos (benchmarks/edit_labels.py).
     offline: ClassVar[str | None] = None
     offline_default: ClassVar[bool] = False  # a kind beyond the paper's that the offline backend makes by default
+    painted: ClassVar[bool] = True  # the inpainting backend paints the edit's regions; False: `picture` makes it
 
     def sites(self, shared: list[Site], path: PathNode, objects: list[SceneObject | None]) -> list[Site]:
         """This kind's sites of a path. `shared` are the sites of the algorithm text and image negatives
         share (`generators/text/sites.py`), computed once per positive; `objects` are the nodes' editable
         objects (None: not editable). The built-in kinds pick theirs from `shared`."""
         return [s for s in shared if s.negative_type == self.name]
+
+    def refusal(self, site: Site, objects: list[SceneObject | None], st: SearchState, ctx: ImageContext) -> str | None:
+        """Why this kind makes no edit at a site that needs no word, beyond the word tables' rules (None: it
+        may try). `st.extra` holds the source `graph` and `image`."""
+        return None
 
     def edit(
         self,
@@ -66,15 +84,17 @@ class ImageType:
     ) -> ImageEdit | None:
         """The edit of a site that needs no word (None: this kind cannot make it). `graph` is the source's,
         `backend` the one that will paint it (whether it pastes crops decides what a swap shows)."""
-        return direct_edit(site, objects, image, ctx, graph, getattr(backend, "copies_donors", True))
+        return None
 
     def options(self, site: Site, obj: SceneObject, ctx: ImageContext) -> tuple[str, ...]:
-        return replace_options(site, obj, ctx)
+        """A kind that needs a word: the words the language backend may choose, most frequent first."""
+        return ()
 
     def renderable(
         self, site: Site, obj: SceneObject, graph: SceneGraph, ctx: ImageContext, backend: InpaintBackend, word: str
     ) -> bool:
-        return renderable(site, obj, graph, ctx, backend, word)
+        """Whether `edit_with` can render `word`, without reading any donor image."""
+        return False
 
     def edit_with(
         self,
@@ -88,7 +108,18 @@ class ImageType:
     ) -> ImageEdit | None:
         """The edit for a word the language backend chose; `image` is the source (the backend may judge a
         region on it before painting, `image_edits.PasteRefused`)."""
-        return replace_edit(site, obj, graph, ctx, backend, word, image)
+        return None
+
+    def chosen(self, st: SearchState, edit: ImageEdit) -> None:
+        """An edit of this kind was chosen for a positive (a kind with a quota counts it)."""
+
+    def target_box(self, box: list[int], width: int) -> list[int]:
+        """Where the positive's target is in the edited picture (`box` in the source's)."""
+        return box
+
+    def picture(self, image: Image.Image) -> Image.Image:
+        """The edited picture, for a kind the inpainting backend does not paint (`painted` False)."""
+        raise NotImplementedError(f"{self.name}: the inpainting backend paints this kind's edits")
 
 
 PASTE_OFF = (
@@ -118,6 +149,26 @@ class ReplaceObject(ImageType):
     in_paper = True
     offline = PASTE_OFF
 
+    def options(self, site: Site, obj: SceneObject, ctx: ImageContext) -> tuple[str, ...]:
+        return name_options(site, obj, ctx)
+
+    def renderable(
+        self, site: Site, obj: SceneObject, graph: SceneGraph, ctx: ImageContext, backend: InpaintBackend, word: str
+    ) -> bool:
+        return rename_renderable(obj, graph, ctx, backend, word)
+
+    def edit_with(
+        self,
+        site: Site,
+        obj: SceneObject,
+        graph: SceneGraph,
+        ctx: ImageContext,
+        backend: InpaintBackend,
+        word: str,
+        image: Image.Image | None = None,
+    ) -> ImageEdit | None:
+        return rename_edit(site, obj, graph, ctx, backend, word, image)
+
 
 @IMAGE_NEGATIVES.add("replace_attribute", order=20)
 class ReplaceAttribute(ImageType):
@@ -126,6 +177,26 @@ class ReplaceAttribute(ImageType):
     rarity = 2
     needs_word = True
     in_paper = True
+
+    def options(self, site: Site, obj: SceneObject, ctx: ImageContext) -> tuple[str, ...]:
+        return attribute_options(site, obj, ctx)
+
+    def renderable(
+        self, site: Site, obj: SceneObject, graph: SceneGraph, ctx: ImageContext, backend: InpaintBackend, word: str
+    ) -> bool:
+        return attribute_renderable(site, obj, backend, word)
+
+    def edit_with(
+        self,
+        site: Site,
+        obj: SceneObject,
+        graph: SceneGraph,
+        ctx: ImageContext,
+        backend: InpaintBackend,
+        word: str,
+        image: Image.Image | None = None,
+    ) -> ImageEdit | None:
+        return attribute_edit(site, obj, graph, backend, word, image)
 
 
 @IMAGE_NEGATIVES.add("swap_object", order=40)
@@ -136,6 +207,22 @@ class SwapObject(ImageType):
     in_paper = True
     offline = PASTE_OFF
 
+    def refusal(self, site: Site, objects: list[SceneObject | None], st: SearchState, ctx: ImageContext) -> str | None:
+        return swap_refusal(*(objects[i] for i in site.nodes))  # type: ignore[arg-type]
+
+    def edit(
+        self,
+        site: Site,
+        objects: list[SceneObject | None],
+        image: Image.Image,
+        ctx: ImageContext,
+        graph: SceneGraph | None = None,
+        backend: InpaintBackend | None = None,
+    ) -> ImageEdit | None:
+        a, b = (objects[i] for i in site.nodes)
+        assert a is not None and b is not None  # enumerate_sites only makes swaps between editable objects
+        return swap_objects_edit(site, a, b, image, ctx, graph, getattr(backend, "copies_donors", True))
+
 
 @IMAGE_NEGATIVES.add("swap_attribute", order=50)
 class SwapAttribute(ImageType):
@@ -145,6 +232,19 @@ class SwapAttribute(ImageType):
     in_paper = True
     offline = SWAP_COLOUR_OFF
 
+    def edit(
+        self,
+        site: Site,
+        objects: list[SceneObject | None],
+        image: Image.Image,
+        ctx: ImageContext,
+        graph: SceneGraph | None = None,
+        backend: InpaintBackend | None = None,
+    ) -> ImageEdit | None:
+        a, b = (objects[i] for i in site.nodes)
+        assert a is not None and b is not None  # enumerate_sites only makes swaps between editable objects
+        return swap_attributes_edit(site, a, b, graph)
+
 
 @IMAGE_NEGATIVES.add("flip", order=60)
 class Flip(ImageType):
@@ -153,6 +253,11 @@ class Flip(ImageType):
     rarity = 0
     in_paper = True
     offline = FLIP_OFF
+    painted = False  # the photo mirrored is the one candidate
+
+    def __init__(self) -> None:
+        self.flips: Counter = Counter()  # flips chosen per source image
+        self.printed: dict[str, str | None] = {}  # per source image: why a mirror of it would show print
 
     def sites(self, shared: list[Site], path: PathNode, objects: list[SceneObject | None]) -> list[Site]:
         """One site where anything in the path says left or right: level 1 when the target's own words do."""
@@ -160,6 +265,40 @@ class Flip(ImageType):
         if not any(says_left_right(n) for n in nodes):
             return []
         return [Site(self.name, 1 if says_left_right(nodes[0]) else 2, (0,))]
+
+    def refusal(self, site: Site, objects: list[SceneObject | None], st: SearchState, ctx: ImageContext) -> str | None:
+        """Why this positive's photo gets no (further) flip: print in view (a name that carries it, or lines
+        of letters in the pixels: generators/images/flip.py), or its quota of flips is taken."""
+        image_id = st.positive["image_id"]
+        if image_id not in self.printed:  # one look per photo, however many of its positives ask
+            names = [o.name for o in st.extra["graph"].objects.values()]
+            self.printed[image_id] = print_refusal(st.extra["image"], names, ctx.words)
+        if self.printed[image_id] is not None:
+            return self.printed[image_id]
+        if self.flips[image_id] >= ctx.max_flips_per_image:
+            return f"this photo already has {ctx.max_flips_per_image} flip(s) (images.max_flips_per_image)"
+        return None
+
+    def edit(
+        self,
+        site: Site,
+        objects: list[SceneObject | None],
+        image: Image.Image,
+        ctx: ImageContext,
+        graph: SceneGraph | None = None,
+        backend: InpaintBackend | None = None,
+    ) -> ImageEdit | None:
+        return ImageEdit(site, {"op": "flip"})
+
+    def chosen(self, st: SearchState, edit: ImageEdit) -> None:
+        self.flips[st.positive["image_id"]] += 1
+
+    def target_box(self, box: list[int], width: int) -> list[int]:
+        x, y, w, h = box
+        return [width - x - w, y, w, h]
+
+    def picture(self, image: Image.Image) -> Image.Image:
+        return image.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
 
 
 def says_left_right(node: PathNode) -> bool:
