@@ -21,7 +21,7 @@ from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
 from hardneg.flows import pipeline
 from hardneg.generators.text.negatives import apply_site
-from hardneg.generators.text.sites import SiteVocab, enumerate_sites
+from hardneg.generators.text.sites import Site, SiteVocab, enumerate_sites
 from hardneg.generators.text.types import text_type
 from hardneg.review.items import negative_types
 from tests.helpers import node
@@ -91,6 +91,17 @@ def test_the_new_kind_alters_a_path_its_way():
         swapped = apply_site(path, sites[0])
         assert [(e.name, e.object.name) for e in swapped.relations] == [("on", "plate"), ("to the left of", "table")]
         assert text_type("swap_relation").needs_word is False
+
+
+def test_what_a_site_changes_is_what_its_kind_declares_not_its_name():
+    """`Site.part` reads the kind's `part`: a kind named anything (here "reverse_relations") changes what it
+    says it does, and the image kinds say theirs (a flip changes the whole picture)."""
+    with registered("tests.plugins.swap_relation"):
+        TEXT_NEGATIVES.add("reverse_relations")(type("Reverse", (type(text_type("swap_relation")),), {}))
+        site = Site("reverse_relations", 1, (0,), word="on", category="position")
+        assert site.part == "relation" and site.request_category == "relation: position"
+    assert Site("replace_object", 1, (0,), word="cup").part == "object"
+    assert Site("flip", 1, (0,)).part == "flip" and Site("remove_object", 2, (1,)).part == "object"
 
 
 def test_config_names_the_new_plugins_only_once_they_are_registered():

@@ -26,6 +26,7 @@ class RemoveObject(ImageType):
     label = "object removed"
     description = "an object painted out, so the expression names something absent"
     rarity = 1
+    part = "object"
 
     def sites(self, shared: list[Site], path: PathNode, objects: list[SceneObject | None]) -> list[Site]:
         return [Site(self.name, 1 if i == 0 else 2, (i,)) for i, o in enumerate(objects) if o is not None]

@@ -53,6 +53,7 @@ class ImageType:
     label: ClassVar[str]  # a few words for a reader ("objects swapped")
     description: ClassVar[str]  # what the edit does to the picture
     rarity: ClassVar[int]  # kinds few paths allow come first (generators/text/sites.py)
+    part: ClassVar[str]  # what a site of the kind changes: "object", "attribute", or the whole picture ("flip")
     needs_word: ClassVar[bool] = False
     in_paper: ClassVar[bool] = False  # one of FineCops-Ref's kinds: made by a generative backend by default
     # Why the offline backend (OpenCV) does not make this kind unless `images.types` names it; None: it does,
@@ -145,6 +146,7 @@ class ReplaceObject(ImageType):
     label = "object replaced"
     description = "an object painted over as another the language backend chose"
     rarity = 2
+    part = "object"
     needs_word = True
     in_paper = True
     offline = PASTE_OFF
@@ -175,6 +177,7 @@ class ReplaceAttribute(ImageType):
     label = "attribute replaced"
     description = "an object's attribute repainted (a colour recoloured, another attribute inpainted)"
     rarity = 2
+    part = "attribute"
     needs_word = True
     in_paper = True
 
@@ -204,6 +207,7 @@ class SwapObject(ImageType):
     label = "objects swapped"
     description = "two objects of the expression trade places: each one's crop pasted into the other's box"
     rarity = 1
+    part = "object"
     in_paper = True
     offline = PASTE_OFF
 
@@ -229,6 +233,7 @@ class SwapAttribute(ImageType):
     label = "attributes swapped"
     description = "two objects trade an attribute of one category (their colours repainted)"
     rarity = 0
+    part = "attribute"
     in_paper = True
     offline = SWAP_COLOUR_OFF
 
@@ -251,6 +256,7 @@ class Flip(ImageType):
     label = "mirrored"
     description = "the picture mirrored left to right, where the expression says left or right"
     rarity = 0
+    part = "flip"
     in_paper = True
     offline = FLIP_OFF
     painted = False  # the photo mirrored is the one candidate

@@ -26,7 +26,7 @@ from typing import Any
 from hardneg.backends.language import Answer, LanguageBackend, ReplaceRequest
 from hardneg.core.geometry import direction
 from hardneg.core.gqa.annotations import AnnotationStats
-from hardneg.core.plugins import TEXT_NEGATIVES
+from hardneg.core.plugins import IMAGE_NEGATIVES, TEXT_NEGATIVES
 from hardneg.core.records import PathNode, Reject, SceneObject, keyed_seed
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
@@ -56,7 +56,10 @@ class Site:
 
     @property
     def part(self) -> str:
-        return "flip" if self.negative_type == "flip" else self.negative_type.split("_", 1)[1]
+        """What the site changes ("object", "attribute", "relation"), as its kind declares it
+        (`TextNegativeType.part`; for a kind of negative image alone, `ImageType.part`)."""
+        kinds = TEXT_NEGATIVES if self.negative_type in TEXT_NEGATIVES else IMAGE_NEGATIVES
+        return kinds.get(self.negative_type).part
 
     @property
     def request_category(self) -> str | None:

@@ -80,6 +80,7 @@ class TextNegativeType:
     description: ClassVar[str]  # what the kind changes, with an example
     rarity: ClassVar[int]
     mix_weight: ClassVar[float]
+    part: ClassVar[str]  # what a site of the kind changes: "object", "attribute" or "relation"
     needs_word: ClassVar[bool] = False
 
     @staticmethod
@@ -114,6 +115,7 @@ class ReplaceObject(TextNegativeType):
     description = "an object's name replaced by one of its kind that contradicts it (the cup -> the bowl)"
     rarity = 2
     mix_weight = 3951
+    part = "object"
     needs_word = True
 
     def sites(self, path: PathNode, vocab: SiteVocab, objects: Objects = None) -> Iterator[Site]:
@@ -137,6 +139,7 @@ class ReplaceAttribute(TextNegativeType):
     description = "an attribute replaced by another of its category that contradicts it (white -> red)"
     rarity = 2
     mix_weight = 1725
+    part = "attribute"
     needs_word = True
 
     def sites(self, path: PathNode, vocab: SiteVocab, objects: Objects = None) -> Iterator[Site]:
@@ -164,6 +167,7 @@ class ReplaceRelation(TextNegativeType):
     description = "a relation replaced by one that contradicts it (to the left of -> to the right of)"
     rarity = 1
     mix_weight = 1891
+    part = "relation"
     needs_word = True
 
     def sites(self, path: PathNode, vocab: SiteVocab, objects: Objects = None) -> Iterator[Site]:
@@ -192,6 +196,7 @@ class SwapObject(TextNegativeType):
     description = "two objects of the expression trade names (the cup on the plate -> the plate on the cup)"
     rarity = 1
     mix_weight = 1722
+    part = "object"
 
     def sites(self, path: PathNode, vocab: SiteVocab, objects: Objects = None) -> Iterator[Site]:
         nodes = path.nodes()
@@ -221,6 +226,7 @@ class SwapAttribute(TextNegativeType):
     )
     rarity = 0
     mix_weight = 525
+    part = "attribute"
 
     def sites(self, path: PathNode, vocab: SiteVocab, objects: Objects = None) -> Iterator[Site]:
         nodes = path.nodes()

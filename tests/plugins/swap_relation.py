@@ -22,6 +22,7 @@ class SwapRelation(TextNegativeType):
     )
     rarity = 0  # only an `and` path gives a node two relations
     mix_weight = 500  # beside the paper's kinds' counts in its test split (swap_attribute: 525)
+    part = "relation"  # what its sites change
 
     def sites(self, path: PathNode, vocab: SiteVocab, objects: Objects = None) -> Iterator[Site]:
         for i, n in enumerate(path.nodes()):
