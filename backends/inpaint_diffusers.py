@@ -53,8 +53,10 @@ from pydantic import Field
 
 from hardneg.backends.inpaint import EditRegion, InpaintJob, Rect
 from hardneg.backends.models import loading
-from hardneg.core.config import DiffusersConfig
+from hardneg.backends.requirements import Requirement, Weights
+from hardneg.core.config import DiffusersConfig, RunConfig
 from hardneg.core.errors import MissingDependency
+from hardneg.core.plugins import INPAINT_BACKENDS
 
 logger = logging.getLogger(__name__)
 
@@ -133,11 +135,23 @@ class DiffusersSettings(DiffusersConfig):
         return cls(**{**cfg.model_dump(), **options})
 
 
+@INPAINT_BACKENDS.add("diffusers", order=20)
 class DiffusersInpainter:
     """Stable Diffusion inpainting candidates for FineCops-Ref negative images, with a
     PowerPaint v1 prompt mode (see the module docstring for what is and is not PowerPaint here)."""
 
     copies_donors = False  # paints the prompt; a donor crop is not used
+    generative = True  # makes FineCops-Ref's five kinds by default
+
+    @classmethod
+    def from_config(cls, cfg: RunConfig) -> DiffusersInpainter:
+        return cls(DiffusersSettings.from_config(cfg.images.diffusers))
+
+    @classmethod
+    def requirements(cls, cfg: RunConfig) -> list[Requirement]:
+        """The model libraries and the pipeline's weights, there before the first stage (`flows/preflight.py`)."""
+        weights = (Weights(cfg.images.diffusers.model, "model_index.json"),)
+        return [Requirement("images.backend diffusers", ("torch", "diffusers", "transformers"), INSTALL_HINT, weights)]
 
     def __init__(self, settings: DiffusersSettings) -> None:
         missing = [m for m in ("torch", "diffusers", "transformers") if importlib.util.find_spec(m) is None]

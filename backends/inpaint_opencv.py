@@ -28,7 +28,7 @@ import hashlib
 import logging
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from PIL import Image
@@ -39,6 +39,11 @@ from hardneg.core.errors import MissingDependency
 from hardneg.core.pixels import recolour as dye
 from hardneg.core.pixels.masks import fill_holes, grabcut
 from hardneg.core.pixels.whole import Whole, whole_object
+from hardneg.core.plugins import INPAINT_BACKENDS
+
+if TYPE_CHECKING:
+    from hardneg.backends.requirements import Requirement
+    from hardneg.core.config import RunConfig
 
 try:
     import cv2
@@ -108,12 +113,22 @@ def _fill_holes(mask: np.ndarray) -> np.ndarray:
     return fill_holes(mask)
 
 
+@INPAINT_BACKENDS.add("opencv", order=10)
 class OpenCVInpainter:
     """Classical edits for FineCops-Ref negative images: GrabCut recolouring, copy-paste
     of a donor object, Telea removal. Deterministic, CPU-only, no weights."""
 
     version = "opencv-inpaint@v1"
     copies_donors = True  # a "replace" pastes its donor crop: the crop's looks are what the picture shows
+    generative = False  # makes by default only the kinds whose offline edits are verified (`ImageType.offline`)
+
+    @classmethod
+    def from_config(cls, cfg: RunConfig) -> OpenCVInpainter:
+        return cls(dilate_px=cfg.images.opencv_dilate_px)
+
+    @classmethod
+    def requirements(cls, cfg: RunConfig) -> list[Requirement]:
+        return []  # OpenCV is a dependency of the package
 
     def __init__(self, dilate_px: int = 6, grabcut_iters: int = 5) -> None:
         """

@@ -16,13 +16,36 @@ import itertools
 import random
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from hardneg.backends.language import Answer, ReplaceRequest, RewriteRequest, Validator
+from hardneg.core.plugins import LANGUAGE_BACKENDS
 from hardneg.core.records import keyed_seed
 from hardneg.core.words.vocab import Lexicon
 
+if TYPE_CHECKING:
+    from pathlib import Path
 
+    from hardneg.backends.requirements import Requirement
+    from hardneg.core.config import RunConfig
+
+
+@LANGUAGE_BACKENDS.add("lexicon", order=10)
 class LexiconBackend:
+    reads_own_rewrites = True  # its rewrites are made of the path's parts: the word tables read them
+
+    @classmethod
+    def from_config(cls, cfg: RunConfig, work_dir: Path, lexicon: Lexicon) -> LexiconBackend:
+        return cls(lexicon, seed=cfg.seed)
+
+    @classmethod
+    def requirements(cls, cfg: RunConfig) -> list[Requirement]:
+        return []  # the word tables ship with the package
+
+    @classmethod
+    def fingerprint(cls, cfg: RunConfig) -> object:
+        return None  # the lexicon file is declared data of the stages that use it
+
     def __init__(self, lexicon: Lexicon, seed: int = 0):
         self.lexicon = lexicon
         self.seed = seed

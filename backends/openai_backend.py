@@ -23,11 +23,8 @@ import logging
 import os
 import random
 import threading
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
-from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 
 from hardneg.backends.cache import MAX_CACHED_CHARS, ResponseCache, cache_key
@@ -47,6 +44,7 @@ from hardneg.backends.openai_prompts import (
     rewrite_fields,
 )
 from hardneg.backends.openai_settings import JsonMode, OpenAISettings
+from hardneg.backends.openai_transport import Counters, Rejected, Transient, retry_after
 from hardneg.backends.untrusted import (
     EXCERPT_CHARS,
     MAX_STORED_CHARS,
@@ -56,10 +54,17 @@ from hardneg.backends.untrusted import (
     contains_secret,
 )
 from hardneg.core.errors import ConfigError, MissingDependency
+from hardneg.core.plugins import LANGUAGE_BACKENDS
 from hardneg.core.secrets import shown_url
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import openai
+
+    from hardneg.backends.requirements import Requirement
+    from hardneg.core.config import RunConfig
+    from hardneg.core.words.vocab import Lexicon
 
 # The settings (backends/openai_settings.py) and the prompts, schemas and answer rules
 # (backends/openai_prompts.py) live in their own modules; this module stays their public home.
@@ -85,57 +90,40 @@ log = logging.getLogger(__name__)
 _NO_KEY = "not-needed"  # sent when no key is set: a local server ignores it
 
 
-class _Transient(Exception):
-    """A failure worth retrying (429, 5xx, timeout, connection error, a 2xx body that is no chat completion)."""
-
-    def __init__(self, what: str, retry_after: float | None = None) -> None:
-        super().__init__(what)
-        self.what = what
-        self.retry_after = retry_after
-
-
-class _Rejected(Exception):
-    """A 4xx other than 429: this request cannot succeed by asking again."""
-
-
-@dataclass
-class _Counters:
-    calls: int = 0
-    cache_hits: int = 0
-    retries: int = 0
-    invalid_answers: int = 0
-    unusable_answers: int = 0  # fresh answers empty or not in the asked form (not counting semantic refusals)
-    unusable_in_a_row: int = 0
-    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-
-    def add(self, name: str, k: int = 1) -> None:
-        with self.lock:
-            setattr(self, name, getattr(self, name) + k)
-
-    def answered(self, usable: bool) -> int:
-        """Count one fresh answer; returns how many in a row were unusable."""
-        with self.lock:
-            self.unusable_answers += not usable
-            self.unusable_in_a_row = 0 if usable else self.unusable_in_a_row + 1
-            return self.unusable_in_a_row
-
-
-def _retry_after(headers: Mapping[str, str] | None) -> float | None:
-    value = headers.get("retry-after") if headers is not None else None
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:  # the HTTP-date form
-        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
-    except (TypeError, ValueError):
-        return None
-
-
+@LANGUAGE_BACKENDS.add("openai", order=20)
 class OpenAIBackend:
     """`LanguageBackend` over an OpenAI-compatible chat-completions endpoint (OpenAI, llama.cpp, vLLM, ...)."""
+
+    reads_own_rewrites = False  # an LLM's rewrites are its own words: spaCy reads them
+
+    @classmethod
+    def from_config(cls, cfg: RunConfig, work_dir: Path, lexicon: Lexicon) -> OpenAIBackend:
+        o = cfg.language.openai
+        cache = cfg.resolve(o.cache) if o.cache is not None else work_dir / "llm_cache.sqlite"
+        return cls(OpenAISettings.from_config(o, cache))
+
+    @classmethod
+    def requirements(cls, cfg: RunConfig) -> list[Requirement]:
+        """The server, reachable before the first stage (`flows/preflight.py`)."""
+        from hardneg.backends.requirements import Requirement, Server
+
+        o = cfg.language.openai
+        base_url = o.base_url or os.environ.get("OPENAI_BASE_URL")
+        if not base_url:
+            raise ConfigError(
+                "language.backend is openai but language.openai.base_url is null and $OPENAI_BASE_URL is not set; "
+                "set one (https://api.openai.com/v1 for OpenAI)"
+            )
+        return [Requirement("language.backend openai", server=Server(base_url, o.api_key_env or None))]
+
+    @classmethod
+    def fingerprint(cls, cfg: RunConfig) -> object:
+        """The prompts' content: an edited prompt file makes other rewrites and words."""
+        from hardneg.core.io import file_digest
+        from hardneg.core.resources import bundled_dir
+
+        o = cfg.language.openai
+        return [file_digest(bundled_dir("prompts") / p) for p in (o.rewrite_prompt, o.replace_prompt)]
 
     def __init__(self, settings: OpenAISettings) -> None:
         self.settings = settings
@@ -146,7 +134,7 @@ class OpenAIBackend:
         self._shown_url = shown_url(base_url)
         self.rewrite_prompt = self._load(settings.rewrite_prompt, "rewrite")
         self.replace_prompt = self._load(settings.replace_prompt, "replace")
-        self._counters = _Counters()
+        self._counters = Counters()
         self._client: openai.OpenAI | None = None  # created on first use: no network or heavy import at construction
         self._client_lock = threading.Lock()
         self._cache = ResponseCache(settings.cache) if settings.cache is not None else None
@@ -243,7 +231,7 @@ class OpenAIBackend:
         for attempt in range(1, self.settings.max_attempts + 1):
             try:
                 raw, cached = self._complete(prompt.version, messages, schema, attempt, request.key, stop)
-            except _Rejected as e:
+            except Rejected as e:
                 return Answer(request.key, None, error=str(e), raw=None, attempts=attempt, cached=False)
             all_cached &= cached
             values, reason = check(request, raw)
@@ -344,7 +332,7 @@ class OpenAIBackend:
     def _call_with_retries(self, args: dict[str, Any], key: str, attempt: int, stop: threading.Event) -> str:
         s = self.settings
         rng = random.Random(f"{s.seed}:{key}:{attempt}")  # jitter reproducible per request, whatever the thread
-        last: _Transient | None = None
+        last: Transient | None = None
         for retry in range(s.max_retries + 1):
             if stop.is_set():
                 raise BackendUnavailable(f"{self._shown_url}: gave up, another request found the server unavailable")
@@ -360,7 +348,7 @@ class OpenAIBackend:
                 stop.wait(delay)
             try:
                 return self._call(args)
-            except _Transient as e:
+            except Transient as e:
                 last = e
         assert last is not None
         raise BackendUnavailable(
@@ -385,8 +373,8 @@ class OpenAIBackend:
             return self._client
 
     def _call(self, args: dict[str, Any]) -> str:
-        """One HTTP request. Transient failures (server faults included) raise `_Transient`, other 4xx
-        `_Rejected`."""
+        """One HTTP request. Transient failures (server faults included) raise `Transient`, other 4xx
+        `Rejected`."""
         import openai
 
         client = self._get_client()
@@ -396,13 +384,13 @@ class OpenAIBackend:
             # sends is a value or a server fault, never an exception from deep in the client.
             response = client.chat.completions.with_raw_response.create(**args)
         except openai.APITimeoutError:
-            raise _Transient(f"timeout after {self.settings.timeout_s} s") from None
+            raise Transient(f"timeout after {self.settings.timeout_s} s") from None
         except openai.APIConnectionError as e:
-            raise _Transient(f"connection error ({type(e.__cause__).__name__ if e.__cause__ else e})") from None
+            raise Transient(f"connection error ({type(e.__cause__).__name__ if e.__cause__ else e})") from None
         except openai.APIStatusError as e:
             status = e.status_code
             if status == 429 or status >= 500:
-                raise _Transient(f"HTTP {status}", _retry_after(e.response.headers)) from None
+                raise Transient(f"HTTP {status}", retry_after(e.response.headers)) from None
             if status in (401, 403, 404):
                 # A wrong key, model or URL fails every request alike: stop the stage and say so, rather
                 # than reject every sample one by one.
@@ -410,11 +398,11 @@ class OpenAIBackend:
                     f"OpenAI-compatible server at {self._shown_url} refused the request: HTTP {status} "
                     f"(check the key in ${self.settings.api_key_env}, the model {self.settings.model!r} and the URL)"
                 ) from None
-            raise _Rejected(f"http {status}: {self._clean(e.message, EXCERPT_CHARS)}") from None
+            raise Rejected(f"http {status}: {self._clean(e.message, EXCERPT_CHARS)}") from None
         body = response.text
         try:
             return chat_content(body)
         except NotAChatCompletion as e:
             ctype = self._clean(response.headers.get("content-type") or "no content type", 80)
             sent = self._clean(body, EXCERPT_CHARS)
-            raise _Transient(f"answered HTTP {response.status_code} ({ctype}) with {e}: {sent!r}") from None
+            raise Transient(f"answered HTTP {response.status_code} ({ctype}) with {e}: {sent!r}") from None

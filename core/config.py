@@ -19,7 +19,7 @@ from hardneg.core.config_files import describe_errors, dotted_value, find_config
 from hardneg.core.errors import ConfigError
 from hardneg.core.gqa.stream import DEFAULT_LIMITS, MAX_PARSEABLE_DEPTH
 from hardneg.core.ids import id_problem
-from hardneg.core.plugins import TEXT_NEGATIVES
+from hardneg.core.plugins import INPAINT_BACKENDS, LANGUAGE_BACKENDS, TEXT_NEGATIVES, known
 from hardneg.core.resources import bundled_dir, data_path
 
 DEFAULT_CONFIG = bundled_dir("configs") / "demo.yaml"
@@ -167,7 +167,7 @@ class OpenAIConfig(_Strict):
 
 
 class LanguageConfig(_Strict):
-    backend: Literal["lexicon", "openai"] = "lexicon"
+    backend: str = "lexicon"  # a registered language backend (backends/): lexicon (offline), openai (any server)
     rewrite_positives: bool = True
     rewrite_negatives: bool = False  # a rewrite of a negative is validated against its altered path
     negatives_per_positive: int = Field(3, ge=0)  # candidates; refinement and the type mix (negative_mix) choose
@@ -190,12 +190,8 @@ class LanguageConfig(_Strict):
     lexicon: Path = Path("templates/lexicon.v1.yaml")
     openai: OpenAIConfig = OpenAIConfig()
 
-    @field_validator("negative_types")
-    @classmethod
-    def _registered_types(cls, v: list[str]) -> list[str]:
-        for name in v:
-            TEXT_NEGATIVES.get(name)
-        return v
+    _known_backend = field_validator("backend")(known(LANGUAGE_BACKENDS))
+    _known_types = field_validator("negative_types")(known(TEXT_NEGATIVES))
 
 
 class RefineConfig(_Strict):
@@ -310,7 +306,7 @@ class ImagesConfig(_Strict):
     """Negative images. The paper makes them for the test split only."""
 
     enabled: bool = True
-    backend: Literal["opencv", "diffusers"] = "opencv"
+    backend: str = "opencv"  # a registered inpainting backend (backends/): opencv (offline), diffusers
     splits: list[SplitName] = Field(default_factory=lambda: ["test"])
     # kinds of negative image by name (generators/images/types.py), any registered one; None: the backend's
     # defaults (diffusers: the paper's five; opencv: the kinds whose edits are verified, docs/image_negatives.md)
@@ -322,6 +318,8 @@ class ImagesConfig(_Strict):
     max_flips_per_image: int = Field(2, ge=0)  # positives of one photo that may get its mirror image
     opencv_dilate_px: int = Field(6, ge=0)
     diffusers: DiffusersConfig = DiffusersConfig()
+
+    _known_backend = field_validator("backend")(known(INPAINT_BACKENDS))
 
 
 class FiltersConfig(_Strict):

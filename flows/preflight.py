@@ -1,7 +1,8 @@
 """Before the first stage: every model role the run will use is there, or the run stops in seconds.
 
-The roles a config turns on: the language server (`language.backend: openai`), the diffusers inpainting
-backend (`images.backend: diffusers`), and each filter with a model (`filters.scorers.*`,
+The roles a config turns on: the language backend (`language.backend`: the server, for `openai`), the
+inpainting backend (`images.backend`: the libraries and weights, for `diffusers`; each backend lists its own
+in `requirements`), and each filter with a model (`filters.scorers.*`,
 `refine.scorers[*]`: CLIP, DINOv2, DIRE, the detector, a transformers text classifier). Each lists its
 `Requirement`s (`backends/requirements.py`); a role whose stage is already done for this config is not asked
 (a resumed run needs only what it has left to do). The first problem found stops the run: one line naming
@@ -10,11 +11,10 @@ the role, the missing piece and how to get it, exit 2, before any folder is made
 
 from __future__ import annotations
 
-import os
-
-from hardneg.backends.requirements import Requirement, Server, Weights, check
+from hardneg.backends.requirements import Requirement, check
 from hardneg.core.config import RunConfig
-from hardneg.core.errors import ConfigError, HardnegError
+from hardneg.core.errors import HardnegError
+from hardneg.core.plugins import INPAINT_BACKENDS, LANGUAGE_BACKENDS
 from hardneg.core.runner.stage import Run
 
 
@@ -24,24 +24,13 @@ class MissingRequirement(HardnegError):
 
 def requirements(cfg: RunConfig, pending: set[str]) -> list[Requirement]:
     """What the stages in `pending` need, role by role, in stage order."""
-    from hardneg.backends.inpaint_diffusers import INSTALL_HINT
     from hardneg.filters.registry import build
 
     out: list[Requirement] = []
-    if "language" in pending and cfg.language.backend == "openai":
-        o = cfg.language.openai
-        base_url = o.base_url or os.environ.get("OPENAI_BASE_URL")
-        if not base_url:
-            raise ConfigError(
-                "language.backend is openai but language.openai.base_url is null and $OPENAI_BASE_URL is not set; "
-                "set one (https://api.openai.com/v1 for OpenAI)"
-            )
-        out.append(Requirement("language.backend openai", server=Server(base_url, o.api_key_env or None)))
-    if "images" in pending and cfg.images.enabled and cfg.images.backend == "diffusers":
-        weights = (Weights(cfg.images.diffusers.model, "model_index.json"),)
-        out.append(
-            Requirement("images.backend diffusers", ("torch", "diffusers", "transformers"), INSTALL_HINT, weights)
-        )
+    if "language" in pending:
+        out += LANGUAGE_BACKENDS.get(cfg.language.backend, "language.backend").requirements(cfg)
+    if "images" in pending and cfg.images.enabled:
+        out += INPAINT_BACKENDS.get(cfg.images.backend, "images.backend").requirements(cfg)
     if "filters" in pending:
         for name, options in cfg.filters.scorers.items():
             f = build(name, options, where=f"filters.scorers.{name}")

@@ -15,7 +15,7 @@ import pytest
 
 from hardneg.core.config import load_config
 from hardneg.core.errors import ConfigError
-from hardneg.core.plugins import EXPORTS, FILTERS, TEXT_NEGATIVES
+from hardneg.core.plugins import EXPORTS, FILTERS, IMAGE_NEGATIVES, INPAINT_BACKENDS, LANGUAGE_BACKENDS, TEXT_NEGATIVES
 from hardneg.core.registry import Registry
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
@@ -177,3 +177,57 @@ def test_the_review_app_is_served_the_new_kinds_label():
     with registered("tests.plugins.swap_relation"):
         assert negative_types()["text_negative"]["swap_relation"]["label"] == "relations swapped"
     assert "swap_relation" not in negative_types()["text_negative"]
+
+
+# -- backends ------------------------------------------------------------------------------------------
+
+
+def test_a_registered_backend_is_configured_built_and_asked_what_it_needs(tmp_path: Path):
+    """A language and an inpainting backend are one class each: the config names them, the run builds
+    them from the config, preflight asks their requirements, the language stage their fingerprint, and the
+    kinds of negative image made by default follow whether the painter is generative."""
+    from hardneg.backends.lexicon import LexiconBackend
+    from hardneg.backends.registry import make_inpaint_backend, make_language_backend
+    from hardneg.backends.requirements import Requirement
+    from hardneg.core.words.vocab import Lexicon
+    from hardneg.flows.preflight import requirements
+    from hardneg.generators.images.types import default_types
+
+    with pytest.raises(ConfigError, match="unknown language backend 'echo'"):
+        load_config(None, {"language": {"backend": "echo"}})
+    with LANGUAGE_BACKENDS.scoped(), INPAINT_BACKENDS.scoped():
+
+        @LANGUAGE_BACKENDS.add("echo")
+        class Echo(LexiconBackend):  # the lexicon's answers, under another name and with a requirement
+            @classmethod
+            def requirements(cls, cfg: object) -> list[Requirement]:
+                return [Requirement("language.backend echo", ("json",))]
+
+            @classmethod
+            def fingerprint(cls, cfg: object) -> object:
+                return "echo@v1"
+
+        @INPAINT_BACKENDS.add("painter")
+        class Painter:
+            generative = True
+
+            @classmethod
+            def from_config(cls, cfg: object) -> Painter:
+                return cls()
+
+            @classmethod
+            def requirements(cls, cfg: object) -> list[Requirement]:
+                return []
+
+        cfg = load_config(None, {"language": {"backend": "echo"}, "images": {"backend": "painter"}})
+        assert isinstance(make_language_backend(cfg, tmp_path, Lexicon.load(cfg.resolve(cfg.language.lexicon))), Echo)
+        assert isinstance(make_inpaint_backend(cfg), Painter)
+        assert [r.role for r in requirements(cfg, {"language", "images"})] == ["language.backend echo"]
+        assert (
+            pipeline.STAGES[[s.name for s in pipeline.STAGES].index("language")].extra_fingerprint(
+                type("R", (), {"cfg": cfg})()
+            )[1]
+            == "echo@v1"
+        )
+        assert default_types("painter") == tuple(n for n, c in IMAGE_NEGATIVES.items() if c.in_paper)
+        assert default_types("opencv") != default_types("painter")

@@ -24,7 +24,7 @@ from PIL import Image
 
 from hardneg.backends.inpaint import InpaintBackend
 from hardneg.core.edits import has_left_right
-from hardneg.core.plugins import IMAGE_NEGATIVES
+from hardneg.core.plugins import IMAGE_NEGATIVES, INPAINT_BACKENDS
 from hardneg.core.records import PathNode, SceneGraph, SceneObject
 from hardneg.generators.images.edits import (
     ImageContext,
@@ -321,7 +321,7 @@ def default_types(backend: str) -> tuple[str, ...]:
     the offline one, the registered kinds it makes by default (`ImageType.offline` None), those of the
     paper first."""
     kinds = IMAGE_NEGATIVES.items()
-    if backend != "opencv":
+    if INPAINT_BACKENDS.get(backend, "images.backend").generative:
         return tuple(n for n, c in kinds if c.in_paper)
     return tuple(n for n, c in kinds if c.offline is None and c.in_paper) + tuple(
         n for n, c in kinds if c.offline is None and not c.in_paper and c.offline_default
@@ -330,7 +330,7 @@ def default_types(backend: str) -> tuple[str, ...]:
 
 def off_by_default(backend: str) -> dict[str, str]:
     """The paper's kinds the backend does not make by default, with why (for stats.md and the README)."""
-    if backend != "opencv":
+    if INPAINT_BACKENDS.get(backend, "images.backend").generative:
         return {}
     return {n: c.offline or "" for n, c in IMAGE_NEGATIVES.items() if c.in_paper and c.offline is not None}
 

@@ -12,8 +12,7 @@ from hardneg.backends.registry import make_language_backend
 from hardneg.core.gqa.hygiene import words_digest
 from hardneg.core.gqa.ingest import corpus_vocab
 from hardneg.core.gqa.plausibility import corpus_notes, load_plausibility
-from hardneg.core.io import file_digest
-from hardneg.core.resources import bundled_dir
+from hardneg.core.plugins import LANGUAGE_BACKENDS
 from hardneg.core.rows import GraphRow, KeptRow, PositiveRow, TextNegativeRow
 from hardneg.core.runner.stage import Run, Stage, Unit
 from hardneg.core.schema import outputs
@@ -40,11 +39,8 @@ class LanguageStage(Stage):
     data = ("language.lexicon", *RENDERER_DATA)
 
     def extra_fingerprint(self, run: Run) -> Any:
-        o = run.cfg.language.openai
-        prompts = None
-        if run.cfg.language.backend == "openai":
-            prompts = [file_digest(bundled_dir("prompts") / p) for p in (o.rewrite_prompt, o.replace_prompt)]
-        return [words_digest(), prompts]
+        """The word tables, and what else the language backend's output depends on (an LLM's prompt files)."""
+        return [words_digest(), LANGUAGE_BACKENDS.get(run.cfg.language.backend).fingerprint(run.cfg)]
 
     def run(self, unit: Unit) -> None:
         cfg = unit.cfg
@@ -65,7 +61,7 @@ class LanguageStage(Stage):
             unit.rejects.extend(rejects)
             unit.stats.update({f"rewrite_positives:{k}": v for k, v in stats.items()})
         reader = TableReader(res.words, res.table, res.renderer.relations, lexicon)
-        english = EnglishCheck(res.words, reader, rewrites_read=lang.backend == "lexicon")
+        english = EnglishCheck(res.words, reader, rewrites_read=type(backend).reads_own_rewrites)
         positives, rejects = check_positives(positives, english)
         unit.rejects.extend(rejects)
         unit.stats["english:positives_dropped"] += len(rejects)
