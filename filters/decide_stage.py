@@ -4,7 +4,7 @@ Per positive: what the photo says (the pixels stage; `filters/evidence.py`), eac
 scores positives (the detector: an unannotated twin, a label error), the risk cuts. Per text negative: a
 colour the photo shows after all (`filters/evidence.py`), SugarCREPE's balancing (`filters/refine.py`),
 then each filter's `keep`. Per image negative: the candidates every filter keeps, the best of them by the
-ranking filter. Then the human filter's labels (`review/apply.py`): each annotator's latest label is a vote
+ranking filter. Then the human filter's labels (`filters/human/apply.py`): each annotator's latest label is a vote
 to keep or to drop, a majority decides, an adjudicator's label is the final word, and a tie keeps the
 sample and queues it. A dropped positive takes its negatives with it.
 
@@ -40,13 +40,13 @@ from hardneg.core.schema import outputs
 from hardneg.filters.base import Scores
 from hardneg.filters.decide import Rule, decide_image, first_failure, flatten, rules
 from hardneg.filters.evidence import level_drop, negative_photo, with_photo
+from hardneg.filters.human.apply import apply_labels, load_labels, pseudonymous
+from hardneg.filters.human.apply import summary as review_summary
+from hardneg.filters.human.audit import audit_key, audit_summary
 from hardneg.filters.mix import VERSION as MIX_VERSION
 from hardneg.filters.mix import MixItem, mix
 from hardneg.filters.refine import RefinePair, refine
 from hardneg.generators.paths.annotation_rules import RISK_WEIGHTS, combine, risk_band
-from hardneg.review.apply import apply_labels, load_labels, pseudonymous
-from hardneg.review.apply import summary as review_summary
-from hardneg.review.audit import audit_key, audit_summary
 
 
 def not_configured(cfg: RunConfig) -> list[str]:
@@ -309,7 +309,7 @@ class DecideStage(Stage):
         if not unit.cfg.review.publish_annotators:  # the reasons and counts are published: no names in them
             labels = pseudonymous(labels)
         unit.meta["review"] = review_summary(labels)
-        unit.meta["audit"] = audit_summary(unit.root, labels)  # {} without an audit (review/audit.py)
+        unit.meta["audit"] = audit_summary(unit.root, labels)  # {} without an audit (filters/human/audit.py)
         if not labels:
             return
         decided = {p["id"]: p for p in positives}

@@ -72,7 +72,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def draw_and_say(run_dir: Path, n: int, seed: int) -> None:
     """Draw the audit and say what the draw did: a first draw, an extension, or nothing new."""
-    from hardneg.review.audit import draw_audit
+    from hardneg.review.audit_draw import draw_audit
 
     done = draw_audit(run_dir, n, seed)
     total = len(done.sample.items)
@@ -118,7 +118,7 @@ def cmd_review(args: argparse.Namespace) -> int:
 
 def closing_words(run_dir: Path, audit: bool) -> str:
     """What the app's end says: the labels it holds, and the command that applies them."""
-    from hardneg.review.store import ReviewStore, store_path
+    from hardneg.filters.human.store import ReviewStore, store_path
 
     labels = ReviewStore(run_dir).current() if store_path(run_dir).is_file() else {}
     n, who = sum(len(v) for v in labels.values()), len({a for v in labels.values() for a in v})

@@ -14,8 +14,8 @@ from typing import Any
 import orjson
 
 from hardneg.core.plugins import IMAGE_NEGATIVES, TEXT_NEGATIVES
+from hardneg.filters.human.labels import kind_of, labels_for
 from hardneg.review.boxes import Box, box_source, edit_boxes, has_flip, path_boxes, wanted_objects
-from hardneg.review.labels import kind_of, labels_for
 from hardneg.review.priority import in_default_queue, priority_key, risk
 from hardneg.review.rundata import ImageGraph, RunData
 

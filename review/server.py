@@ -35,13 +35,13 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
 from hardneg.core.errors import HardnegError
-from hardneg.review.agreement import pairwise
-from hardneg.review.apply import Label, decide_all, summary
-from hardneg.review.audit import audit_order
+from hardneg.filters.human.agreement import pairwise
+from hardneg.filters.human.apply import Label, decide_all, summary
+from hardneg.filters.human.audit import audit_order
+from hardneg.filters.human.labels import ALL_LABELS, GUIDELINES, annotator_name, labels_for
+from hardneg.filters.human.store import ReviewStore, StaleVersion
 from hardneg.review.items import Item, ReviewData, negative_types
-from hardneg.review.labels import ALL_LABELS, GUIDELINES, annotator_name, labels_for
 from hardneg.review.rundata import RunData
-from hardneg.review.store import ReviewStore, StaleVersion
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +120,7 @@ def create_app(
 ) -> FastAPI:
     """The app for one run folder. `token`: what every write must send; `allowed_hosts`: accepted Host
     headers (None = any); `adjudicators`: names recorded in the store as adjudicators (kept for good);
-    `audit`: serve only the audit's sample (`review/audit.py`), in random order, without scores."""
+    `audit`: serve only the audit's sample (`filters/human/audit.py`), in random order, without scores."""
     try:
         names = [parse_annotator(n) for n in adjudicators]
     except ClientError as e:

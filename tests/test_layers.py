@@ -19,8 +19,8 @@ ALLOWED = {
     "backends": {"core", "backends"},
     "generators": {"core", "backends", "generators"},
     "exports": {"core", "backends", "generators", "exports"},
-    "review": {"core", "exports", "review"},
-    "filters": {"core", "backends", "generators", "review", "filters"},
+    "filters": {"core", "backends", "generators", "filters"},
+    "review": {"core", "exports", "filters", "review"},
     "flows": {"core", "backends", "generators", "exports", "review", "filters", "flows"},
     "hardneg": {"core", "backends", "generators", "exports", "review", "filters", "flows", "hardneg"},
 }

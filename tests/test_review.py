@@ -23,15 +23,15 @@ import yaml
 from hardneg.cli import main
 from hardneg.core.config import DEFAULT_CONFIG
 from hardneg.core.errors import HardnegError
-from hardneg.review.agreement import cohen_kappa, pairwise
-from hardneg.review.apply import Label, apply_labels, decide, load_labels, summary
-from hardneg.review.labels import NEGATIVE_LABELS, POSITIVE_LABELS
+from hardneg.filters.human.agreement import cohen_kappa, pairwise
+from hardneg.filters.human.apply import Label, apply_labels, decide, load_labels, summary
+from hardneg.filters.human.labels import NEGATIVE_LABELS, POSITIVE_LABELS
+from hardneg.filters.human.store import FILENAME, STORE, ReviewStore
 from hardneg.review.priority import in_default_queue, priority_key, risk
 from hardneg.review.report.gallery import reason_group
 from hardneg.review.report.page import build_report
 from hardneg.review.rundata import RunData
 from hardneg.review.server import ReviewServer
-from hardneg.review.store import FILENAME, STORE, ReviewStore
 from tests.runs import shared_folder
 
 SMALL_DEMO = {"demo": {"n_scenes": 6}, "images": {"candidates": 2}}

@@ -17,12 +17,13 @@ import orjson
 import pytest
 
 from hardneg.core.errors import HardnegError
-from hardneg.review.apply import Label, decide
-from hardneg.review.audit import allocate, draw, draw_audit, estimate, stratum_of, wilson
+from hardneg.filters.human.apply import Label, decide
+from hardneg.filters.human.audit import allocate, draw, estimate, stratum_of, wilson
+from hardneg.filters.human.store import AuditSample, ReviewStore
+from hardneg.review.audit_draw import draw_audit
 from hardneg.review.items import BLIND_KEYS
 from hardneg.review.rundata import RunData
 from hardneg.review.server import ReviewServer
-from hardneg.review.store import AuditSample, ReviewStore
 from tests.runs import copy_of_small_run, small_run
 
 CHROMIUM = Path("/usr/bin/chromium")

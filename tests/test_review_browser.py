@@ -18,11 +18,11 @@ import httpx
 import pytest
 from PIL import Image
 
-from hardneg.review.apply import apply_labels, load_labels
+from hardneg.filters.human.apply import apply_labels, load_labels
+from hardneg.filters.human.store import ReviewStore
 from hardneg.review.report.page import build_report
 from hardneg.review.rundata import RunData
 from hardneg.review.server import ReviewServer
-from hardneg.review.store import ReviewStore
 from tests.test_review import build_demo_run, copy_run
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -34,7 +34,7 @@ ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-# the app's letter keys; a digit is one verdict for every kind (review/labels.py)
+# the app's letter keys; a digit is one verdict for every kind (filters/human/labels.py)
 LETTERS = {"correct": "c", "ambiguous": "a", "wrong": "w", "negative": "n", "still_true": "t", "unreadable": "u"}
 
 

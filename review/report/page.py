@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from hardneg.core.plugins import IMAGE_NEGATIVES, TEXT_NEGATIVES
-from hardneg.review.audit import audit_summary
+from hardneg.filters.human.audit import audit_summary
 from hardneg.review.report.assets import MAX_BYTES, Assets, esc
 from hardneg.review.report.exports import export_sections
 from hardneg.review.report.rejects import RejectCards, rejects_intro

@@ -12,9 +12,9 @@ from typing import Any
 import pandas as pd
 
 from hardneg.core.plugins import FILTERS
-from hardneg.review.apply import apply_labels, load_labels, pseudonymous, summary
-from hardneg.review.audit import audit_summary
-from hardneg.review.labels import kind_of
+from hardneg.filters.human.apply import apply_labels, load_labels, pseudonymous, summary
+from hardneg.filters.human.audit import audit_summary
+from hardneg.filters.human.labels import kind_of
 from hardneg.review.report import plots
 from hardneg.review.report.assets import Assets, esc, img_tag
 from hardneg.review.report.gallery import Pictures, RejectScan, _numeric, scan_rejects

@@ -3,7 +3,7 @@
 The import name of the whole application. Its layers are the repository's top-level folders, mapped in
 by `pyproject.toml` (`hardneg.core` is `core/`, `hardneg.generators` is `generators/`, ...), lowest first:
 
-    core -> backends -> generators -> exports -> review -> filters -> flows -> hardneg.cli
+    core -> backends -> generators -> exports -> filters -> review -> flows -> hardneg.cli
 
 The package's own modules (this one, the CLI) live in `src/hardneg/`, not in a `hardneg/` folder at the
 repository root: run from there, such a folder would be imported in place of the installed package while

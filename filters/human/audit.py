@@ -23,15 +23,12 @@ import hashlib
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from hardneg.core.errors import HardnegError
-from hardneg.review.apply import Label, load_labels
-from hardneg.review.labels import kind_of
-from hardneg.review.store import FILENAME, AuditSample, ReviewStore, store_path
+from hardneg.filters.human.apply import Label, load_labels
+from hardneg.filters.human.labels import kind_of
+from hardneg.filters.human.store import AuditSample, ReviewStore, store_path
 
 MIN_PER_STRATUM = 3  # "a few per stratum": enough for a stratum's interval to mean something
 Z95 = 1.959963984540054  # the normal quantile of a two-sided 95% interval
@@ -129,45 +126,6 @@ def draw(
         for item_id in fresh[: count - have[k]]:
             chosen[item_id] = k
     return chosen, sizes
-
-
-@dataclass(frozen=True, slots=True)
-class DrawResult:
-    """What a draw did, for the command line: the sample now, how many items this draw added, how many
-    were asked for, and how many strata the dataset has (more than N: some went without an item)."""
-
-    sample: AuditSample
-    added: int
-    asked: int
-    strata: int
-
-
-def draw_audit(run_dir: str | Path, n: int, seed: int) -> DrawResult:
-    """Draw (or extend) the run's audit from its final dataset and store it. Idempotent for one seed: the
-    same N adds nothing, a larger N adds the items its allocation wants beyond the stored ones, a smaller
-    N adds nothing (every stored item stays). Another seed is refused: mixing two orders would no longer
-    be one random sample per stratum."""
-    from hardneg.review.rundata import RunData  # here: the decide stage imports this module, not the reader
-
-    if n < 1:
-        raise HardnegError(f"--audit must be at least 1, got {n}")
-    run = RunData(run_dir)
-    records = [*run.positives, *run.negatives]
-    if not records:
-        raise HardnegError(f"{run_dir}: the final dataset (splits/) is empty; nothing to audit")
-    store = ReviewStore(run.root)
-    before = store.audit()
-    if before is not None and before.seed != seed:
-        raise HardnegError(
-            f"this run's audit was drawn with --seed {before.seed}; draw more with that seed "
-            f"(or delete the audit tables of {FILENAME} to start another)"
-        )
-    chosen, population = draw(records, n, seed, before.items if before is not None else None)
-    at = datetime.now(UTC).isoformat(timespec="seconds")
-    added = store.add_audit(chosen, seed=seed, asked=n, population=population, at=at)
-    sample = store.audit()
-    assert sample is not None
-    return DrawResult(sample, added, n, sum(1 for v in population.values() if v))
 
 
 def audit_order(sample: AuditSample) -> list[int]:

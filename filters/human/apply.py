@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from hardneg.core.errors import HardnegError
-from hardneg.review.agreement import pairwise
-from hardneg.review.labels import DROPPING, NEGATIVE_LABELS, POSITIVE_LABELS, SEVERITY
-from hardneg.review.store import ReviewStore, store_path
+from hardneg.filters.human.agreement import pairwise
+from hardneg.filters.human.labels import DROPPING, NEGATIVE_LABELS, POSITIVE_LABELS, SEVERITY
+from hardneg.filters.human.store import ReviewStore, store_path
 
 log = logging.getLogger(__name__)
 

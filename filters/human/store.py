@@ -11,7 +11,7 @@ A label may name the version it was given on (`record(..., version=)`): the numb
 refused with `StaleVersion`, checked inside the write transaction, so the stale tab never overwrites.
 The adjudicators (`hardneg review --adjudicator NAME`) are kept in `meta`, so every reader of the store
 (the decide stage, `hardneg split`, the report) applies the same rule. The audit's random sample
-(`hardneg review --audit N`, `review/audit.py`) is kept here too: its items in `audit`, its draw in `meta`.
+(`hardneg review --audit N`, `filters/human/audit.py`) is kept here too: its items in `audit`, its draw in `meta`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from hardneg.core.errors import HardnegError
-from hardneg.review.labels import ALL_LABELS, annotator_name
+from hardneg.filters.human.labels import ALL_LABELS, annotator_name
 
 FILENAME = "review.sqlite"
 STORE = Path("work") / FILENAME  # the run's private part: no dataset upload or `load_dataset` reads it
@@ -65,7 +65,7 @@ CREATE TABLE IF NOT EXISTS current (
     PRIMARY KEY (item_id, annotator)
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS audit (              -- the audit's sample (review/audit.py); its draw in meta
+CREATE TABLE IF NOT EXISTS audit (              -- the audit's sample (filters/human/audit.py); its draw in meta
     item_id INTEGER PRIMARY KEY,
     stratum TEXT NOT NULL,
     at TEXT NOT NULL
