@@ -37,8 +37,8 @@ from hardneg.core.gqa.annotations import AnnotationStats
 from hardneg.core.gqa.hygiene import clean_by
 from hardneg.core.gqa.loader import GraphLimits, load_graphs
 from hardneg.core.gqa.plausibility import Counts
+from hardneg.core.gqa.run_inputs import prepare_run
 from hardneg.core.io import read_jsonl
-from hardneg.core.runner.folder import prepare_run
 from hardneg.core.runner.stage import Run
 from hardneg.core.words.table import Words
 from hardneg.flows.pipeline import STAGES

@@ -36,10 +36,10 @@ from hardneg.core.certify import Certifier
 from hardneg.core.config import load_config
 from hardneg.core.edits import BOX_BOUND, apply_edit, flip_graph
 from hardneg.core.gqa.ingest import row_to_graph
+from hardneg.core.gqa.run_inputs import prepare_run
 from hardneg.core.io import read_jsonl
 from hardneg.core.plugins import IMAGE_NEGATIVES
 from hardneg.core.records import PathNode, SceneGraph, SceneObject
-from hardneg.core.runner.folder import prepare_run
 from hardneg.core.runner.stage import Run
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words

@@ -41,8 +41,8 @@ from typing import Any
 import yaml
 
 from hardneg.core.config import load_config
+from hardneg.core.gqa.run_inputs import prepare_run
 from hardneg.core.plugins import TEXT_NEGATIVES
-from hardneg.core.runner.folder import prepare_run
 from hardneg.core.runner.stage import Run
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.flows.pipeline import STAGES

@@ -26,7 +26,7 @@ from pathlib import Path
 import orjson
 
 from hardneg.core.config import PATH_RULES, load_config
-from hardneg.core.runner.folder import prepare_run
+from hardneg.core.gqa.run_inputs import prepare_run
 from hardneg.core.runner.stage import Run
 from hardneg.flows.pipeline import STAGES
 

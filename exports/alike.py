@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from PIL import Image
 
+from hardneg.core.gqa.run_inputs import image_file
 from hardneg.core.records import PathNode
-from hardneg.core.runner.folder import image_file
 from hardneg.exports.corpus import Corpus, SortedIds, sample
 from hardneg.exports.tricd.rank import Scoring, candidate_pool, path_edges
 

@@ -33,9 +33,9 @@ from typing import Any
 import orjson
 
 from hardneg.core.errors import HardnegError
+from hardneg.core.gqa.run_inputs import image_file
 from hardneg.core.ids import safe_name
 from hardneg.core.io import iter_json_array
-from hardneg.core.runner.folder import image_file
 
 DATA = "data"
 CONFIGS = ("positives", "negatives")

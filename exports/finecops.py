@@ -22,9 +22,10 @@ import orjson
 from hardneg import __version__
 from hardneg.core.demo.world import GENERATOR_VERSION as DEMO_WORLD_VERSION
 from hardneg.core.gqa.hygiene import CHANGES as HYGIENE_CHANGES
+from hardneg.core.gqa.run_inputs import demo_dir
 from hardneg.core.io import JsonArrayWriter, temp_path, write_json
 from hardneg.core.rows import kept_digest
-from hardneg.core.runner.folder import created_on, demo_dir
+from hardneg.core.runner.folder import created_on
 from hardneg.core.runner.publish import begin, publish
 from hardneg.core.runner.stage import Run, Stage, Unit
 from hardneg.core.splits import split_of

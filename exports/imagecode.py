@@ -59,10 +59,10 @@ from hardneg.core.config_exports import ExportOptions
 from hardneg.core.edits import apply_edit
 from hardneg.core.executor import GraphIndex
 from hardneg.core.gqa.hygiene import words_digest
+from hardneg.core.gqa.run_inputs import image_file
 from hardneg.core.io import write_json
 from hardneg.core.plugins import EXPORTS
 from hardneg.core.records import PathNode, Reject, SceneGraph, content_id, keyed_seed
-from hardneg.core.runner.folder import image_file
 from hardneg.core.runner.stage import Run, Unit
 from hardneg.core.schema import outputs
 from hardneg.exports.alike import Ranking

@@ -22,10 +22,10 @@ import numpy as np
 from hardneg.core.certify import Certifier
 from hardneg.core.executor import GraphIndex
 from hardneg.core.gqa.hygiene import words_digest
+from hardneg.core.gqa.run_inputs import image_file
 from hardneg.core.pixels.claims import Photo, judge_negative, judge_positive
 from hardneg.core.records import PathNode, Reject
 from hardneg.core.rows import GraphRow, PixelNegativeRow, PixelPositiveRow
-from hardneg.core.runner.folder import image_file
 from hardneg.core.runner.stage import Stage, Unit
 from hardneg.core.schema import outputs
 from hardneg.core.words.attribute_table import AttributeTable

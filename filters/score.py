@@ -20,9 +20,9 @@ from PIL import Image
 
 from hardneg.core.config import RunConfig
 from hardneg.core.errors import ConfigError
+from hardneg.core.gqa.run_inputs import image_file
 from hardneg.core.records import SceneGraph
 from hardneg.core.rows import FilterScoreRow, GraphRow
-from hardneg.core.runner.folder import image_file
 from hardneg.core.runner.stage import Run, Stage, Unit
 from hardneg.core.schema import outputs
 from hardneg.filters.base import Filter, Item

@@ -39,7 +39,8 @@ from prefect.states import Completed, Failed, State
 from hardneg.core.config import RunConfig, load_config
 from hardneg.core.config_files import diff_tree
 from hardneg.core.errors import HardnegError
-from hardneg.core.runner.folder import prepare_run, removed_on_bad_input, stored_config
+from hardneg.core.gqa.run_inputs import prepare_run
+from hardneg.core.runner.folder import removed_on_bad_input, stored_config
 from hardneg.core.runner.lock import RunBusy, RunLock
 from hardneg.core.runner.progress import Progress, Tee, stage_line
 from hardneg.core.runner.stage import Run

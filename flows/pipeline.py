@@ -18,8 +18,9 @@ from typing import Any
 from hardneg.core.config import RunConfig, apply_overrides
 from hardneg.core.config_files import leaf_keys
 from hardneg.core.errors import ConfigError, HardnegError
+from hardneg.core.gqa.run_inputs import prepare_run
 from hardneg.core.rows import kept_digest
-from hardneg.core.runner.folder import prepare_run, removed_on_bad_input, stored_config
+from hardneg.core.runner.folder import removed_on_bad_input, stored_config
 from hardneg.core.runner.lock import RunLock
 from hardneg.core.runner.progress import Progress
 from hardneg.core.runner.publish import publishing, rollback

@@ -18,8 +18,8 @@ from typing import Any
 import orjson
 
 from hardneg.core.errors import HardnegError
+from hardneg.core.gqa.run_inputs import image_file
 from hardneg.core.ids import id_problem, safe_name
-from hardneg.core.runner.folder import image_file
 
 log = logging.getLogger(__name__)
 

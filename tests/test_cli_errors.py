@@ -272,7 +272,7 @@ def test_a_run_after_a_stopped_command_in_the_same_process_goes_on(tmp_path: Pat
     assert stop.requested() == "Ctrl+C"  # what the command reports after the block
     stop.check()  # outside a block: goes on
     from hardneg.core.config import load_config
-    from hardneg.core.runner.folder import prepare_run
+    from hardneg.core.gqa.run_inputs import prepare_run
     from hardneg.core.runner.stage import Run
     from hardneg.flows.pipeline import STAGES
 

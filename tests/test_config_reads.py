@@ -23,7 +23,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from hardneg.core.config import RunConfig, load_config
-from hardneg.core.runner.folder import prepare_run
+from hardneg.core.gqa.run_inputs import prepare_run
 from hardneg.core.runner.stage import Run
 from hardneg.flows.pipeline import STAGES
 

@@ -19,9 +19,10 @@ from pydantic import ValidationError
 
 from hardneg.core.edits import apply_edit
 from hardneg.core.executor import GraphIndex, execute
+from hardneg.core.gqa.run_inputs import resolve_inputs
 from hardneg.core.io import read_jsonl
 from hardneg.core.records import PathNode
-from hardneg.core.runner.folder import resolve_inputs, stored_config
+from hardneg.core.runner.folder import stored_config
 from hardneg.core.splits import split_of
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.evaluation.imagecode import imagecode_accuracy, prediction_accuracy, read_official

@@ -26,9 +26,9 @@ from PIL import Image
 
 from hardneg.core.config import load_config
 from hardneg.core.errors import EmptyInput
+from hardneg.core.gqa.run_inputs import prepare_run
 from hardneg.core.ids import printable_id
 from hardneg.core.io import read_jsonl
-from hardneg.core.runner.folder import prepare_run
 from hardneg.core.runner.stage import Run
 from hardneg.flows.pipeline import STAGES
 from tests.test_bad_input import snapshot

@@ -21,8 +21,8 @@ from hardneg.cli import main
 from hardneg.core.config import load_config
 from hardneg.core.demo.world import DemoWorld, build_demo_world
 from hardneg.core.errors import HardnegError
+from hardneg.core.gqa.run_inputs import prepare_run
 from hardneg.core.io import os_error_message, read_jsonl
-from hardneg.core.runner.folder import prepare_run
 from hardneg.core.runner.stage import SUMMARY, Run, Stage
 from hardneg.flows.pipeline import STAGES
 from hardneg.flows.request import check_output

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hardneg.core.gqa.run_inputs import image_file
 from hardneg.core.ids import MAX_ID_BYTES, PLAIN_MAX, id_problem, printable_id, safe_name
-from hardneg.core.runner.folder import image_file
 
 UNUSABLE = {
     "": "empty",

@@ -107,3 +107,18 @@ def test_no_folder_at_the_repository_root_shadows_the_package(tmp_path: Path):
     ).stdout.split()  # fmt: skip
     package, core = (Path(p).resolve() for p in out)
     assert package.parent.parent.parent == core.parent.parent, f"the package from {package}, its core from {core}"
+
+
+RUNNER_READS = {"runner", "config", "config_files", "errors", "io", "records", "schema"}
+
+
+def test_the_runner_stands_apart_from_the_domain():
+    """`core/runner/` (stages, units, the run folder, publishing) imports, at module level, nothing of the
+    domain (GQA, the demo world, the word tables, pixels): what a run reads is `core/gqa/run_inputs.py`'s."""
+    bad = []
+    for f in sorted((REPO_ROOT / "core" / "runner").glob("*.py")):
+        for module, at_top in _imports(f):
+            parts = module.split(".")
+            if at_top and parts[:2] == ["hardneg", "core"] and len(parts) > 2 and parts[2] not in RUNNER_READS:
+                bad.append(f"{f.relative_to(REPO_ROOT)} imports {module}")
+    assert not bad, "\n".join(bad)

@@ -26,7 +26,7 @@ import orjson
 import pytest
 
 from hardneg.core.config import load_config
-from hardneg.core.runner.folder import prepare_run
+from hardneg.core.gqa.run_inputs import prepare_run
 from hardneg.core.runner.lock import RunLock
 from tests.helpers import PHOTOS, REPO_ROOT
 

@@ -16,8 +16,8 @@ from hardneg.core.config import RunConfig, apply_overrides, config_value, load_c
 from hardneg.core.config_files import leaf_keys
 from hardneg.core.demo.world import build_demo_world
 from hardneg.core.errors import ConfigError
+from hardneg.core.gqa.run_inputs import prepare_run
 from hardneg.core.resources import data_path
-from hardneg.core.runner.folder import prepare_run
 from hardneg.core.runner.stage import Run
 from hardneg.flows.pipeline import STAGES
 

@@ -13,8 +13,9 @@ import pytest
 
 from hardneg.core.config import load_config
 from hardneg.core.errors import HardnegError
+from hardneg.core.gqa.run_inputs import prepare_run
 from hardneg.core.runner import publish
-from hardneg.core.runner.folder import prepare_run, stored_config
+from hardneg.core.runner.folder import stored_config
 from hardneg.core.runner.publish import BACKUP, OUTPUTS, STAGING
 from hardneg.core.runner.stage import Run
 from hardneg.flows.pipeline import STAGES, resplit, run_local

@@ -27,11 +27,11 @@ from PIL import Image, UnidentifiedImageError
 from hardneg.core.errors import EmptyInput, InputError
 from hardneg.core.gqa.inputs import bytes_digest, graphs_digest, photo_record, photo_store, photos_changed
 from hardneg.core.gqa.loader import GraphLimits, load_graphs
+from hardneg.core.gqa.run_inputs import image_file, input_paths
 from hardneg.core.ids import printable_id
 from hardneg.core.io import atomic_write_bytes
 from hardneg.core.records import Reject, SceneGraph
 from hardneg.core.rows import GraphRow, PhotoRow
-from hardneg.core.runner.folder import image_file, input_paths
 from hardneg.core.runner.stage import ALL, Run, Stage, Unit
 from hardneg.core.schema import outputs
 

@@ -30,7 +30,7 @@ class StageOutputs:
         """The run's photos, or None for a run without (`resolve_inputs`): the ingest stage's copies of the
         inputs, so what they hold is in its output digest, which every later stage's fingerprint holds; where
         the config's `inputs` pointed does not change what a stage makes of them."""
-        from hardneg.core.runner.folder import resolve_inputs  # the folder module builds the demo world
+        from hardneg.core.gqa.run_inputs import resolve_inputs
 
         return resolve_inputs(self.root, self.cfg)[1]
 

@@ -38,12 +38,12 @@ from hardneg.core.config_exports import ExportOptions
 from hardneg.core.gqa.hygiene import words_digest
 from hardneg.core.gqa.ingest import row_to_graph
 from hardneg.core.gqa.plausibility import Counts
+from hardneg.core.gqa.run_inputs import image_file
 from hardneg.core.ids import safe_name
 from hardneg.core.io import write_json
 from hardneg.core.plugins import EXPORTS
 from hardneg.core.records import Reject, SceneGraph, SceneObject, content_id, keyed_seed
 from hardneg.core.rows import GraphRow
-from hardneg.core.runner.folder import image_file
 from hardneg.core.runner.stage import Run, Unit
 from hardneg.core.schema import outputs
 from hardneg.core.splits import split_of

@@ -36,11 +36,11 @@ from hardneg.core.config import SplitName
 from hardneg.core.config_exports import ExportOptions
 from hardneg.core.gqa.hygiene import words_digest
 from hardneg.core.gqa.plausibility import Counts
+from hardneg.core.gqa.run_inputs import image_file
 from hardneg.core.ids import safe_name
 from hardneg.core.io import file_digest, write_json
 from hardneg.core.plugins import EXPORTS
 from hardneg.core.records import PathNode, Reject, content_id
-from hardneg.core.runner.folder import image_file
 from hardneg.core.runner.stage import ALL, Run, Unit
 from hardneg.core.schema import outputs
 from hardneg.core.words.attribute_table import AttributeTable

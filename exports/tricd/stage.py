@@ -42,10 +42,10 @@ from hardneg.core.config import SplitName
 from hardneg.core.config_exports import ExportOptions
 from hardneg.core.executor import GraphIndex
 from hardneg.core.gqa.hygiene import words_digest
+from hardneg.core.gqa.run_inputs import image_file
 from hardneg.core.io import iter_json_array
 from hardneg.core.plugins import EXPORTS
 from hardneg.core.records import PathNode, Reject, SceneGraph, content_id
-from hardneg.core.runner.folder import image_file
 from hardneg.core.runner.stage import Run, Unit
 from hardneg.core.schema import outputs
 from hardneg.exports.base import ExportStage

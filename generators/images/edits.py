@@ -30,9 +30,9 @@ from hardneg.backends.inpaint import EditRegion, InpaintBackend
 from hardneg.core.certify import Certifier
 from hardneg.core.edits import apply_edit, looks
 from hardneg.core.geometry import intersection
+from hardneg.core.gqa.run_inputs import image_file
 from hardneg.core.plugins import IMAGE_NEGATIVES
 from hardneg.core.records import PathNode, SceneGraph, SceneObject, keyed_seed
-from hardneg.core.runner.folder import image_file
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
 from hardneg.generators.text.sites import Site

@@ -36,12 +36,12 @@ from hardneg.backends.registry import make_inpaint_backend, make_language_backen
 from hardneg.core.config import RunConfig
 from hardneg.core.gqa.hygiene import words_digest
 from hardneg.core.gqa.ingest import corpus_vocab, row_to_graph
+from hardneg.core.gqa.run_inputs import image_file
 from hardneg.core.ids import safe_name
 from hardneg.core.io import write_json
 from hardneg.core.plugins import TEXT_NEGATIVES
 from hardneg.core.records import ImageNegative, PathNode, Reject, SceneGraph
 from hardneg.core.rows import GraphRow, ImageNegativeRow
-from hardneg.core.runner.folder import image_file
 from hardneg.core.runner.stage import Run, Stage, Unit
 from hardneg.core.schema import outputs
 from hardneg.core.splits import split_of

@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from hardneg.core.colors import colour_name, in_range, to_lab
+from hardneg.core.gqa.run_inputs import image_file
 from hardneg.core.records import SceneObject
-from hardneg.core.runner.folder import image_file
 
 SHOWN = 0.1  # of a box's pixels of the claimed colour: the object may well show it
 MAX_SIDE = 320  # images are read down to this longest side: a share of pixels needs no more
