@@ -25,6 +25,7 @@ Every candidate is the source outside the union of the job's boxes dilated by `d
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import logging
 import time
 from collections.abc import Sequence
@@ -45,10 +46,6 @@ if TYPE_CHECKING:
     from hardneg.backends.requirements import Requirement
     from hardneg.core.config import RunConfig
 
-try:
-    import cv2
-except ImportError as e:  # pragma: no cover - depends on the environment
-    raise MissingDependency("OpenCVInpainter needs OpenCV: pip install 'opencv-python-headless>=4.8'") from e
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +64,7 @@ MAX_REMOVE_AREA = 0.04  # of the photo: the box of an object to remove (a large 
 PLAIN_TEXTURE = 0.012  # the surroundings' median fine detail (local texture, 0..1): plain, not grass or gravel
 PLAIN_SPREAD = 10.0  # CIELAB: the surroundings' median distance to their median colour: one surface
 # A removal's fills: (method, radius, mask margin); candidates past the list draw their own.
-FILLS = ((cv2.INPAINT_TELEA, 5, 3), (cv2.INPAINT_NS, 5, 4), (cv2.INPAINT_TELEA, 9, 5), (cv2.INPAINT_NS, 3, 2))
+FILLS = (("INPAINT_TELEA", 5, 3), ("INPAINT_NS", 5, 4), ("INPAINT_TELEA", 9, 5), ("INPAINT_NS", 3, 2))
 
 
 def _clip_box(box: tuple[int, int, int, int], width: int, height: int) -> Rect:
@@ -93,6 +90,8 @@ def _grabcut(rgb: np.ndarray, rect: Rect, iters: int, seed: int) -> np.ndarray |
 
 def _morph(mask: np.ndarray, px: int) -> np.ndarray:
     """Dilate (px > 0) or erode (px < 0) a bool mask by |px| pixels."""
+    import cv2
+
     if px == 0:
         return mask
     kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * abs(px) + 1, 2 * abs(px) + 1))
@@ -102,6 +101,8 @@ def _morph(mask: np.ndarray, px: int) -> np.ndarray:
 
 def _feather(mask: np.ndarray, sigma: float) -> np.ndarray:
     """A soft alpha (float32, HxWx1) from a bool mask (the probes' backgrounds blend with it)."""
+    import cv2
+
     alpha = mask.astype(np.float32)
     if sigma > 0:
         alpha = cv2.GaussianBlur(alpha, (0, 0), sigma)
@@ -140,6 +141,8 @@ class OpenCVInpainter:
             raise ValueError(f"dilate_px must be >= 0, got {dilate_px}")
         if grabcut_iters < 1:
             raise ValueError(f"grabcut_iters must be >= 1, got {grabcut_iters}")
+        if importlib.util.find_spec("cv2") is None:  # imported where it is used: the registry loads no library
+            raise MissingDependency("OpenCVInpainter needs OpenCV: pip install 'opencv-python-headless>=4.8'")
         self.dilate_px = dilate_px
         self.grabcut_iters = grabcut_iters
         self._wholes: dict[tuple[Any, ...], Whole] = {}
@@ -172,6 +175,8 @@ class OpenCVInpainter:
         - a replacement: no object outline in the box (the whole box would be smeared), a donor whose own
           outline is not found (pasted as a rectangle), or one that, fitted into the box as candidate 0
           places it, hides less than `MIN_DONOR_COVER` of the old object (the rest would be smeared)."""
+        import cv2
+
         if not self.supports(region):
             return None
         src = np.asarray(image.convert("RGB"))
@@ -291,8 +296,11 @@ class OpenCVInpainter:
 
     def _remove(self, win: np.ndarray, fg: np.ndarray, rng: np.random.Generator, k: int) -> np.ndarray:
         """Candidate k of a removal: fill k of `FILLS` (method, radius, margin), or one drawn past them."""
+        import cv2
+
         if k < len(FILLS):
-            method, radius, grow = FILLS[k]
+            name, radius, grow = FILLS[k]
+            method = getattr(cv2, name)
         else:
             method = (cv2.INPAINT_TELEA, cv2.INPAINT_NS)[int(rng.integers(0, 2))]
             radius, grow = int(rng.integers(3, 10)), int(rng.integers(2, 6))
@@ -312,6 +320,8 @@ class OpenCVInpainter:
     ) -> np.ndarray:
         # Remove first, so old parts the donor does not cover vanish. The removal is the same for every
         # candidate (they differ in how the donor is placed), so it is computed once per window.
+        import cv2
+
         key = hashlib.blake2b(win.tobytes() + fg.tobytes(), digest_size=16).digest()
         base = removed.get(key)
         if base is None:
@@ -350,6 +360,8 @@ class OpenCVInpainter:
 
     def _donor_cut(self, donor: Image.Image, seed: int) -> tuple[np.ndarray, np.ndarray | None]:
         """The donor crop and GrabCut's object mask in it (None when it finds none)."""
+        import cv2
+
         rgb = np.asarray(donor.convert("RGB"))
         h, w = rgb.shape[:2]
         pad = max(4, round(0.1 * max(h, w)))
@@ -369,6 +381,8 @@ def removal_refusal(src: np.ndarray, whole: Whole) -> str | None:
     None: its mask is not a real outline of all of it (`Whole.problems`, or the centre-seeded guess), its
     box is more than `MAX_REMOVE_AREA` of the photo, or its surroundings (a ring around the box) are not
     one plain surface (fine detail above `PLAIN_TEXTURE`, colours spread beyond `PLAIN_SPREAD`)."""
+    import cv2
+
     from hardneg.core.colors import to_lab
 
     if not whole.usable:

@@ -30,15 +30,23 @@ HEAVY_OK = {"flows/generate.py": {"prefect"}, "flows/deploy.py": {"prefect"}, "r
 
 
 def _imports(path: Path) -> list[tuple[str, bool]]:
-    """(module, at top level) for every import in a file."""
+    """(module, run on import) for every import in a file: run on import unless it sits in a function or
+    under `if TYPE_CHECKING:` (an import in a module-level `try:` or `if` runs on import too)."""
     tree = ast.parse(path.read_text(), str(path))
-    top = {id(n) for n in tree.body}
-    out = []
-    for node in ast.walk(tree):
+    out: list[tuple[str, bool]] = []
+
+    def visit(node: ast.AST, on_import: bool) -> None:
+        in_function = isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
+        if in_function or (isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)):
+            on_import = False
         if isinstance(node, ast.Import):
-            out += [(a.name, id(node) in top) for a in node.names]
+            out.extend((a.name, on_import) for a in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            out.append((node.module, id(node) in top))
+            out.append((node.module, on_import))
+        for child in ast.iter_child_nodes(node):
+            visit(child, on_import)
+
+    visit(tree, True)
     return out
 
 

@@ -82,12 +82,12 @@ def test_the_editor_link_tree_maps_every_layer_like_the_install(tmp_path, monkey
     for layer in (*LAYERS, *DATA):
         assert (pkg / layer).resolve() == (REPO_ROOT / layer).resolve(), layer
         assert (pkg / layer / "__init__.py").is_file()
-    assert (pkg / "cli.py").resolve() == (REPO_ROOT / "hardneg" / "cli.py").resolve()
+    assert (pkg / "cli.py").resolve() == (REPO_ROOT / "src" / "hardneg" / "cli.py").resolve()
 
 
 def test_no_source_folder_holds_more_than_20_modules():
     crowded = []
-    for layer in (*LAYERS, "hardneg"):
+    for layer in (*LAYERS, "src/hardneg"):
         for folder in [REPO_ROOT / layer, *(p for p in (REPO_ROOT / layer).glob("**/") if p.name != "__pycache__")]:
             n = len(list(folder.glob("*.py")))
             if n > 20:
