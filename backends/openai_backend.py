@@ -90,6 +90,16 @@ log = logging.getLogger(__name__)
 _NO_KEY = "not-needed"  # sent when no key is set: a local server ignores it
 
 
+def server_url(configured: str | None) -> str:
+    """The server's URL: `language.openai.base_url`, else `$OPENAI_BASE_URL`; neither set is a config error."""
+    if url := configured or os.environ.get("OPENAI_BASE_URL"):
+        return url
+    raise ConfigError(
+        "language.backend is openai but language.openai.base_url is null and $OPENAI_BASE_URL is not set; "
+        "set one (https://api.openai.com/v1 for OpenAI)"
+    )
+
+
 @LANGUAGE_BACKENDS.add("openai", order=20)
 class OpenAIBackend:
     """`LanguageBackend` over an OpenAI-compatible chat-completions endpoint (OpenAI, llama.cpp, vLLM, ...)."""
@@ -108,13 +118,7 @@ class OpenAIBackend:
         from hardneg.backends.requirements import Requirement, Server
 
         o = cfg.language.openai
-        base_url = o.base_url or os.environ.get("OPENAI_BASE_URL")
-        if not base_url:
-            raise ConfigError(
-                "language.backend is openai but language.openai.base_url is null and $OPENAI_BASE_URL is not set; "
-                "set one (https://api.openai.com/v1 for OpenAI)"
-            )
-        return [Requirement("language.backend openai", server=Server(base_url, o.api_key_env or None))]
+        return [Requirement("language.backend openai", server=Server(server_url(o.base_url), o.api_key_env or None))]
 
     @classmethod
     def fingerprint(cls, cfg: RunConfig) -> object:
@@ -127,10 +131,7 @@ class OpenAIBackend:
 
     def __init__(self, settings: OpenAISettings) -> None:
         self.settings = settings
-        base_url = settings.base_url or os.environ.get("OPENAI_BASE_URL")
-        if not base_url:
-            raise ConfigError("language.openai.base_url is null and $OPENAI_BASE_URL is not set")
-        self.base_url = base_url
+        self.base_url = base_url = server_url(settings.base_url)
         self._shown_url = shown_url(base_url)
         self.rewrite_prompt = self._load(settings.rewrite_prompt, "rewrite")
         self.replace_prompt = self._load(settings.replace_prompt, "replace")

@@ -42,7 +42,7 @@ class ConfigView:
         self._prefix = prefix
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
+        if name.startswith("_"):  # its own slots (unset while a copy is made), never a config key
             raise AttributeError(name)
         value = getattr(self._cfg, name)
         key = f"{self._prefix}{name}"
@@ -81,4 +81,6 @@ class SeenBy:
         self.cfg = run.stage_cfg(name)
 
     def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__") or attr == "_run":  # a copy being made: not the run's
+            raise AttributeError(attr)
         return getattr(self._run, attr)

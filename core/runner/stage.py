@@ -153,6 +153,7 @@ class Run(StageOutputs):
             self.reads[s.name] = tuple(self.order[:i]) if s.reads_all else s.reads
         self._config_fps: dict[str, str] = {}
         self._views: dict[str, ConfigView] = {}
+        self._seen: dict[str, SeenBy] = {}
         self.published = tuple(dict.fromkeys(n for s in stages for n in s.publishes))
 
     # -- folders and fingerprints ------------------------------------------------------------------
@@ -188,7 +189,9 @@ class Run(StageOutputs):
 
     def seen_by(self, name: str) -> Run:
         """The run as stage `name`'s hooks (`prepare`, `finish`, ...) see it: its config is `stage_cfg(name)`."""
-        return SeenBy(self, name)  # type: ignore[return-value]  # reads like the run it stands for
+        if name not in self._seen:
+            self._seen[name] = SeenBy(self, name)
+        return self._seen[name]  # type: ignore[return-value]  # reads like the run it stands for
 
     def fingerprint(self, name: str) -> str | None:
         """The config fingerprint plus the output digests of the stages it reads; None while one of

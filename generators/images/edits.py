@@ -221,34 +221,6 @@ def falsified(path: PathNode, graph: SceneGraph, edit: dict[str, Any], certifier
     return certifier.nothing(path.without_ids(), edited)
 
 
-def swap_objects_edit(
-    site: Site,
-    a: SceneObject,
-    b: SceneObject,
-    image: Image.Image,
-    ctx: ImageContext,
-    graph: SceneGraph | None,
-    copies: bool,
-) -> ImageEdit:
-    """Two objects trade places: each one's own crop, with its looks, pasted into the other's box."""
-    regions = (
-        EditRegion(a.box, "replace", prompt((), b.name), donor=crop(image, b.box)),
-        EditRegion(b.box, "replace", prompt((), a.name), donor=crop(image, a.box)),
-    )
-    return ImageEdit(site, swap_names_edit(a, b, ctx, graph if copies else None, copies), regions)
-
-
-def swap_attributes_edit(site: Site, a: SceneObject, b: SceneObject, graph: SceneGraph | None) -> ImageEdit:
-    """Two objects trade the site's attributes (`site.word` on `a`, `site.other` on `b`): each repainted."""
-    x, y, c = site.word, site.other, site.category
-    regions = (
-        attribute_region(a.box, y, c, a.name, x, inside_of(graph, a)),  # type: ignore[arg-type]
-        attribute_region(b.box, x, c, b.name, y, inside_of(graph, b)),  # type: ignore[arg-type]
-    )
-    edit = {"op": "swap_attributes", "objects": [a.id, b.id], "from": [x, y], **on_it(regions)}
-    return ImageEdit(site, edit, regions)
-
-
 def swap_names_edit(
     a: SceneObject, b: SceneObject, ctx: ImageContext, graph: SceneGraph | None = None, copies: bool = True
 ) -> dict:
@@ -308,13 +280,15 @@ def fitting_donors(word: str, obj: SceneObject, graph: SceneGraph, ctx: ImageCon
     ]
 
 
-def attribute_renderable(site: Site, obj: SceneObject, backend: InpaintBackend, word: str) -> bool:
+def attribute_renderable(
+    site: Site, obj: SceneObject, graph: SceneGraph, ctx: ImageContext, backend: InpaintBackend, word: str
+) -> bool:
     """Whether `attribute_edit` can render `word`."""
     return backend.supports(attribute_region(obj.box, word, site.category, obj.name))  # type: ignore[arg-type]
 
 
 def rename_renderable(
-    obj: SceneObject, graph: SceneGraph, ctx: ImageContext, backend: InpaintBackend, word: str
+    site: Site, obj: SceneObject, graph: SceneGraph, ctx: ImageContext, backend: InpaintBackend, word: str
 ) -> bool:
     """Whether `rename_edit` can render `word`, without reading any donor image."""
     has_donor = bool(fitting_donors(word, obj, graph, ctx))
@@ -339,7 +313,13 @@ def backend_refusal(backend: InpaintBackend, image: Image.Image | None, region: 
 
 
 def attribute_edit(
-    site: Site, obj: SceneObject, graph: SceneGraph, backend: InpaintBackend, word: str, image: Image.Image | None
+    site: Site,
+    obj: SceneObject,
+    graph: SceneGraph,
+    ctx: ImageContext,
+    backend: InpaintBackend,
+    word: str,
+    image: Image.Image | None = None,
 ) -> ImageEdit | None:
     """The object's attribute `site.word` repainted as `word`; None when the backend cannot render it. Raises
     `PasteRefused` when the backend judges (on the source `image`) that it would not look like a photograph."""

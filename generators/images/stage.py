@@ -240,11 +240,12 @@ def make_image_negatives(
         for (nid, _), cands in zip(chunk, inpaint.run([j for _, j in chunk]), strict=True):
             outputs[nid] = list(cands)
         for st, edit, _job, nid in [x for x in jobs if x[3] in outputs]:
-            records.append(_write(st, edit, nid, outputs.pop(nid), ctx, inpaint.version, stats))
+            kind = search.kinds[edit.site.negative_type]
+            records.append(_write(st, edit, kind, nid, outputs.pop(nid), ctx, inpaint.version, stats))
     for st, edit, job, nid in jobs:
         if job is None:  # a kind that makes its own picture (a flip: the mirrored source) has it as the one candidate
             kind = search.kinds[edit.site.negative_type]
-            records.append(_write(st, edit, nid, [kind.picture(st.extra["image"])], ctx, kind.name, stats))
+            records.append(_write(st, edit, kind, nid, [kind.picture(st.extra["image"])], ctx, kind.name, stats))
     records.sort(key=lambda r: (r["source_image_id"], r["id"]))
     return records, search.rejects, stats
 
@@ -252,6 +253,7 @@ def make_image_negatives(
 def _write(
     st: SearchState,
     edit: ImageEdit,
+    kind: ImageType,
     nid: int,
     cands: list[Image.Image],
     ctx: ImageContext,
@@ -283,7 +285,7 @@ def _write(
         edit=edit.edit,
         edit_boxes=[list(r.box) for r in edit.regions],
         candidates=files,
-        bbox=image_type(site.negative_type).target_box(box, p["width"]),
+        bbox=kind.target_box(box, p["width"]),
         width=p["width"],
         height=p["height"],
         generator=GENERATOR,

@@ -35,11 +35,10 @@ from hardneg.generators.images.edits import (
     name_options,
     rename_edit,
     rename_renderable,
-    swap_attributes_edit,
-    swap_objects_edit,
     swap_refusal,
 )
 from hardneg.generators.images.flip import print_refusal
+from hardneg.generators.images.swaps import pair, swap_attributes_edit, swap_objects_edit
 from hardneg.generators.text.sites import SearchState, Site
 
 if TYPE_CHECKING:
@@ -151,25 +150,10 @@ class ReplaceObject(ImageType):
     in_paper = True
     offline = PASTE_OFF
 
-    def options(self, site: Site, obj: SceneObject, ctx: ImageContext) -> tuple[str, ...]:
-        return name_options(site, obj, ctx)
-
-    def renderable(
-        self, site: Site, obj: SceneObject, graph: SceneGraph, ctx: ImageContext, backend: InpaintBackend, word: str
-    ) -> bool:
-        return rename_renderable(obj, graph, ctx, backend, word)
-
-    def edit_with(
-        self,
-        site: Site,
-        obj: SceneObject,
-        graph: SceneGraph,
-        ctx: ImageContext,
-        backend: InpaintBackend,
-        word: str,
-        image: Image.Image | None = None,
-    ) -> ImageEdit | None:
-        return rename_edit(site, obj, graph, ctx, backend, word, image)
+    # each step bound as it stands in `edits.py` (its signature is the method's)
+    options = staticmethod(name_options)
+    renderable = staticmethod(rename_renderable)
+    edit_with = staticmethod(rename_edit)
 
 
 @IMAGE_NEGATIVES.add("replace_attribute", order=20)
@@ -181,25 +165,9 @@ class ReplaceAttribute(ImageType):
     needs_word = True
     in_paper = True
 
-    def options(self, site: Site, obj: SceneObject, ctx: ImageContext) -> tuple[str, ...]:
-        return attribute_options(site, obj, ctx)
-
-    def renderable(
-        self, site: Site, obj: SceneObject, graph: SceneGraph, ctx: ImageContext, backend: InpaintBackend, word: str
-    ) -> bool:
-        return attribute_renderable(site, obj, backend, word)
-
-    def edit_with(
-        self,
-        site: Site,
-        obj: SceneObject,
-        graph: SceneGraph,
-        ctx: ImageContext,
-        backend: InpaintBackend,
-        word: str,
-        image: Image.Image | None = None,
-    ) -> ImageEdit | None:
-        return attribute_edit(site, obj, graph, backend, word, image)
+    options = staticmethod(attribute_options)
+    renderable = staticmethod(attribute_renderable)
+    edit_with = staticmethod(attribute_edit)
 
 
 @IMAGE_NEGATIVES.add("swap_object", order=40)
@@ -212,20 +180,9 @@ class SwapObject(ImageType):
     offline = PASTE_OFF
 
     def refusal(self, site: Site, objects: list[SceneObject | None], st: SearchState, ctx: ImageContext) -> str | None:
-        return swap_refusal(*(objects[i] for i in site.nodes))  # type: ignore[arg-type]
+        return swap_refusal(*pair(site, objects))
 
-    def edit(
-        self,
-        site: Site,
-        objects: list[SceneObject | None],
-        image: Image.Image,
-        ctx: ImageContext,
-        graph: SceneGraph | None = None,
-        backend: InpaintBackend | None = None,
-    ) -> ImageEdit | None:
-        a, b = (objects[i] for i in site.nodes)
-        assert a is not None and b is not None  # enumerate_sites only makes swaps between editable objects
-        return swap_objects_edit(site, a, b, image, ctx, graph, getattr(backend, "copies_donors", True))
+    edit = staticmethod(swap_objects_edit)
 
 
 @IMAGE_NEGATIVES.add("swap_attribute", order=50)
@@ -237,18 +194,7 @@ class SwapAttribute(ImageType):
     in_paper = True
     offline = SWAP_COLOUR_OFF
 
-    def edit(
-        self,
-        site: Site,
-        objects: list[SceneObject | None],
-        image: Image.Image,
-        ctx: ImageContext,
-        graph: SceneGraph | None = None,
-        backend: InpaintBackend | None = None,
-    ) -> ImageEdit | None:
-        a, b = (objects[i] for i in site.nodes)
-        assert a is not None and b is not None  # enumerate_sites only makes swaps between editable objects
-        return swap_attributes_edit(site, a, b, graph)
+    edit = staticmethod(swap_attributes_edit)
 
 
 @IMAGE_NEGATIVES.add("flip", order=60)
