@@ -224,3 +224,23 @@ def test_the_soft_rim_moves_only_against_a_plain_ground_it_blends_into():
     lab = to_lab(sand.reshape(-1, 3)).reshape(80, 120, 3)
     share, _ = blend_share(lab, glove, glove, 2)
     assert share.max() == 0.0  # the glove and the sand are too alike to tell a blend of them
+
+
+def test_like_finds_the_same_pixels_as_a_row_wise_unique_would():
+    """`like` packs each colour cell into one integer to find the distinct ones; the rows and the pixels it
+    marks are those `np.unique(axis=0)` gives, cells of negative and wide-ranging values included."""
+    rng = np.random.default_rng(5)
+    cells = rng.integers(-300, 300, size=(4000, 3)).astype(np.int32)
+    cells[3000:] = cells[:1000]  # repeats
+    rows, back = dye._distinct(cells)
+    assert (rows[back] == cells).all()
+    assert sorted(map(tuple, rows)) == sorted(map(tuple, np.unique(cells, axis=0)))
+    rgb = rng.integers(0, 256, size=(40, 50, 3), dtype=np.uint8)
+    where, ref = rng.random((40, 50)) < 0.7, rng.random((40, 50)) < 0.05
+    got = dye.like(rgb, where, ref)
+    weight = np.array([0.5, 1.0, 1.0], np.float32)
+    pixel = np.round(to_lab(rgb[where]) * weight / dye.LIKE_CELL) * dye.LIKE_CELL
+    own = np.round(to_lab(rgb[ref]) * weight / dye.LIKE_CELL) * dye.LIKE_CELL
+    near = (np.linalg.norm(pixel[:, None] - own[None], axis=-1) <= dye.LIKE_DE + 1e-6).any(axis=1)
+    assert (got[where] == near).all() and not got[~where].any()
+    assert 0 < near.sum() < near.size
