@@ -46,6 +46,7 @@ from hardneg.backends.object_masks import object_mask
 from hardneg.core.colors import in_range, to_lab
 from hardneg.filters.base import Item
 from hardneg.filters.scorers.edit_check import EditCheckFilter, EditThresholds
+from tests.helpers import image_negative_row
 
 Box = tuple[int, int, int, int]
 STUFF = {"field", "ground", "room", "wall", "floor", "sky", "fence", "clouds", "grass", "road", "water", "sand"}
@@ -258,7 +259,7 @@ def make_edits(graphs: dict[str, Any], images: dict[str, Image.Image]) -> Iterat
 def score(edits: list[Edit]) -> None:
     f = EditCheckFilter()
     items = [
-        Item(e.n, "image_candidate", {"edit": e.edit}, "", e.source, candidate=e.candidate, boxes=e.boxes)
+        Item(e.n, "image_candidate", image_negative_row(e.edit), "", e.source, candidate=e.candidate, boxes=e.boxes)
         for e in edits
     ]
     thresholds = EditThresholds()

@@ -268,12 +268,13 @@ def score(cands: list[Candidate]) -> None:
     """The current `edits` filter's scores of every non-flip candidate (into `Candidate.scores`)."""
     from hardneg.filters.base import Item
     from hardneg.filters.scorers.edit_check import EditCheckFilter
+    from tests.helpers import image_negative_row
 
     f = EditCheckFilter()
     for c in cands:
         if c.maker == "flip":
             continue
-        item = Item(0, "image_candidate", {"edit": c.edit}, "", Image.fromarray(c.source),
+        item = Item(0, "image_candidate", image_negative_row(c.edit), "", Image.fromarray(c.source),
                     candidate=Image.fromarray(c.pixels), boxes=c.boxes)  # fmt: skip
         c.scores = f.score([item])[0]
 

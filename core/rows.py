@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from hardneg.core.gqa.loader import validate_graph
-from hardneg.core.records import SceneGraph
+from hardneg.core.records import PathNode, SceneGraph
 
 Json = dict[str, Any]
 
@@ -135,6 +135,10 @@ class PositiveRow:
     expression_source: str = "template"  # or "rewrite#k"
     rewrite_backend: str | None = None
 
+    def node(self) -> PathNode:
+        """The path, read."""
+        return PathNode.from_json(self.path)
+
 
 @dataclass(slots=True, kw_only=True)
 class KeptRow:
@@ -171,6 +175,10 @@ class TextNegativeRow:
     rewrites: list[str] = field(default_factory=list)
     rewrite_backend: str | None = None
 
+    def node(self) -> PathNode:
+        """The path, read."""
+        return PathNode.from_json(self.path)
+
 
 @dataclass(slots=True, kw_only=True)
 class ImageNegativeRow:
@@ -199,6 +207,10 @@ class ImageNegativeRow:
     generator: str
     backend: str
 
+    def node(self) -> PathNode:
+        """The path, read."""
+        return PathNode.from_json(self.path)
+
 
 @dataclass(slots=True, kw_only=True)
 class FilterScoreRow:
@@ -209,6 +221,12 @@ class FilterScoreRow:
     target: str  # "positive", "text_negative" or "image_negative"
     scores: dict[str, Json] = field(default_factory=dict)
     candidates: list[dict[str, Json]] = field(default_factory=list)
+
+    def to_row(self) -> Json:
+        """An image negative's row holds its candidates' scores, any other's its own."""
+        if self.target == "image_negative":
+            return {"id": self.id, "target": self.target, "candidates": self.candidates}
+        return {"id": self.id, "target": self.target, "scores": self.scores}
 
 
 @dataclass(slots=True, kw_only=True)

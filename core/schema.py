@@ -4,8 +4,9 @@ Every output kind a stage writes has a record type (`Stage.writes`): a dataclass
 row's JSON keys, in the order the writer puts them, required unless the field has a default. The runner
 checks the first row of every write against it (every row in `core/runner/alone.py`'s runs), so a writer
 that drops or misspells a key fails in the stage that wrote it, not in a reader three stages later; and
-`Unit.records` hands readers the rows as those dataclasses. Rows stay plain dicts on disk and for the
-writers: a record type describes a row, it does not serialise one.
+`Unit.records` hands readers the rows as those dataclasses. Rows are plain dicts on disk; a writer hands
+`Unit.write` records or dicts, and a record becomes its row by `as_row`: its fields in order, or what its
+own `to_row` says where the row leaves a field out.
 """
 
 from __future__ import annotations
@@ -55,6 +56,18 @@ def row_problem(row: Any, record: type) -> str | None:
     if unknown := row.keys() - s.allowed:
         return f"a row has {', '.join(sorted(map(str, unknown)))}, which {s.name} does not declare"
     return None
+
+
+def as_row(record: Any) -> dict[str, Any]:
+    """The stored row of a record (a dict is one already): `record.to_row()` where the record type defines
+    it (a row that leaves a field out), else every field, in order."""
+    if isinstance(record, dict):
+        return record
+    if (to_row := getattr(record, "to_row", None)) is not None:
+        return to_row()
+    if not dataclasses.is_dataclass(record):
+        raise TypeError(f"a {type(record).__name__} is neither a row nor a record")
+    return {f.name: getattr(record, f.name) for f in dataclasses.fields(record)}
 
 
 def to_record(row: dict[str, Any], record: type[R]) -> R:

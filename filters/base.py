@@ -42,7 +42,8 @@ from pydantic import BaseModel, ConfigDict
 
 from hardneg.backends.requirements import Requirement
 from hardneg.core.errors import ConfigError, MissingDependency
-from hardneg.core.records import SceneGraph
+from hardneg.core.records import PathNode, SceneGraph
+from hardneg.core.rows import ImageNegativeRow, Json, PositiveRow, TextNegativeRow
 
 Box = tuple[int, int, int, int]  # xywh pixels
 Target = Literal["positive", "text_negative", "image_candidate", "text"]
@@ -76,13 +77,29 @@ class ScoreLine:
     risk: Callable[[float], float] | None = None  # the chance in [0, 1] that a human rejects the sample
 
 
+@dataclass(slots=True, frozen=True)
+class TextClaim:
+    """What a blind text scorer (target `"text"`) reads of the samples that say one text: the text and the
+    path it says (JSON), not a whole record."""
+
+    expression: str
+    path: Json
+
+    def node(self) -> PathNode:
+        """The path, read."""
+        return PathNode.from_json(self.path)
+
+
+Sample = PositiveRow | TextNegativeRow | ImageNegativeRow | TextClaim  # what an `Item` is about
+
+
 @dataclass(slots=True)
 class Item:
     """What a filter sees of one sample (or one candidate image of an image negative)."""
 
     id: int  # the sample's id (an image candidate: its negative's id)
     target: Target
-    record: dict[str, Any]  # the sample's record: path, expression, bbox, ...
+    record: Sample  # the sample's record as stored (a text scorer's: the text and its path)
     text: str  # the positive expression (for a negative: its positive's)
     image: Image.Image | None = None  # the source image, RGB; None when the run has no images
     negative_text: str | None = None  # text negatives: the negative expression

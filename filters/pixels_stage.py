@@ -24,8 +24,8 @@ from hardneg.core.executor import GraphIndex
 from hardneg.core.gqa.hygiene import words_digest
 from hardneg.core.gqa.run_inputs import image_file
 from hardneg.core.pixels.claims import Photo, judge_negative, judge_positive
-from hardneg.core.records import PathNode, Reject
-from hardneg.core.rows import GraphRow, PixelNegativeRow, PixelPositiveRow
+from hardneg.core.records import Reject
+from hardneg.core.rows import GraphRow, PixelNegativeRow, PixelPositiveRow, PositiveRow, TextNegativeRow
 from hardneg.core.runner.stage import Stage, Unit
 from hardneg.core.schema import outputs
 from hardneg.core.words.attribute_table import AttributeTable
@@ -49,8 +49,8 @@ class PixelsStage(Stage):
     def run(self, unit: Unit) -> None:
         cfg = unit.cfg
         images = unit.images
-        positives = list(unit.read("language", "positives"))
-        negatives = list(unit.read("language", "negatives"))
+        positives = list(unit.records("language", "positives", PositiveRow))
+        negatives = list(unit.records("language", "negatives", TextNegativeRow))
         unit.items_in = len(positives) + len(negatives)
         if images is None or not cfg.pixels.enabled:
             unit.stats["not_run:no images" if images is None else "not_run:pixels.enabled is false"] += 1
@@ -61,15 +61,15 @@ class PixelsStage(Stage):
         words = Words.load()
         table = AttributeTable.load(cfg.resolve(cfg.attribute_table))
         certifier = Certifier(words, table)
-        by_image: dict[str, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
-        for r in positives:
-            by_image[r["image_id"]].append(("positive", r))
-        paths = {r["id"]: r for r in positives}
-        for r in negatives:
-            if r["positive_id"] in paths:
-                by_image[r["image_id"]].append(("negative", r))
-        pos_rows: list[dict[str, Any]] = []
-        neg_rows: list[dict[str, Any]] = []
+        by_image: dict[str, list[PositiveRow | TextNegativeRow]] = defaultdict(list)
+        for p in positives:
+            by_image[p.image_id].append(p)
+        by_id = {p.id: p for p in positives}
+        for n in negatives:
+            if n.positive_id in by_id:
+                by_image[n.image_id].append(n)
+        pos_rows: list[PixelPositiveRow] = []
+        neg_rows: list[PixelNegativeRow] = []
         for image_id in sorted(by_image):
             graph = graphs.get(image_id)
             if graph is None:
@@ -83,31 +83,28 @@ class PixelsStage(Stage):
                 continue
             photo = Photo(rgb, graph, seed=cfg.seed)
             index = GraphIndex(graph, table)
-            for kind, r in by_image[image_id]:
-                target = r["path"].get("id") if kind == "positive" else paths[r["positive_id"]]["path"].get("id")
+            for r in by_image[image_id]:
+                path = (r if isinstance(r, PositiveRow) else by_id[r.positive_id]).node()
+                target = path.id
                 if target not in graph.objects:
                     continue
-                if kind == "positive":
-                    check = judge_positive(photo, PathNode.from_json(r["path"]), target, index, certifier, words,
-                                           twins=cfg.pixels.twin_search)  # fmt: skip
+                if isinstance(r, PositiveRow):
+                    check = judge_positive(photo, path, target, index, certifier, words, twins=cfg.pixels.twin_search)
                     unit.stats.update(f"checked:{rule}" for rule in check.checked)
                     unit.stats.update(f"found:{f.rule}" for f in check.findings)
                     unit.stats["found:twin_resolved"] += check.resolved is not None
                     findings = [f.to_json() for f in check.findings]
-                    pos_rows.append({"id": r["id"], "checked": sorted(check.checked), "findings": findings,
-                                     "resolved": check.resolved})  # fmt: skip
+                    pos_rows.append(PixelPositiveRow(id=r.id, checked=sorted(check.checked), findings=findings,
+                                                     resolved=check.resolved))  # fmt: skip
                 else:
-                    positive = PathNode.from_json(paths[r["positive_id"]]["path"])
-                    checked, found = judge_negative(
-                        photo, positive, PathNode.from_json(r["path"]), target, index, words
-                    )
+                    checked, found = judge_negative(photo, path, r.node(), target, index, words)
                     if checked:
                         unit.stats["checked:colour_still_true"] += 1
                         unit.stats["found:colour_still_true"] += found is not None
-                        neg_rows.append({"id": r["id"], "finding": None if found is None else found.to_json()})
+                        neg_rows.append(PixelNegativeRow(id=r.id, finding=None if found is None else found.to_json()))
             unit.stats["images"] += 1
             unit.stats["objects"] += len(graph.objects)
             unit.stats["masks"] += photo.masks_made
             unit.stats["ms"] += round(1000 * (time.perf_counter() - start))
-        unit.write("positives", sorted(pos_rows, key=lambda x: x["id"]))
-        unit.write("negatives", sorted(neg_rows, key=lambda x: x["id"]))
+        unit.write("positives", sorted(pos_rows, key=lambda x: x.id))
+        unit.write("negatives", sorted(neg_rows, key=lambda x: x.id))

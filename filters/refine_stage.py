@@ -10,10 +10,10 @@ from typing import Any
 from hardneg.core.config import RunConfig
 from hardneg.core.errors import ConfigError
 from hardneg.core.gqa.plausibility import fold_of, load_fold_plausibility
-from hardneg.core.rows import RefineScoreRow
+from hardneg.core.rows import CountRow, PositiveRow, PriorRow, RefineScoreRow, TextNegativeRow
 from hardneg.core.runner.stage import Run, Stage, Unit
 from hardneg.core.schema import outputs
-from hardneg.filters.base import Item
+from hardneg.filters.base import Item, TextClaim
 from hardneg.filters.registry import build, filter_class
 from hardneg.filters.scorers.text import NGramFilter, TextFilter
 
@@ -24,13 +24,6 @@ def text_filter(spec: dict[str, Any], i: int) -> TextFilter:
     if not isinstance(f, TextFilter):
         raise ConfigError(f"refine.scorers[{i}]: {spec['kind']!r} does not score text alone")
     return f
-
-
-def _blind(record: dict[str, Any]) -> dict[str, Any]:
-    """What a blind text scorer reads of a record: its expression, and its path (the plausibility scorer
-    scores the facts the text states). Held per distinct text, for every positive and negative of the run,
-    so not the whole record (at GQA scale the whole records held 2.2 GiB)."""
-    return {"expression": record["expression"], "path": record["path"]}
 
 
 class RefineStage(Stage):
@@ -52,21 +45,24 @@ class RefineStage(Stage):
         return [filter_class(spec["kind"]).version for spec in run.cfg.refine.scorers]
 
     def run(self, unit: Unit) -> None:
-        records: dict[str, dict] = {}  # text -> what a scorer reads of a record that says it (`_blind`)
+        # text -> what a blind scorer reads of the records that say it: the text and its path (the plausibility
+        # scorer scores the facts it states). Held per distinct text for every sample of the run, so not the
+        # whole records (at GQA scale those held 2.2 GiB)
+        claims: dict[str, TextClaim] = {}
         positives = {}
-        for r in unit.read_all("language", "positives"):
-            positives[r["id"]] = (r["image_id"], r["expression"])
-            records.setdefault(r["expression"], _blind(r))
+        for p in unit.records_all("language", "positives", PositiveRow):
+            positives[p.id] = (p.image_id, p.expression)
+            claims.setdefault(p.expression, TextClaim(p.expression, p.path))
         negatives = []
         groups = {}  # refinement balances each negative type and level on its own
-        for r in unit.read_all("language", "negatives"):
-            negatives.append((r["id"], r["positive_id"], r["expression"]))
-            groups[r["id"]] = f"{r['negative_type']}/L{r['negative_level']}"
-            records.setdefault(r["expression"], _blind(r))
+        for n in unit.records_all("language", "negatives", TextNegativeRow):
+            negatives.append((n.id, n.positive_id, n.expression))
+            groups[n.id] = f"{n.negative_type}/L{n.negative_level}"
+            claims.setdefault(n.expression, TextClaim(n.expression, n.path))
         unit.items_in = len(negatives)
         filters = [text_filter(spec, i) for i, spec in enumerate(unit.cfg.refine.scorers)]
         unit.meta["scorers"] = [f.identity for f in filters]
-        rows = []
+        rows: list[RefineScoreRow] = []
         if negatives:
             # Cross-fitting: a scorer that is fit (the n-gram LM on the positives, the plausibility model on
             # the scene graphs) is fit on one half of the images and scores the other half. Fit on all, it
@@ -95,16 +91,14 @@ class RefineStage(Stage):
                 texts = sorted({positives[pid][1] for _, pid, _ in mine} | {t for _, _, t in mine})
                 if not texts:
                     continue
-                items = [Item(0, "text", records[t], t) for t in texts]
+                items = [Item(0, "text", claims[t], t) for t in texts]
                 s1 = {t: s["score"] for t, s in zip(texts, per_fold[0][k].score(items), strict=True)}
                 s2 = {t: s["score"] for t, s in zip(texts, per_fold[1][k].score(items), strict=True)}
                 for nid, pid, text in mine:
                     pos = positives[pid][1]
-                    rows.append({
-                        "id": nid, "group": groups[nid], "s1": [s1[pos], s1[text]], "s2": [s2[pos], s2[text]],
-                        "positive": pid,
-                    })  # fmt: skip
-            rows.sort(key=lambda r: r["id"])
+                    rows.append(RefineScoreRow(id=nid, group=groups[nid], s1=[s1[pos], s1[text]],
+                                               s2=[s2[pos], s2[text]], positive=pid))  # fmt: skip
+            rows.sort(key=lambda r: r.id)
         unit.write("scores", rows)
 
 
@@ -113,8 +107,8 @@ VOCABULARY = ("names", "attributes", "relations")
 
 def _vocabulary(unit: Unit) -> list[str]:
     """The corpus's words, the run's and the prior's: names, attributes, relations (the n-gram LM knows them)."""
-    words = {r["key"] for r in unit.read_all("plausibility", "counts") if r["kind"] in VOCABULARY}
-    for r in unit.read_all("plausibility", "prior"):
-        if r["kind"].partition(":")[2] in VOCABULARY:
-            words.update(r["keys"])
+    words = {c.key for c in unit.records_all("plausibility", "counts", CountRow) if c.kind in VOCABULARY}
+    for p in unit.records_all("plausibility", "prior", PriorRow):
+        if p.kind.partition(":")[2] in VOCABULARY:
+            words.update(p.keys)
     return sorted(words)

@@ -22,10 +22,10 @@ from hardneg.core.config import RunConfig
 from hardneg.core.errors import ConfigError
 from hardneg.core.gqa.run_inputs import image_file
 from hardneg.core.records import SceneGraph
-from hardneg.core.rows import FilterScoreRow, GraphRow
+from hardneg.core.rows import FilterScoreRow, GraphRow, ImageNegativeRow, Json, PositiveRow, TextNegativeRow
 from hardneg.core.runner.stage import Run, Stage, Unit
 from hardneg.core.schema import outputs
-from hardneg.filters.base import Filter, Item
+from hardneg.filters.base import Filter, Item, Sample, Target
 from hardneg.filters.registry import build, filter_class
 
 SCORE_TARGETS = ("positive", "text_negative", "image_candidate")
@@ -67,9 +67,9 @@ class FiltersStage(Stage):
         cfg = unit.cfg
         filters = configured_filters(cfg)
         images = unit.images
-        positives = {r["id"]: r for r in unit.read("language", "positives")}
-        text_negs = list(unit.read("language", "negatives"))
-        image_negs = list(unit.read("images", "image-negatives"))
+        positives = {r.id: r for r in unit.records("language", "positives", PositiveRow)}
+        text_negs = list(unit.records("language", "negatives", TextNegativeRow))
+        image_negs = list(unit.records("images", "image-negatives", ImageNegativeRow))
         unit.items_in = len(positives) + len(text_negs) + len(image_negs)
         wants = {t for f in filters for t in f.targets}
         runnable = [f for f in filters if images is not None or not f.needs_images]
@@ -80,46 +80,40 @@ class FiltersStage(Stage):
         if wants & {"positive", "text_negative"}:
             graphs = {r.image_id: r.scene_graph() for r in unit.records("hygiene", "graphs", GraphRow)}
 
-        by_image: dict[str, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
+        by_image: dict[str, list[tuple[Target, Sample]]] = defaultdict(list)
         if "positive" in wants:
-            for r in positives.values():
-                by_image[r["image_id"]].append(("positive", r))
+            for p in positives.values():
+                by_image[p.image_id].append(("positive", p))
         if "text_negative" in wants:
-            for r in text_negs:
-                by_image[r["image_id"]].append(("text_negative", r))
+            for t in text_negs:
+                by_image[t.image_id].append(("text_negative", t))
         if "image_candidate" in wants:
-            for r in image_negs:
-                by_image[r["source_image_id"]].append(("image_negative", r))
+            for i in image_negs:
+                by_image[i.source_image_id].append(("image_candidate", i))
 
-        rows: dict[int, dict[str, Any]] = {}
+        rows: dict[int, FilterScoreRow] = {}
         for chunk in _chunks(sorted(by_image), max(4, cfg.filters.batch_size)):
             items: list[Item] = []
             for image_id in chunk:
                 source = open_rgb(image_file(images, image_id)) if images is not None else None
-                for kind, r in by_image[image_id]:
-                    text = positives[r["positive_id"]]["expression"] if kind != "positive" else r["expression"]
-                    if kind == "image_negative":
-                        rows[r["id"]] = {"id": r["id"], "target": kind, "candidates": [{} for _ in r["candidates"]]}
-                        boxes = tuple(tuple(b) for b in r["edit_boxes"])
-                        for k, f in enumerate(r["candidates"]):
-                            items.append(
-                                Item(
-                                    r["id"],
-                                    "image_candidate",
-                                    r,
-                                    text,
-                                    source,
-                                    candidate=open_rgb(unit.root / f),
-                                    boxes=boxes,
-                                    extra={"candidate": k},
-                                )
-                            )
-                    else:
-                        rows[r["id"]] = {"id": r["id"], "target": kind, "scores": {}}
-                        neg = r["expression"] if kind == "text_negative" else None
-                        items.append(
-                            Item(r["id"], kind, r, text, source, negative_text=neg, graph=graphs.get(image_id))  # type: ignore[arg-type]
-                        )
+                for target, r in by_image[image_id]:
+                    if isinstance(r, PositiveRow):
+                        rows[r.id] = FilterScoreRow(id=r.id, target="positive")
+                        items.append(Item(r.id, target, r, r.expression, source, graph=graphs.get(image_id)))
+                    elif isinstance(r, TextNegativeRow):
+                        rows[r.id] = FilterScoreRow(id=r.id, target="text_negative")
+                        text = positives[r.positive_id].expression
+                        items.append(Item(r.id, target, r, text, source, negative_text=r.expression,
+                                          graph=graphs.get(image_id)))  # fmt: skip
+                    elif isinstance(r, ImageNegativeRow):
+                        cands: list[dict[str, Json]] = [{} for _ in r.candidates]
+                        rows[r.id] = FilterScoreRow(id=r.id, target="image_negative", candidates=cands)
+                        text = positives[r.positive_id].expression
+                        boxes = tuple(tuple(b) for b in r.edit_boxes)
+                        for k, f in enumerate(r.candidates):
+                            candidate = open_rgb(unit.root / f)
+                            items.append(Item(r.id, target, r, text, source, candidate=candidate, boxes=boxes,
+                                              extra={"candidate": k}))  # fmt: skip
             for f in runnable:
                 mine = [it for it in items if it.target in f.targets]
                 if not mine:
@@ -128,9 +122,7 @@ class FiltersStage(Stage):
                     if not scores:
                         continue
                     row = rows[it.id]
-                    where = (
-                        row["candidates"][it.extra["candidate"]] if it.target == "image_candidate" else row["scores"]
-                    )
+                    where = row.candidates[it.extra["candidate"]] if it.target == "image_candidate" else row.scores
                     where[f.version] = scores
                     unit.stats[f"scored:{f.name}:{it.target}"] += 1
         unit.meta["filters"] = {f.name: f.identity for f in runnable}

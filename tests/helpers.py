@@ -9,6 +9,7 @@ from pathlib import Path
 
 from hardneg.core.executor import GraphIndex
 from hardneg.core.records import PathEdge, PathNode, Relation, SameEdge, SceneGraph, SceneObject
+from hardneg.core.rows import ImageNegativeRow, PositiveRow, TextNegativeRow
 from hardneg.core.words.attribute_table import AttributeTable
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -48,6 +49,35 @@ def node(
         same=tuple(SameEdge(c, n) for c, n in same or []),
         id=oid,
     )
+
+
+def positive_row(path: PathNode, expression: str = "the thing", image_id: str = "1", **fields) -> PositiveRow:
+    """A stored positive about `path`, its other fields plausible: what a filter is handed."""
+    base = dict(id=1, image_id=image_id, objects_id=[n.id for n in path.nodes() if n.id], tuple=[], tuple_type="0_hop",
+                level=1, spatial=False, attribute=bool(path.attributes), expression=expression, path=path.to_json(),
+                bbox=[0, 0, 10, 10], width=500, height=400, distractors=0, template="0_hop@test#0", generator="test",
+                risk_reasons=[])  # fmt: skip
+    return PositiveRow(**{**base, **fields})
+
+
+def text_negative_row(path: PathNode, negative_type: str, change: dict, **fields) -> TextNegativeRow:
+    """A stored text negative saying `path`, made by `change` of kind `negative_type`."""
+    base = dict(id=2, image_id="1", positive_id=1, negative_level=1, negative_type=negative_type, shuffle_index=[0],
+                ori_type="0_hop", negative_cate="text", tuple_type="0_hop", level=1, expression="the thing",
+                template_expression="the thing", expression_source="template", path=path.to_json(), change=change,
+                bbox=[0, 0, 10, 10], width=500, height=400, template="0_hop@test#0", generator="test",
+                backend="lexicon")  # fmt: skip
+    return TextNegativeRow(**{**base, **fields})
+
+
+def image_negative_row(edit: dict, path: PathNode | None = None, **fields) -> ImageNegativeRow:
+    """A stored image negative made by `edit` (a scene-graph change) of the positive saying `path`."""
+    base = dict(id=3, image_id="1_3", source_image_id="1", positive_id=1, negative_level=1, negative_type="test",
+                shuffle_index=[0], ori_type="0_hop", negative_cate="image", tuple_type="0_hop", level=1,
+                expression="the thing", path=(path or PathNode("thing", id="a")).to_json(), edit=edit, edit_boxes=[],
+                file_name="images/1_3_0.jpg", candidates=["images/1_3_0.jpg"], bbox=[0, 0, 10, 10], width=500,
+                height=400, generator="test", backend="test")  # fmt: skip
+    return ImageNegativeRow(**{**base, **fields})
 
 
 @contextlib.contextmanager

@@ -20,6 +20,7 @@ from hardneg.filters.base import Item
 from hardneg.filters.decide import Rule, decide_image
 from hardneg.filters.registry import build, filter_class, thresholds
 from hardneg.filters.scorers.edit_check import EditCheckFilter, EditThresholds
+from tests.helpers import image_negative_row
 
 Box = tuple[int, int, int, int]
 W, H = 160, 120
@@ -48,7 +49,7 @@ def image(arr: np.ndarray) -> Image.Image:
 def item(
     source: Image.Image, candidate: Image.Image, edit: dict[str, Any], boxes: tuple[Box, ...], nid: int = 1
 ) -> Item:
-    return Item(nid, "image_candidate", {"edit": edit}, "the thing", source, candidate=candidate, boxes=boxes)
+    return Item(nid, "image_candidate", image_negative_row(edit), "the thing", source, candidate=candidate, boxes=boxes)
 
 
 def scores_of(*items: Item) -> list[dict[str, float]]:

@@ -9,6 +9,7 @@ from PIL import Image, ImageFilter
 from hardneg.filters.base import Item
 from hardneg.filters.decide import Rule, decide_image
 from hardneg.filters.registry import build, filter_class, thresholds
+from tests.helpers import image_negative_row
 
 
 def _textured(seed: int = 0) -> Image.Image:
@@ -27,9 +28,9 @@ def test_a_blurred_edit_scores_low_and_is_dropped():
     sharp.paste(_textured(1).crop((0, 0, w, h)), (x, y))  # a different but equally detailed patch
     f = build("sharpness", {})
     items = [
-        Item(1, "image_candidate", {}, "the ball", source, candidate=blurred, boxes=(box,)),
-        Item(1, "image_candidate", {}, "the ball", source, candidate=sharp, boxes=(box,)),
-        Item(2, "image_candidate", {}, "the ball", source, candidate=source.transpose(0), boxes=()),
+        Item(1, "image_candidate", image_negative_row({}), "the ball", source, candidate=blurred, boxes=(box,)),
+        Item(1, "image_candidate", image_negative_row({}), "the ball", source, candidate=sharp, boxes=(box,)),
+        Item(2, "image_candidate", image_negative_row({}), "the ball", source, candidate=source.transpose(0), boxes=()),
     ]
     scores = f.score(items)
     assert scores[0]["sharpness_ratio"] < 0.1

@@ -62,7 +62,7 @@ def test_a_batch_never_spans_more_than_a_chunk_of_source_images(counted_run: Pat
     assert len(SEEN) >= 2  # 10 images in chunks of 4: the shard was not scored in one go
     assert max(len({id(it.image) for it in batch}) for batch in SEEN) <= 4
     assert all(
-        it.image is not None and it.image.size == (it.record["width"], it.record["height"]) for b in SEEN for it in b
+        it.image is not None and it.image.size == (it.record.width, it.record.height) for b in SEEN for it in b
     )
 
 

@@ -16,6 +16,7 @@ from hardneg.core.pixels.masks import object_mask
 from hardneg.core.pixels.whole import whole_object
 from hardneg.core.records import SceneGraph, SceneObject
 from hardneg.generators.images.edits import inside_of
+from tests.helpers import image_negative_row
 from tests.test_image_verified import photo
 
 skdata = pytest.importorskip("skimage.data")
@@ -175,10 +176,11 @@ def test_the_edits_filter_judges_the_mask_the_recolour_edited():
     out = OpenCVInpainter().run([InpaintJob("p", Image.fromarray(img), (region,), 1, 0)])[0][0]
     edit = {"op": "set_attribute", "object": "p", "from": "white", "to": "orange", **on_it((region,))}
     assert edit["inside"] == [[list(bear)]]
-    item = Item(0, "image_candidate", {"edit": edit}, "", Image.fromarray(img), candidate=out, boxes=(pillow,))
+    record = image_negative_row(edit)
+    item = Item(0, "image_candidate", record, "", Image.fromarray(img), candidate=out, boxes=(pillow,))
     scores = EditCheckFilter().score([item])[0]
     assert scores["recolor_hit"] >= 0.95 and scores["recolor_left"] <= 0.02, scores
     bare = {k: v for k, v in edit.items() if k != "inside"}  # unrecorded: the fur is read as unchanged pillow
-    scores = EditCheckFilter().score([Item(0, "image_candidate", {"edit": bare}, "", Image.fromarray(img),
+    scores = EditCheckFilter().score([Item(0, "image_candidate", image_negative_row(bare), "", Image.fromarray(img),
                                            candidate=out, boxes=(pillow,))])[0]  # fmt: skip
     assert scores["recolor_left"] > 0.05, scores

@@ -19,10 +19,12 @@ from hardneg.core.demo.catalog import PAINT
 from hardneg.core.demo.graphs import generate_graphs
 from hardneg.core.demo.render import render_scene
 from hardneg.core.errors import HardnegError
+from hardneg.core.records import PathNode
 from hardneg.filters.scorers.clip import CLIPScorer
 from hardneg.filters.scorers.dinov2 import DinoSimilarity, imagenet_tensor, resize_center_crop
 from hardneg.filters.scorers.seam import SeamScore
 from hardneg.filters.scorers.ssim import SSIMSimilarity
+from tests.helpers import image_negative_row
 from tests.tiny_scorer_models import save_tiny_clip, save_tiny_dinov2, save_tiny_dinov2_hub
 
 TEXTS = ["the red ball", "a photo of the blue cup on a plate", "the green plate left of the cup", "zebra!"]
@@ -117,14 +119,15 @@ def test_clip_crop_margin_compares_the_changed_phrase_with_the_original_on_the_e
     path = {"name": "bowl", "id": "a", "attributes": ["white"], "relations": [
         {"name": "next to", "object": {"name": "cup", "id": "b", "attributes": [], "relations": [], "same": []}}],
         "same": []}  # fmt: skip
-    recolour = {"path": path, "edit": {"op": "set_attribute", "object": "a", "from": "white", "to": "brown"}}
+    bowl = PathNode.from_json(path)
+    recolour = image_negative_row({"op": "set_attribute", "object": "a", "from": "white", "to": "brown"}, bowl)
     box = (10, 20, 60, 50)
     assert crop_phrases(recolour, [box]) == [(box, "a photo of white bowl", "a photo of brown bowl")]
-    swap = {"path": path, "edit": {"op": "swap_names", "objects": ["a", "b"]}}
+    swap = image_negative_row({"op": "swap_names", "objects": ["a", "b"]}, bowl)
     assert [p[1:] for p in crop_phrases(swap, [box, box])] == [("a photo of bowl", "a photo of cup"),
                                                                ("a photo of cup", "a photo of bowl")]  # fmt: skip
-    assert crop_phrases({"path": path, "edit": {"op": "flip"}}, []) == []
-    assert crop_phrases({"path": path, "edit": {"op": "remove", "object": "a"}}, [box]) == []
+    assert crop_phrases(image_negative_row({"op": "flip"}, bowl), []) == []
+    assert crop_phrases(image_negative_row({"op": "remove", "object": "a"}, bowl), [box]) == []
 
     f = ClipFilter(ClipFilter.Options(model=str(clip_dir)))
     item = Item(1, "image_candidate", recolour, "the white bowl", images[0], candidate=images[1], boxes=(box,))

@@ -19,7 +19,7 @@ from hardneg.core.pixels.text import find_print
 from hardneg.core.pixels.whole import whole_object
 from hardneg.core.words.table import Words
 from hardneg.generators.images.flip import print_refusal, printed_name
-from tests.helpers import PHOTOS
+from tests.helpers import PHOTOS, image_negative_row
 
 skdata = pytest.importorskip("skimage.data")
 
@@ -163,8 +163,8 @@ def test_a_recolour_people_rejected_is_rejected_by_the_filter():
     old = old or read_colours(crop(rgb, box), np.ones((box[3], box[2]), bool)).dominant
     edit = {"op": "set_attribute", "object": "1023836", "from": old, "to": "blue"}
     cand = recolour_v1(rgb, box, old, "blue")
-    item = Item(0, "image_candidate", {"edit": edit}, "", Image.fromarray(rgb), candidate=Image.fromarray(cand),
-                boxes=(box,))  # fmt: skip
+    item = Item(0, "image_candidate", image_negative_row(edit), "", Image.fromarray(rgb),
+                candidate=Image.fromarray(cand), boxes=(box,))  # fmt: skip
     scores = EditCheckFilter().score([item])[0]
     keep, why = EditCheckFilter.keep(scores, EditCheckFilter.Thresholds())
     assert not keep and "recolour" in (why or ""), scores

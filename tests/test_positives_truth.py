@@ -16,7 +16,7 @@ from hardneg.core.words.table import Words
 from hardneg.generators.paths.select import attributes_swappable
 from hardneg.generators.paths.stage import PathResources, generate_positives
 from hardneg.generators.text.english import EnglishCheck
-from tests.helpers import graph, node, obj
+from tests.helpers import graph, node, obj, positive_row, text_negative_row
 
 CFG = load_config(None, {"paths": {"max_per_image": 100}})
 RES = PathResources.load(CFG)
@@ -219,7 +219,7 @@ def test_the_detector_drops_a_positive_whose_twin_nobody_annotated(red_detector:
     # span 120-280 px, so the ball's annotation (80-280) explains them all, and the twin's (360-440) not
     g = graph(obj("b", "ball", ("red",), box=(80, 80, 200, 200)), obj("c", "car", box=(300, 40, 120, 80)),
               width=480, height=480)  # fmt: skip
-    record = {"path": node("ball", oid="b").to_json(), "expression": "the ball"}
+    record = positive_row(node("ball", oid="b"), "the ball")
     f = build("detector", {"model": str(red_detector)}, batch_size=2)
     items = [Item(1, "positive", record, "the ball", _scene(twin=True), graph=g),
              Item(2, "positive", record, "the ball", _scene(twin=False), graph=g)]  # fmt: skip
@@ -230,7 +230,7 @@ def test_the_detector_drops_a_positive_whose_twin_nobody_annotated(red_detector:
     assert first_failure({f.version: twin}, [rule], "positive")[1].startswith("filter: an unannotated object")
     assert first_failure({f.version: alone}, [rule], "positive") == (["detector"], None)
     # a replace_object negative "the car next to the ball" -> the ball IS visible: the negative is dropped
-    neg = {"negative_type": "replace_object", "change": {"to": "ball"}, "path": {}}
+    neg = text_negative_row(node("ball"), "replace_object", {"from": "car", "to": "ball"})
     [scores] = f.score([Item(3, "text_negative", neg, "x", _scene(twin=False), negative_text="y", graph=g)])
     assert scores["detector_replacement"] > 0.9
     assert not decide_text({f.version: scores}, [rule]).keep

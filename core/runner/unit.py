@@ -16,7 +16,7 @@ from hardneg.core.config import RunConfig
 from hardneg.core.io import atomic_write_chunks, dumps, stat_key
 from hardneg.core.records import Reject
 from hardneg.core.runner.shared import shared
-from hardneg.core.schema import row_problem, to_record
+from hardneg.core.schema import as_row, row_problem, to_record
 
 if TYPE_CHECKING:
     from hardneg.core.runner.stage import Run, Stage
@@ -113,9 +113,10 @@ class Unit:
         self._check_declared(stage)
         return shared((str(self.root), stage, what), build, version=self.run.summary(stage)["digest"])
 
-    def write(self, kind: str, rows: Iterable[dict[str, Any]], shard: str | None = None) -> Path:
-        """Write one output file of a declared kind atomically; rows are JSON-able dicts, the first (every
-        one, with `Run.check_every_row`) checked against the kind's record type. Returns its path."""
+    def write(self, kind: str, rows: Iterable[Any], shard: str | None = None) -> Path:
+        """Write one output file of a declared kind atomically; rows are records of the kind's type or
+        JSON-able dicts (`core/schema.py: as_row`), the first (every one, with `Run.check_every_row`) checked
+        against the kind's record type. Returns its path."""
         record = self.stage.writes.get(kind)
         if record is None:
             declared = ", ".join(sorted(self.stage.writes)) or "nothing"
@@ -124,7 +125,8 @@ class Unit:
 
         def lines() -> Iterator[bytes]:  # written as they come: a stage's output is never twice in memory
             nonlocal count
-            for row in rows:
+            for item in rows:
+                row = as_row(item)
                 if (every or not count) and (why := row_problem(row, record)):
                     raise RuntimeError(f"stage {self.stage.name} writes a bad {kind!r} row: {why}")
                 count += 1

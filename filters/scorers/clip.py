@@ -31,6 +31,7 @@ from hardneg.backends.models import MODELS_HINT, loading, resolve_device_dtype, 
 from hardneg.backends.requirements import Requirement
 from hardneg.core.errors import MissingDependency
 from hardneg.core.plugins import FILTERS
+from hardneg.core.rows import ImageNegativeRow
 from hardneg.filters.base import Filter, Item, ScoreLine, Scores, Settings
 
 logger = logging.getLogger(__name__)
@@ -161,11 +162,11 @@ class MinMargin(Settings):
     min_crop_margin: float | None = 0.0  # the changed phrase must beat the original on the edited crop; None: off
 
 
-def crop_phrases(record: dict[str, Any], boxes: Sequence[tuple[int, int, int, int]]) -> list[tuple[Any, str, str]]:
+def crop_phrases(record: ImageNegativeRow, boxes: Sequence[tuple[int, int, int, int]]) -> list[tuple[Any, str, str]]:
     """(box, original phrase, changed phrase) per edited region of an image negative; none for a flip or a
     removal (nothing is painted that a phrase names). Names come from the positive's path."""
-    names = {n["id"]: n["name"] for n in _nodes(record.get("path") or {}) if n.get("id")}
-    e = record.get("edit") or {}
+    names = {n.id: n.name for n in record.node().nodes() if n.id}
+    e = record.edit
     op = e.get("op")
     photo = "a photo of {}".format
     if op == "set_attribute" and boxes:
@@ -181,13 +182,6 @@ def crop_phrases(record: dict[str, Any], boxes: Sequence[tuple[int, int, int, in
         na, nb = (names.get(i, "object") for i in e["objects"])
         return [(boxes[0], photo(na), photo(nb)), (boxes[1], photo(nb), photo(na))]
     return []
-
-
-def _nodes(path: dict[str, Any]) -> list[dict[str, Any]]:
-    out = [path]
-    for edge in (*path.get("relations", ()), *path.get("same", ())):
-        out += _nodes(edge.get("object") or {})
-    return out
 
 
 def _crop(image: Image.Image, box: tuple[int, int, int, int]) -> Image.Image:
@@ -242,7 +236,7 @@ class ClipFilter(Filter):
             margins = scorer.image_margins([(it.image, it.candidate, it.text) for _, it in cands])  # type: ignore[misc]
             for (k, _), m in zip(cands, margins, strict=True):
                 out[k] = {"clip_margin": m}
-            crops = [(k, crop_phrases(it.record, it.boxes), it) for k, it in cands]
+            crops = [(k, crop_phrases(it.record, it.boxes), it) for k, it in cands]  # type: ignore[arg-type]
             pairs = [(_crop(it.candidate, box), t) for _, ph, it in crops for box, old, new in ph for t in (new, old)]  # type: ignore[arg-type]
             sims = iter(scorer.similarity(pairs)) if pairs else iter(())
             for k, ph, _ in crops:

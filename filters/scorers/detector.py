@@ -29,6 +29,7 @@ from hardneg.core.errors import MissingDependency
 from hardneg.core.geometry import intersection, iou
 from hardneg.core.plugins import FILTERS
 from hardneg.core.records import SceneGraph
+from hardneg.core.rows import TextNegativeRow
 from hardneg.filters.base import Box, Filter, Item, ScoreLine, Scores, Settings, probability
 
 log = logging.getLogger(__name__)
@@ -150,10 +151,12 @@ class DetectorFilter(Filter):
 
     @staticmethod
     def _names(it: Item) -> list[str]:
+        r = it.record
         if it.target == "positive":
-            return [it.record["path"]["name"]]
-        change = it.record.get("change", {})
-        return [change["to"]] if it.record.get("negative_type") == "replace_object" and "to" in change else []
+            return [r.node().name]
+        if isinstance(r, TextNegativeRow) and r.negative_type == "replace_object" and "to" in r.change:
+            return [r.change["to"]]
+        return []
 
     def _item_scores(self, it: Item, dets: list[tuple[str, float, Box]]) -> Scores:
         names = self._names(it)
@@ -163,7 +166,7 @@ class DetectorFilter(Filter):
         if it.target == "text_negative":
             return {"detector_replacement": max((s for s, _ in mine), default=0.0)}
         graph: SceneGraph | None = it.graph
-        target_id = it.record["path"].get("id")
+        target_id = it.record.node().id
         annotated = [o.box for o in graph.objects.values() if o.name == names[0]] if graph is not None else []
         target_box = graph.objects[target_id].box if graph is not None and target_id in graph.objects else None
         twin = max((s for s, b in mine if not any(explained(b, a) for a in annotated)), default=0.0)

@@ -9,7 +9,6 @@ from collections.abc import Sequence
 
 from hardneg.core.gqa.plausibility import Plausibility
 from hardneg.core.plugins import FILTERS
-from hardneg.core.records import PathNode
 from hardneg.filters.base import Item, Scores, Settings
 from hardneg.filters.scorers.text import TextFilter
 
@@ -31,4 +30,4 @@ class PlausibilityFilter(TextFilter):
     def score(self, items: Sequence[Item]) -> list[Scores]:
         if self.model is None:
             raise ValueError("the plausibility scorer needs the run's corpus statistics (PlausibilityFilter.using)")
-        return [{"score": self.model.score(PathNode.from_json(it.record["path"]))} for it in items]
+        return [{"score": self.model.score(it.record.node())} for it in items]
