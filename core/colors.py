@@ -332,3 +332,15 @@ def read_colours(rgb: np.ndarray, mask: np.ndarray, *, robust: bool = True) -> C
         total,
         float(1.0 - total / len(lab)),
     )
+
+
+def distinct_rows(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of `cells` (n x 3 integers), in no particular order, and each row's index among
+    them: the rows packed into one integer each, so that a flat unique does what `np.unique(axis=0)` does in
+    a fraction of its time (it sorts the rows as opaque records)."""
+    low = cells.min(axis=0)
+    span = (cells.max(axis=0) - low + 1).astype(np.int64)
+    shifted = (cells - low).astype(np.int64)
+    keys = (shifted[:, 0] * span[1] + shifted[:, 1]) * span[2] + shifted[:, 2]
+    _, first, back = np.unique(keys, return_index=True, return_inverse=True)
+    return cells[first], back.ravel()

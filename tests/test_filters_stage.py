@@ -61,9 +61,7 @@ def test_each_text_negative_is_scored_once_under_its_versioned_name(counted_run:
 def test_a_batch_never_spans_more_than_a_chunk_of_source_images(counted_run: Path):
     assert len(SEEN) >= 2  # 10 images in chunks of 4: the shard was not scored in one go
     assert max(len({id(it.image) for it in batch}) for batch in SEEN) <= 4
-    assert all(
-        it.image is not None and it.image.size == (it.record.width, it.record.height) for b in SEEN for it in b
-    )
+    assert all(it.image is not None and it.image.size == (it.record.width, it.record.height) for b in SEEN for it in b)
 
 
 @pytest.mark.parametrize("stage", ["filters", "refine"])

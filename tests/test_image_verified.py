@@ -13,7 +13,7 @@ from PIL import Image
 
 from hardneg.backends.inpaint import EditRegion, InpaintJob
 from hardneg.backends.inpaint_opencv import OpenCVInpainter, removal_refusal
-from hardneg.core.colors import lch, read_colours, to_lab
+from hardneg.core.colors import distinct_rows, lch, read_colours, to_lab
 from hardneg.core.pixels import recolour as dye
 from hardneg.core.pixels.text import find_print
 from hardneg.core.pixels.whole import whole_object
@@ -232,7 +232,7 @@ def test_like_finds_the_same_pixels_as_a_row_wise_unique_would():
     rng = np.random.default_rng(5)
     cells = rng.integers(-300, 300, size=(4000, 3)).astype(np.int32)
     cells[3000:] = cells[:1000]  # repeats
-    rows, back = dye._distinct(cells)
+    rows, back = distinct_rows(cells)
     assert (rows[back] == cells).all()
     assert sorted(map(tuple, rows)) == sorted(map(tuple, np.unique(cells, axis=0)))
     rgb = rng.integers(0, 256, size=(40, 50, 3), dtype=np.uint8)

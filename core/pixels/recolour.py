@@ -39,7 +39,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from hardneg.core.colors import TERMS, lch, name_pixels, read_colours, to_lab
+from hardneg.core.colors import TERMS, distinct_rows, lch, name_pixels, read_colours, to_lab
 from hardneg.core.pixels.evidence import (
     RECOLOUR_OLD,
     ColourVerdict,
@@ -159,23 +159,11 @@ def like(rgb: np.ndarray, where: np.ndarray, ref: np.ndarray, ref_rgb: np.ndarra
     def cells(lab: np.ndarray) -> np.ndarray:
         return np.round(lab * weight / LIKE_CELL).astype(np.int32)
 
-    own, _ = _distinct(cells(to_lab((rgb if ref_rgb is None else ref_rgb)[ref])))
-    pixels, back = _distinct(cells(to_lab(rgb[where])))
+    own, _ = distinct_rows(cells(to_lab((rgb if ref_rgb is None else ref_rgb)[ref])))
+    pixels, back = distinct_rows(cells(to_lab(rgb[where])))
     dist, _ = cKDTree(own * LIKE_CELL).query(pixels * LIKE_CELL, k=1, distance_upper_bound=LIKE_DE + 1e-6)
     out[where] = np.isfinite(dist)[back]
     return out
-
-
-def _distinct(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct rows of `cells` (n x 3 integers), in no particular order, and each row's index among
-    them: the rows packed into one integer each, so that a flat unique does what `np.unique(axis=0)` does in
-    a fraction of its time (it sorts the rows as opaque records)."""
-    low = cells.min(axis=0)
-    span = (cells.max(axis=0) - low + 1).astype(np.int64)
-    shifted = (cells - low).astype(np.int64)
-    keys = (shifted[:, 0] * span[1] + shifted[:, 1]) * span[2] + shifted[:, 2]
-    _, first, back = np.unique(keys, return_index=True, return_inverse=True)
-    return cells[first], back.ravel()
 
 
 def _to_rgb(lab: np.ndarray) -> np.ndarray:

@@ -126,7 +126,6 @@ from typing import Any
 import numpy as np
 
 from hardneg.core.plugins import FILTERS
-from hardneg.core.rows import ImageNegativeRow
 from hardneg.filters.base import Box, Filter, Item, ScoreLine, Scores, Settings, check_same_size
 from hardneg.filters.scorers.edit_pixels import (
     ERODE_PX,
@@ -326,7 +325,7 @@ class EditCheckFilter(Filter):
         cache: dict[tuple[int, int, Box], SourceWindow | None] = {}  # (negative, source, box): source-only work
         out: list[Scores] = []
         for it in items:
-            regions = edit_regions(it.record.edit if isinstance(it.record, ImageNegativeRow) else None, it.boxes)
+            regions = edit_regions(it.record.edit, it.boxes)  # type: ignore[union-attr]  # an image candidate's
             if not regions or it.image is None or it.candidate is None:
                 out.append({})
                 continue
