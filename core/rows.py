@@ -270,14 +270,14 @@ class PositiveDecisionRow:
     risk_reasons: list[Json] = field(default_factory=list)
 
 
-def kept_digest(positives: Iterable[Json], negatives: Iterable[Json], meta: Json) -> str:
+def kept_digest(positives: Iterable[PositiveDecisionRow], negatives: Iterable[NegativeDecisionRow], meta: Json) -> str:
     """What the decide stage's decisions publish, as one digest: each sample's keep and chosen candidate
     (not the reasons: their wording names the thresholds), and what the human filter and the audit said
     (`meta`'s review and audit, which stats.md and the card report). Two decisions with one digest
     publish the same benchmark."""
     rows = sorted(
-        [(0, r["id"], bool(r["keep"]), -1) for r in positives]
-        + [(1, r["id"], bool(r["keep"]), -1 if r.get("candidate") is None else r["candidate"]) for r in negatives]
+        [(0, r.id, bool(r.keep), -1) for r in positives]
+        + [(1, r.id, bool(r.keep), -1 if r.candidate is None else r.candidate) for r in negatives]
     )
     said = {k: meta.get(k) for k in ("review", "audit")}
     return hashlib.blake2b(orjson.dumps([rows, said], option=orjson.OPT_SORT_KEYS), digest_size=16).hexdigest()
@@ -285,12 +285,26 @@ def kept_digest(positives: Iterable[Json], negatives: Iterable[Json], meta: Json
 
 @dataclass(slots=True, kw_only=True)
 class NegativeDecisionRow:
-    """Whether a negative is kept and why not; a kept image negative's chosen `candidate` and the
-    candidates every filter keeps (`passed`)."""
+    """Whether a negative is kept and why not; an image negative's chosen `candidate` and the candidates
+    every filter keeps (`passed`). A negative dropped before it was scored (its positive dropped, a filter,
+    the mix) has no `scores`; one the human filter dropped keeps what it had."""
 
     id: int
     keep: bool
-    reason: str | None = None
     candidate: int | None = None
-    scores: dict[str, float] = field(default_factory=dict)
+    scores: dict[str, float] | None = None
     passed: list[int] = field(default_factory=list)
+    reason: str | None = None
+
+    def to_row(self) -> Json:
+        """The fields it has, in order: `passed` with a `candidate` (decide@v2 rows have neither)."""
+        out: Json = {"id": self.id, "keep": self.keep}
+        if self.candidate is not None:
+            out["candidate"] = self.candidate
+        if self.scores is not None:
+            out["scores"] = self.scores
+        if self.candidate is not None:
+            out["passed"] = self.passed
+        if self.reason is not None:
+            out["reason"] = self.reason
+        return out

@@ -12,6 +12,7 @@ from typing import Any
 
 from hardneg.core.errors import HardnegError
 from hardneg.core.io import write_json
+from hardneg.core.rows import NegativeDecisionRow, PositiveDecisionRow
 from hardneg.core.runner.stage import Unit
 from hardneg.core.splits import split_of
 from hardneg.core.words.table import Words
@@ -37,7 +38,7 @@ def kept_positives(unit: Unit, splits: Iterable[str] = SPLITS) -> list[dict[str,
 
 
 def _dropped(unit: Unit) -> frozenset[int]:
-    return frozenset(d["id"] for d in unit.read_all("decide", "positives") if not d["keep"])
+    return frozenset(d.id for d in unit.records_all("decide", "positives", PositiveDecisionRow) if not d.keep)
 
 
 def kept_image_negatives(unit: Unit, positive_ids: set[int]) -> list[dict[str, Any]]:
@@ -60,9 +61,9 @@ def kept_image_negatives(unit: Unit, positive_ids: set[int]) -> list[dict[str, A
 def _kept_negatives(unit: Unit) -> dict[int, tuple[int, list[int]]]:
     """Kept image negative id -> (the chosen candidate, the candidates that passed)."""
     out = {}
-    for d in unit.read_all("decide", "negatives"):
-        if d["keep"] and "candidate" in d:
-            out[d["id"]] = (d["candidate"], d.get("passed", [d["candidate"]]))  # decide@v2 runs: the chosen alone
+    for d in unit.records_all("decide", "negatives", NegativeDecisionRow):
+        if d.keep and d.candidate is not None:
+            out[d.id] = (d.candidate, d.passed or [d.candidate])  # decide@v2 runs: the chosen alone
     return out
 
 

@@ -24,7 +24,7 @@ from hardneg.core.demo.world import GENERATOR_VERSION as DEMO_WORLD_VERSION
 from hardneg.core.gqa.hygiene import CHANGES as HYGIENE_CHANGES
 from hardneg.core.gqa.run_inputs import demo_dir
 from hardneg.core.io import JsonArrayWriter, temp_path, write_json
-from hardneg.core.rows import kept_digest
+from hardneg.core.rows import NegativeDecisionRow, PositiveDecisionRow, kept_digest
 from hardneg.core.runner.folder import created_on
 from hardneg.core.runner.publish import begin, publish
 from hardneg.core.runner.stage import Run, Stage, Unit
@@ -65,9 +65,9 @@ class WriteStage(Stage):
         cfg = unit.cfg
         root = unit.root
         out = begin(root)  # written beside the old outputs, swapped in when complete (core/runner/publish.py)
-        decisions = {r["id"]: r for r in unit.read_all("decide", "negatives")}
-        positive_decisions = {r["id"]: r for r in unit.read_all("decide", "positives")}
-        dropped_positives = {i for i, d in positive_decisions.items() if not d["keep"]}
+        decisions = {d.id: d for d in unit.records_all("decide", "negatives", NegativeDecisionRow)}
+        positive_decisions = {d.id: d for d in unit.records_all("decide", "positives", PositiveDecisionRow)}
+        dropped_positives = {i for i, d in positive_decisions.items() if not d.keep}
         writers = {s: JsonArrayWriter(out / "splits" / s / "positive.json") for s in SPLITS}
         neg_writers = {s: JsonArrayWriter(out / "splits" / s / "negative.json") for s in SPLITS}
         images = unit.images  # None: no source images to put in the dataset
@@ -80,9 +80,9 @@ class WriteStage(Stage):
                 unit.items_in += 1
                 if r["id"] in dropped_positives:
                     continue
-                if (pd := positive_decisions.get(r["id"])) is not None and pd.get("scores"):
-                    r["scores"] = pd["scores"]  # e.g. the detector's: the review app's queue reads them
-                    r["risk_reasons"] = pd.get("risk_reasons", r.get("risk_reasons", []))
+                if (pd := positive_decisions.get(r["id"])) is not None and pd.scores:
+                    r["scores"] = pd.scores  # e.g. the detector's: the review app's queue reads them
+                    r["risk_reasons"] = pd.risk_reasons
                 split = split_of(r["image_id"], cfg.splits)
                 r["split"] = split
                 writers[split].write(r)
@@ -90,10 +90,10 @@ class WriteStage(Stage):
                 table[(split, r["tuple_type"], r["level"])] += 1
             for r in unit.read("language", "negatives", shard):
                 d = decisions.get(r["id"])
-                if d is None or not d["keep"] or r["positive_id"] in dropped_positives:
+                if d is None or not d.keep or r["positive_id"] in dropped_positives:
                     continue
-                if d.get("scores"):
-                    r["scores"] = d["scores"]
+                if d.scores:
+                    r["scores"] = d.scores
                 split = split_of(r["image_id"], cfg.splits)  # always its positive's split: same image
                 r["split"] = split
                 neg_writers[split].write(r)
@@ -103,13 +103,13 @@ class WriteStage(Stage):
         for r in unit.read_all("images", "image-negatives"):
             d = decisions.get(r["id"])
             edits[r["negative_type"]]["made"] += 1
-            if d is not None and not d["keep"]:
-                edits[r["negative_type"]]["why:" + _gist(d.get("reason") or "")] += 1
-            if d is None or not d["keep"] or r["positive_id"] in dropped_positives:
+            if d is not None and not d.keep:
+                edits[r["negative_type"]]["why:" + _gist(d.reason or "")] += 1
+            if d is None or not d.keep or r["positive_id"] in dropped_positives or d.candidate is None:
                 continue
             edits[r["negative_type"]]["verified"] += 1
-            r["file_name"] = r["candidates"][d["candidate"]]
-            r["scores"] = d.get("scores", {})
+            r["file_name"] = r["candidates"][d.candidate]
+            r["scores"] = d.scores or {}
             split = split_of(r["source_image_id"], cfg.splits)  # its positive's split
             r["split"] = split
             neg_writers[split].write(r)

@@ -119,7 +119,7 @@ class DecideStage(Stage):
         tally = _Tally()
         about: dict[int, tuple[str, frozenset[str]]] = {}  # positive id -> (image, the objects its path names)
         positives = self._positives(unit, stored, active, tally, about)
-        dropped = {p["id"]: p["reason"] for p in positives if not p["keep"]}
+        dropped = {p.id: p.reason or "" for p in positives if not p.keep}
         kept_about = {i: a for i, a in about.items() if i not in dropped}
         negatives = self._text(unit, stored, active, tally, dropped, kept_about)
         negatives += self._images(unit, stored, active, tally, dropped)
@@ -127,8 +127,8 @@ class DecideStage(Stage):
         unit.write("positives", positives)
         unit.write("negatives", negatives)
         # what the terminal's line reports: the samples kept, not the decisions written about them
-        unit.stats["kept:positives"] = sum(1 for d in positives if d.get("keep"))
-        unit.stats["kept:negatives"] = sum(1 for d in negatives if d.get("keep"))
+        unit.stats["kept:positives"] = sum(1 for d in positives if d.keep)
+        unit.stats["kept:negatives"] = sum(1 for d in negatives if d.keep)
         unit.meta["passes"] = tally.table()
         unit.meta["not_run"] = sorted(r.name for r in rules_ if r.name not in ran)
         unit.meta["not_configured"] = not_configured(cfg)
@@ -141,7 +141,7 @@ class DecideStage(Stage):
         active: list[Rule],
         tally: _Tally,
         about: dict[int, tuple[str, frozenset[str]]],
-    ) -> list[dict[str, Any]]:
+    ) -> list[PositiveDecisionRow]:
         """Each positive's filters, and its risk (`generators/paths/annotation_rules.py`): what the graph cannot
         rule out, plus "no detector looked for an unannotated twin" where none is configured; a positive
         above `risk.max` is dropped."""
@@ -181,7 +181,7 @@ class DecideStage(Stage):
                 detail = {"tuple_type": r.tuple_type, "level": r.level, "expression": r.expression, **scores}
                 stage = why.split(": ", 1)[0] if why.startswith(("risk: ", "pixels: ")) else "filter"
                 unit.reject(Reject(stage, why, r.image_id, r.id, detail=detail))
-            out.append({"id": r.id, "keep": why is None, "reason": why, "scores": scores, "risk_reasons": reasons})
+            out.append(PositiveDecisionRow(id=r.id, keep=why is None, reason=why, scores=scores, risk_reasons=reasons))
         return out
 
     def _text(
@@ -192,12 +192,12 @@ class DecideStage(Stage):
         tally: _Tally,
         dropped: dict[int, str],
         about: dict[int, tuple[str, frozenset[str]]],
-    ) -> list[dict[str, Any]]:
+    ) -> list[NegativeDecisionRow]:
         cfg = unit.cfg
         refine_rows = {r.id: r for r in unit.records_all("refine", "scores", RefineScoreRow)}
         refine_kept, refine_dropped, cells, groups = _refine(cfg, refine_rows)
         unit.meta["refine"] = groups
-        out: list[dict[str, Any]] = []
+        out: list[NegativeDecisionRow] = []
         kinds: dict[int, tuple[str, int, int]] = {}  # id -> (negative type, positive id, negative level)
         photo = {r.id: r for r in unit.records_all("pixels", "negatives", PixelNegativeRow)}
         for r in unit.records_all("language", "negatives", TextNegativeRow):
@@ -207,18 +207,19 @@ class DecideStage(Stage):
             scores: Scores = {"refine_s1": sc.s1, "refine_s2": sc.s2} if sc is not None else {}  # type: ignore[dict-item]
             detail = {"negative_type": r.negative_type, "expression": r.expression, **scores}
             if r.positive_id in dropped:
-                out.append({"id": r.id, "keep": False, "reason": f"its positive was dropped: {dropped[r.positive_id]}"})
+                why = f"its positive was dropped: {dropped[r.positive_id]}"
+                out.append(NegativeDecisionRow(id=r.id, keep=False, reason=why))
                 continue
             if (why := negative_photo(photo.get(r.id), cfg, unit.stats)) is not None:
                 unit.reject(Reject("pixels", why, r.image_id, r.id, detail=detail))
-                out.append({"id": r.id, "keep": False, "reason": why})
+                out.append(NegativeDecisionRow(id=r.id, keep=False, reason=why))
                 continue
             if cfg.refine.enabled:
                 tally.one("refine", r.id in refine_kept)
                 if r.id not in refine_kept:
                     why = refine_dropped.get(r.id, "refine: not scored")
                     unit.reject(Reject("refine", why, r.image_id, r.id, detail=detail))
-                    out.append({"id": r.id, "keep": False, "reason": why})
+                    out.append(NegativeDecisionRow(id=r.id, keep=False, reason=why))
                     continue
             by_version = _scores(stored, r.id)
             scores.update(flatten(by_version))
@@ -226,16 +227,16 @@ class DecideStage(Stage):
             tally.rules("text_negative", applied, why is not None)
             if why is not None:
                 unit.reject(Reject("filter", why, r.image_id, r.id, detail={**detail, **scores}))
-                out.append({"id": r.id, "keep": False, "reason": why})
+                out.append(NegativeDecisionRow(id=r.id, keep=False, reason=why))
                 continue
-            out.append({"id": r.id, "keep": True, "scores": scores})
+            out.append(NegativeDecisionRow(id=r.id, keep=True, scores=scores))
         self._mix(unit, out, kinds, cells, about)
         return out
 
     def _mix(
         self,
         unit: Unit,
-        rows: list[dict[str, Any]],
+        rows: list[NegativeDecisionRow],
         kinds: dict[int, tuple[str, int, int]],
         cells: dict[int, tuple[str, tuple[int, ...]]],
         about: dict[int, tuple[str, frozenset[str]]],
@@ -247,24 +248,22 @@ class DecideStage(Stage):
         positives = len(about)
         wanted = set(cfg.language.negative_types)
         shares = {t: s for t, s in m.shares.items() if t in wanted}
-        kept = [row for row in rows if row["keep"]]
+        kept = [row for row in rows if row.keep]
         items = []
         for row in kept:
-            kind, pid, level = kinds[row["id"]]
+            kind, pid, level = kinds[row.id]
             image, objects = about.get(pid, ("", frozenset()))
-            items.append(MixItem(str(row["id"]), kind, str(pid), cells.get(row["id"], ("zero", ())), level, image,
-                                 objects))  # fmt: skip
+            items.append(MixItem(str(row.id), kind, str(pid), cells.get(row.id, ("zero", ())), level, image, objects))
         cap = math.floor(m.per_positive * positives + 1e-9)
         least = math.ceil(min(m.min_per_positive, m.per_positive) * positives - 1e-9)
         image_positives = Counter(image for image, _ in about.values())
         result = mix(items, shares, cap, m.floor, cfg.seed, least, m.per_object_set, m.per_image, image_positives)
         for row in kept:
-            why = result.dropped.get(str(row["id"]))
+            why = result.dropped.get(str(row.id))
             if why is not None:
-                row.update(keep=False, reason=why)
-                row.pop("scores", None)
-                detail = {"negative_type": kinds[row["id"]][0]}
-                unit.reject(Reject("mix", why, None, row["id"], detail=detail))
+                row.keep, row.reason, row.scores = False, why, None
+                detail = {"negative_type": kinds[row.id][0]}
+                unit.reject(Reject("mix", why, None, row.id, detail=detail))
         unit.meta["mix"] = {
             "version": MIX_VERSION,
             "floor": cfg.negative_mix.floor,
@@ -277,12 +276,13 @@ class DecideStage(Stage):
 
     def _images(
         self, unit: Unit, stored: dict[int, FilterScoreRow], active: list[Rule], tally: _Tally, dropped: dict[int, str]
-    ) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
+    ) -> list[NegativeDecisionRow]:
+        out: list[NegativeDecisionRow] = []
         for r in unit.records_all("images", "image-negatives", ImageNegativeRow):
             unit.items_in += 1
             if r.positive_id in dropped:
-                out.append({"id": r.id, "keep": False, "reason": f"its positive was dropped: {dropped[r.positive_id]}"})
+                why = f"its positive was dropped: {dropped[r.positive_id]}"
+                out.append(NegativeDecisionRow(id=r.id, keep=False, reason=why))
                 continue
             cands = (stored[r.id].candidates if r.id in stored else []) or [{} for _ in r.candidates]
             d = decide_image(cands, active)
@@ -296,14 +296,15 @@ class DecideStage(Stage):
             if not d.keep:
                 detail = {"negative_type": r.negative_type}
                 unit.reject(Reject("filter", d.reason or "", r.source_image_id, r.id, detail=detail))
-                out.append({"id": r.id, "keep": False, "reason": d.reason})
+                out.append(NegativeDecisionRow(id=r.id, keep=False, reason=d.reason))
                 continue
             passed = [k for k, c in enumerate(cands) if first_failure(c, active, "image_candidate")[1] is None]
-            row = {"id": r.id, "keep": True, "candidate": d.candidate, "scores": flatten(cands[d.candidate])}
-            out.append({**row, "passed": passed})  # every candidate each filter keeps (the ImageCoDe export)
+            # `passed`: every candidate each filter keeps (the ImageCoDe export)
+            scores = flatten(cands[d.candidate])
+            out.append(NegativeDecisionRow(id=r.id, keep=True, candidate=d.candidate, scores=scores, passed=passed))
         return out
 
-    def _review(self, unit: Unit, positives: list[dict[str, Any]], negatives: list[dict[str, Any]]) -> None:
+    def _review(self, unit: Unit, positives: list[PositiveDecisionRow], negatives: list[NegativeDecisionRow]) -> None:
         """The human filter, applied in place: dropped samples get keep False and the reason."""
         labels = load_labels(unit.root)
         if not unit.cfg.review.publish_annotators:  # the reasons and counts are published: no names in them
@@ -312,15 +313,15 @@ class DecideStage(Stage):
         unit.meta["audit"] = audit_summary(unit.root, labels)  # {} without an audit (filters/human/audit.py)
         if not labels:
             return
-        decided = {p["id"]: p for p in positives}
+        decided = {p.id: p for p in positives}
         pos_rows = []
         for r in unit.records_all("language", "positives", PositiveRow):
             if r.id not in decided:
-                decided[r.id] = {"id": r.id, "keep": True, "reason": None, "scores": {}}
+                decided[r.id] = PositiveDecisionRow(id=r.id, keep=True)
                 positives.append(decided[r.id])
-            if decided[r.id]["keep"]:
+            if decided[r.id].keep:
                 pos_rows.append({"id": r.id, "image_id": r.image_id})
-        kept = {d["id"]: d for d in negatives if d["keep"]}
+        kept = {d.id: d for d in negatives if d.keep}
         shown = [  # (negative, the image it is shown on)
             *((n, n.image_id) for n in unit.records_all("language", "negatives", TextNegativeRow)),
             *((n, n.source_image_id) for n in unit.records_all("images", "image-negatives", ImageNegativeRow)),
@@ -331,7 +332,7 @@ class DecideStage(Stage):
             unit.reject(Reject("review", row["reason"], row["image_id"], row["sample_id"], detail=row["detail"]))
             target = kept.get(row["sample_id"]) or decided.get(row["sample_id"])
             if target is not None:
-                target.update(keep=False, reason=row["reason"])
+                target.keep, target.reason = False, row["reason"]
         unit.stats["review_dropped"] = len(dropped)
 
 

@@ -163,7 +163,7 @@ def _resplit(root: Path, cfg: RunConfig, force: bool, progress: Progress | None)
                 refuse_emptying(run, first, before)
             later_keys = {k for name in rest for k in run.stages[name].config}
             kept = kept_digest(
-                run.read_all(first, "positives"), run.read_all(first, "negatives"), run.summary(first)["meta"]
+                run.records_all(first, "positives"), run.records_all(first, "negatives"), run.summary(first)["meta"]
             )
             if kept == published and not [c for c in changed if _under(c[0], later_keys)]:
                 raise _NothingChanged

@@ -97,3 +97,23 @@ def test_thresholds_of_a_filter_that_does_not_run_are_refused(tmp_path):
     f.write_text("filters:\n  scorers: {ssim: {}, seem: {}}\n")
     with pytest.raises(ConfigError, match="unknown filter 'seem' \\(did you mean 'seam'\\?\\)"):
         rules(load_config(f))
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        {"id": 1, "keep": False, "reason": "its positive was dropped: x"},  # dropped before scoring
+        {"id": 2, "keep": True, "scores": {}},  # kept text negative, nothing scored it
+        {"id": 3, "keep": True, "candidate": 1, "scores": {"similarity": 0.9}, "passed": [1, 0]},  # kept image
+        {"id": 4, "keep": False, "scores": {"refine_s1": [0.1, 0.2]}, "reason": "review: still_true"},  # by a person
+        {"id": 5, "keep": False, "candidate": 0, "scores": {}, "passed": [0], "reason": "review: wrong"},
+    ],
+)
+def test_a_negative_decision_reads_back_and_writes_as_the_row_it_was(row):
+    """A decision is written as a record; its row must be the one the stage has always written, keys in
+    order, so decisions and the digest of what they publish stay as they were."""
+    from hardneg.core.rows import NegativeDecisionRow
+    from hardneg.core.schema import as_row, to_record
+
+    again = as_row(to_record(row, NegativeDecisionRow))
+    assert again == row and list(again) == list(row)

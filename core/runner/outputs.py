@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from hardneg.core.io import read_jsonl
+from hardneg.core.schema import to_record
 
 
 class StageOutputs:
@@ -64,6 +65,12 @@ class StageOutputs:
         may write one file per shard, as ingest does)."""
         for path in self.files(stage, kind):
             yield from read_jsonl(path)
+
+    def records_all(self, stage: str, kind: str) -> Iterator[Any]:
+        """`read_all`, each row as the record type `stage` declares for `kind`."""
+        record = self.record_type(stage, kind)
+        for row in self.read_all(stage, kind):
+            yield to_record(row, record)
 
     def files(self, stage: str, kind: str) -> list[Path]:
         """The `kind` files `read_all` reads, in its order."""
