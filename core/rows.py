@@ -3,21 +3,23 @@ type is; the export stages' are in `exports/rows.py`).
 
 Each dataclass is one output kind's row as stored (JSON Lines under `work/<stage>/`): its fields are
 the row's keys in the order the writer puts them, and a field with a default is one a row may leave
-out. The samples' rows are the `to_vanilla()` forms of `core/records.py`'s `Positive`, `TextNegative` and
-`ImageNegative`, plus what later stages add to them.
+out (or, where a record type has a `to_row`, what it says a row holds). A positive's row is the `to_vanilla()`
+form of `core/records.py`'s `Positive` with what the language stage adds; a text or an image negative is made
+as its row (`TextNegativeRow.made`, `ImageNegativeRow.made`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
 from hardneg.core.gqa.loader import validate_graph
-from hardneg.core.records import PathNode, SceneGraph
+from hardneg.core.records import PathNode, SceneGraph, content_id
 
 Json = dict[str, Any]
 
@@ -149,7 +151,15 @@ class KeptRow:
 
 @dataclass(slots=True, kw_only=True)
 class TextNegativeRow:
-    """A text negative (`TextNegative.to_vanilla()`), with its rewrites when they were asked for."""
+    """An expression that matches nothing in its positive's image (FineCops-Ref negative, cate "text").
+
+    `path` is the altered path (no ids: it grounds nothing); `change` says what was altered, with node
+    indices in `PathNode.nodes()` order; `shuffle_index` lists those indices (FineCops-Ref's key);
+    `template_expression` is the template's text and `expression_source` says whether `expression` is it
+    ("template") or worded like the positive's rewrite k ("rewrite#k"); `bbox` is the positive's target box
+    (the negative itself has none). `rewrites` and `rewrite_backend` are set where the negatives' rewrites
+    were asked for (`rewrites` None: not asked).
+    """
 
     id: int
     image_id: str
@@ -172,17 +182,54 @@ class TextNegativeRow:
     template: str
     generator: str
     backend: str
-    rewrites: list[str] = field(default_factory=list)
+    rewrites: list[str] | None = None
     rewrite_backend: str | None = None
+
+    @staticmethod
+    def make_id(positive_id: int, negative_type: str, path: PathNode) -> int:
+        return content_id("negative-text", str(positive_id), negative_type, path.canonical())
+
+    @classmethod
+    def made(
+        cls,
+        *,
+        ori_type: str,
+        path: PathNode,
+        bbox: Sequence[int],
+        expression: str,
+        template_expression: str | None = None,
+        expression_source: str = "template",
+        **fields: Any,
+    ) -> TextNegativeRow:
+        """A new text negative saying `path`: its kind and type follow from the rest; worded as its template
+        unless told otherwise."""
+        return cls(ori_type=ori_type, negative_cate="text", tuple_type=ori_type, path=path.to_json(), bbox=list(bbox),
+                   expression=expression, template_expression=template_expression or expression,
+                   expression_source=expression_source, **fields)  # fmt: skip
+
+    def to_row(self) -> Json:
+        """Every field, the rewrites' only where they were asked for."""
+        out = {f: getattr(self, f) for f in _TEXT_NEGATIVE_FIELDS}
+        if self.rewrites is not None:
+            out["rewrites"] = self.rewrites
+        if self.rewrite_backend is not None:
+            out["rewrite_backend"] = self.rewrite_backend
+        return out
 
     def node(self) -> PathNode:
         """The path, read."""
         return PathNode.from_json(self.path)
 
 
+_TEXT_NEGATIVE_FIELDS = tuple(f.name for f in dataclasses.fields(TextNegativeRow) if not f.name.startswith("rewrite"))
+
+
 @dataclass(slots=True, kw_only=True)
 class ImageNegativeRow:
-    """An image negative (`ImageNegative.to_vanilla()`): `candidates` are run-relative image files."""
+    """An edited image in which its positive's expression matches nothing (FineCops-Ref negative, cate
+    "image"). `edit` is the scene-graph change that re-checks the claim, `edit_boxes` where pixels changed
+    (none for a flip); `candidates` are the N images the backend made (run-relative paths), `file_name` the
+    one the filters chose; `bbox` the target's box in the edited image. The rest is its positive's."""
 
     id: int
     image_id: str
@@ -206,6 +253,20 @@ class ImageNegativeRow:
     height: int
     generator: str
     backend: str
+
+    @staticmethod
+    def make_id(positive_id: int, negative_type: str, edit: Json) -> int:
+        return content_id("negative-image", str(positive_id), negative_type, repr(sorted(edit.items())))
+
+    @classmethod
+    def made(
+        cls, *, id: int, source_image_id: str, ori_type: str, candidates: list[str], **fields: Any
+    ) -> ImageNegativeRow:
+        """A new image negative (FineCops-Ref negative, cate "image"): its image id, kind, type and file follow
+        from the rest (`file_name` is candidate 0, the one the filters chose once they have)."""
+        return cls(id=id, image_id=f"{source_image_id}_{id:x}", source_image_id=source_image_id, ori_type=ori_type,
+                   negative_cate="image", tuple_type=ori_type, file_name=candidates[0], candidates=candidates,
+                   **fields)  # fmt: skip
 
     def node(self) -> PathNode:
         """The path, read."""

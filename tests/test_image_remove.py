@@ -20,7 +20,7 @@ from hardneg.core.words.table import Words
 from hardneg.core.words.vocab import Lexicon
 from hardneg.generators.images.edits import ImageContext
 from hardneg.generators.images.stage import make_image_negatives
-from tests.helpers import graph, node, obj
+from tests.helpers import graph, node, obj, positive_row
 
 
 def test_remove_object_paints_out_the_target_and_the_path_then_matches_nothing(tmp_path: Path):
@@ -39,10 +39,8 @@ def test_remove_object_paints_out_the_target_and_the_path_then_matches_nothing(t
     d.ellipse((200, 300, 260, 360), fill=(30, 30, 220))
     im.save(images / "img1.jpg", quality=95)
     path = node("ball", "red", oid="1")
-    positive = {
-        "id": 7, "image_id": "img1", "path": path.to_json(), "expression": "the red ball", "tuple_type": "0_hop",
-        "level": 2, "width": 500, "height": 400, "template": "0_hop@v1#0", "bbox": [60, 120, 80, 80],
-    }  # fmt: skip
+    positive = positive_row(path, "the red ball", image_id="img1", id=7, level=2, template="0_hop@v1#0",
+                            bbox=[60, 120, 80, 80])  # fmt: skip
     table = AttributeTable.load()
     ctx = ImageContext(
         table=table,
@@ -59,12 +57,12 @@ def test_remove_object_paints_out_the_target_and_the_path_then_matches_nothing(t
     rows, rejects, _ = make_image_negatives([positive], {"img1": g}, ctx, LexiconBackend(lexicon), OpenCVInpainter())
     assert not rejects
     [r] = rows
-    assert r["negative_type"] == "remove_object" and r["negative_level"] == 1
-    assert r["edit"] == {"op": "remove", "object": "1"} and r["edit_boxes"] == [[60, 120, 80, 80]]
-    assert execute(path.without_ids(), GraphIndex(apply_edit(g, r["edit"]), table)) == frozenset()
+    assert r.negative_type == "remove_object" and r.negative_level == 1
+    assert r.edit == {"op": "remove", "object": "1"} and r.edit_boxes == [[60, 120, 80, 80]]
+    assert execute(path.without_ids(), GraphIndex(apply_edit(g, r.edit), table)) == frozenset()
     src = np.asarray(Image.open(images / "img1.jpg").convert("RGB"), dtype=np.int16)
-    assert len(r["candidates"]) == 2
-    for f in r["candidates"]:
+    assert len(r.candidates) == 2
+    for f in r.candidates:
         cand = np.asarray(Image.open(tmp_path / "run" / f).convert("RGB"), dtype=np.int16)
         inside = np.zeros(src.shape[:2], bool)
         inside[110:210, 50:150] = True
@@ -72,4 +70,4 @@ def test_remove_object_paints_out_the_target_and_the_path_then_matches_nothing(t
         assert diff[~inside].mean() < 3.0  # only JPEG noise outside
         red = (cand[..., 0] > 150) & (cand[..., 1] < 80) & (cand[..., 2] < 80)
         assert red[inside].mean() < 0.05  # the red ball is gone
-    assert PathNode.from_json(r["path"]) == path
+    assert PathNode.from_json(r.path) == path

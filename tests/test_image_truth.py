@@ -17,12 +17,13 @@ from hardneg.core.edits import apply_edit
 from hardneg.core.executor import execute
 from hardneg.core.records import PathNode, SceneGraph
 from hardneg.core.resources import data_path
+from hardneg.core.rows import PositiveRow
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
 from hardneg.core.words.vocab import Lexicon
 from hardneg.generators.images.edits import Carried, Donor, ImageContext, paste_fit, swap_names_edit, swap_refusal
 from hardneg.generators.images.stage import make_image_negatives
-from tests.helpers import graph, index, node, obj
+from tests.helpers import graph, index, node, obj, positive_row
 
 W, H = 500, 400
 
@@ -37,15 +38,15 @@ def _photo(folder: Path, image_id: str, shapes: list[tuple[tuple[int, int, int, 
     im.save(folder / f"{image_id}.jpg", quality=95)
 
 
-def _positive(pid: int, g: SceneGraph, path: PathNode, text: str) -> dict[str, Any]:
+def _positive(pid: int, g: SceneGraph, path: PathNode, text: str) -> PositiveRow:
     x, y, w, h = g.objects[path.id or ""].box
-    return {
-        "id": pid, "image_id": g.image_id, "path": path.to_json(), "expression": text, "tuple_type": "1_hop",
-        "level": 2, "width": W, "height": H, "template": "t", "bbox": [x, y, w, h],
-    }  # fmt: skip
+    return positive_row(path, text, image_id=g.image_id, id=pid, tuple_type="1_hop", level=2, width=W, height=H,
+                        template="t", bbox=[x, y, w, h])  # fmt: skip
 
 
-def _make(tmp_path: Path, positives: list[dict], graphs: dict[str, SceneGraph], types: tuple[str, ...], **kw: Any):
+def _make(
+    tmp_path: Path, positives: list[PositiveRow], graphs: dict[str, SceneGraph], types: tuple[str, ...], **kw: Any
+):
     names = Counter({o.name: 2 for g in graphs.values() for o in g.objects.values()})
     ctx = ImageContext(
         table=AttributeTable.load(),
@@ -103,8 +104,8 @@ def test_a_donor_brings_what_its_crop_holds(tmp_path: Path):
     assert rows == [] and any("executor matches" in r.reason for r in rejects)
     rows, _, _ = _make(tmp_path, [positive], {"img1": g}, ("replace_object",), donors={"van": [bare]},
                        names={"van": 1})  # fmt: skip
-    assert [r["edit"]["name"] for r in rows] == ["van"]
-    assert rows[0]["edit"]["attributes"] == ["blue"] and rows[0]["edit"]["donor"] == {"image_id": "img2", "object": "9"}
+    assert [r.edit["name"] for r in rows] == ["van"]
+    assert rows[0].edit["attributes"] == ["blue"] and rows[0].edit["donor"] == {"image_id": "img2", "object": "9"}
 
 
 def test_a_donor_is_never_blown_up_or_squeezed_into_another_shape():
@@ -202,8 +203,8 @@ def test_two_like_objects_apart_are_swapped_and_the_swap_is_certified(tmp_path: 
     path = node("ball", "red", rel=[("to the left of", node("clock", "blue", oid="b"))], oid="a")
     rows, rejects, _ = _make(tmp_path, [_positive(1, g, path, "the red ball to the left of the blue clock")],
                              {"img1": g}, ("swap_object",))  # fmt: skip
-    assert [r["negative_type"] for r in rows] == ["swap_object"], [r.reason for r in rejects]
-    edit = rows[0]["edit"]
+    assert [r.negative_type for r in rows] == ["swap_object"], [r.reason for r in rejects]
+    edit = rows[0].edit
     assert edit["attributes"] == [["blue"], ["red"]]  # each crop's colour went with it
-    out = np.asarray(Image.open(tmp_path / "run" / rows[0]["candidates"][0]).convert("RGB"), dtype=int)
+    out = np.asarray(Image.open(tmp_path / "run" / rows[0].candidates[0]).convert("RGB"), dtype=int)
     assert out[195, 105, 2] > 150 and out[195, 365, 0] > 150  # blue where the red ball was, and red there

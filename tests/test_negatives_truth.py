@@ -14,13 +14,14 @@ from hardneg.backends.language import Answer, ReplaceRequest, RewriteRequest, Va
 from hardneg.core.gqa.plausibility import Counts, Plausibility
 from hardneg.core.records import PathNode, Positive
 from hardneg.core.resources import data_path
+from hardneg.core.rows import PositiveRow
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
 from hardneg.core.words.vocab import English, RelationVocab
 from hardneg.generators.paths.expressions import Renderer, Templates
 from hardneg.generators.text.negatives import NegativeContext, make_text_negatives
 from hardneg.generators.text.sites import Site, SiteVocab
-from tests.helpers import graph, node, obj
+from tests.helpers import graph, node, obj, positive_row
 
 WORDS = Words.load()
 TABLE = AttributeTable.load()
@@ -69,11 +70,10 @@ def context(types: tuple[str, ...], plausibility: Plausibility | None = None) ->
                            plausibility=plausibility)  # fmt: skip
 
 
-def positive(g, path: PathNode, ptype: str) -> dict:
+def positive(g, path: PathNode, ptype: str) -> PositiveRow:
     pid = Positive.make_id(g.image_id, path)
-    return {"id": pid, "image_id": g.image_id, "path": path.to_json(), "expression": "x", "tuple_type": ptype,
-            "level": 1, "width": g.width, "height": g.height, "template": f"{ptype}@v1#0",
-            "bbox": [0, 0, 1, 1]}  # fmt: skip
+    return positive_row(path, "x", image_id=g.image_id, id=pid, tuple_type=ptype, level=1, width=g.width,
+                        height=g.height, template=f"{ptype}@v1#0", bbox=[0, 0, 1, 1])  # fmt: skip
 
 
 def negatives(g, path: PathNode, ptype: str, answers: dict, types: tuple[str, ...], plaus=None):
@@ -202,7 +202,7 @@ def test_a_swap_stands_only_where_the_graph_contradicts_it(ball, kept):
     g = graph(obj("c", "car", ("small", "red")), obj("b", "ball", ("red", *ball), box=(300, 10, 80, 80)))
     path = node("car", "small", same=[("color", node("ball", oid="b"))], oid="c")
     made, rejects = negatives(g, path, "same_attr", {}, ("swap_object",))
-    assert [n.path.name for n in made] == (["ball"] if kept else [])
+    assert [n.node().name for n in made] == (["ball"] if kept else [])
     assert kept or any(r.reason.startswith("may be true: object b ('ball') may match") for r in rejects), rejects
 
 

@@ -94,18 +94,15 @@ def test_an_unreadable_donor_is_a_reject_never_a_silent_removal(tmp_path: Path):
     from hardneg.core.words.vocab import Lexicon
     from hardneg.generators.images.edits import Donor, ImageContext
     from hardneg.generators.images.stage import make_image_negatives
-    from tests.helpers import graph, node, obj
+    from tests.helpers import graph, node, obj, positive_row
 
     images = tmp_path / "images"
     images.mkdir()
     Image.new("RGB", (500, 400), (90, 120, 200)).save(images / "img1.jpg")
     (images / "img2.jpg").write_bytes(b"\xff\xd8 truncated")  # the only donor of "frisbee"
     g = graph(obj("1", "ball", box=(60, 120, 80, 80)), image_id="img1")
-    positive = {
-        "id": 7, "image_id": "img1", "path": node("ball", oid="1").to_json(), "expression": "the ball",
-        "tuple_type": "0_hop", "level": 1, "width": 500, "height": 400, "template": "0_hop@v1#0",
-        "bbox": [60, 120, 80, 80],
-    }  # fmt: skip
+    positive = positive_row(node("ball", oid="1"), "the ball", image_id="img1", id=7, template="0_hop@v1#0",
+                            bbox=[60, 120, 80, 80])  # fmt: skip
     ctx = ImageContext(
         table=AttributeTable.load(),
         words=Words.load(),
@@ -119,6 +116,6 @@ def test_an_unreadable_donor_is_a_reject_never_a_silent_removal(tmp_path: Path):
     )
     lexicon = LexiconBackend(Lexicon.load(data_path("templates/lexicon.v1.yaml")))
     rows, rejects, stats = make_image_negatives([positive], {"img1": g}, ctx, lexicon, OpenCVInpainter())
-    assert not any(r["edit"]["op"] == "remove" for r in rows)  # before: the unreadable donor became a removal
+    assert not any(r.edit["op"] == "remove" for r in rows)  # before: the unreadable donor became a removal
     assert any("donor image img2.jpg for 'frisbee' unreadable" in r.reason for r in rejects)
     assert stats["donor_unreadable"] >= 1

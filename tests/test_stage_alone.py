@@ -8,10 +8,10 @@ import pytest
 
 from hardneg.core.config import RunConfig
 from hardneg.core.gqa.ingest import graph_to_row
-from hardneg.core.records import ImageNegative, PathNode, Positive, TextNegative
+from hardneg.core.records import PathNode, Positive
 from hardneg.core.rows import ImageNegativeRow, PositiveRow, TextNegativeRow
 from hardneg.core.runner.alone import run_alone
-from hardneg.core.schema import row_problem
+from hardneg.core.schema import as_row, row_problem
 from hardneg.core.splits import split_of
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
@@ -31,23 +31,23 @@ def positive(pid: int, path: PathNode, image_id: str = "1", tuple_type: str = "0
 
 
 def text_negative(nid: int, p: dict, negative_type: str = "replace_attribute") -> dict:
-    return TextNegative(
+    return as_row(TextNegativeRow.made(
         id=nid, positive_id=p["id"], image_id=p["image_id"], width=500, height=400,
         path=PathNode.from_json(p["path"]).without_ids(), ori_type=p["tuple_type"], level=p["level"],
         negative_type=negative_type, negative_level=1, shuffle_index=[0], change={"nodes": [0]},
         expression="the blue cup", template=p["template"], bbox=(10, 10, 40, 40), generator="negatives@test",
         backend="none",
-    ).to_vanilla()  # fmt: skip
+    ))  # fmt: skip
 
 
 def image_negative(nid: int, p: dict) -> dict:
-    return ImageNegative(
+    return as_row(ImageNegativeRow.made(
         id=nid, source_image_id=p["image_id"], positive_id=p["id"], negative_level=1,
         negative_type="replace_attribute", shuffle_index=[0], ori_type=p["tuple_type"], level=p["level"],
         expression=p["expression"], path=p["path"], edit={"object": "1", "attributes": ["blue"]},
         edit_boxes=[[10, 10, 40, 40]], candidates=[f"images/{nid}-0.jpg"], bbox=[10, 10, 40, 40], width=500,
         height=400, generator="negatives_image@test", backend="opencv",
-    ).to_vanilla()  # fmt: skip
+    ))  # fmt: skip
 
 
 def test_the_sample_records_write_rows_of_their_record_types():

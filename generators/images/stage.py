@@ -40,8 +40,8 @@ from hardneg.core.gqa.run_inputs import image_file
 from hardneg.core.ids import safe_name
 from hardneg.core.io import write_json
 from hardneg.core.plugins import TEXT_NEGATIVES
-from hardneg.core.records import ImageNegative, PathNode, Reject, SceneGraph
-from hardneg.core.rows import GraphRow, ImageNegativeRow
+from hardneg.core.records import Reject, SceneGraph
+from hardneg.core.rows import GraphRow, ImageNegativeRow, PositiveRow
 from hardneg.core.runner.stage import Run, Stage, Unit
 from hardneg.core.schema import outputs
 from hardneg.core.splits import split_of
@@ -82,8 +82,8 @@ class ImageSearch(SiteSearch):
         self.rarity = {n: k.rarity for n, k in self.kinds.items()}
         self._done: dict[tuple[int, Site, str], ImageEdit | None] = {}
 
-    def state(self, positive: dict[str, Any], graph: SceneGraph) -> SearchState | None:
-        src = image_file(self.ctx.images_dir, positive["image_id"])
+    def state(self, positive: PositiveRow, graph: SceneGraph) -> SearchState | None:
+        src = image_file(self.ctx.images_dir, positive.image_id)
         try:
             with Image.open(src) as im:
                 im.load()
@@ -95,15 +95,15 @@ class ImageSearch(SiteSearch):
         except (OSError, SyntaxError, ValueError) as e:
             self.stats["source_unreadable"] += 1
             self.rejects.append(
-                Reject(self.stage, f"source image unreadable: {src.name}: {e}", positive["image_id"], positive["id"])
+                Reject(self.stage, f"source image unreadable: {src.name}: {e}", positive.image_id, positive.id)
             )
             return None
-        path = PathNode.from_json(positive["path"])
+        path = positive.node()
         objects = [graph.objects.get(n.id or "") for n in path.nodes()]
         objects = [o if o is not None and self.ctx.editable(o, graph) else None for o in objects]
         shared = enumerate_sites(path, self.vocab, objects)
         sites = [s for kind in self.kinds.values() for s in kind.sites(shared, path, objects)]
-        todo = site_order(positive["id"], self.ctx.seed, "image-negatives", sites, self.ctx.types, self.rarity)
+        todo = site_order(positive.id, self.ctx.seed, "image-negatives", sites, self.ctx.types, self.rarity)
         extra = {"graph": graph, "image": image, "quant": quant, "objects": objects, "chosen": []}
         return SearchState(positive, path, iter(todo), extra=extra)
 
@@ -115,7 +115,7 @@ class ImageSearch(SiteSearch):
     def _refuse(self, st: SearchState, site: Site, why: str, **detail: Any) -> bool:
         self.stats[f"refused:{site.negative_type}"] += 1
         where = {**site.where(), **detail}
-        self.rejects.append(Reject(self.stage, why, st.positive["image_id"], st.positive["id"], detail=where))
+        self.rejects.append(Reject(self.stage, why, st.positive.image_id, st.positive.id, detail=where))
         return False
 
     def certified(self, st: SearchState, edit: ImageEdit | None) -> bool:
@@ -128,8 +128,8 @@ class ImageSearch(SiteSearch):
         self.stats[f"uncertified:{edit.site.negative_type}"] += 1
         detail = {**edit.site.where(), "edit": edit.edit}
         self.rejects.append(
-            Reject(self.stage, f"the edit may leave the expression true: {why}", st.positive["image_id"],
-                   st.positive["id"], detail=detail)
+            Reject(self.stage, f"the edit may leave the expression true: {why}", st.positive.image_id,
+                   st.positive.id, detail=detail)
         )  # fmt: skip
         return False
 
@@ -168,8 +168,8 @@ class ImageSearch(SiteSearch):
         if not options:
             return None
         return ReplaceRequest(
-            f"img:{st.positive['id']}:{site.negative_type}:{site.nodes}:{site.word}",
-            st.positive["expression"],
+            f"img:{st.positive.id}:{site.negative_type}:{site.nodes}:{site.word}",
+            st.positive.expression,
             site.part,  # type: ignore[arg-type]
             site.word or "",
             site.request_category,
@@ -180,7 +180,7 @@ class ImageSearch(SiteSearch):
     def finished(self, st: SearchState, site: Site, word: str) -> ImageEdit | None:
         """The edit for `word` when it is renderable and makes the path match nothing; each (site, word)
         is built once, since validation and the answer loop ask about the same words."""
-        key = (st.positive["id"], site, word)
+        key = (st.positive.id, site, word)
         if key not in self._done:
             obj = st.extra["objects"][site.nodes[0]]
             kind = self.kinds[site.negative_type]
@@ -191,9 +191,7 @@ class ImageSearch(SiteSearch):
                 except (DonorUnreadable, PasteRefused) as e:
                     self.stats["donor_unreadable" if isinstance(e, DonorUnreadable) else "paste_refused"] += 1
                     detail = {**site.where(), "word": word}
-                    self.rejects.append(
-                        Reject(self.stage, str(e), st.positive["image_id"], st.positive["id"], detail=detail)
-                    )
+                    self.rejects.append(Reject(self.stage, str(e), st.positive.image_id, st.positive.id, detail=detail))
             self._done[key] = done if self.certified(st, done) else None
         return self._done[key]
 
@@ -211,27 +209,27 @@ class ImageSearch(SiteSearch):
 
 
 def make_image_negatives(
-    positives: list[dict[str, Any]],
+    positives: list[PositiveRow],
     graphs: dict[str, SceneGraph],
     ctx: ImageContext,
     language: LanguageBackend,
     inpaint: InpaintBackend,
-) -> tuple[list[dict[str, Any]], list[Reject], Counter]:
-    """Choose edits, inpaint N candidates each and write them; returns vanilla records."""
+) -> tuple[list[ImageNegativeRow], list[Reject], Counter]:
+    """Choose edits, inpaint N candidates each and write them; returns their records."""
     search = ImageSearch(ctx, language, inpaint)
-    states = [st for p in positives if (st := search.state(p, graphs[p["image_id"]])) is not None]
+    states = [st for p in positives if (st := search.state(p, graphs[p.image_id])) is not None]
     search.run(states)
     stats = search.stats
     jobs: list[tuple[SearchState, ImageEdit, InpaintJob | None, int]] = []
     for st in states:
         for edit in st.extra["chosen"]:
-            nid = ImageNegative.make_id(st.positive["id"], edit.site.negative_type, edit.edit)
+            nid = ImageNegativeRow.make_id(st.positive.id, edit.site.negative_type, edit.edit)
             job = None
             if search.kinds[edit.site.negative_type].painted:
                 job = InpaintJob(str(nid), st.extra["image"], edit.regions, ctx.candidates, ctx.seed)
             jobs.append((st, edit, job, nid))
     ctx.out_dir.mkdir(parents=True, exist_ok=True)
-    records: list[dict[str, Any]] = []
+    records: list[ImageNegativeRow] = []
     # Inpaint in chunks so only a few jobs' candidates are in memory at once (10 full images per job).
     outputs: dict[int, list[Image.Image]] = {}
     pending_jobs = [(nid, j) for _, _, j, nid in jobs if j is not None]
@@ -246,7 +244,7 @@ def make_image_negatives(
         if job is None:  # a kind that makes its own picture (a flip: the mirrored source) has it as the one candidate
             kind = search.kinds[edit.site.negative_type]
             records.append(_write(st, edit, kind, nid, [kind.picture(st.extra["image"])], ctx, kind.name, stats))
-    records.sort(key=lambda r: (r["source_image_id"], r["id"]))
+    records.sort(key=lambda r: (r.source_image_id, r.id))
     return records, search.rejects, stats
 
 
@@ -259,38 +257,38 @@ def _write(
     ctx: ImageContext,
     backend: str,
     stats: Counter,
-) -> dict[str, Any]:
-    """Save the candidates like their source and build the vanilla record."""
+) -> ImageNegativeRow:
+    """Save the candidates like their source and make the record."""
     p = st.positive
     files = []
     for k, im in enumerate(cands):
-        name = f"{safe_name(p['image_id'])}_{nid:x}_{k}.jpg"  # any id, a plain bounded name inside images/
+        name = f"{safe_name(p.image_id)}_{nid:x}_{k}.jpg"  # any id, a plain bounded name inside images/
         save_like_source(im, ctx.out_dir / name, st.extra["quant"])
         files.append(f"images/{name}")
     box = list(st.extra["graph"].objects[st.path.id].box)
     site = edit.site
     stats[f"made:{site.negative_type}:L{site.level}"] += 1
     stats["candidates_written"] += len(files)
-    return ImageNegative(
+    return ImageNegativeRow.made(
         id=nid,
-        source_image_id=p["image_id"],
-        positive_id=p["id"],
+        source_image_id=p.image_id,
+        positive_id=p.id,
         negative_level=site.level,
         negative_type=site.negative_type,
         shuffle_index=list(site.nodes),
-        ori_type=p["tuple_type"],
-        level=p["level"],
-        expression=p["expression"],
-        path=p["path"],
+        ori_type=p.tuple_type,
+        level=p.level,
+        expression=p.expression,
+        path=p.path,
         edit=edit.edit,
         edit_boxes=[list(r.box) for r in edit.regions],
         candidates=files,
-        bbox=kind.target_box(box, p["width"]),
-        width=p["width"],
-        height=p["height"],
+        bbox=kind.target_box(box, p.width),
+        width=p.width,
+        height=p.height,
         generator=GENERATOR,
         backend=backend,
-    ).to_vanilla()
+    )
 
 
 def _donor(x: dict[str, Any]) -> Donor:
@@ -349,10 +347,12 @@ class ImagesStage(Stage):
         cfg = unit.cfg
         images = unit.images
         positives = [
-            r for r in unit.read("language", "positives") if split_of(r["image_id"], cfg.splits) in cfg.images.splits
+            p
+            for p in unit.records("language", "positives", PositiveRow)
+            if split_of(p.image_id, cfg.splits) in cfg.images.splits
         ]
         unit.items_in = len(positives)
-        rows: list[dict[str, Any]] = []
+        rows: list[ImageNegativeRow] = []
         if images is None or not cfg.images.enabled or cfg.images.per_positive == 0:
             unit.stats["skipped_no_images" if images is None else "skipped_disabled"] += len(positives)
         elif positives:

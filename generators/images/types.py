@@ -221,7 +221,7 @@ class Flip(ImageType):
     def refusal(self, site: Site, objects: list[SceneObject | None], st: SearchState, ctx: ImageContext) -> str | None:
         """Why this positive's photo gets no (further) flip: print in view (a name that carries it, or lines
         of letters in the pixels: generators/images/flip.py), or its quota of flips is taken."""
-        image_id = st.positive["image_id"]
+        image_id = st.positive.image_id
         if image_id not in self.printed:  # one look per photo, however many of its positives ask
             names = [o.name for o in st.extra["graph"].objects.values()]
             self.printed[image_id] = print_refusal(st.extra["image"], names, ctx.words)
@@ -243,7 +243,7 @@ class Flip(ImageType):
         return ImageEdit(site, {"op": "flip"})
 
     def chosen(self, st: SearchState, edit: ImageEdit) -> None:
-        self.flips[st.positive["image_id"]] += 1
+        self.flips[st.positive.image_id] += 1
 
     def target_box(self, box: list[int], width: int) -> list[int]:
         x, y, w, h = box

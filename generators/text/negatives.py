@@ -22,7 +22,8 @@ from hardneg.core.executor import GraphIndex, execute
 from hardneg.core.gqa.annotations import SMALL, AnnotationStats
 from hardneg.core.gqa.plausibility import Plausibility
 from hardneg.core.plugins import TEXT_NEGATIVES
-from hardneg.core.records import PathNode, Reject, SceneGraph, TextNegative
+from hardneg.core.records import PathNode, Reject, SceneGraph
+from hardneg.core.rows import PositiveRow, TextNegativeRow
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
 from hardneg.generators.paths.expressions import Renderer, carry_change
@@ -163,15 +164,15 @@ class TextSearch(SiteSearch):
         self.indexes: dict[str, GraphIndex] = {}
         self._scenes: dict[str, frozenset[str]] = {}
         self._parts: dict[tuple[str, str, str], str | None] = {}  # (image, replaced, name) -> why it cannot replace it
-        self.made: list[TextNegative] = []
+        self.made: list[TextNegativeRow] = []
         self.photos = PhotoColours(ctx.images)
 
-    def state(self, positive: dict[str, Any]) -> SearchState:
-        path = PathNode.from_json(positive["path"])
-        if positive["image_id"] not in self.indexes:
-            self.indexes[positive["image_id"]] = GraphIndex(self.graphs[positive["image_id"]], self.ctx.table)
+    def state(self, positive: PositiveRow) -> SearchState:
+        path = positive.node()
+        if positive.image_id not in self.indexes:
+            self.indexes[positive.image_id] = GraphIndex(self.graphs[positive.image_id], self.ctx.table)
         sites = enumerate_sites(path, self.ctx.site_vocab, types=self.ctx.types)
-        todo = site_order(positive["id"], self.ctx.seed, "negatives", sites, self.ctx.types)
+        todo = site_order(positive.id, self.ctx.seed, "negatives", sites, self.ctx.types)
         return SearchState(positive, path, iter(todo))
 
     def direct(self, st: SearchState, site: Site) -> bool:
@@ -192,7 +193,7 @@ class TextSearch(SiteSearch):
             self._refuse(st, site, f"absurd swap: {why}")
             return False
         if self.ctx.context is not None:
-            scene = self._scene(st.positive["image_id"])
+            scene = self._scene(st.positive.image_id)
             weight, why = self.ctx.context.weigh(neg, kind.change(site), scene)
             if weight <= 0:
                 self._refuse(st, site, f"absurd swap: {why}")
@@ -219,13 +220,13 @@ class TextSearch(SiteSearch):
     def _refuse(self, st: SearchState, site: Site, why: str, **detail: Any) -> None:
         self.stats[f"refused:{site.negative_type}:{refusal_kind(why)}"] += 1
         detail = {**site.where(), **detail}
-        self.rejects.append(Reject(self.stage, why, st.positive["image_id"], st.positive["id"], detail=detail))
+        self.rejects.append(Reject(self.stage, why, st.positive.image_id, st.positive.id, detail=detail))
 
     def request(self, st: SearchState, site: Site) -> ReplaceRequest | None:
         if (why := self.vocab.crowd_refusal(site, st.path)) is not None:
             self._refuse(st, site, why)
             return None
-        img = st.positive["image_id"]
+        img = st.positive.image_id
         options, weights = self.ctx.options(site, st.path)
         if site.part == "object" and self.absent is not None:  # no word the scene likely holds unannotated
             could_be = lambda w: bool(self.certifier.candidates(w, self.graphs[img], self.indexes[img]))  # noqa: E731
@@ -233,8 +234,8 @@ class TextSearch(SiteSearch):
         if not options:  # no other word of this category that the corpus attests here: nothing to ask
             return None
         return ReplaceRequest(
-            key=f"{st.positive['id']}:{site.negative_type}:{site.nodes}:{site.edge}:{site.word}",
-            expression=st.positive["expression"],
+            key=f"{st.positive.id}:{site.negative_type}:{site.nodes}:{site.edge}:{site.word}",
+            expression=st.positive.expression,
             part=site.part,  # type: ignore[arg-type]
             word=site.word or "",
             category=site.request_category,
@@ -268,7 +269,7 @@ class TextSearch(SiteSearch):
             return ok, why
         if self.ctx.names_another(value, self.ctx.other_names(site, st.path)):
             return False, f"{value!r} already names another object of the expression"
-        if site.part == "object" and (why := self._unfit(st.positive["image_id"], value, site.word or "")) is not None:
+        if site.part == "object" and (why := self._unfit(st.positive.image_id, value, site.word or "")) is not None:
             return False, why
         if self.ctx.context is not None:
             weight, why_not = self.ctx.context.fill(self.ctx.context.frame(st.path, site), value)
@@ -298,7 +299,7 @@ class TextSearch(SiteSearch):
         and for the clothes the graph leaves off its people too (`UnboxedClothes`): "the small ball with the same
         color as the car" (swapped from "the small car ... as the ball") may be true of a ball whose size nobody
         annotated. Memoised per image and path: judged when the backend validates a word and when it is kept."""
-        if (key := (image := st.positive["image_id"], neg_path)) not in self._truths:
+        if (key := (image := st.positive.image_id, neg_path)) not in self._truths:
             if hit := execute(neg_path, self.indexes[image]):
                 self._truths[key] = (sorted(hit)[0], None)
             elif (doubt := self.certifier.uncontradicted(neg_path, self.graphs[image], self.indexes[image])) or (
@@ -319,7 +320,7 @@ class TextSearch(SiteSearch):
         old, new = st.path.nodes(), neg_path.nodes()
         if self.photos.images is None or len(old) != len(new):
             return None
-        image = st.positive["image_id"]
+        image = st.positive.image_id
         doubt = None
         for a, b in zip(old, new, strict=True):
             stated = b.attributes if a.name != b.name else tuple(w for w in b.attributes if w not in a.attributes)
@@ -335,7 +336,7 @@ class TextSearch(SiteSearch):
 
     def _keep(self, st: SearchState, site: Site, neg_path: PathNode, replacement: str | None) -> bool:
         pos = st.positive
-        idx = self.indexes[pos["image_id"]]
+        idx = self.indexes[pos.image_id]
         if (truth := self._truth(st, neg_path)) is not None:
             if replacement is None:  # a swap that may be true: say so (a replacement's check already did)
                 hit, doubt = truth
@@ -345,7 +346,7 @@ class TextSearch(SiteSearch):
             if replacement is None:
                 self._refuse(st, site, shown)
             return False
-        nid = TextNegative.make_id(pos["id"], site.negative_type, neg_path)
+        nid = TextNegativeRow.make_id(pos.id, site.negative_type, neg_path)
         if nid in st.seen:
             return False
         st.seen.add(nid)
@@ -353,46 +354,31 @@ class TextSearch(SiteSearch):
         for key, value in (("from", site.word), ("to", replacement), ("with", site.other), ("edge", site.edge)):
             if value is not None:
                 change[key] = value
-        template_text = self.ctx.renderer.render_with(neg_path, pos["tuple_type"], pos["template"], idx, st.path)
-        expression = carry_change(pos.get("template_expression", pos["expression"]), pos["expression"], template_text)
-        source = pos.get("expression_source", "template")
+        template_text = self.ctx.renderer.render_with(neg_path, pos.tuple_type, pos.template, idx, st.path)
+        worded = pos.template_expression if pos.template_expression is not None else pos.expression
+        expression = carry_change(worded, pos.expression, template_text)
+        source = pos.expression_source
         if expression is None:  # the rewrite reworded the changed words: the template's text
             expression, source = template_text, "template"
             self.stats["surface:template_fallback"] += 1
-        self.made.append(
-            TextNegative(
-                id=nid,
-                positive_id=pos["id"],
-                image_id=pos["image_id"],
-                width=pos["width"],
-                height=pos["height"],
-                path=neg_path,
-                ori_type=pos["tuple_type"],
-                level=pos["level"],
-                negative_type=site.negative_type,
-                negative_level=site.level,
-                shuffle_index=list(site.nodes),
-                change=change,
-                expression=expression,
-                template=pos["template"],
-                template_expression=template_text,
-                expression_source=source,
-                bbox=tuple(pos["bbox"]),  # type: ignore[arg-type]
-                generator=GENERATOR,
-                backend=self.backend.version if replacement is not None else "none",
-            )
-        )
+        self.made.append(TextNegativeRow.made(
+            id=nid, positive_id=pos.id, image_id=pos.image_id, width=pos.width, height=pos.height, path=neg_path,
+            ori_type=pos.tuple_type, level=pos.level, negative_type=site.negative_type, negative_level=site.level,
+            shuffle_index=list(site.nodes), change=change, expression=expression, template=pos.template,
+            template_expression=template_text, expression_source=source, bbox=pos.bbox, generator=GENERATOR,
+            backend=self.backend.version if replacement is not None else "none",
+        ))  # fmt: skip
         st.made += 1
         self.stats[f"made:{site.negative_type}:L{site.level}"] += 1
         return True
 
 
 def make_text_negatives(
-    positives: list[dict[str, Any]],
+    positives: list[PositiveRow],
     graphs: dict[str, SceneGraph],
     ctx: NegativeContext,
     backend: LanguageBackend,
-) -> tuple[list[TextNegative], list[Reject], Counter]:
+) -> tuple[list[TextNegativeRow], list[Reject], Counter]:
     """Up to `per_positive` negatives per positive, batching replace requests per round."""
     search = TextSearch(ctx, backend, graphs)
     search.run([search.state(p) for p in positives])

@@ -28,6 +28,7 @@ from hardneg.core.geometry import direction
 from hardneg.core.gqa.annotations import AnnotationStats
 from hardneg.core.plugins import IMAGE_NEGATIVES, TEXT_NEGATIVES
 from hardneg.core.records import PathNode, Reject, SceneObject, keyed_seed
+from hardneg.core.rows import PositiveRow
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
 
@@ -247,7 +248,7 @@ def order_sites(
 class SearchState:
     """One positive's walk through its sites."""
 
-    positive: dict[str, Any]
+    positive: PositiveRow
     path: PathNode
     todo: Iterator[Site]
     made: int = 0
@@ -333,7 +334,7 @@ class SiteSearch:
                 self.stats[f"replace_failed:{site.negative_type}"] += 1
                 detail = {**site.where(), "raw": ans.raw, "attempts": ans.attempts}
                 why = ans.error or "no usable replacement"
-                self.rejects.append(Reject(self.stage, why, st.positive["image_id"], st.positive["id"], detail=detail))
+                self.rejects.append(Reject(self.stage, why, st.positive.image_id, st.positive.id, detail=detail))
         for st in states:
             self.stats["positives_with_negative" if st.made else "positives_without_negative"] += 1
 

@@ -15,7 +15,7 @@ from hardneg.core.gqa.plausibility import corpus_notes, load_plausibility
 from hardneg.core.plugins import LANGUAGE_BACKENDS
 from hardneg.core.rows import GraphRow, KeptRow, PositiveRow, TextNegativeRow
 from hardneg.core.runner.stage import Run, Stage, Unit
-from hardneg.core.schema import outputs
+from hardneg.core.schema import as_row, outputs, to_record
 from hardneg.core.words.vocab import Lexicon
 from hardneg.generators.paths.stage import PathResources
 from hardneg.generators.paths.targets import RENDERER_CONFIG, RENDERER_DATA
@@ -94,8 +94,9 @@ class LanguageStage(Stage):
         )
         negatives: list[dict[str, Any]] = []
         if lang.negatives_per_positive:
-            made, rejects, stats = make_text_negatives(positives, graphs, ctx, backend)
-            negatives = [n.to_vanilla() for n in made]
+            records = [to_record(p, PositiveRow) for p in positives]  # as rewritten and checked
+            made, rejects, stats = make_text_negatives(records, graphs, ctx, backend)
+            negatives = [as_row(n) for n in made]
             unit.rejects.extend(rejects)
             unit.stats.update(stats)
         if lang.rewrite_negatives and negatives:
