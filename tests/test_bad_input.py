@@ -24,6 +24,7 @@ from hardneg.exports.finecops import SPLITS
 from hardneg.exports.stats import rejects_summary
 from hardneg.flows.pipeline import run_local
 from hardneg.generators.text.sites import SearchState, Site, SiteSearch
+from tests.helpers import positive_row
 
 # A tiny world; every image in the test split, so every kept image may get image negatives.
 TINY = {"demo": {"n_scenes": 6}, "images": {"candidates": 1}, "splits": {"train": 0.0, "val": 0.0, "test": 1.0}}
@@ -146,7 +147,7 @@ def test_two_sites_that_differ_only_in_where_leave_two_distinct_rejects():
     failed alike, and their rejects did not say which relation they were about."""
     sites = [Site("replace_relation", 1, (0,), word="to the left of", edge=e, category="spatial") for e in (0, 1)]
     search = _Unanswerable(_NoAnswers(), per_positive=1, max_rounds=2)  # type: ignore[arg-type]
-    st = SearchState({"id": 7, "image_id": "1"}, PathNode("cup"), iter(sites))
+    st = SearchState(positive_row(PathNode("cup"), id=7, image_id="1"), PathNode("cup"), iter(sites))
     search.run([st])
     lines = [orjson.dumps(r.to_json()) for r in search.rejects]
     assert len(lines) == 2 and len(set(lines)) == 2
