@@ -78,7 +78,7 @@ def main() -> None:
         def pixels(twins: bool, g: SceneGraph = graph, im: np.ndarray = rgb, ps: list = positives) -> int:  # type: ignore[type-arg]
             photo, index = Photo(im, g), GraphIndex(g, res.table)
             for p in ps:
-                judge_positive(photo, p.path, p.path.id, index, certifier, res.words, twins=twins)
+                judge_positive(photo, p.node(), p.node().id, index, certifier, res.words, twins=twins)
             return photo.masks_made
 
         all_ms, _ = _timed(mask_all, args.repeat)

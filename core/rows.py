@@ -3,9 +3,8 @@ type is; the export stages' are in `exports/rows.py`).
 
 Each dataclass is one output kind's row as stored (JSON Lines under `work/<stage>/`): its fields are
 the row's keys in the order the writer puts them, and a field with a default is one a row may leave
-out (or, where a record type has a `to_row`, what it says a row holds). A positive's row is the `to_vanilla()`
-form of `core/records.py`'s `Positive` with what the language stage adds; a text or an image negative is made
-as its row (`TextNegativeRow.made`, `ImageNegativeRow.made`).
+out (or, where a record type has a `to_row`, what it says a row holds). A sample is made as its row
+(`PositiveRow.made`, `TextNegativeRow.made`, `ImageNegativeRow.made`) and read and written as it.
 """
 
 from __future__ import annotations
@@ -113,7 +112,11 @@ class BalanceRow:
 
 @dataclass(slots=True, kw_only=True)
 class PositiveRow:
-    """A positive (`Positive.to_vanilla()`); the language stage adds its rewrites."""
+    """A referring expression that picks out exactly one object (FineCops-Ref positive): `path` names the
+    target (its `id`) and the related objects, `objects_id` their ids and `tuple` the facts it uses;
+    `bbox` is the target's xywh, `distractors` the other objects of the image with its name, `template`
+    "<type>@<templates version>#<index>", `risk_reasons` what the graph cannot rule out. The language stage
+    adds its rewrites (`template_expression` None: none were asked)."""
 
     id: int
     image_id: str
@@ -137,9 +140,51 @@ class PositiveRow:
     expression_source: str = "template"  # or "rewrite#k"
     rewrite_backend: str | None = None
 
+    @staticmethod
+    def make_id(image_id: str, path: PathNode) -> int:
+        return content_id("positive", image_id, path.canonical())
+
+    @classmethod
+    def made(cls, *, path: PathNode, bbox: Sequence[int], **fields: Any) -> PositiveRow:
+        """A new positive saying `path`: the objects it names and the facts it uses follow from it."""
+        objects = [n.id for n in path.nodes() if n.id is not None]
+        return cls(objects_id=objects, tuple=triples(path), path=path.to_json(), bbox=list(bbox), **fields)
+
+    def to_row(self) -> Json:
+        """Every field, the rewrites' only where they were asked for."""
+        out = {f: getattr(self, f) for f in _POSITIVE_FIELDS}
+        if self.template_expression is not None:
+            out.update(template_expression=self.template_expression, rewrites=self.rewrites,
+                       expression_source=self.expression_source)  # fmt: skip
+            if self.rewrite_backend is not None:
+                out["rewrite_backend"] = self.rewrite_backend
+        return out
+
     def node(self) -> PathNode:
         """The path, read."""
         return PathNode.from_json(self.path)
+
+
+_REWRITE_FIELDS = ("template_expression", "rewrites", "expression_source", "rewrite_backend")
+_POSITIVE_FIELDS = tuple(f.name for f in dataclasses.fields(PositiveRow) if f.name not in _REWRITE_FIELDS)
+
+
+def triples(path: PathNode) -> list[list[str]]:
+    """The scene-graph facts a path uses, as [subject, predicate, object], depth first (FineCops `tuple`)."""
+    out: list[list[str]] = []
+    _triples(path, out)
+    return out
+
+
+def _triples(node: PathNode, out: list[list[str]]) -> None:
+    for a in node.attributes:
+        out.append([node.name, "has attribute", a])
+    for e in node.relations:
+        out.append([node.name, e.name, e.object.name])
+        _triples(e.object, out)
+    for s in node.same:
+        out.append([node.name, f"same {s.category} as", s.object.name])
+        _triples(s.object, out)
 
 
 @dataclass(slots=True, kw_only=True)

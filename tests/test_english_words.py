@@ -80,7 +80,7 @@ def test_the_tables_and_the_tagger_agree_on_a_gqa_like_corpus(res, tmp_path):
     cases = []
     for check in load_graphs(f):
         if check.graph is not None:
-            cases += [(p.expression, p.path) for p in generate_positives(check.graph, cfg, res)[0]]
+            cases += [(p.expression, p.node()) for p in generate_positives(check.graph, cfg, res)[0]]
     # a plural the corpus may or may not hold a positive of (the path rules decide): its rewrite reads badly
     cases.append(("the yellow bananas", node("bananas", "yellow")))
     got = _compare(res, _with_rewrites(cases))

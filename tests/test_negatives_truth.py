@@ -12,7 +12,7 @@ import pytest
 
 from hardneg.backends.language import Answer, ReplaceRequest, RewriteRequest, Validator
 from hardneg.core.gqa.plausibility import Counts, Plausibility
-from hardneg.core.records import PathNode, Positive
+from hardneg.core.records import PathNode
 from hardneg.core.resources import data_path
 from hardneg.core.rows import PositiveRow
 from hardneg.core.words.attribute_table import AttributeTable
@@ -71,7 +71,7 @@ def context(types: tuple[str, ...], plausibility: Plausibility | None = None) ->
 
 
 def positive(g, path: PathNode, ptype: str) -> PositiveRow:
-    pid = Positive.make_id(g.image_id, path)
+    pid = PositiveRow.make_id(g.image_id, path)
     return positive_row(path, "x", image_id=g.image_id, id=pid, tuple_type=ptype, level=1, width=g.width,
                         height=g.height, template=f"{ptype}@v1#0", bbox=[0, 0, 1, 1])  # fmt: skip
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable, Iterator
-from dataclasses import fields
 from typing import Any
 
 import pytest
 
 from hardneg.core.certify import context_objects
 from hardneg.core.executor import GraphIndex
-from hardneg.core.records import PathEdge, PathNode, Positive, Relation, SameEdge, SceneGraph, SceneObject
+from hardneg.core.records import PathEdge, PathNode, Relation, SameEdge, SceneGraph, SceneObject
+from hardneg.core.rows import triples
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.generators.paths.select import swappable
 from hardneg.generators.text.types import map_node
@@ -30,14 +30,9 @@ GRAPH = SceneGraph("g", 200, 100, {
 })  # fmt: skip
 
 
-def _positive() -> Positive:
-    values: dict[str, Any] = {f.name: None for f in fields(Positive)}
-    return Positive(**{**values, "path": PATH, "risk_reasons": []})
-
-
 WALKS: dict[str, Callable[[], Any]] = {
     "select's swappable": lambda: swappable(PATH.to_json(), TABLE),
-    "a positive's triples": lambda: _positive().triples(),
+    "a positive's triples": lambda: triples(PATH),
     "TRICD's context objects": lambda: context_objects(PATH, GraphIndex(GRAPH, TABLE), "1"),
     "a negative's map_node": lambda: map_node(PATH, 1, lambda n: n),
 }

@@ -47,11 +47,11 @@ def test_an_and_whose_two_branches_read_the_same_is_not_emitted():
     )
     positives, _, stats = run(g)
     for p in positives:
-        branches = [(e.name, e.object.without_ids()) for e in p.path.relations]
+        branches = [(e.name, e.object.without_ids()) for e in p.node().relations]
         assert len(branches) < 2 or branches[0] != branches[1], p.expression
     assert stats["refused:repeated_conjuncts"] > 0
     off, _, _ = run(g, cfg=load_config(None, OFF))
-    assert any(p.tuple_type == "and" and p.path.relations[0].object.name == p.path.relations[1].object.name
+    assert any(p.tuple_type == "and" and p.node().relations[0].object.name == p.node().relations[1].object.name
                for p in off)  # fmt: skip
 
 
@@ -63,14 +63,14 @@ def test_a_target_boxed_inside_a_sign_is_printed_there():
         obj("3", "car", ("red",), box=(10, 300, 100, 60)),
     )
     positives, rejects, stats = run(g)
-    assert all(p.path.name != "hotel" for p in positives)
+    assert all(p.node().name != "hotel" for p in positives)
     assert any("inside the sign 1: printed there" in r.reason for r in rejects), [r.reason for r in rejects]
     assert stats["refused:printed_targets"] == 1
     # a name the corpus mostly boxes inside signs is refused where no sign is annotated
     ev = evidence(g, times=5)
     alone = graph(obj("2", "hotel", box=(150, 70, 120, 40)), obj("3", "car", box=(10, 300, 100, 60)))
     positives, rejects, _ = run(alone, ev)
-    assert all(p.path.name != "hotel" for p in positives)
+    assert all(p.node().name != "hotel" for p in positives)
     assert any("usually printed" in r.reason for r in rejects)
 
 
@@ -87,16 +87,16 @@ def test_a_name_that_comes_in_many_needs_a_relation_or_a_rare_attribute():
     positives, rejects, stats = run(plate, ev)
     # neither "the brown meat" nor "the meat on the white plate": the plate has room for all ten (`many_held`;
     # before that rule this test accepted the second)
-    assert not [p for p in positives if p.path.name == "meat"]
+    assert not [p for p in positives if p.node().name == "meat"]
     assert stats["refused:many_targets"] > 0 and stats["refused:many_held"] > 0
     assert any("'meat' comes in many" in r.reason for r in rejects)
     off = load_config(None, {"paths": {"max_per_image": 100, "many_held_share": 1.0}})
-    meat = [p for p in run(plate, ev, cfg=off)[0] if p.path.name == "meat"]
-    assert meat and all(p.path.relations for p in meat)  # a relation is needed still
+    meat = [p for p in run(plate, ev, cfg=off)[0] if p.node().name == "meat"]
+    assert meat and all(p.node().relations for p in meat)  # a relation is needed still
     # a rare attribute tells one piece apart: "the burnt meat"
     burnt = graph(obj("1", "meat", ("burnt",), box=(100, 100, 40, 40)), obj("3", "fork", box=(400, 50, 30, 200)))
     assert ev.discriminating("burnt", "meat") and not ev.discriminating("brown", "meat")
-    assert any(p.path.name == "meat" and not p.path.relations for p in run(burnt, ev)[0])
+    assert any(p.node().name == "meat" and not p.node().relations for p in run(burnt, ev)[0])
 
 
 def test_risk_names_what_the_graph_cannot_rule_out():
@@ -111,10 +111,10 @@ def test_risk_names_what_the_graph_cannot_rule_out():
     )
     assert split_pair(g.objects["1"], g.objects["2"])
     positives, _, _ = run(g)
-    kinds = {p.path.name: {r["kind"] for r in p.risk_reasons} for p in positives if not p.path.relations}
+    kinds = {p.node().name: {r["kind"] for r in p.risk_reasons} for p in positives if not p.node().relations}
     assert "split" in kinds["cabinet"]
     assert "in_picture" in kinds["horse"]
-    white = [p for p in positives if p.path.name == "plate" and p.path.attributes == ("white",)]
+    white = [p for p in positives if p.node().name == "plate" and p.node().attributes == ("white",)]
     assert white and any(r["kind"] == "unannotated_twin" and "plate 6" in r["why"] for r in white[0].risk_reasons)
     assert combine([0.4, 0.4]) == 0.64
 
@@ -138,9 +138,9 @@ def test_clothing_is_one_to_a_person_and_others_may_wear_theirs_unannotated():
         obj("5", "bag", ("black",), box=(250, 100, 40, 40)),
     )
     positives, _, _ = run(crowd, cfg=FLAG_WEARERS)
-    kinds = {p.path.name: {r["kind"] for r in p.risk_reasons} for p in positives if not p.path.relations}
+    kinds = {p.node().name: {r["kind"] for r in p.risk_reasons} for p in positives if not p.node().relations}
     assert "other_wholes" in kinds["shorts"] and "other_wholes" not in kinds["bag"]
-    shorts = next(p for p in positives if p.path.name == "shorts")
+    shorts = next(p for p in positives if p.node().name == "shorts")
     why = next(r["why"] for r in shorts.risk_reasons if r["kind"] == "other_wholes")
     assert "3 people" in why and "1 'shorts'" in why
     alone = graph(
@@ -168,18 +168,18 @@ def test_clothing_whose_wearers_go_unannotated_is_one_of_an_unknown_number():
         obj("5", "fence", box=(0, 0, 500, 180)),
     )
     flagged, _, _ = run(game, cfg=FLAG_WEARERS)
-    kinds = {p.path.name: {r["kind"] for r in p.risk_reasons} for p in flagged if not p.path.relations}
+    kinds = {p.node().name: {r["kind"] for r in p.risk_reasons} for p in flagged if not p.node().relations}
     assert "other_wholes" in kinds["helmet"] and "other_wholes" in kinds["uniform"]
     assert all("other_wholes" not in k for name, k in kinds.items() if name not in ("helmet", "uniform", "glove"))
-    helmet = next(p for p in flagged if p.path.name == "helmet" and not p.path.relations)
+    helmet = next(p for p in flagged if p.node().name == "helmet" and not p.node().relations)
     why = next(r["why"] for r in helmet.risk_reasons if r["kind"] == "other_wholes")
     assert why == (
         "'helmet' is worn, and so are glove, uniform, yet the graph annotates no one: how many wear a 'helmet' it "
         "does not say"
     )
     positives, rejects, _ = run(game)
-    assert {p.path.name for p in positives} & {"helmet", "uniform"} == set()
-    assert {p.path.name for p in flagged} & {"helmet", "uniform"} == {"helmet", "uniform"}
+    assert {p.node().name for p in positives} & {"helmet", "uniform"} == set()
+    assert {p.node().name for p in flagged} & {"helmet", "uniform"} == {"helmet", "uniform"}
     assert any(r.reason.startswith("'helmet' is worn, the graph annotates no one, and its clothes lie apart (glove 3")
                for r in rejects)  # fmt: skip
     tie = graph(
@@ -188,7 +188,7 @@ def test_clothing_whose_wearers_go_unannotated_is_one_of_an_unknown_number():
         obj("3", "wall", box=(0, 0, 500, 120)),
     )
     positives, _, _ = run(tie)
-    kinds = {p.path.name: {r["kind"] for r in p.risk_reasons} for p in positives if not p.path.relations}
+    kinds = {p.node().name: {r["kind"] for r in p.risk_reasons} for p in positives if not p.node().relations}
     assert "other_wholes" in kinds["tie"]
     gloves = graph(obj("1", "glove", box=(50, 200, 30, 30)), obj("2", "glove", box=(400, 200, 30, 30)))
     assert OtherWearers(gloves.objects["1"], gloves, WORDS, RES.table).unknown is None  # two hands of one skier
@@ -209,25 +209,26 @@ def test_clothing_another_person_may_wear_unannotated_must_be_told_apart_from_th
         obj("4", "tree", box=(150, 0, 100, 300)),
     )
     positives, rejects, stats = run(shorts)
-    mine = [p for p in positives if p.path.name == "shorts"]
-    assert mine and all(p.path.relations for p in mine), [p.expression for p in mine]
-    assert {e.name for p in mine for e in p.path.relations} == {"to the left of"}
+    mine = [p for p in positives if p.node().name == "shorts"]
+    assert mine and all(p.node().relations for p in mine), [p.expression for p in mine]
+    assert {e.name for p in mine for e in p.node().relations} == {"to the left of"}
     assert all(r["kind"] != "other_wholes" for p in mine for r in p.risk_reasons)
     assert stats["refused:other_wearers"] > 0
     why = next(r.reason for r in rejects if "worn one to a person" in r.reason)
     assert why == "'shorts' is worn one to a person: man 3 has none annotated, and theirs would fit the path as well"
     far = graph(*(o for o in shorts.objects.values() if o.id != "3"), obj("3", "man", box=(450, 10, 8, 20)))
-    assert any(p.path.name == "shorts" and not p.path.relations for p in run(far)[0])  # his would be 5 pixels
+    assert any(p.node().name == "shorts" and not p.node().relations for p in run(far)[0])  # his would be 5 pixels
 
     def near(second):  # "near the tree": a relation the boxes cannot decide, so the twins cannot be judged by it
         g = graph(obj("1", "man", box=(0, 0, 100, 300)), obj("2", "shorts", rels=(("near", "4"),),
                   box=(10, 150, 60, 60)), second, obj("4", "tree", box=(150, 0, 100, 300)))  # fmt: skip
-        return {r["kind"] for p in run(g)[0] if p.path.name == "shorts" and p.path.relations for r in p.risk_reasons}
+        shorts = [p for p in run(g)[0] if p.node().name == "shorts" and p.node().relations]
+        return {r["kind"] for p in shorts for r in p.risk_reasons}
 
     assert "other_wholes" in near(obj("3", "man", box=(300, 0, 100, 300)))
     assert "other_wholes" not in near(obj("3", "man", box=(450, 10, 8, 20)))  # no twin a person could read
     off, _, _ = run(shorts, cfg=FLAG_WEARERS)
-    bare = next(p for p in off if p.path.name == "shorts" and not p.path.relations)
+    bare = next(p for p in off if p.node().name == "shorts" and not p.node().relations)
     assert "other_wholes" in {r["kind"] for r in bare.risk_reasons}
 
     def helmets(*other):
@@ -238,9 +239,9 @@ def test_clothing_another_person_may_wear_unannotated_must_be_told_apart_from_th
             *other,
         )
 
-    assert not [p for p in run(helmets())[0] if p.path.name == "helmet" and not p.path.relations]
+    assert not [p for p in run(helmets())[0] if p.node().name == "helmet" and not p.node().relations]
     hat = obj("4", "hat", box=(320, 40, 60, 40))
-    alone = [p for p in run(helmets(hat))[0] if p.path.name == "helmet" and not p.path.relations]
+    alone = [p for p in run(helmets(hat))[0] if p.node().name == "helmet" and not p.node().relations]
     assert alone and all(r["kind"] != "other_wholes" for r in alone[0].risk_reasons)
 
 
@@ -253,7 +254,7 @@ def test_a_positive_told_apart_by_another_of_its_kind_carries_the_own_kind_risk(
         obj("2", "door", rels=(("to the right of", "3"),), box=(300, 10, 100, 300)),
         obj("3", "shelf", ("white",), box=(150, 50, 100, 100)),
     )
-    own = {p.path: [r["why"] for r in p.risk_reasons if r["kind"] == "own_kind"] for p in run(g)[0]}
+    own = {p.node(): [r["why"] for r in p.risk_reasons if r["kind"] == "own_kind"] for p in run(g)[0]}
     by_door = [why for path, why in own.items() if [e.object.name for e in path.relations] == ["door"]]
     by_shelf = [why for path, why in own.items() if [e.object.name for e in path.relations] == ["shelf"]]
     assert by_door and by_shelf
@@ -274,10 +275,10 @@ def test_what_lies_on_a_roomy_holder_is_one_of_several_when_the_name_comes_in_gr
     papers = graph(obj("1", "paper"), obj("2", "paper"), image_id="papers")
     one = graph(obj("1", "paper"), image_id="one")
     ev = evidence(board, papers, one, one, one, one)  # paper is several in 1 of 6 images: 17%
-    assert any(p.path.name == "paper" and p.path.relations for p in run(board, ev)[0])
+    assert any(p.node().name == "paper" and p.node().relations for p in run(board, ev)[0])
     ev = evidence(board, papers, papers, one, one, one)  # 2 of 6: 33%
     positives, rejects, stats = run(board, ev)
-    assert not [p for p in positives if p.path.name == "paper" and p.path.relations]
+    assert not [p for p in positives if p.node().name == "paper" and p.node().relations]
     assert stats["refused:many_held"] > 0
     assert any("has room for several" in r.reason and "on the bulletin board" in r.reason for r in rejects)
     small = graph(
@@ -285,9 +286,9 @@ def test_what_lies_on_a_roomy_holder_is_one_of_several_when_the_name_comes_in_gr
         obj("2", "bulletin board", box=(290, 190, 60, 70)),
         obj("3", "chair", box=(10, 200, 120, 180)),
     )
-    assert any(p.path.name == "paper" and p.path.relations for p in run(small, ev)[0])
+    assert any(p.node().name == "paper" and p.node().relations for p in run(small, ev)[0])
     off = load_config(None, {"paths": {"max_per_image": 100, "many_held_share": 1.0}})
-    assert any(p.path.name == "paper" and p.path.relations for p in run(board, ev, cfg=off)[0])
+    assert any(p.node().name == "paper" and p.node().relations for p in run(board, ev, cfg=off)[0])
 
 
 def test_a_part_of_a_name_that_comes_several_at_a_time_is_not_unique():
@@ -299,7 +300,7 @@ def test_a_part_of_a_name_that_comes_several_at_a_time_is_not_unique():
         obj("3", "car", ("red",), box=(300, 250, 150, 100)),
     )
     positives, rejects, stats = run(g)
-    assert not [p for p in positives if p.path.name == "tree trunk"]
+    assert not [p for p in positives if p.node().name == "tree trunk"]
     assert stats["refused:several_wholes"] > 0
     assert any("'tree trunk' is a part of tree, which come several at a time" in r.reason for r in rejects)
     # a wheel of the one car is no such part: a car is not a name of many
@@ -320,7 +321,7 @@ def test_a_person_in_a_kind_of_the_clothing_wears_no_twin_of_it():
         )
 
     def bare(g, name):
-        return [p.expression for p in run(g)[0] if p.path.name == name and not p.path.relations]
+        return [p.expression for p in run(g)[0] if p.node().name == name and not p.node().relations]
 
     assert bare(two("polo shirt"), "shirt") == ["the white shirt"]
     assert bare(two("shirt", target="t-shirt"), "t-shirt") == []  # his shirt may be a white t-shirt

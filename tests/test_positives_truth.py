@@ -28,7 +28,7 @@ def _positives(g):
 
 
 def _names(p) -> list[str]:
-    return [n.name for n in p.path.nodes()]
+    return [n.name for n in p.node().nodes()]
 
 
 @pytest.mark.parametrize("name", ["window", "tree", "pole", "wire", "men", "bananas", "leaves", "grass"])
@@ -36,7 +36,7 @@ def test_crowd_names_are_never_targets(name):
     g = graph(obj("1", name, ("white",), rels=(("to the left of", "2"),), box=(10, 10, 80, 80)),
               obj("2", "car", ("red",), box=(300, 10, 120, 80)))  # fmt: skip
     positives, rejects, _ = _positives(g)
-    assert all(p.path.name != name for p in positives)
+    assert all(p.node().name != name for p in positives)
     assert any(r.stage == "targets" and repr(name) in r.reason for r in rejects)  # a crowd or stuff name
 
 
@@ -52,7 +52,7 @@ def test_no_name_three_times_and_no_same_name_anchor_in_a_crowd_of_it():
     for p in positives:
         names = _names(p)
         assert names.count("chair") < 3, p.expression
-        assert not (p.path.name == "chair" and "chair" in names[1:]), p.expression
+        assert not (p.node().name == "chair" and "chair" in names[1:]), p.expression
     assert stats["refused:name_chains"] > 0
 
 
@@ -65,7 +65,7 @@ def test_a_relation_that_tells_the_target_apart_never_rests_on_a_crowd_name():
         obj("t", "tree", box=(200, 50, 60, 250)),
     )
     positives, _, stats = _positives(g)
-    assert not [p for p in positives if p.path.name == "man" and "tree" in _names(p)]
+    assert not [p for p in positives if p.node().name == "man" and "tree" in _names(p)]
     assert stats["refused:crowd_anchors"] > 0
 
 
@@ -132,7 +132,7 @@ def test_same_size_only_between_objects_of_one_kind():
               obj("h2", "house", ("blue", "large"), box=(250, 10, 200, 150)),
               obj("f", "flower", ("red", "small"), box=(10, 300, 40, 40)))  # fmt: skip
     positives, _, stats = _positives(g)
-    assert not [p for p in positives if p.path.same and p.path.same[0].category == "size"]
+    assert not [p for p in positives if p.node().same and p.node().same[0].category == "size"]
     assert stats["refused:size_across_categories"] > 0
 
 
@@ -306,7 +306,7 @@ def test_of_the_paths_of_a_target_one_that_allows_rarer_negatives_is_kept():
             cfg = load_config(None, {"seed": seed, "paths": {"max_per_image": 100, "negatives_lookahead": look,
                                                              "types": ["1_hop"]}})  # fmt: skip
             positives, _, _ = generate_positives(g, cfg, PathResources.load(cfg))
-            out += [p.path for p in positives if p.path.name == "cup"]
+            out += [p.node() for p in positives if p.node().name == "cup"]
     assert len(kept) == len(first) == 8
     assert all(attributes_swappable([set(n.attributes) for n in p.nodes()], RES.table) for p in kept)
     assert not all(attributes_swappable([set(n.attributes) for n in p.nodes()], RES.table) for p in first)

@@ -48,7 +48,7 @@ def gqa_like(tmp_path_factory) -> tuple[list[tuple[PathNode, str]], frozenset[st
             continue
         names.update(o.name for o in check.graph.objects.values())
         for p in generate_positives(check.graph, cfg, res)[0]:
-            cases.append((p.path, p.expression))
+            cases.append((p.node(), p.expression))
     return cases[:160], frozenset(names)
 
 

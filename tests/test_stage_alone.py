@@ -8,10 +8,10 @@ import pytest
 
 from hardneg.core.config import RunConfig
 from hardneg.core.gqa.ingest import graph_to_row
-from hardneg.core.records import PathNode, Positive
+from hardneg.core.records import PathNode
 from hardneg.core.rows import ImageNegativeRow, PositiveRow, TextNegativeRow
 from hardneg.core.runner.alone import run_alone
-from hardneg.core.schema import as_row, row_problem
+from hardneg.core.schema import as_row, row_problem, to_record
 from hardneg.core.splits import split_of
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
@@ -22,12 +22,12 @@ from tests.helpers import graph, node, obj
 
 def positive(pid: int, path: PathNode, image_id: str = "1", tuple_type: str = "0_hop", level: int = 2,
              risk: list | None = None, expression: str = "the red cup") -> dict:  # fmt: skip
-    return Positive(
+    return as_row(PositiveRow.made(
         id=pid, image_id=image_id, width=500, height=400, path=path, tuple_type=tuple_type, level=level,
         expression=expression, template=f"{tuple_type}@v1#0", bbox=(10, 10, 40, 40), distractors=1,
         generator="paths@test", spatial=bool(path.relations), attribute=bool(path.attributes),
         risk_reasons=risk or [],
-    ).to_vanilla()  # fmt: skip
+    ))  # fmt: skip
 
 
 def text_negative(nid: int, p: dict, negative_type: str = "replace_attribute") -> dict:
@@ -56,6 +56,22 @@ def test_the_sample_records_write_rows_of_their_record_types():
     assert row_problem(text_negative(2, p), TextNegativeRow) is None
     assert row_problem(image_negative(3, p), ImageNegativeRow) is None
     assert row_problem({**p, "split": "test"}, PositiveRow) == "a row has split, which PositiveRow does not declare"
+
+
+def test_a_sample_read_back_writes_the_row_it_was_read_from():
+    """The language stage adds a rewrite's keys only where rewrites were asked for (and the backend only
+    where one answered): a record read from any of those rows writes that row again, keys in order."""
+    p = positive(1, node("cup", "red", oid="1"))
+    asked = {**p, "template_expression": "the red cup", "rewrites": [], "expression_source": "template"}
+    answered = {**asked, "rewrites": ["a red cup", "the cup that is red"], "expression": "a red cup",
+                "expression_source": "rewrite#1", "rewrite_backend": "lexicon@v1"}  # fmt: skip
+    n = text_negative(2, p)
+    n_answered = {**n, "rewrites": ["a blue cup"], "rewrite_backend": "lexicon@v1"}
+    for row, record in [(p, PositiveRow), (asked, PositiveRow), (answered, PositiveRow), (n, TextNegativeRow),
+                        ({**n, "rewrites": []}, TextNegativeRow), (n_answered, TextNegativeRow),
+                        (image_negative(3, p), ImageNegativeRow)]:  # fmt: skip
+        again = as_row(to_record(row, record))
+        assert list(again.items()) == list(row.items())
 
 
 def test_hygiene_merges_duplicate_boxes_and_drops_an_edge_the_boxes_contradict():
@@ -108,7 +124,8 @@ def test_select_keeps_a_candidate_that_allows_an_attribute_swap_first_and_reject
     other = positive(3, node("table", oid="3"), tuple_type="1_hop", level=1, expression="the table")
     cfg = RunConfig(balance={"per_type_level": 1})
     table, rows = AttributeTable.load(), [plain, swappable, other]
-    upstream = {"paths": {"positives": rows, "balance": [balance_row(r, table, Words.load()) for r in rows]}}
+    balance = [as_row(balance_row(to_record(r, PositiveRow), table, Words.load())) for r in rows]
+    upstream = {"paths": {"positives": rows, "balance": balance}}
     out = run_alone(STAGES, "select", cfg, upstream)
     assert out.outputs["kept"] == [{"id": 2}, {"id": 3}]
     [reject] = out.rejects

@@ -19,11 +19,10 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
 
 from hardneg.core.config import BalanceConfig
 from hardneg.core.records import Reject
-from hardneg.core.rows import BalanceRow, KeptRow
+from hardneg.core.rows import BalanceRow, KeptRow, PositiveRow
 from hardneg.core.runner.stage import Stage, Unit
 from hardneg.core.schema import outputs
 from hardneg.core.words.attribute_table import AttributeTable
@@ -109,15 +108,15 @@ def balance(items: list[BalanceItem], cfg: BalanceConfig, seed: int) -> tuple[se
     return kept, dropped
 
 
-def balance_row(positive: dict[str, Any], table: AttributeTable, words: Words) -> dict[str, Any]:
-    """A candidate positive's `BalanceRow` (its row as the paths stage writes it: `Positive.to_vanilla`)."""
-    tuples, path = positive["tuple"], positive["path"]
-    return {
-        "id": positive["id"], "image_id": positive["image_id"], "expression": positive["expression"],
-        "tuple_type": positive["tuple_type"], "level": positive["level"], "target": path["name"],
-        "relations": sorted({t[1] for t in tuples if t[1] != "has attribute" and not t[1].startswith("same ")}),
-        "swappable": swappable(path, table), "unalterable": unalterable(path, words),
-    }  # fmt: skip
+def balance_row(positive: PositiveRow, table: AttributeTable, words: Words) -> BalanceRow:
+    """What the select stage balances a candidate positive by."""
+    path = positive.path
+    return BalanceRow(
+        id=positive.id, image_id=positive.image_id, expression=positive.expression, tuple_type=positive.tuple_type,
+        level=positive.level, target=path["name"],
+        relations=sorted({t[1] for t in positive.tuple if t[1] != "has attribute" and not t[1].startswith("same ")}),
+        swappable=swappable(path, table), unalterable=unalterable(path, words),
+    )  # fmt: skip
 
 
 class SelectStage(Stage):

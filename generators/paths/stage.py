@@ -19,7 +19,7 @@ from hardneg.core.gqa.annotations import AnnotationStats
 from hardneg.core.gqa.boxes import BoxShapes
 from hardneg.core.gqa.hygiene import words_digest
 from hardneg.core.gqa.plausibility import Counts
-from hardneg.core.records import PathEdge, PathNode, Positive, Reject, SameEdge, SceneGraph, SceneObject
+from hardneg.core.records import PathEdge, PathNode, Reject, SameEdge, SceneGraph, SceneObject
 from hardneg.core.rows import BalanceRow, GraphRow, PositiveRow
 from hardneg.core.runner.stage import Run, Stage, Unit
 from hardneg.core.schema import outputs
@@ -104,7 +104,7 @@ def has_attribute(path: PathNode) -> bool:
 
 def generate_positives(
     graph: SceneGraph, cfg: RunConfig, res: PathResources, evidence: Evidence | None = None
-) -> tuple[list[Positive], list[Reject], Counter]:
+) -> tuple[list[PositiveRow], list[Reject], Counter]:
     """All positives of one image (before global balancing), the rejected candidates, and counts.
     `evidence`: what the corpus says about annotations (`generators/paths/annotation_rules.py`); without it the
     rules that need the corpus decide nothing."""
@@ -129,7 +129,7 @@ def generate_positives(
                     "paths",
                     f"max_per_image {cfg.paths.max_per_image}",
                     graph.image_id,
-                    Positive.make_id(graph.image_id, c.path),
+                    PositiveRow.make_id(graph.image_id, c.path),
                     detail={"object": c.path.id, "tuple_type": c.ptype, "level": c.level},
                 )
             )
@@ -187,7 +187,7 @@ def _search_target(
                 raise AssertionError(f"image {graph.image_id}: mask search kept a non-unique path")
             if (rule := _path_rule(path, obj, search, evidence, kin, wear)) is not None:
                 stats[f"refused:{rule[0]}"] += 1
-                rejects.append(Reject("paths", rule[1], graph.image_id, Positive.make_id(graph.image_id, path),
+                rejects.append(Reject("paths", rule[1], graph.image_id, PositiveRow.make_id(graph.image_id, path),
                                       detail={"object": tid, "tuple_type": ptype}))  # fmt: skip
                 continue
             candidate = _Candidate(path, ptype, path_level(path, search.index))
@@ -290,14 +290,14 @@ def _positive(
     search: PathSearch,
     res: PathResources,
     evidence: Evidence | None,
-) -> Positive:
+) -> PositiveRow:
     path, ptype = c.path, c.ptype
-    sid = Positive.make_id(graph.image_id, path)
+    sid = PositiveRow.make_id(graph.image_id, path)
     expression, template = res.renderer.render(path, ptype, sid, search.index)
     target = graph.objects[path.id]  # type: ignore[index]
     twin = res.certifier.doubtful(path, graph, target.id, search.index)
     wearers = search.cfg.targets.min_area_frac if "other_wearers" in res.rules else None  # the rule's twin floor
-    return Positive(
+    return PositiveRow.made(
         id=sid,
         image_id=graph.image_id,
         width=graph.width,
@@ -368,11 +368,11 @@ class PathsStage(Stage):
     def run(self, unit: Unit) -> None:
         res = PathResources.load(unit.cfg)
         evidence = unit.shared("plausibility", "evidence", lambda: _evidence(unit))
-        rows: list[dict] = []
+        rows: list[PositiveRow] = []
         for row in unit.records("hygiene", "graphs", GraphRow):
             unit.items_in += 1
             positives, rejects, stats = generate_positives(row.scene_graph(), unit.cfg, res, evidence)
-            rows.extend(p.to_vanilla() for p in positives)
+            rows.extend(positives)
             unit.rejects.extend(rejects)
             unit.stats.update(stats)
         unit.write("positives", rows)
