@@ -35,7 +35,7 @@ import numpy as np
 from PIL import Image
 
 from hardneg.backends.inpaint import EditRegion, InpaintJob, Rect
-from hardneg.core.colors import COLORS, read_colours  # noqa: F401  COLORS: re-exported under its old home
+from hardneg.core.colors import read_colours
 from hardneg.core.errors import MissingDependency
 from hardneg.core.pixels import recolour as dye
 from hardneg.core.pixels.masks import fill_holes, grabcut
@@ -50,9 +50,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 RGB = tuple[int, int, int]
-
-# The colour table (GQA colour name -> a typical object RGB) lives in core/colors.py, shared with the
-# edit checks that verify a recolour; re-exported here under its old name.
 
 # GrabCut itself (its working size, and the least share of the box a cut must keep, below which the whole
 # box is used) is core/pixels/masks.py's, shared with the pixel evidence checks.
@@ -146,6 +143,7 @@ class OpenCVInpainter:
         self.dilate_px = dilate_px
         self.grabcut_iters = grabcut_iters
         self._wholes: dict[tuple[Any, ...], Whole] = {}
+        self._recolours: dict[tuple[Any, ...], str | None] = {}  # (object, old colour, new colour) -> refusal
 
     def supports(self, region: EditRegion) -> bool:
         if region.op == "recolor":
@@ -155,14 +153,19 @@ class OpenCVInpainter:
         return region.op == "remove"
 
     def whole(self, src: np.ndarray, region: EditRegion, seed: int = 0) -> Whole:
-        """The object's mask in `region`'s box, with its trust (`core.pixels.whole`); the last few are kept,
-        since a search asks about one object for every word it tries."""
+        """The object's mask in `region`'s box, with its trust (`core.pixels.whole`), kept for the next word."""
+        return self._whole(self._object(src, region, seed), src, region, seed)
+
+    @staticmethod
+    def _object(src: np.ndarray, region: EditRegion, seed: int) -> tuple[Any, ...]:
         inside = region.inside if region.op == "recolor" else ()
-        key = (hashlib.blake2b(src.data, digest_size=16).digest(), tuple(region.box), seed, inside)
+        return (hashlib.blake2b(src.data, digest_size=16).digest(), tuple(region.box), seed, inside)
+
+    def _whole(self, key: tuple[Any, ...], src: np.ndarray, region: EditRegion, seed: int) -> Whole:
         if key not in self._wholes:
             if len(self._wholes) >= 32:
                 self._wholes.pop(next(iter(self._wholes)))
-            self._wholes[key] = whole_object(src, region.box, seed=seed, iters=self.grabcut_iters, inside=inside)
+            self._wholes[key] = whole_object(src, region.box, seed=seed, iters=self.grabcut_iters, inside=key[3])
         return self._wholes[key]
 
     def refusal(self, image: Image.Image, region: EditRegion, seed: int = 0) -> str | None:
@@ -182,12 +185,17 @@ class OpenCVInpainter:
         src = np.asarray(image.convert("RGB"))
         height, width = src.shape[:2]
         box = _clip_box(region.box, width, height)
-        if region.op == "recolor":
-            whole = self.whole(src, region, seed)
+        if region.op == "recolor":  # a search asks about one object for every colour it tries, often again
+            obj = self._object(src, region, seed)
+            whole = self._whole(obj, src, region, seed)
             old = region.source_color or _dominant(src, whole)
             if old is None:
                 return "its colour cannot be read: the recolour could not be checked"
-            return dye.refusal(src, whole, old, region.color)  # type: ignore[arg-type]
+            if (key := (obj, old, region.color)) not in self._recolours:
+                if len(self._recolours) >= 1024:
+                    self._recolours.pop(next(iter(self._recolours)))
+                self._recolours[key] = dye.refusal(src, whole, old, region.color)  # type: ignore[arg-type]
+            return self._recolours[key]
         if region.op == "remove":
             return removal_refusal(src, self.whole(src, region, seed))
         margin = max(self.dilate_px + 10, round(0.2 * max(box.w, box.h)))

@@ -13,8 +13,9 @@ from PIL import Image, ImageDraw
 pytest.importorskip("cv2", reason="OpenCV not installed (pip install opencv-python-headless)")
 
 from hardneg.backends.inpaint import EditRegion, InpaintJob
-from hardneg.backends.inpaint_opencv import COLORS, OpenCVInpainter
+from hardneg.backends.inpaint_opencv import OpenCVInpainter
 from hardneg.core import colors
+from hardneg.core.colors import COLORS
 from hardneg.core.errors import ConfigError
 from hardneg.filters.base import Item
 from hardneg.filters.decide import Rule, decide_image

@@ -12,7 +12,8 @@ from PIL import Image
 pytest.importorskip("cv2", reason="OpenCV not installed (pip install opencv-python-headless)")
 
 from hardneg.backends.inpaint import EditRegion, InpaintJob
-from hardneg.backends.inpaint_opencv import COLORS, OpenCVInpainter
+from hardneg.backends.inpaint_opencv import OpenCVInpainter
+from hardneg.core.colors import COLORS
 from hardneg.core.demo.catalog import STUFF_NAMES
 from hardneg.core.demo.graphs import generate_graphs
 from hardneg.core.demo.render import glyph_masks, render_scene
@@ -101,6 +102,22 @@ def test_recolor_moves_hue_to_target_and_keeps_outside(world: dict[str, dict[str
             assert not np.array_equal(arrays[i], arrays[j]), f"candidates {i} and {j} are identical"
     again = OpenCVInpainter().run([job])[0]
     assert [c.tobytes() for c in again] == [c.tobytes() for c in cands]
+
+
+def test_a_recolour_asked_again_of_one_object_is_judged_once(world, monkeypatch) -> None:
+    """A search asks whether one object can be recoloured for every colour it tries, and again in later
+    rounds: the verdict of (object, old colour, new colour) is made once, the same each time it is asked."""
+    from hardneg.core.pixels import recolour as dye
+
+    graph, obj = find(world, plain_red)
+    src, inp, made = render_scene(graph), OpenCVInpainter(), []
+    judge = dye.refusal
+    monkeypatch.setattr(dye, "refusal", lambda *a: made.append(a[2:]) or judge(*a))
+    blue, green = (EditRegion(box_of(obj), "recolor", "", c, source_color="red") for c in ("blue", "green"))
+    first = [inp.refusal(src, r) for r in (blue, green, blue, green, blue)]
+    assert first[0::2] == [first[0]] * 3 and first[1::2] == [first[1]] * 2
+    assert made == [("red", "blue"), ("red", "green")]
+    assert OpenCVInpainter().refusal(src, blue) == first[0]  # what a fresh backend says
 
 
 def test_recolor_other_parts_keep_their_colour(world: dict[str, dict[str, Any]]) -> None:
