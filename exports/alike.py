@@ -20,13 +20,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from PIL import Image
 
 from hardneg.core.gqa.run_inputs import image_file
-from hardneg.core.records import PathNode
+from hardneg.core.rows import PositiveRow
 from hardneg.exports.corpus import Corpus, SortedIds, sample
 from hardneg.exports.tricd.rank import Scoring, candidate_pool, path_edges
 
@@ -75,13 +75,13 @@ class Ranking:
                  signatures: dict[str, np.ndarray]) -> None:  # fmt: skip
         self.index, self.opts, self.seed, self.images, self.signatures = index, opts, seed, images, signatures
 
-    def rank(self, p: dict[str, Any]) -> list[str]:
-        i0, path = p["image_id"], PathNode.from_json(p["path"])
+    def rank(self, p: PositiveRow) -> list[str]:
+        i0, path = p.image_id, p.node()
         k = self.opts.candidates
-        pool = candidate_pool(self.index, i0, path, k, self.seed, "imagecode", p["id"])
+        pool = candidate_pool(self.index, i0, path, k, self.seed, "imagecode", p.id)
         if len(pool) < k:  # a small corpus: every image of the split is a candidate
             everyone = split_images(self.index).get(self.index.images[i0].split, SortedIds(()))
-            pool |= set(sample(everyone.without(i0), k - len(pool), self.seed, "imagecode", "any", p["id"]))
+            pool |= set(sample(everyone.without(i0), k - len(pool), self.seed, "imagecode", "any", p.id))
             pool.discard(i0)
         if not pool:
             return []

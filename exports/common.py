@@ -7,12 +7,13 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterable
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from hardneg.core.errors import HardnegError
 from hardneg.core.io import write_json
-from hardneg.core.rows import NegativeDecisionRow, PositiveDecisionRow
+from hardneg.core.rows import NegativeDecisionRow, PositiveDecisionRow, PositiveRow
 from hardneg.core.runner.stage import Unit
 from hardneg.core.splits import split_of
 from hardneg.core.words.table import Words
@@ -24,17 +25,26 @@ SPLITS = ("train", "val", "test")
 # -- the decided samples -----------------------------------------------------------------------------
 
 
-def kept_positives(unit: Unit, splits: Iterable[str] = SPLITS) -> list[dict[str, Any]]:
-    """The positives the write stage writes (not dropped by the decide stage) in `splits`, each with its
-    `split`: of the unit's shards (`Unit.read`)."""
+@dataclass(slots=True, kw_only=True)
+class KeptPositive(PositiveRow):
+    """A positive the write stage publishes, in its split."""
+
+    split: str
+
+
+def kept_positives(unit: Unit, splits: Iterable[str] = SPLITS) -> list[KeptPositive]:
+    """The positives the write stage writes (not dropped by the decide stage) in `splits`: of the unit's
+    shards (`Unit.read`)."""
     dropped = unit.shared("decide", "dropped positives", lambda: _dropped(unit))
     wanted = frozenset(splits)
     out = []
-    for r in unit.read("language", "positives"):
-        if r["id"] not in dropped and (split := split_of(r["image_id"], unit.cfg.splits)) in wanted:
-            r["split"] = split
-            out.append(r)
+    for p in unit.records("language", "positives", PositiveRow):
+        if p.id not in dropped and (split := split_of(p.image_id, unit.cfg.splits)) in wanted:
+            out.append(KeptPositive(**{f: getattr(p, f) for f in _POSITIVE}, split=split))
     return out
+
+
+_POSITIVE = tuple(f.name for f in fields(PositiveRow))
 
 
 def _dropped(unit: Unit) -> frozenset[int]:

@@ -62,12 +62,12 @@ from hardneg.core.gqa.hygiene import words_digest
 from hardneg.core.gqa.run_inputs import image_file
 from hardneg.core.io import write_json
 from hardneg.core.plugins import EXPORTS
-from hardneg.core.records import PathNode, Reject, SceneGraph, content_id, keyed_seed
+from hardneg.core.records import Reject, SceneGraph, content_id, keyed_seed
 from hardneg.core.runner.stage import Run, Unit
 from hardneg.core.schema import outputs
 from hardneg.exports.alike import Ranking
 from hardneg.exports.base import ExportStage
-from hardneg.exports.common import SPLITS, ExportFolder, kept_image_negatives, kept_positives
+from hardneg.exports.common import SPLITS, ExportFolder, KeptPositive, kept_image_negatives, kept_positives
 from hardneg.exports.corpus import Candidates, GraphChecks, Option, certifier, corpus
 from hardneg.exports.corpus import shards_per_unit as batch_shards
 from hardneg.exports.rows import ImageCodeSetRow
@@ -90,13 +90,13 @@ DISTRACTORS = SET_SIZE - 1
 Pair = tuple[dict[str, Any], str]  # (image negative, the candidate image it gives a set)
 
 
-def gather(p: dict[str, Any], negs: list[dict[str, Any]], ok: dict[tuple[int, int], bool]) -> list[Pair]:
+def gather(p: KeptPositive, negs: list[dict[str, Any]], ok: dict[tuple[int, int], bool]) -> list[Pair]:
     """One (negative, chosen candidate) per distinct edit that falsifies the positive: its own negatives
     first, then the others' by id. Only the chosen candidate (the first of `passed`, the decide stage's
     best): the others are variants of the same edit. Two negatives with one edit count once."""
     falsify = sorted(
-        (n for n in negs if ok.get((p["id"], n["id"])) and n["passed"]),
-        key=lambda n: (n["positive_id"] != p["id"], n["id"]),
+        (n for n in negs if ok.get((p.id, n["id"])) and n["passed"]),
+        key=lambda n: (n["positive_id"] != p.id, n["id"]),
     )
     out, seen = [], set()
     for n in falsify:
@@ -129,14 +129,14 @@ class ImageCodeExport(ExportOptions):
         return self
 
 
-Dropped = tuple[dict[str, Any], str, str]  # (positive, stats key, reason)
+Dropped = tuple[KeptPositive, str, str]  # (positive, stats key, reason)
 
 
 @dataclass(slots=True)
 class Made:
     """A full set: the positive, its edits (negative, candidate) and its corpus distractors (image ids)."""
 
-    positive: dict[str, Any]
+    positive: KeptPositive
     edits: list[Pair]
     images: list[str]
 
@@ -147,10 +147,10 @@ class ImageSets:
     keyed seed) until `max_sets_per_image` are full; each positive's corpus distractors certified in rank
     order, only as many as its set still needs (`Candidates`), the next positive asked only if it failed."""
 
-    queue: list[tuple[dict[str, Any], list[Pair]]]
+    queue: list[tuple[KeptPositive, list[Pair]]]
     opts: ImageCodeExport
-    rank: Callable[[dict[str, Any]], list[str]]
-    test: Callable[[dict[str, Any]], Callable[[SceneGraph, GraphIndex], bool]]
+    rank: Callable[[KeptPositive], list[str]]
+    test: Callable[[KeptPositive], Callable[[SceneGraph, GraphIndex], bool]]
     checks: GraphChecks
     made: list[Made] = field(default_factory=list)
     dropped: list[Dropped] = field(default_factory=list)
@@ -177,11 +177,11 @@ class ImageSets:
             return
         for p, _ in self.queue:
             cap = self.opts.max_sets_per_image
-            why = f"image {p['image_id']} already gives {cap} set(s) of positives tried before it"
+            why = f"image {p.image_id} already gives {cap} set(s) of positives tried before it"
             self.dropped.append((p, "positives_over_image_cap", why))
         self.queue = []
 
-    def _done(self, p: dict[str, Any], edits: list[Pair], ranked: int, found: Candidates) -> None:
+    def _done(self, p: KeptPositive, edits: list[Pair], ranked: int, found: Candidates) -> None:
         won = [o["image_id"] for o in found.won()]
         if len(edits) + len(won) == DISTRACTORS:
             self.made.append(Made(p, edits, won))
@@ -274,11 +274,11 @@ class ImageCodeStage(ExportStage):
         if not positives:
             return []
         negs_by_image: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for n in kept_image_negatives(unit, {p["id"] for p in positives}):
+        for n in kept_image_negatives(unit, {p.id for p in positives}):
             negs_by_image[n["source_image_id"]].append(n)
-        by_image: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        by_image: dict[str, list[KeptPositive]] = defaultdict(list)
         for p in positives:
-            by_image[p["image_id"]].append(p)
+            by_image[p.image_id].append(p)
         ok: dict[tuple[int, int], bool] = {}
         checks = GraphChecks(table, index)
         for image_id, ps in by_image.items():
@@ -288,8 +288,8 @@ class ImageCodeStage(ExportStage):
         ranking = Ranking(index, opts, cfg.seed, images if opts.pixels else None, _signatures(unit))
         searches = []
         for ps in by_image.values():
-            pools = [(p, gather(p, negs_by_image.get(p["image_id"], []), ok)[: opts.edits]) for p in ps]
-            pools.sort(key=lambda c: (-len(c[1]), keyed_seed(cfg.seed, "imagecode", "pick", c[0]["id"])))
+            pools = [(p, gather(p, negs_by_image.get(p.image_id, []), ok)[: opts.edits]) for p in ps]
+            pools.sort(key=lambda c: (-len(c[1]), keyed_seed(cfg.seed, "imagecode", "pick", c[0].id)))
             search = ImageSets(pools, opts, ranking.rank, partial(_distractor_test, cert), checks)
             search.next()
             searches.append(search)
@@ -299,10 +299,10 @@ class ImageCodeStage(ExportStage):
         for search in searches:
             for p, stat, why in search.dropped:
                 unit.stats[stat] += 1
-                unit.reject(Reject("imagecode", why, p["image_id"], p["id"]))
-            made.update((m.positive["id"], m) for m in search.made)
+                unit.reject(Reject("imagecode", why, p.image_id, p.id))
+            made.update((m.positive.id, m) for m in search.made)
         # in the positives' order (their shards'), so that batches of shards write what one search writes
-        return [_record(made[p["id"]], folder, images, cfg.seed) for p in positives if p["id"] in made]
+        return [_record(made[p.id], folder, images, cfg.seed) for p in positives if p.id in made]
 
 
 def _signatures(unit: Unit) -> dict[str, np.ndarray]:
@@ -311,8 +311,8 @@ def _signatures(unit: Unit) -> dict[str, np.ndarray]:
     return unit.shared("hygiene", "imagecode:signatures", dict)
 
 
-def _distractor_test(cert: Certifier, p: dict[str, Any]) -> Callable[[SceneGraph, GraphIndex], bool]:
-    bare = PathNode.from_json(p["path"]).without_ids()  # once, not once a candidate
+def _distractor_test(cert: Certifier, p: KeptPositive) -> Callable[[SceneGraph, GraphIndex], bool]:
+    bare = p.node().without_ids()  # once, not once a candidate
     return lambda g, ix: cert.nothing(bare, g, ix) is None
 
 
@@ -356,11 +356,11 @@ def _notes(run: Run, units: list[dict[str, Any]], described: dict[str, dict[str,
 
 
 def _falsifies(
-    positives: list[dict[str, Any]], negs: list[dict[str, Any]], certifier: Certifier, ok: dict[tuple[int, int], bool]
+    positives: list[KeptPositive], negs: list[dict[str, Any]], certifier: Certifier, ok: dict[tuple[int, int], bool]
 ) -> Any:
     """A check that records, per (positive, negative), whether the negative's edited picture certainly
     makes the positive's expression false (the edit's graph follows the pixels; `Certifier.nothing`)."""
-    paths = [(p["id"], PathNode.from_json(p["path"]).without_ids()) for p in positives]
+    paths = [(p.id, p.node().without_ids()) for p in positives]
 
     def check(g: SceneGraph, index: GraphIndex) -> None:
         for n in negs:
@@ -378,13 +378,13 @@ def _falsifies(
 def _record(m: Made, folder: ExportFolder, images: Path, seed: int) -> dict[str, Any]:
     """A set's row: `images` are the files it shows, in order (`finish` places them), the target's index."""
     p = m.positive
-    set_id = content_id("imagecode", str(p["id"]))
-    sources = [image_file(images, p["image_id"])]
+    set_id = content_id("imagecode", str(p.id))
+    sources = [image_file(images, p.image_id)]
     sources += [folder.root / cand for _, cand in m.edits] + [image_file(images, i) for i in m.images]
     order = list(range(len(sources)))
-    random.Random(keyed_seed(seed, "imagecode", p["id"])).shuffle(order)  # order[k]: which image sits at k
+    random.Random(keyed_seed(seed, "imagecode", p.id)).shuffle(order)  # order[k]: which image sits at k
     at = {i: k for k, i in enumerate(order)}
-    false = PathNode.from_json(p["path"]).without_ids().to_json()
+    false = p.node().without_ids().to_json()
     edits = [
         {"index": at[i + 1], "negative_id": n["id"], "negative_type": n["negative_type"],
          "edit": n["edit"], "candidate": cand, "source_image_id": n["source_image_id"]}
@@ -400,14 +400,14 @@ def _record(m: Made, folder: ExportFolder, images: Path, seed: int) -> dict[str,
         "set": set_name(set_id),
         "images": [folder.source(sources[i]) for i in order],
         "target": at[0],
-        "description": p["expression"],
-        "split": p["split"],
-        "positive_id": p["id"],
-        "image_id": p["image_id"],
+        "description": p.expression,
+        "split": p.split,
+        "positive_id": p.id,
+        "image_id": p.image_id,
         "is_video": False,
-        "tuple_type": p["tuple_type"],
-        "level": p["level"],
-        "path": p["path"],
+        "tuple_type": p.tuple_type,
+        "level": p.level,
+        "path": p.path,
         "edits": edits,
         "distractors": distractors,
     }

@@ -60,6 +60,16 @@ def positive_row(path: PathNode, expression: str = "the thing", image_id: str = 
     return PositiveRow(**{**base, **fields})
 
 
+def kept_positive(path: PathNode | None = None, split: str = "train", **fields):
+    """A positive the write stage publishes, in `split` (what an export reads: `kept_positives`)."""
+    from dataclasses import fields as fields_of
+
+    from hardneg.exports.common import KeptPositive
+
+    row = positive_row(path or PathNode("thing", id="1"), **fields)
+    return KeptPositive(**{f.name: getattr(row, f.name) for f in fields_of(row)}, split=split)
+
+
 def text_negative_row(path: PathNode, negative_type: str, change: dict, **fields) -> TextNegativeRow:
     """A stored text negative saying `path`, made by `change` of kind `negative_type`."""
     base = dict(id=2, image_id="1", positive_id=1, negative_level=1, negative_type=negative_type, shuffle_index=[0],

@@ -295,9 +295,6 @@ def test_keep_names_every_failing_check() -> None:
 
 
 def test_the_colour_table_is_one_table() -> None:
-    import hardneg.backends.inpaint_opencv as backend
-
-    assert backend.COLORS is colors.COLORS
     lab = colors.to_lab(np.array([[COLORS["white"], COLORS["brown"], COLORS["orange"]]], np.uint8))
     assert colors.in_range(lab, "white").tolist() == [[True, False, False]]
     assert colors.in_range(lab, "brown")[0, 1] and colors.closer(lab, "orange", "brown")[0, 2]

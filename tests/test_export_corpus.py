@@ -22,6 +22,7 @@ from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
 from hardneg.exports.corpus import Candidates, Corpus, GraphChecks, GraphReader, drawn
 from hardneg.exports.tricd.rank import candidate_pool, path_edges, rank_distractors
+from tests.helpers import kept_positive
 
 SPLITS = SplitsConfig(train=1.0, val=0.0, test=0.0)
 
@@ -179,7 +180,7 @@ def test_ranking_is_the_documented_score():
             return int(path.name in info.names), name_share + edge_share + (len(me.names & info.names) / union + place)
 
         want = sorted(pool, key=lambda j: (-score(j)[0], -score(j)[1], j))[:15]
-        assert rank_distractors(corpus, {"image_id": i0, "id": trial}, path, 40, 15, 0) == want
+        assert rank_distractors(corpus, kept_positive(id=trial, image_id=i0), path, 40, 15, 0) == want
 
 
 def test_the_certifier_answers_alike_with_the_graphs_index():

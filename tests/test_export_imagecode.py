@@ -31,6 +31,7 @@ from hardneg.exports.corpus import Corpus
 from hardneg.exports.imagecode import SET_SIZE, ImageCodeExport, ImageSets, gather
 from hardneg.flows.pipeline import resplit
 from tests.export_run import EXPORT_RUN, certifier, export_run, graphs, records
+from tests.helpers import kept_positive
 
 TABLE = AttributeTable.load(None)
 OPTS = ImageCodeExport.model_validate(EXPORT_RUN["exports"]["imagecode"])
@@ -177,7 +178,7 @@ def _neg(nid: int, pid: int, edit: dict, candidates: int = 3, image: str = "img"
 
 
 def test_a_set_takes_one_image_per_distinct_edit():
-    p = {"id": 1, "image_id": "img"}
+    p = kept_positive(id=1, image_id="img")
     negs = [_neg(10 + k, 1, {"op": "recolor", "object": k}) for k in range(4)]
     negs.append(_neg(20, 2, {"op": "recolor", "object": 0}))  # another positive's flip of the same edit
     pool = gather(p, negs, {(1, n["id"]): True for n in negs})
@@ -217,26 +218,27 @@ def _edits(n: int, image: str = "a") -> list:
 
 def test_a_set_is_the_edits_first_then_the_certified_corpus_images_in_rank_order():
     ranked = [f"j{k}" for k in range(12)]
-    search = _sets([({"id": 1, "image_id": "a"}, _edits(3))], ImageCodeExport(), set(ranked) - {"j1", "j4"}, ranked)
+    a = kept_positive(id=1, image_id="a")
+    search = _sets([(a, _edits(3))], ImageCodeExport(), set(ranked) - {"j1", "j4"}, ranked)
     (made,) = search.made
     assert len(made.edits) == 3 and made.images == ["j0", "j2", "j3", "j5", "j6", "j7"]  # the first six that pass
-    full = _sets([({"id": 2, "image_id": "a"}, _edits(9))], ImageCodeExport(), set(), [])
+    full = _sets([(kept_positive(id=2, image_id="a"), _edits(9))], ImageCodeExport(), set(), [])
     assert full.made[0].images == [] and not full.dropped  # nine edits need no corpus image
 
 
 def test_a_positive_whose_set_cannot_be_filled_gets_none_and_the_next_is_tried():
     ranked = [f"j{k}" for k in range(7)]  # a small corpus: seven other images of the split
-    pools = [({"id": 1, "image_id": "a"}, _edits(1)), ({"id": 2, "image_id": "a"}, _edits(2)),
-             ({"id": 3, "image_id": "a"}, _edits(2))]  # fmt: skip
+    pools = [(kept_positive(id=1, image_id="a"), _edits(1)), (kept_positive(id=2, image_id="a"), _edits(2)),
+             (kept_positive(id=3, image_id="a"), _edits(2))]  # fmt: skip
     search = _sets(pools, ImageCodeExport(), set(ranked), ranked)
-    assert [m.positive["id"] for m in search.made] == [2]  # 2 edits + 7 images; then the image is done
-    assert [(p["id"], stat) for p, stat, _ in search.dropped] == [
+    assert [m.positive.id for m in search.made] == [2]  # 2 edits + 7 images; then the image is done
+    assert [(p.id, stat) for p, stat, _ in search.dropped] == [
         (1, "positives_with_too_few_distractors"), (3, "positives_over_image_cap")]  # fmt: skip
     assert "8 of 9 distractors certified (1 edits, 7 of the 7 most alike" in search.dropped[0][2]
     strict = _sets(pools[1:], ImageCodeExport(min_edits=3), set(ranked), ranked)
     assert not strict.made and {stat for _, stat, _ in strict.dropped} == {"positives_with_too_few_edits"}
     two = _sets(pools, ImageCodeExport(max_sets_per_image=2), set(ranked), ranked)
-    assert [m.positive["id"] for m in two.made] == [2, 3]
+    assert [m.positive.id for m in two.made] == [2, 3]
 
 
 def test_min_edits_is_checked_against_edits():
@@ -270,7 +272,7 @@ def test_with_the_photos_the_graphs_most_alike_images_are_ordered_by_both_ranks(
 
     raw = orjson.loads((PHOTOS / "sceneGraphs.json").read_bytes())
     index = Corpus.of_rows(({"image_id": k, "graph": v} for k, v in raw.items()), SplitsConfig(train=1, val=0, test=0))
-    p = {"id": 7, "image_id": "2", "path": {"name": "car", "attributes": [], "relations": [], "same": []}}
+    p = kept_positive(PathNode("car"), id=7, image_id="2")
     opts = ImageCodeExport()
     by_graph = Ranking(index, opts, 0, None, {}).rank(p)
     assert sorted(by_graph) == sorted(set(raw) - {"2"})  # a small corpus: every other image of the split

@@ -26,6 +26,7 @@ from hardneg.exports.corpus import Corpus
 from hardneg.exports.tricd.rank import rank_distractors
 from hardneg.flows.pipeline import resplittable_keys
 from tests.export_run import certifier, export_run, graphs, records
+from tests.helpers import kept_positive
 
 TABLE = AttributeTable.load(None)
 
@@ -238,7 +239,7 @@ def test_distractors_rank_by_name_then_scene():
     ]
     index = Corpus.of_rows(rows, splits)
     path = PathNode("man", relations=(PathEdge("holding", PathNode("umbrella")),))
-    ranked = rank_distractors(index, {"image_id": "i0", "id": 1}, path, 10, 10, 0)
+    ranked = rank_distractors(index, kept_positive(id=1, image_id="i0"), path, 10, 10, 0)
     assert ranked == ["same_relation", "partner_only", "name_only", "no_man"]  # "unrelated" shares no name
 
 

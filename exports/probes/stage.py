@@ -46,7 +46,7 @@ from hardneg.core.schema import outputs
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
 from hardneg.exports.base import ExportStage
-from hardneg.exports.common import SPLITS, ExportFolder, by_split, kept_positives
+from hardneg.exports.common import SPLITS, ExportFolder, KeptPositive, by_split, kept_positives
 from hardneg.exports.corpus import Corpus, GraphChecks, certifier, corpus, shards_per_unit
 from hardneg.exports.probes.official import (
     C_FILES,
@@ -85,10 +85,10 @@ def probe_facts(path: PathNode) -> Facts:
     return triples, attrs
 
 
-def searched(p: dict[str, Any]) -> tuple[dict[str, Any], Facts]:
+def searched(p: KeptPositive) -> tuple[dict[str, Any], Facts]:
     """What the search reads of a positive (its id, image and split, and its facts), held while it runs
     instead of the whole record."""
-    return {k: p[k] for k in ("id", "image_id", "split")}, probe_facts(PathNode.from_json(p["path"]))
+    return {"id": p.id, "image_id": p.image_id, "split": p.split}, probe_facts(p.node())
 
 
 @dataclass(slots=True)

@@ -22,11 +22,11 @@ are the most confusable images in which the expression is certainly false.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 import numpy as np
 
 from hardneg.core.records import PathNode
+from hardneg.core.rows import PositiveRow
 from hardneg.exports.corpus import Corpus, Edge, sample
 
 
@@ -52,12 +52,12 @@ def candidate_pool(corpus: Corpus, i0: str, path: PathNode, k: int, *key: object
     return pool
 
 
-def rank_distractors(corpus: Corpus, p: dict[str, Any], path: PathNode, k: int, checked: int, seed: int) -> list[str]:
+def rank_distractors(corpus: Corpus, p: PositiveRow, path: PathNode, k: int, checked: int, seed: int) -> list[str]:
     """The `checked` most confusable candidate distractors of positive `p`, best first (ties by image id).
     The pool is scored with arrays (`Scoring`): scored one candidate at a time in Python, it was a third of
     the export's time on a GQA-sized corpus."""
-    i0 = p["image_id"]
-    pool = candidate_pool(corpus, i0, path, k, seed, "tricd", p["id"])
+    i0 = p.image_id
+    pool = candidate_pool(corpus, i0, path, k, seed, "tricd", p.id)
     if not pool:
         return []
     partners = {n.name for n in path.nodes()[1:]} - {path.name}

@@ -49,7 +49,7 @@ from hardneg.core.records import PathNode, Reject, SceneGraph, content_id
 from hardneg.core.runner.stage import Run, Unit
 from hardneg.core.schema import outputs
 from hardneg.exports.base import ExportStage
-from hardneg.exports.common import SPLITS, ExportFolder, kept_image_negatives, kept_positives
+from hardneg.exports.common import SPLITS, ExportFolder, KeptPositive, kept_image_negatives, kept_positives
 from hardneg.exports.corpus import (
     Candidates,
     GraphChecks,
@@ -167,7 +167,7 @@ class TricdStage(ExportStage):
         phrases = {r["id"]: r["phrases"] for r in unit.read("phrases", "phrases")}
         edits: dict[int, list[dict[str, Any]]] = defaultdict(list)
         if opts.image_negatives:
-            for n in kept_image_negatives(unit, {p["id"] for p in positives}):
+            for n in kept_image_negatives(unit, {p.id for p in positives}):
                 edits[n["positive_id"]].append(n)
         index = corpus(unit)
         checks = GraphChecks(table, index)
@@ -178,45 +178,45 @@ class TricdStage(ExportStage):
         edit_ok: dict[int, bool] = {}
         todo = []
         for p in positives:
-            ph = phrases.get(p["id"], [])
+            ph = phrases.get(p.id, [])
             if not any(x["node"] == 0 for x in ph):
                 unit.stats["dropped:no_phrase_names_the_target"] += 1
-                unit.reject(Reject("tricd", "no noun phrase names the target", p["image_id"], p["id"]))
+                unit.reject(Reject("tricd", "no noun phrase names the target", p.image_id, p.id))
                 continue
-            path = PathNode.from_json(p["path"])
+            path = p.node()
             todo.append((p, path, ph))
-            checks.add(p["image_id"], _boxes_check(p, path, boxes, sizes))
+            checks.add(p.image_id, _boxes_check(p, path, boxes, sizes))
             if opts.distractors:
                 ranked = rank_distractors(index, p, path, opts.candidates, opts.checked, cfg.seed)
-                distractors[p["id"]] = _distractors(cert, checks, path, ranked, opts.distractors, found[p["id"]], sizes)
-            for n in edits[p["id"]]:
-                checks.add(p["image_id"], _edit_check(path, n, cert, edit_ok))
+                distractors[p.id] = _distractors(cert, checks, path, ranked, opts.distractors, found[p.id], sizes)
+            for n in edits[p.id]:
+                checks.add(p.image_id, _edit_check(path, n, cert, edit_ok))
         checks.run()
         images = unit.images
         folder = ExportFolder(unit.root, FOLDER)
         out: list[dict[str, Any]] = []
         for p, _path, ph in todo:
-            chosen = [(img, why) for _, (img, why) in sorted(found[p["id"]].items())]
-            kept = [o["image_id"] for o in distractors[p["id"]].won()] if p["id"] in distractors else []
-            negs = [n for n in edits[p["id"]] if edit_ok.get(n["id"])]
-            unit.stats["image_edits_refused"] += len(edits[p["id"]]) - len(negs)
+            chosen = [(img, why) for _, (img, why) in sorted(found[p.id].items())]
+            kept = [o["image_id"] for o in distractors[p.id].won()] if p.id in distractors else []
+            negs = [n for n in edits[p.id] if edit_ok.get(n["id"])]
+            unit.stats["image_edits_refused"] += len(edits[p.id]) - len(negs)
             if not kept and not negs:
                 unit.stats["dropped:no_negative_pair"] += 1
                 detail = {"candidates": [{"image_id": i, "why": w} for i, w in chosen[:SHOWN]]}
                 reason = "no distractor image is certified and no image negative re-checks"
-                unit.reject(Reject("tricd", reason, p["image_id"], p["id"], detail=detail))
+                unit.reject(Reject("tricd", reason, p.image_id, p.id, detail=detail))
                 continue
-            out += _records(p, ph, boxes[p["id"]], kept, negs, folder, images, sizes)
+            out += _records(p, ph, boxes[p.id], kept, negs, folder, images, sizes)
         return out
 
 
 def _boxes_check(
-    p: dict[str, Any], path: PathNode, boxes: dict[int, list[list[list[int]]]], sizes: dict[str, Size]
+    p: KeptPositive, path: PathNode, boxes: dict[int, list[list[list[int]]]], sizes: dict[str, Size]
 ) -> Any:
     def check(g: SceneGraph, index: GraphIndex) -> None:
         sizes[g.image_id] = (g.width, g.height)
         ctx = context_objects(path, index, path.id or "")
-        boxes[p["id"]] = [[list(g.objects[o].box) for o in sorted(objs)] for objs in ctx]
+        boxes[p.id] = [[list(g.objects[o].box) for o in sorted(objs)] for objs in ctx]
 
     return check
 
@@ -255,7 +255,7 @@ def _edit_check(path: PathNode, n: dict[str, Any], cert: Certifier, ok: dict[int
 
 
 def _records(
-    p: dict[str, Any],
+    p: KeptPositive,
     phrases: list[dict[str, Any]],
     node_boxes: list[list[list[int]]],
     distractors: list[str],
@@ -266,17 +266,17 @@ def _records(
 ) -> list[dict[str, Any]]:
     ids = [f"p{k}" for k in range(len(phrases))]
     common = {
-        "caption": p["expression"],
+        "caption": p.expression,
         "phrase_text": {i: ph["text"] for i, ph in zip(ids, phrases, strict=True)},
         "phrase_span": {i: [ph["start"], ph["end"]] for i, ph in zip(ids, phrases, strict=True)},
         "phrase_node": {i: ph["node"] for i, ph in zip(ids, phrases, strict=True)},
-        "subset": p["tuple_type"],
-        "split": p["split"],
-        "sample_id": p["id"],
-        "level": p["level"],
-        "path": p["path"],
+        "subset": p.tuple_type,
+        "split": p.split,
+        "sample_id": p.id,
+        "level": p.level,
+        "path": p.path,
     }
-    pos_id = content_id("tricd", str(p["id"]))
+    pos_id = content_id("tricd", str(p.id))
 
     def image(image_id: str) -> str | None:  # the source file: the stage's `finish` places it
         return folder.source(image_file(images, image_id)) if images is not None else None
@@ -284,10 +284,10 @@ def _records(
     out = [
         {
             "id": pos_id,
-            "image": image(p["image_id"]),
-            "image_id": p["image_id"],
-            "width": sizes[p["image_id"]][0],
-            "height": sizes[p["image_id"]][1],
+            "image": image(p.image_id),
+            "image_id": p.image_id,
+            "width": sizes[p.image_id][0],
+            "height": sizes[p.image_id][1],
             "phrases": {i: node_boxes[ph["node"]] for i, ph in zip(ids, phrases, strict=True)},
             "positive_id": None,
             "negative": None,
@@ -297,7 +297,7 @@ def _records(
     ]
     empty = {i: [] for i in ids}
     for img in distractors:
-        nid = content_id("tricd-distractor", str(p["id"]), img)
+        nid = content_id("tricd-distractor", str(p.id), img)
         cert = {"kind": "distractor", "image_id": img}
         out.append(
             {"id": nid, "image": image(img), "image_id": img, "width": sizes[img][0], "height": sizes[img][1],

@@ -32,7 +32,7 @@ class KindCountsStage(ExportStage):
         opts = unit.cfg.exports.kind_counts
         counts: dict[str, Counter] = {}
         if opts.enabled:
-            split = {p["id"]: p["split"] for p in kept_positives(unit)}
+            split = {p.id: p.split for p in kept_positives(unit)}
             kept = {d["id"] for d in unit.read_all("decide", "negatives") if d["keep"]}
             for n in unit.read_all("language", "negatives"):
                 if n["id"] in kept and n["positive_id"] in split:
