@@ -284,6 +284,14 @@ def test_a_write_of_an_undeclared_kind_or_a_row_missing_a_field_is_refused(tmp_p
         run.run_stage("reads")
 
 
+def test_a_write_takes_records_of_its_kind_and_refuses_another_kind(tmp_path):
+    cfg = RunConfig(shard_size=2)
+    run = run_all(tmp_path / "a", cfg, (Source(), Reads(rows=[Value(v=1), {"v": 2}])))
+    assert list(run.read_all("reads", "doubled")) == [{"v": 1}, {"v": 2}]
+    with pytest.raises(RuntimeError, match="writes a Sum as 'doubled', whose records are Value"):
+        run_all(tmp_path / "b", cfg, (Source(), Reads(rows=[Sum(sum=1)])))
+
+
 def test_a_record_type_must_be_a_dataclass():
     with pytest.raises(TypeError, match="is not a dataclass"):
         outputs({"items": dict})

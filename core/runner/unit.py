@@ -126,6 +126,9 @@ class Unit:
         def lines() -> Iterator[bytes]:  # written as they come: a stage's output is never twice in memory
             nonlocal count
             for item in rows:
+                if not isinstance(item, (dict, record)):
+                    what = f"a {type(item).__name__} as {kind!r}, whose records are {record.__name__}"
+                    raise RuntimeError(f"stage {self.stage.name} writes {what}")
                 row = as_row(item)
                 if (every or not count) and (why := row_problem(row, record)):
                     raise RuntimeError(f"stage {self.stage.name} writes a bad {kind!r} row: {why}")
