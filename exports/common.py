@@ -13,7 +13,7 @@ from typing import Any
 
 from hardneg.core.errors import HardnegError
 from hardneg.core.io import write_json
-from hardneg.core.rows import NegativeDecisionRow, PositiveDecisionRow, PositiveRow
+from hardneg.core.rows import ImageNegativeRow, NegativeDecisionRow, PositiveDecisionRow, PositiveRow
 from hardneg.core.runner.stage import Unit
 from hardneg.core.splits import split_of
 from hardneg.core.words.table import Words
@@ -51,21 +51,33 @@ def _dropped(unit: Unit) -> frozenset[int]:
     return frozenset(d.id for d in unit.records_all("decide", "positives", PositiveDecisionRow) if not d.keep)
 
 
-def kept_image_negatives(unit: Unit, positive_ids: set[int]) -> list[dict[str, Any]]:
-    """Image negatives the decide stage kept, of kept positives (of the unit's shards, as `kept_positives`):
-    `chosen` is the candidate the write stage writes, `passed` every candidate each filter keeps (the chosen
-    one first)."""
+@dataclass(slots=True, kw_only=True)
+class KeptImageNegative(ImageNegativeRow):
+    """An image negative the write stage publishes: `chosen` is the candidate it writes, `passed` every
+    candidate each filter keeps (the chosen one first)."""
+
+    chosen: str
+    passed: list[str]
+
+
+def kept_image_negatives(unit: Unit, positive_ids: set[int]) -> list[KeptImageNegative]:
+    """Image negatives the decide stage kept, of kept positives (of the unit's shards, as `kept_positives`)."""
     decisions = unit.shared("decide", "kept image negatives", lambda: _kept_negatives(unit))
     out = []
-    for r in unit.read("images", "image-negatives"):
-        d = decisions.get(r["id"])
-        if d is None or r["positive_id"] not in positive_ids:
+    for n in unit.records("images", "image-negatives", ImageNegativeRow):
+        d = decisions.get(n.id)
+        if d is None or n.positive_id not in positive_ids:
             continue
         best, passed = d
-        r["chosen"] = r["candidates"][best]
-        r["passed"] = [r["candidates"][best]] + [r["candidates"][k] for k in passed if k != best]
-        out.append(r)
+        chosen = n.candidates[best]
+        also = [n.candidates[k] for k in passed if k != best]
+        out.append(
+            KeptImageNegative(**{f: getattr(n, f) for f in _IMAGE_NEGATIVE}, chosen=chosen, passed=[chosen, *also])
+        )
     return out
+
+
+_IMAGE_NEGATIVE = tuple(f.name for f in fields(ImageNegativeRow))
 
 
 def _kept_negatives(unit: Unit) -> dict[int, tuple[int, list[int]]]:

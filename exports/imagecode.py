@@ -67,7 +67,14 @@ from hardneg.core.runner.stage import Run, Unit
 from hardneg.core.schema import outputs
 from hardneg.exports.alike import Ranking
 from hardneg.exports.base import ExportStage
-from hardneg.exports.common import SPLITS, ExportFolder, KeptPositive, kept_image_negatives, kept_positives
+from hardneg.exports.common import (
+    SPLITS,
+    ExportFolder,
+    KeptImageNegative,
+    KeptPositive,
+    kept_image_negatives,
+    kept_positives,
+)
 from hardneg.exports.corpus import Candidates, GraphChecks, Option, certifier, corpus
 from hardneg.exports.corpus import shards_per_unit as batch_shards
 from hardneg.exports.rows import ImageCodeSetRow
@@ -87,23 +94,23 @@ SET_SIZE = 10  # ImageCoDe's: the context models stack exactly ten images a set
 DISTRACTORS = SET_SIZE - 1
 
 
-Pair = tuple[dict[str, Any], str]  # (image negative, the candidate image it gives a set)
+Pair = tuple[KeptImageNegative, str]  # (image negative, the candidate image it gives a set)
 
 
-def gather(p: KeptPositive, negs: list[dict[str, Any]], ok: dict[tuple[int, int], bool]) -> list[Pair]:
+def gather(p: KeptPositive, negs: list[KeptImageNegative], ok: dict[tuple[int, int], bool]) -> list[Pair]:
     """One (negative, chosen candidate) per distinct edit that falsifies the positive: its own negatives
     first, then the others' by id. Only the chosen candidate (the first of `passed`, the decide stage's
     best): the others are variants of the same edit. Two negatives with one edit count once."""
     falsify = sorted(
-        (n for n in negs if ok.get((p.id, n["id"])) and n["passed"]),
-        key=lambda n: (n["positive_id"] != p.id, n["id"]),
+        (n for n in negs if ok.get((p.id, n.id)) and n.passed),
+        key=lambda n: (n.positive_id != p.id, n.id),
     )
     out, seen = [], set()
     for n in falsify:
-        key = orjson.dumps(n["edit"], option=orjson.OPT_SORT_KEYS)
+        key = orjson.dumps(n.edit, option=orjson.OPT_SORT_KEYS)
         if key not in seen:
             seen.add(key)
-            out.append((n, n["passed"][0]))
+            out.append((n, n.passed[0]))
     return out
 
 
@@ -273,9 +280,9 @@ class ImageCodeStage(ExportStage):
         unit.meta["split_images"] = dict(Counter(info.split for info in index.images.values()))
         if not positives:
             return []
-        negs_by_image: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        negs_by_image: dict[str, list[KeptImageNegative]] = defaultdict(list)
         for n in kept_image_negatives(unit, {p.id for p in positives}):
-            negs_by_image[n["source_image_id"]].append(n)
+            negs_by_image[n.source_image_id].append(n)
         by_image: dict[str, list[KeptPositive]] = defaultdict(list)
         for p in positives:
             by_image[p.image_id].append(p)
@@ -356,7 +363,7 @@ def _notes(run: Run, units: list[dict[str, Any]], described: dict[str, dict[str,
 
 
 def _falsifies(
-    positives: list[KeptPositive], negs: list[dict[str, Any]], certifier: Certifier, ok: dict[tuple[int, int], bool]
+    positives: list[KeptPositive], negs: list[KeptImageNegative], certifier: Certifier, ok: dict[tuple[int, int], bool]
 ) -> Any:
     """A check that records, per (positive, negative), whether the negative's edited picture certainly
     makes the positive's expression false (the edit's graph follows the pixels; `Certifier.nothing`)."""
@@ -365,12 +372,12 @@ def _falsifies(
     def check(g: SceneGraph, index: GraphIndex) -> None:
         for n in negs:
             try:
-                edited = apply_edit(g, n["edit"])
+                edited = apply_edit(g, n.edit)
             except ValueError:
                 continue
             at = GraphIndex(edited, certifier.table)
             for pid, path in paths:
-                ok[(pid, n["id"])] = certifier.nothing(path, edited, at) is None
+                ok[(pid, n.id)] = certifier.nothing(path, edited, at) is None
 
     return check
 
@@ -386,8 +393,8 @@ def _record(m: Made, folder: ExportFolder, images: Path, seed: int) -> dict[str,
     at = {i: k for k, i in enumerate(order)}
     false = p.node().without_ids().to_json()
     edits = [
-        {"index": at[i + 1], "negative_id": n["id"], "negative_type": n["negative_type"],
-         "edit": n["edit"], "candidate": cand, "source_image_id": n["source_image_id"]}
+        {"index": at[i + 1], "negative_id": n.id, "negative_type": n.negative_type,
+         "edit": n.edit, "candidate": cand, "source_image_id": n.source_image_id}
         for i, (n, cand) in enumerate(m.edits)
     ]  # fmt: skip
     first = 1 + len(m.edits)

@@ -11,6 +11,7 @@ import random
 import re
 import shutil
 from collections import Counter
+from dataclasses import fields
 from pathlib import Path
 
 import orjson
@@ -27,11 +28,12 @@ from hardneg.core.splits import split_of
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.evaluation.imagecode import imagecode_accuracy, prediction_accuracy, read_official
 from hardneg.exports.alike import Ranking, likeness, signature
+from hardneg.exports.common import KeptImageNegative
 from hardneg.exports.corpus import Corpus
 from hardneg.exports.imagecode import SET_SIZE, ImageCodeExport, ImageSets, gather
 from hardneg.flows.pipeline import resplit
 from tests.export_run import EXPORT_RUN, certifier, export_run, graphs, records
-from tests.helpers import kept_positive
+from tests.helpers import image_negative_row, kept_positive
 
 TABLE = AttributeTable.load(None)
 OPTS = ImageCodeExport.model_validate(EXPORT_RUN["exports"]["imagecode"])
@@ -170,22 +172,23 @@ def test_split_remakes_the_sets_without_new_samples(tmp_path):
 # -- choosing the edits and the sets (direct, no run) -----------------------------------------------
 
 
-def _neg(nid: int, pid: int, edit: dict, candidates: int = 3, image: str = "img") -> dict:
+def _neg(nid: int, pid: int, edit: dict, candidates: int = 3, image: str = "img") -> KeptImageNegative:
     """An image negative as `kept_image_negatives` gives it: `passed` holds near-identical variants."""
     passed = [f"images/cand/{nid}_{k}.jpg" for k in range(candidates)]
-    return {"id": nid, "positive_id": pid, "edit": edit, "source_image_id": image, "negative_type": "attribute",
-            "passed": passed, "chosen": passed[0]}  # fmt: skip
+    row = image_negative_row(edit, id=nid, positive_id=pid, source_image_id=image, negative_type="attribute",
+                             candidates=passed)  # fmt: skip
+    return KeptImageNegative(**{f.name: getattr(row, f.name) for f in fields(row)}, chosen=passed[0], passed=passed)
 
 
 def test_a_set_takes_one_image_per_distinct_edit():
     p = kept_positive(id=1, image_id="img")
     negs = [_neg(10 + k, 1, {"op": "recolor", "object": k}) for k in range(4)]
     negs.append(_neg(20, 2, {"op": "recolor", "object": 0}))  # another positive's flip of the same edit
-    pool = gather(p, negs, {(1, n["id"]): True for n in negs})
-    ids = [n["id"] for n, _ in pool]
-    edits = [orjson.dumps(n["edit"], option=orjson.OPT_SORT_KEYS) for n, _ in pool]
+    pool = gather(p, negs, {(1, n.id): True for n in negs})
+    ids = [n.id for n, _ in pool]
+    edits = [orjson.dumps(n.edit, option=orjson.OPT_SORT_KEYS) for n, _ in pool]
     assert len(set(ids)) == len(ids) and len(set(edits)) == len(edits) == 4
-    assert all(cand == n["passed"][0] for n, cand in pool)  # the decide stage's best, never a variant
+    assert all(cand == n.passed[0] for n, cand in pool)  # the decide stage's best, never a variant
 
 
 class _Checks:

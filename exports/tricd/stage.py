@@ -49,7 +49,14 @@ from hardneg.core.records import PathNode, Reject, SceneGraph, content_id
 from hardneg.core.runner.stage import Run, Unit
 from hardneg.core.schema import outputs
 from hardneg.exports.base import ExportStage
-from hardneg.exports.common import SPLITS, ExportFolder, KeptPositive, kept_image_negatives, kept_positives
+from hardneg.exports.common import (
+    SPLITS,
+    ExportFolder,
+    KeptImageNegative,
+    KeptPositive,
+    kept_image_negatives,
+    kept_positives,
+)
 from hardneg.exports.corpus import (
     Candidates,
     GraphChecks,
@@ -168,7 +175,7 @@ class TricdStage(ExportStage):
         edits: dict[int, list[dict[str, Any]]] = defaultdict(list)
         if opts.image_negatives:
             for n in kept_image_negatives(unit, {p.id for p in positives}):
-                edits[n["positive_id"]].append(n)
+                edits[n.positive_id].append(n)
         index = corpus(unit)
         checks = GraphChecks(table, index)
         boxes: dict[int, list[list[list[int]]]] = {}
@@ -198,7 +205,7 @@ class TricdStage(ExportStage):
         for p, _path, ph in todo:
             chosen = [(img, why) for _, (img, why) in sorted(found[p.id].items())]
             kept = [o["image_id"] for o in distractors[p.id].won()] if p.id in distractors else []
-            negs = [n for n in edits[p.id] if edit_ok.get(n["id"])]
+            negs = [n for n in edits[p.id] if edit_ok.get(n.id)]
             unit.stats["image_edits_refused"] += len(edits[p.id]) - len(negs)
             if not kept and not negs:
                 unit.stats["dropped:no_negative_pair"] += 1
@@ -247,9 +254,9 @@ def _distractors(
     return out
 
 
-def _edit_check(path: PathNode, n: dict[str, Any], cert: Certifier, ok: dict[int, bool]) -> Any:
+def _edit_check(path: PathNode, n: KeptImageNegative, cert: Certifier, ok: dict[int, bool]) -> Any:
     def check(g: SceneGraph, index: GraphIndex) -> None:
-        ok[n["id"]] = falsified(path, g, n["edit"], cert) is None
+        ok[n.id] = falsified(path, g, n.edit, cert) is None
 
     return check
 
@@ -259,7 +266,7 @@ def _records(
     phrases: list[dict[str, Any]],
     node_boxes: list[list[list[int]]],
     distractors: list[str],
-    negs: list[dict[str, Any]],
+    negs: list[KeptImageNegative],
     folder: ExportFolder,
     images: Any,
     sizes: dict[str, Size],
@@ -304,11 +311,11 @@ def _records(
              "phrases": empty, "positive_id": pos_id, "negative": "distractor", "certificate": cert, **common}
         )  # fmt: skip
     for n in negs:
-        nid = content_id("tricd-edit", str(n["id"]))
-        cert = {"kind": "image_edit", "image_id": n["source_image_id"], "edit": n["edit"], "negative_id": n["id"]}
+        nid = content_id("tricd-edit", str(n.id))
+        cert = {"kind": "image_edit", "image_id": n.source_image_id, "edit": n.edit, "negative_id": n.id}
         out.append(
-            {"id": nid, "image": n["chosen"], "image_id": n["image_id"],
-             "width": sizes[n["source_image_id"]][0], "height": sizes[n["source_image_id"]][1], "phrases": empty,
+            {"id": nid, "image": n.chosen, "image_id": n.image_id,
+             "width": sizes[n.source_image_id][0], "height": sizes[n.source_image_id][1], "phrases": empty,
              "positive_id": pos_id, "negative": "image_edit", "certificate": cert, **common}
         )  # fmt: skip
     return out
