@@ -13,7 +13,7 @@ import dataclasses
 import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -21,6 +21,22 @@ from hardneg.core.gqa.loader import validate_graph
 from hardneg.core.records import PathNode, SceneGraph, content_id
 
 Json = dict[str, Any]
+R = TypeVar("R")
+
+
+class SaysPath:
+    """A record that says a referring path (`path`: `PathNode.to_json()`)."""
+
+    __slots__ = ()
+    path: Json
+
+    def node(self) -> PathNode:  # the path, read
+        return PathNode.from_json(self.path)
+
+
+def extended(record: Any, as_type: type[R], **extra: Any) -> R:
+    """`record` as `as_type`, a record type that adds `extra`'s fields to `record`'s."""
+    return as_type(**{f.name: getattr(record, f.name) for f in dataclasses.fields(record)}, **extra)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -111,7 +127,7 @@ class BalanceRow:
 
 
 @dataclass(slots=True, kw_only=True)
-class PositiveRow:
+class PositiveRow(SaysPath):
     """A referring expression that picks out exactly one object (FineCops-Ref positive): `path` names the
     target (its `id`) and the related objects, `objects_id` their ids and `tuple` the facts it uses;
     `bbox` is the target's xywh, `distractors` the other objects of the image with its name, `template`
@@ -160,10 +176,6 @@ class PositiveRow:
                 out["rewrite_backend"] = self.rewrite_backend
         return out
 
-    def node(self) -> PathNode:
-        """The path, read."""
-        return PathNode.from_json(self.path)
-
 
 _REWRITE_FIELDS = ("template_expression", "rewrites", "expression_source", "rewrite_backend")
 _POSITIVE_FIELDS = tuple(f.name for f in dataclasses.fields(PositiveRow) if f.name not in _REWRITE_FIELDS)
@@ -195,7 +207,7 @@ class KeptRow:
 
 
 @dataclass(slots=True, kw_only=True)
-class TextNegativeRow:
+class TextNegativeRow(SaysPath):
     """An expression that matches nothing in its positive's image (FineCops-Ref negative, cate "text").
 
     `path` is the altered path (no ids: it grounds nothing); `change` says what was altered, with node
@@ -261,16 +273,12 @@ class TextNegativeRow:
             out["rewrite_backend"] = self.rewrite_backend
         return out
 
-    def node(self) -> PathNode:
-        """The path, read."""
-        return PathNode.from_json(self.path)
-
 
 _TEXT_NEGATIVE_FIELDS = tuple(f.name for f in dataclasses.fields(TextNegativeRow) if not f.name.startswith("rewrite"))
 
 
 @dataclass(slots=True, kw_only=True)
-class ImageNegativeRow:
+class ImageNegativeRow(SaysPath):
     """An edited image in which its positive's expression matches nothing (FineCops-Ref negative, cate
     "image"). `edit` is the scene-graph change that re-checks the claim, `edit_boxes` where pixels changed
     (none for a flip); `candidates` are the N images the backend made (run-relative paths), `file_name` the
@@ -312,10 +320,6 @@ class ImageNegativeRow:
         return cls(id=id, image_id=f"{source_image_id}_{id:x}", source_image_id=source_image_id, ori_type=ori_type,
                    negative_cate="image", tuple_type=ori_type, file_name=candidates[0], candidates=candidates,
                    **fields)  # fmt: skip
-
-    def node(self) -> PathNode:
-        """The path, read."""
-        return PathNode.from_json(self.path)
 
 
 @dataclass(slots=True, kw_only=True)

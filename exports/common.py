@@ -7,13 +7,13 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hardneg.core.errors import HardnegError
 from hardneg.core.io import write_json
-from hardneg.core.rows import ImageNegativeRow, NegativeDecisionRow, PositiveDecisionRow, PositiveRow
+from hardneg.core.rows import ImageNegativeRow, NegativeDecisionRow, PositiveDecisionRow, PositiveRow, extended
 from hardneg.core.runner.stage import Unit
 from hardneg.core.splits import split_of
 from hardneg.core.words.table import Words
@@ -40,11 +40,8 @@ def kept_positives(unit: Unit, splits: Iterable[str] = SPLITS) -> list[KeptPosit
     out = []
     for p in unit.records("language", "positives", PositiveRow):
         if p.id not in dropped and (split := split_of(p.image_id, unit.cfg.splits)) in wanted:
-            out.append(KeptPositive(**{f: getattr(p, f) for f in _POSITIVE}, split=split))
+            out.append(extended(p, KeptPositive, split=split))
     return out
-
-
-_POSITIVE = tuple(f.name for f in fields(PositiveRow))
 
 
 def _dropped(unit: Unit) -> frozenset[int]:
@@ -71,13 +68,8 @@ def kept_image_negatives(unit: Unit, positive_ids: set[int]) -> list[KeptImageNe
         best, passed = d
         chosen = n.candidates[best]
         also = [n.candidates[k] for k in passed if k != best]
-        out.append(
-            KeptImageNegative(**{f: getattr(n, f) for f in _IMAGE_NEGATIVE}, chosen=chosen, passed=[chosen, *also])
-        )
+        out.append(extended(n, KeptImageNegative, chosen=chosen, passed=[chosen, *also]))
     return out
-
-
-_IMAGE_NEGATIVE = tuple(f.name for f in fields(ImageNegativeRow))
 
 
 def _kept_negatives(unit: Unit) -> dict[int, tuple[int, list[int]]]:

@@ -42,8 +42,8 @@ from pydantic import BaseModel, ConfigDict
 
 from hardneg.backends.requirements import Requirement
 from hardneg.core.errors import ConfigError, MissingDependency
-from hardneg.core.records import PathNode, SceneGraph
-from hardneg.core.rows import ImageNegativeRow, Json, PositiveRow, TextNegativeRow
+from hardneg.core.records import SceneGraph
+from hardneg.core.rows import ImageNegativeRow, Json, PositiveRow, SaysPath, TextNegativeRow
 
 Box = tuple[int, int, int, int]  # xywh pixels
 Target = Literal["positive", "text_negative", "image_candidate", "text"]
@@ -78,16 +78,12 @@ class ScoreLine:
 
 
 @dataclass(slots=True, frozen=True)
-class TextClaim:
+class TextClaim(SaysPath):
     """What a blind text scorer (target `"text"`) reads of the samples that say one text: the text and the
     path it says (JSON), not a whole record."""
 
     expression: str
     path: Json
-
-    def node(self) -> PathNode:
-        """The path, read."""
-        return PathNode.from_json(self.path)
 
 
 Sample = PositiveRow | TextNegativeRow | ImageNegativeRow | TextClaim  # what an `Item` is about

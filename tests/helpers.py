@@ -9,7 +9,7 @@ from pathlib import Path
 
 from hardneg.core.executor import GraphIndex
 from hardneg.core.records import PathEdge, PathNode, Relation, SameEdge, SceneGraph, SceneObject
-from hardneg.core.rows import ImageNegativeRow, PositiveRow, TextNegativeRow
+from hardneg.core.rows import ImageNegativeRow, PositiveRow, TextNegativeRow, extended
 from hardneg.core.words.attribute_table import AttributeTable
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -62,12 +62,9 @@ def positive_row(path: PathNode, expression: str = "the thing", image_id: str = 
 
 def kept_positive(path: PathNode | None = None, split: str = "train", **fields):
     """A positive the write stage publishes, in `split` (what an export reads: `kept_positives`)."""
-    from dataclasses import fields as fields_of
-
     from hardneg.exports.common import KeptPositive
 
-    row = positive_row(path or PathNode("thing", id="1"), **fields)
-    return KeptPositive(**{f.name: getattr(row, f.name) for f in fields_of(row)}, split=split)
+    return extended(positive_row(path or PathNode("thing", id="1"), **fields), KeptPositive, split=split)
 
 
 def text_negative_row(path: PathNode, negative_type: str, change: dict, **fields) -> TextNegativeRow:

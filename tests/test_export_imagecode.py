@@ -11,7 +11,6 @@ import random
 import re
 import shutil
 from collections import Counter
-from dataclasses import fields
 from pathlib import Path
 
 import orjson
@@ -23,6 +22,7 @@ from hardneg.core.executor import GraphIndex, execute
 from hardneg.core.gqa.run_inputs import resolve_inputs
 from hardneg.core.io import read_jsonl
 from hardneg.core.records import PathNode
+from hardneg.core.rows import extended
 from hardneg.core.runner.folder import stored_config
 from hardneg.core.splits import split_of
 from hardneg.core.words.attribute_table import AttributeTable
@@ -177,7 +177,7 @@ def _neg(nid: int, pid: int, edit: dict, candidates: int = 3, image: str = "img"
     passed = [f"images/cand/{nid}_{k}.jpg" for k in range(candidates)]
     row = image_negative_row(edit, id=nid, positive_id=pid, source_image_id=image, negative_type="attribute",
                              candidates=passed)  # fmt: skip
-    return KeptImageNegative(**{f.name: getattr(row, f.name) for f in fields(row)}, chosen=passed[0], passed=passed)
+    return extended(row, KeptImageNegative, chosen=passed[0], passed=passed)
 
 
 def test_a_set_takes_one_image_per_distinct_edit():
