@@ -10,6 +10,7 @@ import hashlib
 
 from hardneg.core.config import SplitsConfig
 
+SPLITS = ("train", "val", "test")  # the splits every run publishes, in order
 SPLIT_SALT = "hardneg-split-v1"  # changing it reshuffles every split: bump deliberately
 
 

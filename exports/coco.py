@@ -1,7 +1,7 @@
 """The COCO form read by the FineCops-Ref evaluation code.
 
 One `images[]` entry per sample (its id is the sample id, its caption the expression) and exactly one
-`annotations[]` entry per image entry, with the box in xywh. A sample without `negative_type` is positive.
+`annotations[]` entry per image entry, with the box in xywh; a negative's also says what it negates.
 Every `file_name` is relative to the run folder (`info.file_names` says so): a source image as the
 dataset's copy (`exports/dataset.py`, named by the id's safe name), an edited image under `images/`. A run
 made without an images folder names source images `<image_id>.jpg`, to be found in the GQA images folder.
@@ -10,10 +10,14 @@ made without an images folder names source images `<image_id>.jpg`, to be found 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hardneg.core.ids import safe_name
 from hardneg.core.io import JsonArrayWriter, atomic_write_bytes, dumps
+from hardneg.core.rows import ImageNegativeRow, TextNegativeRow
+
+if TYPE_CHECKING:
+    from hardneg.exports.published import Published
 
 CATEGORIES = [{"id": 1, "name": "object", "supercategory": "object"}]
 NEGATIVE_KEYS = ("negative_type", "negative_level", "positive_id", "negative_cate")
@@ -23,33 +27,32 @@ FILE_NAMES = {
 }
 
 
-def coco_entries(record: dict[str, Any], source_dir: str | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(image entry, annotation entry) for one vanilla record (positive or negative); `source_dir` is the
-    run-relative folder of the split's source images (None: the run has no images folder)."""
-    edited = record.get("negative_cate") == "image"
-    copy = f"{source_dir}/{safe_name(record['image_id'])}.jpg" if source_dir else f"{record['image_id']}.jpg"
+def coco_entries(sample: Published, source_dir: str | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(image entry, annotation entry) for one published sample (`exports/published.py`: a positive or a
+    negative); `source_dir` is the run-relative folder of the split's source images (None: the run has no
+    images folder)."""
+    copy = f"{source_dir}/{safe_name(sample.image_id)}.jpg" if source_dir else f"{sample.image_id}.jpg"
     image = {
-        "id": record["id"],
-        "file_name": record["file_name"] if edited else copy,
-        "height": record["height"],
-        "width": record["width"],
-        "caption": record["expression"],
-        "original_id": record["image_id"],
+        "id": sample.id,
+        "file_name": sample.file_name if isinstance(sample, ImageNegativeRow) else copy,
+        "height": sample.height,
+        "width": sample.width,
+        "caption": sample.expression,
+        "original_id": sample.image_id,
     }
-    x, y, w, h = record["bbox"]
+    x, y, w, h = sample.bbox
     ann: dict[str, Any] = {
-        "id": record["id"],
-        "image_id": record["id"],
+        "id": sample.id,
+        "image_id": sample.id,
         "bbox": [x, y, w, h],
         "area": w * h,
         "iscrowd": 0,
         "category_id": 1,
-        "level": record["level"],
-        "tuple_type": record["tuple_type"],
+        "level": sample.level,
+        "tuple_type": sample.tuple_type,
     }
-    for k in NEGATIVE_KEYS:
-        if k in record:
-            ann[k] = record[k]
+    if isinstance(sample, (TextNegativeRow, ImageNegativeRow)):
+        ann.update((k, getattr(sample, k)) for k in NEGATIVE_KEYS)
     return image, ann
 
 
@@ -62,8 +65,8 @@ class CocoWriter:
         self._images = JsonArrayWriter(path.with_name(f".{path.name}.images"))
         self._anns = JsonArrayWriter(path.with_name(f".{path.name}.annotations"))
 
-    def add(self, record: dict[str, Any]) -> None:
-        image, ann = coco_entries(record, self.source_dir)
+    def add(self, sample: Published) -> None:
+        image, ann = coco_entries(sample, self.source_dir)
         self._images.write(image)
         self._anns.write(ann)
 

@@ -15,12 +15,9 @@ from hardneg.core.errors import HardnegError
 from hardneg.core.io import write_json
 from hardneg.core.rows import ImageNegativeRow, NegativeDecisionRow, PositiveDecisionRow, PositiveRow, extended
 from hardneg.core.runner.stage import Unit
-from hardneg.core.splits import split_of
+from hardneg.core.splits import SPLITS, split_of
 from hardneg.core.words.table import Words
 from hardneg.exports.tables import Tables
-
-SPLITS = ("train", "val", "test")
-
 
 # -- the decided samples -----------------------------------------------------------------------------
 

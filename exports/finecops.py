@@ -23,15 +23,14 @@ from hardneg import __version__
 from hardneg.core.demo.world import GENERATOR_VERSION as DEMO_WORLD_VERSION
 from hardneg.core.gqa.hygiene import CHANGES as HYGIENE_CHANGES
 from hardneg.core.gqa.run_inputs import demo_dir
-from hardneg.core.io import JsonArrayWriter, temp_path, write_json
+from hardneg.core.io import temp_path, write_json
 from hardneg.core.rows import NegativeDecisionRow, PositiveDecisionRow, kept_digest
 from hardneg.core.runner.folder import created_on
 from hardneg.core.runner.publish import begin, publish
 from hardneg.core.runner.stage import Run, Stage, Unit
-from hardneg.core.splits import split_of
 from hardneg.exports.card import write_card
-from hardneg.exports.coco import CocoWriter
-from hardneg.exports.dataset import source_dir, write_dataset
+from hardneg.exports.dataset import write_dataset
+from hardneg.exports.published import SplitFiles, published
 from hardneg.exports.stats import (
     build_stats,
     image_edit_table,
@@ -42,9 +41,6 @@ from hardneg.exports.stats import (
     text_mix,
     write_stats,
 )
-from hardneg.exports.stats import gist as _gist
-
-SPLITS = ("train", "val", "test")
 
 
 class WriteStage(Stage):
@@ -62,63 +58,15 @@ class WriteStage(Stage):
     publishes = ("splits", "rejects.jsonl", "stats.json", "stats.md", "manifest.json", "data", "README.md")
 
     def run(self, unit: Unit) -> None:
-        cfg = unit.cfg
         root = unit.root
         out = begin(root)  # written beside the old outputs, swapped in when complete (core/runner/publish.py)
         decisions = {d.id: d for d in unit.records_all("decide", "negatives", NegativeDecisionRow)}
         positive_decisions = {d.id: d for d in unit.records_all("decide", "positives", PositiveDecisionRow)}
-        dropped_positives = {i for i, d in positive_decisions.items() if not d.keep}
-        writers = {s: JsonArrayWriter(out / "splits" / s / "positive.json") for s in SPLITS}
-        neg_writers = {s: JsonArrayWriter(out / "splits" / s / "negative.json") for s in SPLITS}
-        images = unit.images  # None: no source images to put in the dataset
-        cocos = {s: CocoWriter(out / "splits" / s / "coco.json", source_dir(s) if images else None) for s in SPLITS}
-        table: Counter = Counter()
-        neg_table: Counter = Counter()
-        image_table: Counter = Counter()
-        for shard in unit.run.shards():
-            for r in unit.read("language", "positives", shard):
-                unit.items_in += 1
-                if r["id"] in dropped_positives:
-                    continue
-                if (pd := positive_decisions.get(r["id"])) is not None and pd.scores:
-                    r["scores"] = pd.scores  # e.g. the detector's: the review app's queue reads them
-                    r["risk_reasons"] = pd.risk_reasons
-                split = split_of(r["image_id"], cfg.splits)
-                r["split"] = split
-                writers[split].write(r)
-                cocos[split].add(r)
-                table[(split, r["tuple_type"], r["level"])] += 1
-            for r in unit.read("language", "negatives", shard):
-                d = decisions.get(r["id"])
-                if d is None or not d.keep or r["positive_id"] in dropped_positives:
-                    continue
-                if d.scores:
-                    r["scores"] = d.scores
-                split = split_of(r["image_id"], cfg.splits)  # always its positive's split: same image
-                r["split"] = split
-                neg_writers[split].write(r)
-                cocos[split].add(r)
-                neg_table[(split, r["negative_type"], r["negative_level"])] += 1
+        files = SplitFiles(out, unit.images is not None)
         edits: dict[str, Counter] = defaultdict(Counter)  # per negative image type: made, verified, why not
-        for r in unit.read_all("images", "image-negatives"):
-            d = decisions.get(r["id"])
-            edits[r["negative_type"]]["made"] += 1
-            if d is not None and not d.keep:
-                edits[r["negative_type"]]["why:" + _gist(d.reason or "")] += 1
-            if d is None or not d.keep or r["positive_id"] in dropped_positives or d.candidate is None:
-                continue
-            edits[r["negative_type"]]["verified"] += 1
-            r["file_name"] = r["candidates"][d.candidate]
-            r["scores"] = d.scores or {}
-            split = split_of(r["source_image_id"], cfg.splits)  # its positive's split
-            r["split"] = split
-            neg_writers[split].write(r)
-            cocos[split].add(r)
-            image_table[(split, r["negative_type"], r["negative_level"])] += 1
-        for s in SPLITS:
-            writers[s].close()
-            neg_writers[s].close()
-            cocos[s].close({"description": f"hardneg {s} split", "version": __version__, "split": s})
+        for sample in published(unit, positive_decisions, decisions, edits):
+            files.add(sample)
+        files.close()
         # only the stages before this one: a later stage's rejects from an earlier run are stale here
         earlier = set(unit.run.reads[self.name])
         reject_files = [f for f in unit.run.reject_files() if f.parent.parent.name in earlier]
@@ -128,13 +76,19 @@ class WriteStage(Stage):
         filters = _filter_rates(summaries)
         decide = summaries["decide"]["meta"]
         mix = text_mix(summaries["language"]["stats"], decide)
-        stats = build_stats(table, neg_table, image_table, filters, decide.get("review"), mix, decide.get("audit"))
+        stats = build_stats(
+            files.positives,
+            files.text_negatives,
+            files.image_negatives,
+            filters,
+            decide.get("review"),
+            mix,
+            decide.get("audit"),
+        )
         stats["positive_risk"] = positive_risk(summaries["decide"]["stats"], unit.cfg.risk.max)
         stats["image_edits"] = image_edit_table(edits, summaries["images"]["stats"])
         stats["pixel_rules"] = pixel_rules(summaries["pixels"]["stats"], summaries["decide"]["stats"])
-        manifest = publishable(
-            _manifest(unit.run, summaries, table, neg_table, image_table, writers, neg_writers), root
-        )
+        manifest = publishable(_manifest(unit.run, summaries, files), root)
         # what made the run, as the manifest records it: the whole config that made these outputs
         stats["run"] = {**run_header(manifest, unit.run.cfg), "date": created_on(root)}
         stats["hygiene"] = manifest["counts"]["hygiene"]
@@ -150,11 +104,12 @@ class WriteStage(Stage):
         manifest["counts"]["warnings"] = stats["warnings"]
         write_json(out / "manifest.json", manifest)
         publish(root)
-        unit.stats.update({f"positives:{s}": writers[s].count for s in SPLITS})
-        unit.stats.update({f"negatives:{s}": neg_writers[s].count for s in SPLITS})
-        unit.stats["kept:positives"] = sum(writers[s].count for s in SPLITS)
-        unit.stats["kept:negatives"] = sum(neg_writers[s].count for s in SPLITS)
-        dataset = write_dataset(root, images)  # the Hugging Face form: data/*/*/metadata.parquet, README.md
+        unit.stats.update({f"positives:{s}": n for s, n in files.counts().items()})
+        unit.stats.update({f"negatives:{s}": n for s, n in files.counts(negatives=True).items()})
+        unit.stats["kept:positives"] = sum(files.counts().values())
+        unit.stats["kept:negatives"] = sum(files.counts(negatives=True).values())
+        # the Hugging Face form: data/*/*/metadata.parquet, README.md (unit.images None: no source images in it)
+        dataset = write_dataset(root, unit.images)
         write_card(root, dataset, manifest)
         unit.meta["dataset"] = {"rows": dataset["rows"], "images": dataset["images"]}
         # what `hardneg split` compares: the decisions this wrote out
@@ -183,15 +138,8 @@ def _filter_rates(summaries: dict[str, dict[str, Any]]) -> dict[str, dict[str, A
     return out
 
 
-def _manifest(
-    run: Run,
-    summaries: dict[str, dict[str, Any]],
-    table: Counter,
-    neg_table: Counter,
-    image_table: Counter,
-    writers: dict[str, JsonArrayWriter],
-    neg_writers: dict[str, JsonArrayWriter],
-) -> dict[str, Any]:
+def _manifest(run: Run, summaries: dict[str, dict[str, Any]], files: SplitFiles) -> dict[str, Any]:
+    table, neg_table, image_table = files.positives, files.text_negatives, files.image_negatives
     cfg = run.cfg
     ingest = summaries["ingest"]
     language = summaries["language"]
@@ -235,8 +183,8 @@ def _manifest(
             "refine_kept": refine["passed"] if refine else None,
             "refine_dropped": refine["seen"] - refine["passed"] if refine else 0,
             "images": summaries["images"]["stats"],
-            "positives": {s: writers[s].count for s in SPLITS},
-            "negatives": {s: neg_writers[s].count for s in SPLITS},
+            "positives": files.counts(),
+            "negatives": files.counts(negatives=True),
             "positives_by_split_type_level": {f"{s}/{t}/L{lv}": n for (s, t, lv), n in sorted(table.items())},
             "negatives_by_split_type_level": {f"{s}/{t}/L{lv}": n for (s, t, lv), n in sorted(neg_table.items())},
             "image_negatives_by_split_type_level": {

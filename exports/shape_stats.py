@@ -17,10 +17,10 @@ import orjson
 
 from hardneg.core.io import atomic_write_bytes, write_json
 from hardneg.core.plugins import EXPORTS
+from hardneg.core.splits import SPLITS
 
 BEGIN = "<!-- hardneg:exports -->"
 END = "<!-- /hardneg:exports -->"
-SPLITS = ("train", "val", "test")
 
 
 def shapes() -> dict[str, tuple[str, str]]:

@@ -13,8 +13,8 @@ from hardneg.core.gqa.hygiene import CHANGES as HYGIENE_CHANGES
 from hardneg.core.io import atomic_write_bytes, write_json
 from hardneg.core.pixels.claims import RULE_TEXT
 from hardneg.core.runner.reasons import reason_counts
+from hardneg.core.splits import SPLITS
 
-SPLITS = ("train", "val", "test")
 LEVELS = (1, 2, 3)
 
 

@@ -20,10 +20,10 @@ import orjson
 from hardneg.core.errors import HardnegError
 from hardneg.core.gqa.run_inputs import image_file
 from hardneg.core.ids import id_problem, safe_name
+from hardneg.core.splits import SPLITS
 
 log = logging.getLogger(__name__)
 
-KNOWN_SPLITS = ("train", "val", "test")
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +146,7 @@ class RunData:
     def splits(self) -> list[str]:
         folder = self.root / "splits"
         found = sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
-        return [s for s in KNOWN_SPLITS if s in found] + [s for s in found if s not in KNOWN_SPLITS]
+        return [s for s in SPLITS if s in found] + [s for s in found if s not in SPLITS]
 
     def _records(self, split: str, kind: str) -> list[dict[str, Any]]:
         folder = self.root / "splits" / split

@@ -20,7 +20,7 @@ from hardneg.core.demo.world import build_demo_world
 from hardneg.core.gqa.ingest import check_image
 from hardneg.core.ids import safe_name
 from hardneg.core.records import PathNode, SceneGraph
-from hardneg.exports.finecops import SPLITS
+from hardneg.core.splits import SPLITS
 from hardneg.exports.stats import rejects_summary
 from hardneg.flows.pipeline import run_local
 from hardneg.generators.text.sites import SearchState, Site, SiteSearch

@@ -10,41 +10,36 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hardneg.core.records import PathNode
+from hardneg.core.rows import extended
 from hardneg.evaluation import finecops
 from hardneg.evaluation.finecops import auroc, average_ranks, evaluate, load_coco, load_predictions, to_markdown
+from tests.helpers import image_negative_row, positive_row, text_negative_row
 
 T = [0, 0, 10, 10]  # every target box in the hand-computed case
 
 
-def record(sid, level=1, bbox=T, **neg):
-    """A FineCops-Ref vanilla record as hardneg's pipeline hands it to CocoWriter."""
-    r = {
-        "id": sid,
-        "image_id": f"gqa{sid}",
-        "height": 100,
-        "width": 200,
-        "expression": f"sample {sid}",
-        "bbox": list(bbox),
-        "level": level,
-        "tuple_type": "0_hop",
-    }
-    if neg:
-        r.update(neg)
-        r.setdefault("shuffle_index", 0)
-        if r["negative_cate"] == "image":
-            r["file_name"] = f"images/{sid}.jpg"
-    return r
+def record(sid, level=1, bbox=T):
+    """A published positive (what the write stage hands CocoWriter)."""
+    from hardneg.exports.published import PublishedPositive
+
+    fields = dict(id=sid, image_id=f"gqa{sid}", height=100, width=200, expression=f"sample {sid}", bbox=list(bbox),
+                  level=level)  # fmt: skip
+    return extended(positive_row(PathNode("thing", id="1"), **fields), PublishedPositive, split="test")
 
 
 def neg(sid, positive_id, negative_type, negative_level, cate="text", level=1):
-    return record(
-        sid,
-        level=level,
-        negative_type=negative_type,
-        negative_level=negative_level,
-        positive_id=positive_id,
-        negative_cate=cate,
-    )
+    """A published text or image negative of `positive_id`."""
+    from hardneg.exports.published import PublishedImageNegative, PublishedTextNegative
+
+    fields = dict(id=sid, height=100, width=200, expression=f"sample {sid}", bbox=list(T), level=level,
+                  positive_id=positive_id, negative_level=negative_level)  # fmt: skip
+    if cate == "image":
+        file = f"images/{sid}.jpg"
+        r = image_negative_row({}, image_id=f"gqa{sid}", negative_type=negative_type, file_name=file, **fields)
+        return extended(r, PublishedImageNegative, split="test", scores={})
+    r = text_negative_row(PathNode("thing"), negative_type, {}, image_id=f"gqa{sid}", **fields)
+    return extended(r, PublishedTextNegative, split="test")
 
 
 RECORDS = [
@@ -72,7 +67,7 @@ PREDICTIONS = [
 ]
 
 
-def write_coco(path: Path, records: list[dict]) -> Path:
+def write_coco(path: Path, records: list) -> Path:
     """Write the COCO file with hardneg's own writer, so the reader is tested on the real format."""
     from hardneg.exports.coco import CocoWriter
 
@@ -168,7 +163,7 @@ def test_only_positives_leaves_negative_metrics_empty(tmp_path: Path):
 
 
 def test_all_boxes_tied_gets_chance_credit(coco_path: Path):
-    same = [{"id": r["id"], "boxes": [r["bbox"]], "scores": [1.0]} for r in RECORDS]
+    same = [{"id": r.id, "boxes": [r.bbox], "scores": [1.0]} for r in RECORDS]
     r = evaluate(coco_path, same)
     assert value(r["precision_at_1"]["overall"]) == 1.0  # every top box is the target
     assert value(r["recall_at_1"]["overall"]) == 0.5  # a hit tied with a negative's box: half credit

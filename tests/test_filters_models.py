@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from hardneg.core.config import load_config
-from hardneg.exports.finecops import SPLITS
+from hardneg.core.splits import SPLITS
 from hardneg.flows.pipeline import run_local
 from tests.helpers import REPO_ROOT
 

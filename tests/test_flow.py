@@ -13,7 +13,7 @@ from hardneg.cli import main as cli_main
 from hardneg.core.config import load_config
 from hardneg.core.demo.graphs import generate_graphs
 from hardneg.core.demo.world import build_demo_world
-from hardneg.exports.finecops import SPLITS
+from hardneg.core.splits import SPLITS
 from hardneg.flows.pipeline import run_local
 from tests.helpers import REPO_ROOT, prefect_harness_in
 from tests.runs import SIXTEEN, shared_run

@@ -19,8 +19,8 @@ from hardneg.core.edits import apply_edit
 from hardneg.core.executor import GraphIndex, execute
 from hardneg.core.gqa.loader import load_graphs
 from hardneg.core.records import PathNode
+from hardneg.core.splits import SPLITS
 from hardneg.core.words.attribute_table import AttributeTable
-from hardneg.exports.finecops import SPLITS
 from hardneg.flows.pipeline import run_local
 from hardneg.generators.images.types import default_types, off_by_default
 from tests.helpers import REPO_ROOT

@@ -14,9 +14,9 @@ from hardneg.core.executor import GraphIndex, execute
 from hardneg.core.gqa.loader import load_graphs
 from hardneg.core.plugins import TEXT_NEGATIVES
 from hardneg.core.records import PathNode
+from hardneg.core.splits import SPLITS
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.vocab import Lexicon
-from hardneg.exports.finecops import SPLITS
 from hardneg.generators.text.negatives import Site, apply_site, replay
 from hardneg.generators.text.rewrite import RewriteValidator
 from hardneg.generators.text.types import map_node

@@ -14,7 +14,7 @@ import pytest
 from hardneg.backends.language import BackendUnavailable
 from hardneg.cli import main as cli_main
 from hardneg.core.config import load_config
-from hardneg.exports.finecops import SPLITS
+from hardneg.core.splits import SPLITS
 from hardneg.flows.pipeline import run_local
 from tests.test_openai_backend import FakeServer, Reply
 

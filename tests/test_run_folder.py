@@ -13,8 +13,8 @@ from hardneg.core.config import load_config
 from hardneg.core.executor import GraphIndex, execute
 from hardneg.core.gqa.loader import load_graphs
 from hardneg.core.records import PathNode
+from hardneg.core.splits import SPLITS
 from hardneg.core.words.attribute_table import AttributeTable
-from hardneg.exports.finecops import SPLITS
 from hardneg.flows.pipeline import run_local
 from hardneg.generators.paths.stage import path_level, path_type
 from tests.runs import NO_IMAGES, shared_run

@@ -12,7 +12,7 @@ import pytest
 
 from hardneg.core.config import load_config
 from hardneg.core.runner.progress import Progress
-from hardneg.exports.finecops import SPLITS
+from hardneg.core.splits import SPLITS
 from hardneg.flows.pipeline import run_local
 from hardneg.flows.runners import gpu_stage, local_workers, needs_gpu_worker, task_runner
 from tests.helpers import prefect_harness_in

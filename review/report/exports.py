@@ -19,11 +19,11 @@ from typing import Any
 import orjson
 
 from hardneg.core.plugins import EXPORTS
+from hardneg.core.splits import SPLITS
 from hardneg.review.boxes import RELATED, TARGET, Box
 from hardneg.review.report.assets import esc, img_tag
 from hardneg.review.report.gallery import sample
 
-SPLITS = ("train", "val", "test")
 PHRASE_COLORS = (TARGET, *RELATED)
 
 
