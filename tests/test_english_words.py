@@ -17,12 +17,13 @@ from hardneg.backends.lexicon import LexiconBackend
 from hardneg.core.config import load_config
 from hardneg.core.gqa.loader import load_graphs
 from hardneg.core.records import PathNode
+from hardneg.core.rows import PositiveRow
 from hardneg.core.words.vocab import Lexicon
 from hardneg.generators.paths.expressions import Templates
 from hardneg.generators.paths.stage import PathResources, generate_positives
 from hardneg.generators.text.english import EnglishCheck, check_positives, tagger
 from hardneg.generators.text.english_words import FUNCTION_WORDS, TableReader
-from tests.helpers import node
+from tests.helpers import node, positive_row
 from tests.runs import small_run
 
 LEXICON = Lexicon.load(Path("templates/lexicon.v1.yaml"))
@@ -141,9 +142,8 @@ def test_the_tables_refuse_what_the_tagger_refuses(res):
     assert check.check_doc(reader.words("a apple", reader.parts(apple))) == "'a apple' should read 'an apple'"
 
 
-def _positive(text: str, template: str, path: PathNode) -> dict:
-    return {"id": 1, "image_id": "1", "tuple_type": "0_hop", "level": 0, "expression": text,
-            "template_expression": template, "rewrites": [text], "path": path.to_json()}  # fmt: skip
+def _positive(text: str, template: str, path: PathNode) -> PositiveRow:
+    return positive_row(path, text, template_expression=template, rewrites=[text], expression_source="rewrite#1")
 
 
 @pytest.mark.parametrize(("rewrites_read", "read", "tagged"), [(True, 2, 0), (False, 1, 1)])
@@ -154,5 +154,5 @@ def test_only_the_offline_lexicons_rewrites_are_read(res, rewrites_read, read, t
     r = _positive("the bananas that is yellow", "the yellow bananas", node("bananas", "yellow"))
     kept, rejects = check_positives([r], check)
     assert kept == [r] and not rejects
-    assert r["expression"] == "the yellow bananas" and r["rewrites"] == [] and r["expression_source"] == "template"
+    assert r.expression == "the yellow bananas" and r.rewrites == [] and r.expression_source == "template"
     assert (check.stats["read"], check.stats["tagged"]) == (read, tagged)

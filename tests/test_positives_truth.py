@@ -11,7 +11,7 @@ from PIL import Image, ImageDraw
 
 from hardneg.core.config import load_config
 from hardneg.core.gqa.hygiene import clean
-from hardneg.core.records import Relation
+from hardneg.core.records import PathNode, Relation
 from hardneg.core.words.table import Words
 from hardneg.generators.paths.select import attributes_swappable
 from hardneg.generators.paths.stage import PathResources, generate_positives
@@ -281,14 +281,16 @@ def test_a_rewritten_negative_is_checked_like_a_rewritten_positive():
     falls back to the template and leaves `rewrites`; only a negative whose template fails too is dropped."""
     from hardneg.generators.text.english import check_negatives
 
-    base = {"image_id": "1", "negative_type": "replace_object", "template_expression": "the yellow bananas"}
-    ok = {**base, "id": 1, "expression": "the bananas that is yellow", "expression_source": "rewrite#1",
-          "rewrites": ["the bananas that is yellow", "the bananas that are yellow"]}  # fmt: skip
-    bad = {**base, "id": 2, "template_expression": "a bananas", "expression": "a bananas", "rewrites": []}
+    bananas = PathNode("bananas", ("yellow",))
+    ok = text_negative_row(bananas, "replace_object", {}, id=1, template_expression="the yellow bananas",
+                           expression="the bananas that is yellow", expression_source="rewrite#1",
+                           rewrites=["the bananas that is yellow", "the bananas that are yellow"])  # fmt: skip
+    bad = text_negative_row(bananas, "replace_object", {}, id=2, template_expression="a bananas",
+                            expression="a bananas", rewrites=[])  # fmt: skip
     kept, rejects = check_negatives([ok, bad], EnglishCheck(Words.load()))
-    assert [r["id"] for r in kept] == [1] and [r.sample_id for r in rejects] == [2]
-    assert kept[0]["expression"] == "the yellow bananas" and kept[0]["expression_source"] == "template"
-    assert kept[0]["rewrites"] == ["the bananas that are yellow"]
+    assert [r.id for r in kept] == [1] and [r.sample_id for r in rejects] == [2]
+    assert kept[0].expression == "the yellow bananas" and kept[0].expression_source == "template"
+    assert kept[0].rewrites == ["the bananas that are yellow"]
     assert rejects[0].detail["negative_type"] == "replace_object"
 
 

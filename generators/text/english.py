@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from hardneg.core.words.table import Words
 from hardneg.generators.text.english_tags import Tagger
@@ -33,12 +33,14 @@ from hardneg.generators.text.rewrite import load_nlp
 
 if TYPE_CHECKING:
     from hardneg.core.records import PathNode
+    from hardneg.core.rows import PositiveRow, TextNegativeRow
     from hardneg.generators.text.english_words import TableReader
 
 ARTICLES = ("a", "an")
 VERBS = {"is": False, "was": False, "has": False, "are": True, "were": True, "have": True}  # plural?
 SKIP_TO_NOUN = frozenset({"ADJ", "ADV", "NUM", "PUNCT", "DET", "PART", "SYM"})
 TRIGGERS = frozenset(ARTICLES) | frozenset(VERBS)  # the only tokens at which `check_doc` can refuse
+Said = TypeVar("Said", "PositiveRow", "TextNegativeRow")  # a record whose expression is checked
 
 
 class EnglishCheck:
@@ -197,54 +199,48 @@ def tagger() -> Tagger:
     return Tagger(load_nlp())
 
 
-def check_records(
-    records: list[dict[str, Any]], checker: EnglishCheck, about: tuple[str, ...]
-) -> tuple[list[dict[str, Any]], list[Any]]:
-    """Records (positives or negatives) whose expression reads right: a failing rewrite falls back to the
-    template text, failing rewrites are dropped from `rewrites`, and a record whose template fails too is
+def check_records(records: list[Said], checker: EnglishCheck, about: tuple[str, ...]) -> tuple[list[Said], list[Any]]:
+    """Records (positives or text negatives) whose expression reads right: a failing rewrite falls back to
+    the template text, failing rewrites are dropped from `rewrites`, and a record whose template fails too is
     rejected (its `about` fields in the reject's detail)."""
     from hardneg.core.records import Reject
 
-    texts = [t for r in records for t in (r["expression"], r.get("template_expression", ""), *r.get("rewrites", []))]
+    texts = [t for r in records for t in (r.expression, r.template_expression or "", *(r.rewrites or []))]
     rendered = _rendered_from(records, checker.rewrites_read) if checker.reader is not None else {}
     verdict = checker.check_many([t for t in texts if t], rendered)
     kept, rejects = [], []
     for r in records:
-        if "rewrites" in r:
-            r["rewrites"] = [t for t in r["rewrites"] if verdict[t] is None]
-        why = verdict[r["expression"]]
-        template = r.get("template_expression")
-        if why is not None and template and template != r["expression"] and verdict[template] is None:
-            r["expression"], r["expression_source"] = template, "template"
+        if r.rewrites:
+            r.rewrites = [t for t in r.rewrites if verdict[t] is None]
+        why = verdict[r.expression]
+        template = r.template_expression
+        if why is not None and template and template != r.expression and verdict[template] is None:
+            r.expression, r.expression_source = template, "template"
             why = None
         if why is None:
             kept.append(r)
             continue
-        detail = {"expression": r["expression"], **{k: r[k] for k in about}}
-        rejects.append(Reject("english", why, r["image_id"], r["id"], detail=detail))
+        detail = {"expression": r.expression, **{k: getattr(r, k) for k in about}}
+        rejects.append(Reject("english", why, r.image_id, r.id, detail=detail))
     return kept, rejects
 
 
-def _rendered_from(records: list[dict[str, Any]], rewrites_read: bool) -> dict[str, PathNode]:
+def _rendered_from(records: list[Said], rewrites_read: bool) -> dict[str, PathNode]:
     """Each text that is made of its record's path's parts, with that path: the template text (the
     expression of a record that was not rewritten), and with `rewrites_read` the rewrites and the
     expression too. A text several records share is read with the first one's path."""
-    from hardneg.core.records import PathNode
-
     out: dict[str, PathNode] = {}
     for r in records:
-        template = r.get("template_expression") or r["expression"]
-        texts = [template, r["expression"], *r.get("rewrites", [])] if rewrites_read else [template]
-        fresh = [t for t in texts if t and t not in out]
-        if fresh and "path" in r:  # a record without its path is tagged
-            path = PathNode.from_json(r["path"])
-            out.update(dict.fromkeys(fresh, path))
+        template = r.template_expression or r.expression
+        texts = [template, r.expression, *(r.rewrites or [])] if rewrites_read else [template]
+        if fresh := [t for t in texts if t and t not in out]:
+            out.update(dict.fromkeys(fresh, r.node()))
     return out
 
 
-def check_positives(records: list[dict[str, Any]], checker: EnglishCheck) -> tuple[list[dict[str, Any]], list[Any]]:
+def check_positives(records: list[PositiveRow], checker: EnglishCheck) -> tuple[list[PositiveRow], list[Any]]:
     return check_records(records, checker, ("tuple_type", "level"))
 
 
-def check_negatives(records: list[dict[str, Any]], checker: EnglishCheck) -> tuple[list[dict[str, Any]], list[Any]]:
+def check_negatives(records: list[TextNegativeRow], checker: EnglishCheck) -> tuple[list[TextNegativeRow], list[Any]]:
     return check_records(records, checker, ("negative_type",))

@@ -16,13 +16,14 @@ import logging
 import random
 import sys
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
 from hardneg.backends.language import LanguageBackend, ReplaceRequest, RewriteRequest
 from hardneg.core.records import PathNode, Reject, keyed_seed
+from hardneg.core.rows import PositiveRow, TextNegativeRow
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.vocab import Lexicon
 from hardneg.generators.text.lexical import Lexical
@@ -296,7 +297,7 @@ def _may_contain(cands: list[frozenset[str]], sub: tuple[str, ...]) -> bool:
 
 
 def rewrite_records(
-    records: list[dict[str, Any]],
+    records: Sequence[PositiveRow | TextNegativeRow],
     backend: LanguageBackend,
     validator: RewriteValidator,
     seed: int,
@@ -306,8 +307,8 @@ def rewrite_records(
     (drawn by sample id), `template_expression` the template text. Rejected answers leave the template."""
     stats: Counter = Counter()
     rejects: list[Reject] = []
-    paths = {str(r["id"]): PathNode.from_json(r["path"]) for r in records}
-    originals = {str(r["id"]): r["expression"] for r in records}
+    paths = {str(r.id): r.node() for r in records}
+    originals = {str(r.id): r.expression for r in records}
     validator.prime(paths.values())
 
     def validate(req: RewriteRequest | ReplaceRequest, values: tuple[str, ...]) -> str | None:
@@ -318,31 +319,23 @@ def rewrite_records(
 
     requests = [
         RewriteRequest(
-            key=str(r["id"]), expression=r["expression"], keep=tuple(p for _, p in iter_keep_words(paths[str(r["id"])]))
+            key=str(r.id), expression=r.expression, keep=tuple(p for _, p in iter_keep_words(paths[str(r.id)]))
         )
         for r in records
     ]
     answers = backend.rewrite(requests, validate)
     for r, ans in zip(records, answers, strict=True):
-        r["template_expression"] = r["expression"]
+        r.template_expression = r.expression
         if ans.values is None:
             stats["rejected"] += 1
-            rejects.append(
-                Reject(
-                    stage,
-                    ans.error or "no answer",
-                    r["image_id"],
-                    r["id"],
-                    detail={"expression": r["expression"], "raw": ans.raw, "attempts": ans.attempts},
-                )
-            )
-            r["rewrites"] = []
-            r["expression_source"] = "template"
+            detail = {"expression": r.expression, "raw": ans.raw, "attempts": ans.attempts}
+            rejects.append(Reject(stage, ans.error or "no answer", r.image_id, r.id, detail=detail))
+            r.rewrites, r.expression_source = [], "template"
             continue
         stats["rewritten"] += 1
-        r["rewrites"] = list(ans.values[1:])
-        pick = random.Random(keyed_seed(seed, stage, r["id"])).randrange(3)
-        r["expression"] = ans.values[pick]
-        r["expression_source"] = "template" if pick == 0 else f"rewrite#{pick}"
-        r["rewrite_backend"] = backend.version
+        r.rewrites = list(ans.values[1:])
+        pick = random.Random(keyed_seed(seed, stage, r.id)).randrange(3)
+        r.expression = ans.values[pick]
+        r.expression_source = "template" if pick == 0 else f"rewrite#{pick}"
+        r.rewrite_backend = backend.version
     return rejects, stats

@@ -15,7 +15,7 @@ from hardneg.core.gqa.plausibility import corpus_notes, load_plausibility
 from hardneg.core.plugins import LANGUAGE_BACKENDS
 from hardneg.core.rows import GraphRow, KeptRow, PositiveRow, TextNegativeRow
 from hardneg.core.runner.stage import Run, Stage, Unit
-from hardneg.core.schema import as_row, outputs, to_record
+from hardneg.core.schema import outputs
 from hardneg.core.words.vocab import Lexicon
 from hardneg.generators.paths.stage import PathResources
 from hardneg.generators.paths.targets import RENDERER_CONFIG, RENDERER_DATA
@@ -48,7 +48,7 @@ class LanguageStage(Stage):
         kept = unit.shared(
             "select", "ids", lambda: frozenset(k.id for k in unit.records_all("select", "kept", KeptRow))
         )
-        positives = [r for r in unit.read("paths", "positives") if r["id"] in kept]
+        positives = [p for p in unit.records("paths", "positives", PositiveRow) if p.id in kept]
         unit.items_in = len(positives)
         graphs = {r.image_id: r.scene_graph() for r in unit.records("hygiene", "graphs", GraphRow)}
         res = PathResources.load(cfg)
@@ -92,11 +92,9 @@ class LanguageStage(Stage):
             min_area=cfg.targets.min_area_frac,  # a piece of clothing left off a person: readable as a target is
             types=tuple(lang.negative_types),
         )
-        negatives: list[dict[str, Any]] = []
-        if lang.negatives_per_positive:
-            records = [to_record(p, PositiveRow) for p in positives]  # as rewritten and checked
-            made, rejects, stats = make_text_negatives(records, graphs, ctx, backend)
-            negatives = [as_row(n) for n in made]
+        negatives: list[TextNegativeRow] = []
+        if lang.negatives_per_positive:  # of the positives as rewritten and checked
+            negatives, rejects, stats = make_text_negatives(positives, graphs, ctx, backend)
             unit.rejects.extend(rejects)
             unit.stats.update(stats)
         if lang.rewrite_negatives and negatives:
