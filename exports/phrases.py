@@ -30,6 +30,7 @@ from typing import Any
 from hardneg.core.gqa.hygiene import words_digest
 from hardneg.core.plugins import EXPORTS
 from hardneg.core.records import PathNode
+from hardneg.core.rows import PositiveRow
 from hardneg.core.runner.stage import Run, Unit
 from hardneg.core.schema import outputs
 from hardneg.core.splits import split_of
@@ -168,45 +169,44 @@ def template_chunks(expression: str, path: PathNode, ptype: str, template: str) 
 
 
 def phrases_of(
-    positives: list[dict[str, Any]], words: Words, templates: Templates | None = None, stats: Counter | None = None
-) -> list[dict[str, Any]]:
-    """One row per positive: `{"id", "phrases", "chunks"}` (`chunks`: how many noun phrases were found).
-    With `templates`, a positive that reads as its template rendered it takes the template's noun phrases;
-    the rest are parsed (`stats` counts each way)."""
+    positives: list[PositiveRow], words: Words, templates: Templates | None = None, stats: Counter | None = None
+) -> list[PhrasesRow]:
+    """One row per positive: its phrases and how many noun phrases were found (`chunks`). With `templates`,
+    a positive that reads as its template rendered it takes the template's noun phrases; the rest are parsed
+    (`stats` counts each way)."""
     stats = Counter() if stats is None else stats
     from_template: dict[int, list[dict[str, Any]]] = {}
     if templates is not None:
         for p in positives:
-            text = _template_text(templates, p)
-            path = PathNode.from_json(p["path"])
-            chunks = template_chunks(p["expression"], path, p["tuple_type"], text) if text else []
+            text = _template_text(templates, p.template)
+            chunks = template_chunks(p.expression, p.node(), p.tuple_type, text) if text else []
             if chunks:
-                from_template[p["id"]] = [{"text": t, "start": a, "end": b, "node": n} for t, a, b, n in chunks]
-    rest = [p for p in positives if p["id"] not in from_template]
+                from_template[p.id] = [{"text": t, "start": a, "end": b, "node": n} for t, a, b, n in chunks]
+    rest = [p for p in positives if p.id not in from_template]
     stats["phrases_from_template"] += len(from_template)
     stats["phrases_parsed"] += len(rest)
     nlp = load_parser() if rest else None
     parsed: dict[str, list[tuple[str, int, int, str]]] = {}
     if nlp is not None:
-        texts = sorted({p["expression"] for p in rest})
+        texts = sorted({p.expression for p in rest})
         for text, doc in zip(texts, nlp.pipe(texts, batch_size=256), strict=True):
             parsed[text] = [
                 (c.text, c.start_char, c.end_char, c.root.text) for c in doc.noun_chunks if c.root.pos_ != "PRON"
             ]
     rows = []
     for p in positives:
-        if (ph := from_template.get(p["id"])) is not None:
-            rows.append({"id": p["id"], "phrases": ph, "chunks": len(ph)})
+        if (ph := from_template.get(p.id)) is not None:
+            rows.append(PhrasesRow(id=p.id, phrases=ph, chunks=len(ph)))
             continue
-        path = PathNode.from_json(p["path"])
-        chunks = parsed[p["expression"]] if nlp is not None else path_chunks(p["expression"], path)
-        rows.append({"id": p["id"], "phrases": tie_chunks(words, path, chunks), "chunks": len(chunks)})
+        path = p.node()
+        chunks = parsed[p.expression] if nlp is not None else path_chunks(p.expression, path)
+        rows.append(PhrasesRow(id=p.id, phrases=tie_chunks(words, path, chunks), chunks=len(chunks)))
     return rows
 
 
-def _template_text(templates: Templates, p: dict[str, Any]) -> str | None:
-    """The text of the template the positive was rendered with (`"1_hop@v1#2"`), None when unknown."""
-    head, _, i = str(p.get("template", "")).rpartition("#")
+def _template_text(templates: Templates, template: str) -> str | None:
+    """The text of the template a positive was rendered with (`"1_hop@v1#2"`), None when unknown."""
+    head, _, i = template.rpartition("#")
     ptype, _, version = head.partition("@")
     options = templates.types.get(ptype, ()) if version == templates.version else ()
     return options[int(i)] if i.isdigit() and int(i) < len(options) else None
@@ -228,15 +228,16 @@ class PhrasesStage(ExportStage):
         """The phrases of the positives of the splits TRICD is made for."""
         opts = unit.cfg.exports.tricd
         wanted = frozenset(opts.splits) if opts.enabled else frozenset()
+        splits = unit.cfg.splits
         positives = [
-            r for r in unit.read("language", "positives") if split_of(r["image_id"], unit.cfg.splits) in wanted
+            p for p in unit.records("language", "positives", PositiveRow) if split_of(p.image_id, splits) in wanted
         ]
         unit.items_in = len(positives)
         templates = Templates.load(unit.cfg.resolve(unit.cfg.paths.templates))
         rows = phrases_of(positives, Words.load(), templates, unit.stats) if positives else []
         for r in rows:
-            unit.stats["phrases"] += len(r["phrases"])
-            unit.stats["chunks_naming_no_node"] += r["chunks"] - len(r["phrases"])
-            unit.stats["positives_without_target_phrase"] += not any(ph["node"] == 0 for ph in r["phrases"])
+            unit.stats["phrases"] += len(r.phrases)
+            unit.stats["chunks_naming_no_node"] += r.chunks - len(r.phrases)
+            unit.stats["positives_without_target_phrase"] += not any(ph["node"] == 0 for ph in r.phrases)
         unit.meta["parser"] = parser_name() if unit.stats["phrases_parsed"] else None
         unit.write("phrases", rows)

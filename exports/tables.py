@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from hardneg.core.io import JsonArrayWriter, dumps, iter_json_array, temp_path
+from hardneg.core.schema import as_row
 
 CHUNK = 10_000  # rows held to infer their columns' types, and rows in a parquet row group
 
@@ -46,14 +47,16 @@ class Tables:
             self._columns[split] = {}
         return self._json[split]
 
-    def add(self, split: str, row: dict[str, Any]) -> None:
+    def add(self, split: str, row: Any) -> None:
+        """One row of `split`: a dict or a record (`core/schema.py: as_row`)."""
+        row = as_row(row)
         self._writer(split).write(row)
         self._columns[split].update(dict.fromkeys(row))
         self._chunk.append(row)
         if len(self._chunk) >= CHUNK:
             self._infer()
 
-    def add_all(self, rows_by_split: dict[str, Iterable[dict[str, Any]]]) -> None:
+    def add_all(self, rows_by_split: dict[str, Iterable[Any]]) -> None:
         """Every split's rows; a list is held until `close` writes its parquet file from it (the caller holds
         it anyway), any other iterable is read back from its JSON file."""
         for split, rows in rows_by_split.items():
@@ -61,7 +64,7 @@ class Tables:
             for r in rows:
                 self.add(split, r)
             if isinstance(rows, list):
-                self._held[split] = rows
+                self._held[split] = [as_row(r) for r in rows]
 
     @property
     def splits(self) -> list[str]:

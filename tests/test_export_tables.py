@@ -12,8 +12,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from hardneg.core.io import dumps
+from hardneg.core.schema import to_record
 from hardneg.exports import tables
 from hardneg.exports.common import ExportFolder
+from hardneg.exports.rows import TricdPairRow
 from hardneg.exports.tricd.official import write_official
 from tests.export_run import export_run
 
@@ -65,7 +67,7 @@ def test_an_error_leaves_nothing_behind(tmp_path: Path):
 
 @pytest.mark.parametrize("split", ["train", "test"])
 def test_tricd_official_file_is_write_jsons_layout(tmp_path: Path, split: str):
-    pairs = list(orjson.loads((export_run() / "tricd" / f"{split}.json").read_bytes()))
+    pairs = [to_record(r, TricdPairRow) for r in orjson.loads((export_run() / "tricd" / f"{split}.json").read_bytes())]
     out = tmp_path / "official.json"
     write_official(out, iter(pairs), "tricd")
     data = orjson.loads(out.read_bytes())

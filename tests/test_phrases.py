@@ -9,10 +9,13 @@ import pytest
 
 from hardneg.core.config import load_config
 from hardneg.core.records import PathEdge, PathNode, SameEdge
+from hardneg.core.rows import PositiveRow
 from hardneg.core.words.table import Words
 from hardneg.exports import phrases as phrases_mod
 from hardneg.exports.phrases import phrases_of, template_chunks
+from hardneg.exports.rows import PhrasesRow
 from hardneg.generators.paths.stage import PathResources
+from tests.helpers import positive_row
 
 CFG = load_config(None)
 RES = PathResources.load(CFG)
@@ -33,11 +36,11 @@ def _paths() -> dict[str, PathNode]:
     }
 
 
-def _positive(path: PathNode, ptype: str, i: int, expression: str | None = None) -> dict:
+def _positive(path: PathNode, ptype: str, i: int, expression: str | None = None, **fields) -> PositiveRow:
     template_id = f"{ptype}@{RES.renderer.templates.version}#{i}"
     text = RES.renderer.render_with(path, ptype, template_id, None)
-    return {"id": i, "expression": expression or text, "template_expression": text, "template": template_id,
-            "tuple_type": ptype, "path": path.to_json()}  # fmt: skip
+    return positive_row(path, expression or text, **{"id": i, "template_expression": text, "template": template_id,
+                                                     "tuple_type": ptype, **fields})  # fmt: skip
 
 
 CASES = [(ptype, i) for ptype, options in RES.renderer.templates.types.items() for i in range(len(options))]
@@ -47,7 +50,7 @@ CASES = [(ptype, i) for ptype, options in RES.renderer.templates.types.items() f
 def test_every_template_names_each_node_by_its_whole_noun_phrase(ptype: str, i: int):
     path = _paths()[ptype]
     p = _positive(path, ptype, i)
-    text = p["expression"]
+    text = p.expression
     chunks = template_chunks(text, path, ptype, RES.renderer.templates.types[ptype][i])
     nodes = path.nodes()
     slots = {"0_hop": 1, "1_hop": 2, "same_attr": 2}.get(ptype, 3)
@@ -65,8 +68,8 @@ def test_a_template_text_is_not_parsed_and_a_rewritten_text_is(monkeypatch):
     target. A rewrite the template cannot have rendered goes to the parser."""
     path = _paths()["0_hop"]
     template = _positive(path, "0_hop", 0)
-    assert template["expression"] == "the small trash can"
-    rewritten = {**_positive(path, "0_hop", 0, "a little trash can standing there"), "id": 7}
+    assert template.expression == "the small trash can"
+    rewritten = _positive(path, "0_hop", 0, "a little trash can standing there", id=7)
     seen: list[list[str]] = []
     real = phrases_mod.load_parser
 
@@ -81,11 +84,11 @@ def test_a_template_text_is_not_parsed_and_a_rewritten_text_is(monkeypatch):
     monkeypatch.setattr(phrases_mod, "load_parser", lambda: None if real() is None else Spy(real()))
     stats: Counter = Counter()
     rows = phrases_of([template], WORDS, RES.renderer.templates, stats)
-    assert rows == [{"id": 0, "phrases": [{"text": "the small trash can", "start": 0, "end": 19, "node": 0}],
-                     "chunks": 1}]  # fmt: skip
+    assert rows == [PhrasesRow(id=0, phrases=[{"text": "the small trash can", "start": 0, "end": 19, "node": 0}],
+                               chunks=1)]  # fmt: skip
     assert seen == [] and stats == Counter({"phrases_from_template": 1, "phrases_parsed": 0})
     rows = phrases_of([template, rewritten], WORDS, RES.renderer.templates, stats)
-    assert rows[0]["phrases"][0]["text"] == "the small trash can"
+    assert rows[0].phrases[0]["text"] == "the small trash can"
     assert stats["phrases_parsed"] == 1
     if real() is not None:
         assert seen == [["a little trash can standing there"]]

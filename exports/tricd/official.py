@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from hardneg.core.io import dumps, temp_path
+from hardneg.exports.rows import TricdPairRow
 
 SOURCE = "coco_test2017"
 DATASET = "gqa (Visual Genome images)"
@@ -63,9 +64,9 @@ class _Ids:
         return out
 
 
-def write_official(path: Path, records: Iterable[dict[str, Any]], folder: str) -> None:
-    """The official layout of one split's pair records (a positive, then its negatives, as the stage writes
-    them) in `path`, as `write_json` writes a whole object; `folder` is the export's folder in the run,
+def write_official(path: Path, records: Iterable[TricdPairRow], folder: str) -> None:
+    """The official layout of one split's pairs (a positive, then its negatives, as the stage writes them) in
+    `path`, as `write_json` writes a whole object; `folder` is the export's folder in the run,
     which `file_name` is relative to. Written as the records come, no more than one held (the annotations
     wait in a file beside it until the images are written)."""
     tmp, side = temp_path(path), temp_path(path.with_name(path.name + ".annotations"))
@@ -96,23 +97,23 @@ def _item(entry: dict[str, Any]) -> bytes:
     return b"    " + dumps(entry, indent=True).replace(b"\n", b"\n    ")
 
 
-def _entries(records: Iterable[dict[str, Any]], folder: str) -> Iterator[tuple[str, dict[str, Any]]]:
+def _entries(records: Iterable[TricdPairRow], folder: str) -> Iterator[tuple[str, dict[str, Any]]]:
     """The official file's images and annotations, in its order, each as ("images" | "annotations", entry)."""
     ids, groups = _Ids(), {}  # groups by our positive pair id
     for r in records:
         image_id = ids.take("image")
-        if r["positive_id"] is None:
-            g = groups[r["id"]] = _Group(len(groups) + 1, image_id, [ph for ph, boxes in r["phrases"].items() if boxes])
+        if r.positive_id is None:
+            g = groups[r.id] = _Group(len(groups) + 1, image_id, [ph for ph, boxes in r.phrases.items() if boxes])
             k, positive_image = 0, None
         else:
-            g = groups[r["positive_id"]]
+            g = groups[r.positive_id]
             g.negatives += 1
             k, positive_image = g.negatives, g.image_id
         pids = {ph: ids.take("phrase") for ph in g.phrases}
         yield "images", _image(r, image_id, f"{g.number}_{k}", pids, folder, positive_image)
         if positive_image is None:
             for ph in g.phrases:
-                for box in r["phrases"][ph]:
+                for box in r.phrases[ph]:
                     yield "annotations", _annotation(ids.take("annotation"), image_id, pids[ph], box)
 
 
@@ -125,37 +126,37 @@ class _Group:
 
 
 def _image(
-    r: dict[str, Any], image_id: int, original_id: str, pids: dict[str, int], folder: str, positive_image: int | None
+    r: TricdPairRow, image_id: int, original_id: str, pids: dict[str, int], folder: str, positive_image: int | None
 ) -> dict[str, Any]:
-    rel = r.get("image")
+    rel = r.image
     prefix = folder.rstrip("/") + "/"
     return {
         "id": image_id,
         "license": 1,
         "file_name": rel[len(prefix) :] if rel and rel.startswith(prefix) else rel,
-        "caption": r["caption"],
+        "caption": r.caption,
         "source": SOURCE,
-        "coco_type": coco_type(r["path"]),
-        "positive": r["positive_id"] is None,
+        "coco_type": coco_type(r.path),
+        "positive": r.positive_id is None,
         "original_id": original_id,
-        "phrases": {str(pid): [list(r["phrase_span"][ph])] for ph, pid in pids.items()},
-        "width": r["width"],
-        "height": r["height"],
+        "phrases": {str(pid): [list(r.phrase_span[ph])] for ph, pid in pids.items()},
+        "width": r.width,
+        "height": r.height,
         # this export's own fields, which the official code does not read
         "dataset": DATASET,
-        "pair_id": r["id"],
-        "positive_pair_id": r["positive_id"],
+        "pair_id": r.id,
+        "positive_pair_id": r.positive_id,
         "positive_image": positive_image,
-        "negative": r["negative"],
-        "image_id_gqa": r["image_id"],
-        "sample_id": r["sample_id"],
-        "split": r["split"],
-        "subset": r["subset"],
-        "level": r["level"],
-        "path": r["path"],
-        "certificate": r["certificate"],
-        "phrase_text": {str(pid): r["phrase_text"][ph] for ph, pid in pids.items()},
-        "phrase_node": {str(pid): r["phrase_node"][ph] for ph, pid in pids.items()},
+        "negative": r.negative,
+        "image_id_gqa": r.image_id,
+        "sample_id": r.sample_id,
+        "split": r.split,
+        "subset": r.subset,
+        "level": r.level,
+        "path": r.path,
+        "certificate": r.certificate,
+        "phrase_text": {str(pid): r.phrase_text[ph] for ph, pid in pids.items()},
+        "phrase_node": {str(pid): r.phrase_node[ph] for ph, pid in pids.items()},
     }
 
 

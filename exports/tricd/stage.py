@@ -47,7 +47,7 @@ from hardneg.core.io import iter_json_array
 from hardneg.core.plugins import EXPORTS
 from hardneg.core.records import PathNode, Reject, SceneGraph, content_id
 from hardneg.core.runner.stage import Run, Unit
-from hardneg.core.schema import outputs
+from hardneg.core.schema import outputs, to_record
 from hardneg.exports.base import ExportStage
 from hardneg.exports.common import (
     SPLITS,
@@ -65,7 +65,7 @@ from hardneg.exports.corpus import (
     corpus,
     shards_per_unit,
 )
-from hardneg.exports.rows import TricdPairRow
+from hardneg.exports.rows import PhrasesRow, TricdPairRow
 from hardneg.exports.tricd.official import file_name, write_official
 from hardneg.exports.tricd.rank import rank_distractors
 from hardneg.generators.images.edits import falsified
@@ -144,13 +144,14 @@ class TricdStage(ExportStage):
         folder.reset()
         counts: Counter = Counter()
         with folder.tables(splits=[s for s in SPLITS if s in run.cfg.exports.tricd.splits]) as tables:
-            for r in run.read_all(self.name, "pairs"):
-                if r["image"] is not None:
-                    r["image"] = folder.place(run.root / r["image"], f"images/{r['id']:x}.jpg")
-                tables.add(r["split"], r)
+            for r in run.records_all(self.name, "pairs"):
+                if r.image is not None:
+                    r.image = folder.place(run.root / r.image, f"images/{r.id:x}.jpg")
+                tables.add(r.split, r)
                 _count(counts, r)
         for split in tables.splits:
-            write_official(folder.dir / file_name(split), iter_json_array(folder.dir / f"{split}.json"), FOLDER)
+            pairs = (to_record(r, TricdPairRow) for r in iter_json_array(folder.dir / f"{split}.json"))
+            write_official(folder.dir / file_name(split), pairs, FOLDER)
         kinds = sorted({k for k, _ in counts})
         counts_out = {k: {s: counts.get((k, s), 0) for s in SPLITS} for k in kinds}
         enabled = run.cfg.exports.tricd.enabled
@@ -166,12 +167,12 @@ class TricdStage(ExportStage):
         folder.write_summary(summary)
         return {"meta": {"counts": counts_out}}
 
-    def _pairs(self, unit: Unit) -> list[dict[str, Any]]:
+    def _pairs(self, unit: Unit) -> list[TricdPairRow]:
         cfg, opts = unit.cfg, unit.cfg.exports.tricd
         _, table, cert = certifier(unit)
         positives = kept_positives(unit, opts.splits)
         unit.items_in = len(positives)
-        phrases = {r["id"]: r["phrases"] for r in unit.read("phrases", "phrases")}
+        phrases = {r.id: r.phrases for r in unit.records("phrases", "phrases", PhrasesRow)}
         edits: dict[int, list[dict[str, Any]]] = defaultdict(list)
         if opts.image_negatives:
             for n in kept_image_negatives(unit, {p.id for p in positives}):
@@ -201,7 +202,7 @@ class TricdStage(ExportStage):
         checks.run()
         images = unit.images
         folder = ExportFolder(unit.root, FOLDER)
-        out: list[dict[str, Any]] = []
+        out: list[TricdPairRow] = []
         for p, _path, ph in todo:
             chosen = [(img, why) for _, (img, why) in sorted(found[p.id].items())]
             kept = [o["image_id"] for o in distractors[p.id].won()] if p.id in distractors else []
@@ -270,7 +271,7 @@ def _records(
     folder: ExportFolder,
     images: Any,
     sizes: dict[str, Size],
-) -> list[dict[str, Any]]:
+) -> list[TricdPairRow]:
     ids = [f"p{k}" for k in range(len(phrases))]
     common = {
         "caption": p.expression,
@@ -289,41 +290,41 @@ def _records(
         return folder.source(image_file(images, image_id)) if images is not None else None
 
     out = [
-        {
-            "id": pos_id,
-            "image": image(p.image_id),
-            "image_id": p.image_id,
-            "width": sizes[p.image_id][0],
-            "height": sizes[p.image_id][1],
-            "phrases": {i: node_boxes[ph["node"]] for i, ph in zip(ids, phrases, strict=True)},
-            "positive_id": None,
-            "negative": None,
-            "certificate": None,
+        TricdPairRow(
+            id=pos_id,
+            image=image(p.image_id),
+            image_id=p.image_id,
+            width=sizes[p.image_id][0],
+            height=sizes[p.image_id][1],
+            phrases={i: node_boxes[ph["node"]] for i, ph in zip(ids, phrases, strict=True)},
+            positive_id=None,
+            negative=None,
+            certificate=None,
             **common,
-        }
+        )
     ]
     empty = {i: [] for i in ids}
     for img in distractors:
         nid = content_id("tricd-distractor", str(p.id), img)
         cert = {"kind": "distractor", "image_id": img}
         out.append(
-            {"id": nid, "image": image(img), "image_id": img, "width": sizes[img][0], "height": sizes[img][1],
-             "phrases": empty, "positive_id": pos_id, "negative": "distractor", "certificate": cert, **common}
+            TricdPairRow(id=nid, image=image(img), image_id=img, width=sizes[img][0], height=sizes[img][1],
+                         phrases=empty, positive_id=pos_id, negative="distractor", certificate=cert, **common)
         )  # fmt: skip
     for n in negs:
         nid = content_id("tricd-edit", str(n.id))
         cert = {"kind": "image_edit", "image_id": n.source_image_id, "edit": n.edit, "negative_id": n.id}
         out.append(
-            {"id": nid, "image": n.chosen, "image_id": n.image_id,
-             "width": sizes[n.source_image_id][0], "height": sizes[n.source_image_id][1], "phrases": empty,
-             "positive_id": pos_id, "negative": "image_edit", "certificate": cert, **common}
+            TricdPairRow(id=nid, image=n.chosen, image_id=n.image_id, width=sizes[n.source_image_id][0],
+                         height=sizes[n.source_image_id][1], phrases=empty, positive_id=pos_id,
+                         negative="image_edit", certificate=cert, **common)
         )  # fmt: skip
     return out
 
 
-def _count(c: Counter, r: dict[str, Any]) -> None:
+def _count(c: Counter, r: TricdPairRow) -> None:
     """A pair in the summary's counts: (kind, split) -> pairs, and phrases of positive pairs."""
-    kind = "positive pairs" if r["positive_id"] is None else f"negative pairs: {r['negative']}"
-    c[(kind, r["split"])] += 1
-    if r["positive_id"] is None:
-        c[("phrases", r["split"])] += len(r["phrases"])
+    kind = "positive pairs" if r.positive_id is None else f"negative pairs: {r.negative}"
+    c[(kind, r.split)] += 1
+    if r.positive_id is None:
+        c[("phrases", r.split)] += len(r.phrases)
