@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -243,11 +243,11 @@ class ImageCodeStage(ExportStage):
         described: dict[str, dict[str, dict[str, str]]] = {s: {} for s in SPLITS}
         tally: Counter = Counter()
         with folder.tables() as tables:
-            for r in run.read_all(self.name, "sets"):
-                at = f"{IMAGE_SETS}/{r['set']}/img{{}}.jpg"
-                r["images"] = [folder.place(run.root / src, at.format(k)) for k, src in enumerate(r["images"])]
-                tables.add(r["split"], r)
-                described[r["split"]][r["set"]] = {str(r["target"]): r["description"]}
+            for r in run.records_all(self.name, "sets"):
+                at = f"{IMAGE_SETS}/{r.set}/img{{}}.jpg"
+                r.images = [folder.place(run.root / src, at.format(k)) for k, src in enumerate(r.images)]
+                tables.add(r.split, r)
+                described[r.split].update(descriptions([r]))
                 _count(tally, r)
         official = {}
         for split, sets in described.items():
@@ -267,7 +267,7 @@ class ImageCodeStage(ExportStage):
         folder.write_summary(summary)
         return {"meta": {"counts": counts}}
 
-    def _sets(self, unit: Unit) -> list[dict[str, Any]]:
+    def _sets(self, unit: Unit) -> list[ImageCodeSetRow]:
         cfg, opts = unit.cfg, unit.cfg.exports.imagecode
         positives = kept_positives(unit)
         unit.items_in = len(positives)
@@ -329,18 +329,18 @@ def set_name(set_id: int) -> str:
     return f"hardneg-{STATIC_MARK}_{set_id:013x}"
 
 
-def descriptions(rows: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
+def descriptions(sets: Iterable[ImageCodeSetRow]) -> dict[str, dict[str, str]]:
     """A split's official descriptions file, `{set: {"k": description}}`: one description a set, keyed by
     the original's index as a string, as ImageCoDe's `*_data.json` files are."""
-    return {r["set"]: {str(r["target"]): r["description"]} for r in rows}
+    return {r.set: {str(r.target): r.description} for r in sets}
 
 
-def _count(tally: Counter, r: dict[str, Any]) -> None:
+def _count(tally: Counter, r: ImageCodeSetRow) -> None:
     """A set in the summary's counts: the sets, its edits of each negative type, its corpus images."""
-    tally[("sets", r["split"])] += 1
-    for e in r["edits"]:
-        tally[(f"distractors: edit ({e['negative_type']})", r["split"])] += 1
-    tally[("distractors: corpus image", r["split"])] += len(r["distractors"])
+    tally[("sets", r.split)] += 1
+    for e in r.edits:
+        tally[(f"distractors: edit ({e['negative_type']})", r.split)] += 1
+    tally[("distractors: corpus image", r.split)] += len(r.distractors)
 
 
 def _notes(run: Run, units: list[dict[str, Any]], described: dict[str, dict[str, Any]]) -> list[str]:
@@ -382,7 +382,7 @@ def _falsifies(
     return check
 
 
-def _record(m: Made, folder: ExportFolder, images: Path, seed: int) -> dict[str, Any]:
+def _record(m: Made, folder: ExportFolder, images: Path, seed: int) -> ImageCodeSetRow:
     """A set's row: `images` are the files it shows, in order (`finish` places them), the target's index."""
     p = m.positive
     set_id = content_id("imagecode", str(p.id))
@@ -402,19 +402,7 @@ def _record(m: Made, folder: ExportFolder, images: Path, seed: int) -> dict[str,
         {"index": at[first + i], "image_id": img, "certificate": {"kind": "distractor", "false": false}}
         for i, img in enumerate(m.images)
     ]
-    return {
-        "id": set_id,
-        "set": set_name(set_id),
-        "images": [folder.source(sources[i]) for i in order],
-        "target": at[0],
-        "description": p.expression,
-        "split": p.split,
-        "positive_id": p.id,
-        "image_id": p.image_id,
-        "is_video": False,
-        "tuple_type": p.tuple_type,
-        "level": p.level,
-        "path": p.path,
-        "edits": edits,
-        "distractors": distractors,
-    }
+    return ImageCodeSetRow(id=set_id, set=set_name(set_id), images=[folder.source(sources[i]) for i in order],
+                           target=at[0], description=p.expression, split=p.split, positive_id=p.id,
+                           image_id=p.image_id, is_video=False, tuple_type=p.tuple_type, level=p.level, path=p.path,
+                           edits=edits, distractors=distractors)  # fmt: skip
