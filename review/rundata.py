@@ -25,7 +25,6 @@ from hardneg.core.splits import SPLITS
 log = logging.getLogger(__name__)
 
 
-
 @dataclass(frozen=True, slots=True)
 class GraphObject:
     """The part of a scene-graph object the pictures need."""
