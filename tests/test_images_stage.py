@@ -18,6 +18,7 @@ from hardneg.core.config import load_config
 from hardneg.core.edits import apply_edit
 from hardneg.core.executor import GraphIndex, execute
 from hardneg.core.gqa.loader import load_graphs
+from hardneg.core.plugins import EXPORTS
 from hardneg.core.records import PathNode
 from hardneg.core.splits import SPLITS
 from hardneg.core.words.attribute_table import AttributeTable
@@ -198,7 +199,7 @@ def test_new_split_proportions_need_a_run_and_move_whole_images(tmp_path: Path, 
     # probe_b too: it makes images for the positives of the test split; phrases: it reads the positives of
     # TRICD's splits (val and test)
     want = {"images", "filters", "decide", "write", "phrases", "probe_b", "tricd", "probes", "imagecode", "report"}
-    assert redone == want
+    assert want <= redone and redone - want <= set(EXPORTS.names())  # an added export may read the splits too
     where: dict[str, str] = {}
     for s in SPLITS:
         for r in orjson.loads((root / "splits" / s / "positive.json").read_bytes()):

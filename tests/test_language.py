@@ -12,7 +12,6 @@ from hardneg.backends.lexicon import LexiconBackend
 from hardneg.core.config import RunConfig
 from hardneg.core.executor import GraphIndex, execute
 from hardneg.core.gqa.loader import load_graphs
-from hardneg.core.plugins import TEXT_NEGATIVES
 from hardneg.core.records import PathNode
 from hardneg.core.splits import SPLITS
 from hardneg.core.words.attribute_table import AttributeTable
@@ -24,6 +23,8 @@ from tests.helpers import node
 from tests.runs import NO_IMAGES, shared_run
 
 LEXICON = Lexicon.load(Path("templates/lexicon.v1.yaml"))
+# FineCops-Ref's five kinds of text negative, which the demo must make (a run makes every registered kind)
+PAPER_KINDS = ("replace_object", "replace_attribute", "replace_relation", "swap_object", "swap_attribute")
 
 
 @pytest.fixture(scope="module")
@@ -52,19 +53,20 @@ def test_every_text_negative_matches_nothing_in_its_image(demo_run: Path):
 
 
 def test_demo_has_all_five_types_at_both_levels(demo_run: Path):
-    """The search makes every type at both levels; refinement then balances a type whose level 2 is too small
-    to fill its cells together with its level 1 (`refine.min_per_cell`), and may keep none of that level (the
-    demo's eight level-2 attribute swaps): every type is published, and all but such a pooled level."""
+    """The search makes each of the paper's five types at both levels; refinement then balances a type whose
+    level 2 is too small to fill its cells together with its level 1 (`refine.min_per_cell`), and may keep
+    none of that level (the demo's eight level-2 attribute swaps): every type is published, and all but such
+    a pooled level. (A kind added beside them is tested by its own test: it may have one level only.)"""
     made = Counter(
         (n["negative_type"], n["negative_level"])
         for f in sorted((demo_run / "work" / "language").glob("negatives-*.jsonl"))
         for n in map(orjson.loads, f.read_bytes().splitlines())
     )
-    assert set(made) == {(t, lv) for t in TEXT_NEGATIVES.names() for lv in (1, 2)}, made
+    assert set(made) >= {(t, lv) for t in PAPER_KINDS for lv in (1, 2)}, made
     got = Counter((n["negative_type"], n["negative_level"]) for n in _load(demo_run, "negative"))
-    assert {t for t, _ in got} == set(TEXT_NEGATIVES.names()) and {lv for _, lv in got} == {1, 2}, got
-    pooled = {(t, 2) for t in TEXT_NEGATIVES.names() if made[(t, 2)] < 4 * RunConfig().refine.min_per_cell}
-    assert {(t, lv) for t in TEXT_NEGATIVES.names() for lv in (1, 2)} - set(got) <= pooled, got
+    assert {t for t, _ in got} >= set(PAPER_KINDS) and {lv for _, lv in got} == {1, 2}, got
+    pooled = {(t, 2) for t in PAPER_KINDS if made[(t, 2)] < 4 * RunConfig().refine.min_per_cell}
+    assert {(t, lv) for t in PAPER_KINDS for lv in (1, 2)} - set(got) <= pooled, got
 
 
 def test_negative_records_replay_from_their_positive(demo_run: Path):
@@ -113,7 +115,9 @@ def test_refinement_drops_are_recorded_with_scores(demo_run: Path):
     assert m["refine_kept"] == len(kept) + len(mixed) and m["refine_dropped"] == len(refine)
     shape = m["text_negative_mix"]
     assert shape["emitted"] == len(kept) == sum(t["emitted"] for t in shape["types"].values())
-    assert len(kept) <= shape["cap"] and shape["warnings"] == []  # every type at its floor on the demo
+    assert len(kept) <= shape["cap"]
+    # each of the paper's types at its floor on the demo (a rarer kind added beside them may warn)
+    assert [w for w in shape["warnings"] if any(f" {t} " in w for t in PAPER_KINDS)] == []
 
 
 # ---------------------------------------------------------------------------------------------- units
@@ -224,11 +228,13 @@ def test_no_emitted_replacement_or_swap_is_still_true_by_the_word_tables(demo_ru
         elif t == "swap_object":
             a, b = (nodes[i].name for i in ch["nodes"])
             ok, why = words.name_relation(a, b) is None and not words.is_crowd(a) and not words.is_crowd(b), f"{a}/{b}"
-        else:
+        elif t == "swap_attribute":
             ok, why = words.attributes_contradict(ch["from"], ch["with"])
+        else:  # a kind beyond the paper's: its own test says what its change must contradict
+            continue
         assert ok, f"{n['expression']!r}: {why}"
         checked[t] += 1
-    assert set(checked) == set(TEXT_NEGATIVES.names()), checked
+    assert set(checked) == set(PAPER_KINDS), checked
 
 
 def test_a_clean_demo_run_writes_no_reject_twice(demo_run: Path):

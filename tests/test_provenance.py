@@ -14,6 +14,7 @@ from PIL import Image
 
 from hardneg.core.config import load_config
 from hardneg.core.resources import data_path
+from hardneg.core.runner.stage import Run
 from hardneg.flows.pipeline import STAGES, resplit, run_local
 from hardneg.generators.text import rewrite
 
@@ -82,8 +83,12 @@ def test_a_decision_only_change_re_decides_without_re_scoring(small_run: Path, t
     outcome = resplit(root, {"negative_mix": {"per_positive": 0.3, "min_per_positive": 0.1}})  # fewer negatives
     assert not outcome.unchanged
     after = stamps()
-    # every decision stage from `decide` on (the exports pick from decided samples), nothing that scores
-    assert {k for k in after if after[k] != before[k]} == {"decide", "write", "tricd", "probes", "imagecode", "report"}
+    # `decide` and every stage that reads what it decided (the exports pick from decided samples), nothing that
+    # scores: the shipped ones by name, and any stage an export plugin adds by what it declares it reads
+    changed = {k for k in after if after[k] != before[k]}
+    assert {"decide", "write", "tricd", "probes", "imagecode", "report"} <= changed
+    reads = Run(root, load_config(None), STAGES).reads
+    assert changed == {"decide"} | {name for name, r in reads.items() if "decide" in r}
 
 
 def test_an_unreadable_donor_is_a_reject_never_a_silent_removal(tmp_path: Path):

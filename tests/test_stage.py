@@ -305,7 +305,8 @@ def test_waves_group_stages_that_read_none_of_each_other():
     pipeline = Run(Path("/nonexistent"), RunConfig(), PIPELINE)
     waves = pipeline.waves()
     assert [n for w in waves for n in w] == pipeline.order
-    assert ["tricd", "probes", "imagecode"] in waves and ["report"] in waves and ["write"] in waves
+    assert ["report"] in waves and ["write"] in waves
+    assert {"tricd", "probes", "imagecode"} <= set(next(w for w in waves if "tricd" in w))  # one wave
     assert waves[0] == ["ingest"]
     for wave in waves:
         assert not any(r in wave for n in wave for r in pipeline.reads[n])
