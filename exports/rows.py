@@ -3,8 +3,11 @@ stage keeps beside the files it publishes, as its `writes` declares them. Field 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
+
+from hardneg.core.records import content_id
 
 Json = dict[str, Any]
 
@@ -82,6 +85,29 @@ class ProbeRRow:
     id: int
     image: str | None  # run-relative, None without source images (None in a shard's rows: `finish` places it)
 
+    @classmethod
+    def made(cls, **fields: Any) -> ProbeRRow:
+        """A probe as the search found it (its kind's fields and its option's), with its id: one per kind,
+        image and prompts (two cups on one table ask one thing)."""
+        key = (fields["kind"], fields["image_id"], fields["correct"], fields["swapped"])
+        return cls(**fields, id=content_id("probe", *key), image=None)
+
+    def to_row(self) -> Json:
+        """The keys a row of its kind has, in the order they have always been written: an image set's
+        (subject-only, swapped-subject) names its image after the prompts and has no swap."""
+        head = {"split": self.split, "positive_id": self.positive_id, "triple": self.triple, "kind": self.kind}
+        prompts = {"correct": self.correct, "swapped": self.swapped}
+        if self.kind in IMAGE_SET_KINDS:
+            return {**head, **prompts, "image_id": self.image_id, "certificate": self.certificate, "id": self.id,
+                    "image": self.image}  # fmt: skip
+        out = {**head, "image_id": self.image_id, **prompts, "swap": self.swap}
+        if self.kind == "probe_r/predicate":
+            out["plausibility"] = self.plausibility
+        return {**out, "certificate": self.certificate, "id": self.id, "image": self.image}
+
+
+IMAGE_SET_KINDS = frozenset({"probe_r/subject_only", "probe_r/swapped_subject"})
+
 
 @dataclass(slots=True, kw_only=True)
 class ProbeRSetRow:
@@ -112,6 +138,19 @@ class ProbeCRow:
     certificate: Json
     id: int
     images: list[str | None]  # as Probe-R's `image`
+
+    @classmethod
+    def made(cls, **fields: Any) -> ProbeCRow:
+        """A group as the search found it, with its id: one per kind, images and prompts."""
+        key = (fields["kind"], *fields["image_ids"], *fields["prompts"])
+        return cls(**fields, id=content_id("probe", *key), images=[None] * len(fields["image_ids"]))
+
+    def to_row(self) -> Json:
+        """Every field, `category` a composition group's only."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        if self.kind != "probe_c/composition":
+            del out["category"]
+        return out
 
 
 @dataclass(slots=True, kw_only=True)

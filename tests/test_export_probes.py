@@ -282,6 +282,7 @@ def test_probe_r_image_sets_are_ten_distinct_images_without_the_anchors_objects_
 
 def test_probe_r_records_repeat_small_image_sets_and_key_each_triple():
     from hardneg.exports.probes.official import probe_r_records
+    from hardneg.exports.rows import ProbeRSetRow
 
     words, placed = Words.load(), []
     pred = {"swapped": "a cup under a table", "swap": {"relation": ["on", "under"]}, "certificate": {},
@@ -289,7 +290,7 @@ def test_probe_r_records_repeat_small_image_sets_and_key_each_triple():
     sub = {"swapped": "a dog on a table", "swap": {"subject": ["cup", "dog"]}, "certificate": {}}
     base = {"split": "test", "positive_id": 1, "image_id": "7", "correct": "a cup on a table", "predicate": pred,
             "subject": sub, "subject_only_ids": ["8", "9"], "swapped_subject_ids": ["10"]}  # fmt: skip
-    sets = [{**base, "triple": ["cup", "on", "table"]}, {**base, "triple": ["cup", "near", "table"]}]
+    sets = [ProbeRSetRow(**base, triple=["cup", "on", "table"]), ProbeRSetRow(**base, triple=["cup", "near", "table"])]
     out = probe_r_records([*sets, sets[0]], words, lambda i, stem: placed.append((i, stem)))["test"]
     assert list(out) == ["7", "7.rel2"]  # one key per triple, a repeated triple once
     a = out["7"]

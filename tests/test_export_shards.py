@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -95,8 +96,10 @@ def test_a_run_cut_off_while_the_shards_are_put_together_writes_them_again(
 
 
 def test_a_probe_two_shards_ask_is_kept_once_as_the_first_positive_asked_it():
-    a = [{"id": 1, "positive_id": 7, "from": "a"}, {"id": 4, "positive_id": 7, "from": "a"}]
-    b = [{"id": 1, "positive_id": 3, "from": "b"}, {"id": 2, "positive_id": 3, "from": "b"}]
-    c: list[dict] = []
-    got = list(first_by_id([a, c, b]))
-    assert [(r["id"], r["from"]) for r in got] == [(1, "b"), (2, "b"), (4, "a")]
+    def probe(i: int, positive: int, shard: str) -> SimpleNamespace:  # a probe row's id, positive and shard
+        return SimpleNamespace(id=i, positive_id=positive, shard=shard)
+
+    a = [probe(1, 7, "a"), probe(4, 7, "a")]
+    b = [probe(1, 3, "b"), probe(2, 3, "b")]
+    got = list(first_by_id([a, [], b]))
+    assert [(r.id, r.shard) for r in got] == [(1, "b"), (2, "b"), (4, "a")]

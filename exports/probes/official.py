@@ -43,6 +43,7 @@ from hardneg.core.ids import safe_name
 from hardneg.core.io import atomic_write_bytes, write_json
 from hardneg.core.words.table import Words
 from hardneg.exports.common import ExportFolder, noun_phrase
+from hardneg.exports.rows import ProbeBGroupRow, ProbeCRow, ProbeRSetRow
 
 IMAGES = 10  # images per Probe-R image set: the script reshapes each set's features to exactly 10
 R_FILE = "data/visual_genome/relation_eval_subject.json"
@@ -74,7 +75,7 @@ def _pad(ids: list[str], n: int) -> list[str]:
 
 
 def probe_r_records(
-    sets: Iterable[dict[str, Any]], words: Words, link: Callable[[str, str], None]
+    sets: Iterable[ProbeRSetRow], words: Words, link: Callable[[str, str], None]
 ) -> dict[str, dict[str, dict[str, Any]]]:
     """Per split, the paper's Probe-R records keyed by anchor file stem; `link(image_id, stem)` places an
     image at `images/<stem>.jpg`. One record per (anchor image, triple); sets come in a stable order."""
@@ -82,39 +83,39 @@ def probe_r_records(
     seen: set[tuple[str, ...]] = set()
     per_image: dict[str, int] = defaultdict(int)
     for s in sets:
-        subj, rel, obj = s["triple"]
-        if (key := (s["image_id"], subj, rel, obj)) in seen:
+        subj, rel, obj = s.triple
+        if (key := (s.image_id, subj, rel, obj)) in seen:
             continue
         seen.add(key)
-        per_image[s["image_id"]] += 1
-        k = per_image[s["image_id"]]
-        stem = safe_name(s["image_id"]) + (f".rel{k}" if k > 1 else "")
-        link(s["image_id"], stem)
-        for i in (*s["subject_only_ids"], *s["swapped_subject_ids"]):
+        per_image[s.image_id] += 1
+        k = per_image[s.image_id]
+        stem = safe_name(s.image_id) + (f".rel{k}" if k > 1 else "")
+        link(s.image_id, stem)
+        for i in (*s.subject_only_ids, *s.swapped_subject_ids):
             link(i, safe_name(i))
-        pred, sub = s["predicate"], s["subject"]
+        pred, sub = s.predicate, s.subject
         s2 = sub["swap"]["subject"][1]
-        out[s["split"]][stem] = {
-            "positive_image_ids": _pad([safe_name(i) for i in s["subject_only_ids"]], IMAGES),
-            "negative_image_ids": _pad([safe_name(i) for i in s["swapped_subject_ids"]], IMAGES),
-            "positive_prompt": photo(s["correct"]),
+        out[s.split][stem] = {
+            "positive_image_ids": _pad([safe_name(i) for i in s.subject_only_ids], IMAGES),
+            "negative_image_ids": _pad([safe_name(i) for i in s.swapped_subject_ids], IMAGES),
+            "positive_prompt": photo(s.correct),
             "negative_prompt": photo(sub["swapped"]),
             "negative_object": noun_phrase(words, s2),
             "positive_object": noun_phrase(words, subj),
             "negative_predicate_prompt": photo(pred["swapped"]),
             "hardneg": {
-                "split": s["split"],
-                "positive_id": s["positive_id"],
-                "image_id": s["image_id"],
-                "triple": s["triple"],
+                "split": s.split,
+                "positive_id": s.positive_id,
+                "image_id": s.image_id,
+                "triple": s.triple,
                 "predicate_swap": pred["swap"]["relation"],
                 "predicate_plausibility": pred["plausibility"],
                 "subject_swap": sub["swap"]["subject"],
-                "subject_only_image_ids": s["subject_only_ids"],
-                "swapped_subject_image_ids": s["swapped_subject_ids"],
+                "subject_only_image_ids": s.subject_only_ids,
+                "swapped_subject_image_ids": s.swapped_subject_ids,
                 "distinct": {
-                    "positive_image_ids": len(s["subject_only_ids"]),
-                    "negative_image_ids": len(s["swapped_subject_ids"]),
+                    "positive_image_ids": len(s.subject_only_ids),
+                    "negative_image_ids": len(s.swapped_subject_ids),
                 },
                 "certificates": {"predicate": pred["certificate"], "subject": sub["certificate"]},
             },
@@ -125,17 +126,18 @@ def probe_r_records(
 # -- Probe-C --------------------------------------------------------------------------------------------
 
 
-def probe_c_record(r: dict[str, Any]) -> dict[str, Any]:
+def probe_c_record(r: ProbeCRow) -> dict[str, Any]:
     """One 2 x 2 group as the paper's record: image i with its prompt, attribute and object."""
     out: dict[str, Any] = {}
-    pairs = zip(r["image_ids"], r["prompts"], r["certificate"]["true"], strict=True)
+    pairs = zip(r.image_ids, r.prompts, r.certificate["true"], strict=True)
     for k, (image_id, prompt, path) in enumerate(pairs, 1):
         out[f"img{k}_prompt"] = photo(prompt)
         out[f"img{k}_id"] = safe_name(image_id)
         out[f"img{k}_composition"] = " ".join(path["attributes"])
         out[f"img{k}_object"] = path["name"]
     keep = ("id", "kind", "split", "positive_id", "image_ids", "swap", "category", "certificate")
-    out["hardneg"] = {k: r[k] for k in keep if k in r}
+    row = r.to_row()  # `category` a composition group's only
+    out["hardneg"] = {k: row[k] for k in keep if k in row}
     return out
 
 
@@ -215,7 +217,7 @@ def script_label(prompt: str) -> str:
 
 
 def probe_b_tree(
-    folder: ExportFolder, root: Path, groups: list[dict[str, Any]], labels: ClassLabels, words: Words,
+    folder: ExportFolder, root: Path, groups: list[ProbeBGroupRow], labels: ClassLabels, words: Words,
     names_of: Callable[[str], Iterable[str]], splits: Iterable[str], fillers: Iterable[str], min_area: float = 0.0,
 ) -> dict[str, dict[str, int]]:  # fmt: skip
     """Write Probe-B's files per split of `splits` (each filler's folders even when empty, so that both
@@ -231,17 +233,17 @@ def probe_b_tree(
                 (folder.dir / base / sub).mkdir(parents=True, exist_ok=True)
         (folder.dir / base / B_ORIGINAL).mkdir(parents=True, exist_ok=True)
         records, objects, tally = [], [], defaultdict(int)
-        for g in (g for g in groups if g["split"] == split):
-            present = labels.labels(g["present"], names_of(g["image_id"]))
+        for g in (g for g in groups if g.split == split):
+            present = labels.labels(g.present, names_of(g.image_id))
             if present is None:
                 tally["left_out:labels"] += 1
                 continue
-            number = coco_number(g["image_id"])
+            number = coco_number(g.image_id)
             name = f"COCO_val2014_{str(number).zfill(12)}.jpg"
-            folder.place(root / g["images"]["x0"], f"{base}/{B_ORIGINAL}/{name}")
+            folder.place(root / g.images["x0"], f"{base}/{B_ORIGINAL}/{name}")
             target = _target_class(g, present, labels)
             readable = all(script_label(prompts[c]) == c for c in present)
-            big = _share(root / g["images"]["x0"], g["target"]["box"]) >= min_area
+            big = _share(root / g.images["x0"], g.target["box"]) >= min_area
             alone = target is not None and readable and big
             if target is None:
                 tally["left_out:cooccurrence_class"] += 1
@@ -250,19 +252,19 @@ def probe_b_tree(
             elif not big:
                 tally["left_out:cooccurrence_small"] += 1
             fills = []
-            for fill in g["fillers"]:
-                if fill == "scene" and labels.labels(g["present"], g.get("scene_names", [])) is None:
+            for fill in g.fillers:
+                if fill == "scene" and labels.labels(g.present, g.scene_names) is None:
                     tally["left_out:scene"] += 1  # the filler scene may show a class: not in its folder
                     continue
-                folder.place(root / g["images"][f"x0_patch/{fill}"], f"{base}/{B_PATCH}/{fill}/{name}")
-                folder.place(root / g["images"][f"bmr/{fill}"], f"{base}/{B_MOD}/segmentation_mask/{fill}/{name}")
+                folder.place(root / g.images[f"x0_patch/{fill}"], f"{base}/{B_PATCH}/{fill}/{name}")
+                folder.place(root / g.images[f"bmr/{fill}"], f"{base}/{B_MOD}/segmentation_mask/{fill}/{name}")
                 if alone:
                     rel = f"{base}/{B_OBJECT}/segmentation_mask/{fill}/{target}_{name}"
-                    folder.place(root / g["images"][f"br/{fill}"], rel)
+                    folder.place(root / g.images[f"br/{fill}"], rel)
                 fills.append(fill)
                 tally[f"images:{fill}"] += 1
-            ours = {"id": g["id"], "split": split, "image_id": g["image_id"], "target": g["target"],
-                    "fillers": fills, "images": g["images"]}  # fmt: skip
+            ours = {"id": g.id, "split": split, "image_id": g.image_id, "target": g.target,
+                    "fillers": fills, "images": g.images}  # fmt: skip
             records.append({
                 "annotations": {c: [{"name": n} for n in ns] for c, ns in present.items()},
                 "image": name,
@@ -287,10 +289,10 @@ def _share(image: Path, box: list[int]) -> float:
     return box[2] * box[3] / max(w * h, 1)
 
 
-def _target_class(g: dict[str, Any], present: dict[str, list[str]], labels: ClassLabels) -> str | None:
+def _target_class(g: ProbeBGroupRow, present: dict[str, list[str]], labels: ClassLabels) -> str | None:
     """The one class the target certainly is (Probe-B's co-occurrence split asks for it on the image that
     keeps the target alone), or None when it is none or several."""
-    mine = labels.certainly(g["target"]["name"]) & present.keys()
+    mine = labels.certainly(g.target["name"]) & present.keys()
     return next(iter(mine)) if len(mine) == 1 else None
 
 

@@ -48,8 +48,9 @@ from hardneg.core.geometry import direction
 from hardneg.core.gqa.plausibility import Counts, Plausibility
 from hardneg.core.records import PathNode, SceneGraph, keyed_seed
 from hardneg.core.words.table import Words
-from hardneg.exports.common import noun_phrase, relation_prompt
+from hardneg.exports.common import KeptPositive, noun_phrase, relation_prompt
 from hardneg.exports.corpus import NO_IDS, Candidates, Corpus, GraphChecks, Option, SortedIds, Test, drawn, sample
+from hardneg.exports.rows import ProbeCRow, ProbeRRow, ProbeRSetRow
 
 SUBJECT_TRIES = 12  # swapped subjects certified per triple (the first that passes is kept)
 OBJECT_TRIES = 5  # swapped objects tried per Probe-C attribute
@@ -124,21 +125,21 @@ class ProbeSearch:
         seen = self.counts.subject_relation[(s, r2)] > 0
         return seen, self.words.is_positional(r2), self.plausibility.triple_logp(s, r2, o)
 
-    def relation(self, p: dict[str, Any], s: str, r: str, o: str) -> None:
+    def relation(self, p: KeptPositive, s: str, r: str, o: str) -> None:
         if self.words.is_crowd(s):  # "ground under a chair": the subject must be an object
             return
-        i0, split = p["image_id"], p["split"]
-        base = {"split": split, "positive_id": p["id"], "triple": [s, r, o]}
+        i0, split = p.image_id, p.split
+        base = {"split": split, "positive_id": p.id, "triple": [s, r, o]}
         correct = relation_prompt(self.words, s, r, o)
         pred = Candidates({**base, "kind": "probe_r/predicate", "image_id": i0, "correct": correct})
         subj = Candidates({**base, "kind": "probe_r/subject", "image_id": i0, "correct": correct}, SUBJECT_TRIES)
         rp = RelationProbes({**base, "image_id": i0, "correct": correct}, pred, subj)
         if self.subject_only and self.cert.absence_refusal(o) is None:
-            only = self._images(base, "probe_r/subject_only", p["id"], i0, s, path_of(s, relation=r, obj=o), o)
+            only = self._images(base, "probe_r/subject_only", p.id, i0, s, path_of(s, relation=r, obj=o), o)
             only.fields.update(correct=noun_phrase(self.words, s), swapped=correct)
             rp.subject_only = only
         self.relation_probes.append(rp)
-        self.checks.add(i0, partial(self._relation_on_image, rp, p["id"], base, s, r, o))
+        self.checks.add(i0, partial(self._relation_on_image, rp, p.id, base, s, r, o))
 
     def _relation_on_image(
         self, rp: RelationProbes, pid: int, base: dict[str, Any], s: str, r: str, o: str, g: SceneGraph, ix: GraphIndex
@@ -257,14 +258,14 @@ class ProbeSearch:
 
     # -- Probe-C ------------------------------------------------------------------------------------
 
-    def attribute(self, p: dict[str, Any], n: str, a: str) -> None:
-        i0, split, w = p["image_id"], p["split"], self.words
-        base = {"split": split, "positive_id": p["id"], "image_ids": [i0]}
+    def attribute(self, p: KeptPositive, n: str, a: str) -> None:
+        i0, split, w = p.image_id, p.split, self.words
+        base = {"split": split, "positive_id": p.id, "image_ids": [i0]}
         comp = Candidates({**base, "kind": "probe_c/composition", "category": w.attribute_category(a)})
         swaps = [
             ((n, b), img)
-            for b in self._attribute_swaps(p["id"], n, a)
-            for img in sample(self.index.by_pair.get((split, n, b), []), self.candidates, self.seed, "pc", p["id"], b)
+            for b in self._attribute_swaps(p.id, n, a)
+            for img in sample(self.index.by_pair.get((split, n, b), []), self.candidates, self.seed, "pc", p.id, b)
             if img != i0
         ]
         if swaps:
@@ -272,8 +273,8 @@ class ProbeSearch:
         obj = Candidates({**base, "kind": "probe_c/object"})
         objects = [
             ((m, a), img)
-            for m in self._object_swaps(p["id"], split, n, a)
-            for img in sample(self.index.by_pair.get((split, m, a), []), self.candidates, self.seed, "pco", p["id"])
+            for m in self._object_swaps(p.id, split, n, a)
+            for img in sample(self.index.by_pair.get((split, m, a), []), self.candidates, self.seed, "pco", p.id)
             if img != i0
         ]
         self.probes.append(obj)
@@ -364,22 +365,21 @@ class ProbeSearch:
 
     # -- results ------------------------------------------------------------------------------------
 
-    def results(self) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    def results(self) -> tuple[list[ProbeRRow | ProbeCRow], dict[str, int]]:
         """The certified probes, one row per comparison (the first certified option of each; up to
         `subject_only_images` images for the image sets), and the count of probes left uncertified."""
-        out: list[dict[str, Any]] = []
+        out: list[ProbeRRow | ProbeCRow] = []
         missed: dict[str, int] = defaultdict(int)
         for probe in self.probes:
             won = probe.won()
             if not won:
                 missed[probe.fields["kind"]] += 1
-            out += [{**probe.fields, **o} for o in won[:1]]
+            out += [ProbeCRow.made(**{**probe.fields, **o}) for o in won[:1]]
         for rp in self.relation_probes:
-            chosen = self._chosen(rp)
-            for kind, probe, options in chosen:
+            for kind, probe, options in self._chosen(rp):
                 if not options:
                     missed[kind] += 1
-                out += [{**probe.fields, **o} for o in options]
+                out += [ProbeRRow.made(**{**probe.fields, **o}) for o in options]
         return out, dict(missed)
 
     def _chosen(self, rp: RelationProbes) -> list[tuple[str, Candidates, list[dict[str, Any]]]]:
@@ -402,7 +402,7 @@ class ProbeSearch:
         """Drop the probes: their options point back at the search, so only this frees them at once."""
         self.probes, self.relation_probes = [], []
 
-    def relation_sets(self) -> list[dict[str, Any]]:
+    def relation_sets(self) -> list[ProbeRSetRow]:
         """Per triple with every part certified (both swaps, subject-only and swapped-subject images), what
         the paper's Probe-R record holds: the anchor image, the three prompts, the two image sets."""
         sets = []
@@ -410,11 +410,11 @@ class ProbeSearch:
             parts = {kind: options for kind, _, options in self._chosen(rp)}
             if len(parts) < 4 or not all(parts.values()):
                 continue
-            sets.append({
+            sets.append(ProbeRSetRow(
                 **rp.fields,
-                "predicate": parts["probe_r/predicate"][0],
-                "subject": parts["probe_r/subject"][0],
-                "subject_only_ids": [o["image_id"] for o in parts["probe_r/subject_only"]],
-                "swapped_subject_ids": [o["image_id"] for o in parts["probe_r/swapped_subject"]],
-            })  # fmt: skip
+                predicate=parts["probe_r/predicate"][0],
+                subject=parts["probe_r/subject"][0],
+                subject_only_ids=[o["image_id"] for o in parts["probe_r/subject_only"]],
+                swapped_subject_ids=[o["image_id"] for o in parts["probe_r/swapped_subject"]],
+            ))  # fmt: skip
         return sets

@@ -26,7 +26,7 @@ import heapq
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import Field
 
@@ -40,13 +40,13 @@ from hardneg.core.gqa.run_inputs import image_file
 from hardneg.core.ids import safe_name
 from hardneg.core.io import file_digest, write_json
 from hardneg.core.plugins import EXPORTS
-from hardneg.core.records import PathNode, Reject, content_id
+from hardneg.core.records import PathNode, Reject
 from hardneg.core.runner.stage import ALL, Run, Unit
-from hardneg.core.schema import outputs
+from hardneg.core.schema import outputs, to_record
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
 from hardneg.exports.base import ExportStage
-from hardneg.exports.common import SPLITS, ExportFolder, KeptPositive, by_split, kept_positives
+from hardneg.exports.common import SPLITS, ExportFolder, KeptPositive, kept_positives
 from hardneg.exports.corpus import Corpus, GraphChecks, certifier, corpus, shards_per_unit
 from hardneg.exports.probes.official import (
     C_FILES,
@@ -83,12 +83,6 @@ def probe_facts(path: PathNode) -> Facts:
         for e in n.relations:
             triples.append((n.id or "", n.name, e.name, e.object.name, e.object.id or ""))
     return triples, attrs
-
-
-def searched(p: KeptPositive) -> tuple[dict[str, Any], Facts]:
-    """What the search reads of a positive (its id, image and split, and its facts), held while it runs
-    instead of the whole record."""
-    return {"id": p.id, "image_id": p.image_id, "split": p.split}, probe_facts(p.node())
 
 
 @dataclass(slots=True)
@@ -173,22 +167,15 @@ class ProbesStage(ExportStage):
             return
         shared = Shared.load(unit)
         kept = kept_positives(unit, unit.cfg.exports.probes.splits)
-        positives = sorted(map(searched, kept), key=lambda pf: pf[0]["id"])
+        positives = sorted(((p, probe_facts(p.node())) for p in kept), key=lambda pf: pf[0].id)
         unit.items_in = len(positives)
         found, missed, sets = self._search(unit.cfg, shared, positives)
         for kind, n in missed.items():
             unit.stats[f"not_certified:{kind}"] += n
             unit.reject(Reject("probes", f"{kind}: no swap or image certified for {n} probes"))
-        out: dict[str, dict[int, dict[str, Any]]] = {"probe_r": {}, "probe_c": {}}
-        for r in found:  # one record per distinct (kind, images, prompts): two cups on one table ask one thing
-            if r["kind"].startswith("probe_r/"):
-                r["id"] = content_id("probe", r["kind"], r["image_id"], r["correct"], r["swapped"])
-                r["image"] = None
-                out["probe_r"].setdefault(r["id"], r)
-            else:
-                r["id"] = content_id("probe", r["kind"], *r["image_ids"], *r["prompts"])
-                r["images"] = [None] * len(r["image_ids"])
-                out["probe_c"].setdefault(r["id"], r)
+        out: dict[str, dict[int, ProbeRRow | ProbeCRow]] = {"probe_r": {}, "probe_c": {}}
+        for r in found:  # one record per id (its kind, images and prompts): two cups on one table ask one thing
+            out["probe_r" if isinstance(r, ProbeRRow) else "probe_c"].setdefault(r.id, r)
         for name, rows in out.items():
             unit.write(name, (rows[i] for i in sorted(rows)))
         unit.write("sets", sets)
@@ -199,8 +186,8 @@ class ProbesStage(ExportStage):
         opts = run.cfg.exports.probes
         folder = ExportFolder(run.root, FOLDER)
         folder.reset(*TABLES, "images")  # not `generated/`: Probe-B's images, which its stage publishes here
-        groups = list(run.read_all("probe_b", "groups"))
-        tables: dict[str, list[dict[str, Any]]] = {"probe_r": [], "probe_c": []}
+        groups = list(run.records_all("probe_b", "groups"))
+        tables: dict[str, list[Any]] = {"probe_r": [], "probe_c": []}
         official: dict[str, Any] = {}
         if opts.enabled:
             tables.update(self._tables(run, folder, Words.load(), official))
@@ -209,11 +196,13 @@ class ProbesStage(ExportStage):
         hard = hardness(tables)
         for name in list(tables):  # each table freed once written
             rows = tables.pop(name)
-            parts = by_split(rows)
+            parts: dict[str, list[Any]] = {s: [] for s in SPLITS}
+            for r in rows:
+                parts.setdefault(r.split, []).append(r)
             if name != "probe_b":  # Probe-R and Probe-C: the splits they are made for
                 parts = {s: part for s, part in parts.items() if s in opts.splits or part}
             folder.write_tables(parts, f"{name}/")
-            c = Counter((r["kind"] if name != "probe_b" else "probe_b/groups", r["split"]) for r in rows)
+            c = Counter((r.kind if name != "probe_b" else "probe_b/groups", r.split) for r in rows)
             for kind in sorted({k for k, _ in c}):
                 counts[kind] = {s: c.get((kind, s), 0) for s in SPLITS}
         b = run.cfg.exports.probe_b
@@ -245,20 +234,21 @@ class ProbesStage(ExportStage):
                 return None
             return folder.place(image_file(images, image_id), rel or f"images/{safe_name(image_id)}.jpg")
 
-        def per_unit(kind: str) -> list[Iterator[dict[str, Any]]]:  # each unit's rows of `kind`, in its order
-            return [run.read(self.name, kind, u) for u in run.units(self.name)]
+        def per_unit(kind: str) -> list[Iterator[Any]]:  # each unit's records of `kind`, in its order
+            record = run.record_type(self.name, kind)
+            return [(to_record(r, record) for r in run.read(self.name, kind, u)) for u in run.units(self.name)]
 
-        out: dict[str, list[dict[str, Any]]] = {"probe_r": [], "probe_c": []}
+        out: dict[str, list[Any]] = {"probe_r": [], "probe_c": []}
         for r in first_by_id(per_unit("probe_r")):
-            r["image"] = link(r["image_id"])
+            r.image = link(r.image_id)
             out["probe_r"].append(r)
         for r in first_by_id(per_unit("probe_c")):
-            r["images"] = [link(i) for i in r["image_ids"]]
+            r.images = [link(i) for i in r.image_ids]
             out["probe_c"].append(r)
-        comp = [r for r in out["probe_c"] if r["kind"] == "probe_c/composition"]
-        kept = {r["id"] for r in balance_categories(comp, opts.max_category_share)}
-        out["probe_c"] = [r for r in out["probe_c"] if r["kind"] != "probe_c/composition" or r["id"] in kept]
-        sets = heapq.merge(*per_unit("sets"), key=lambda s: s["positive_id"])  # the positives' order, as one search's
+        comp = [r for r in out["probe_c"] if r.kind == "probe_c/composition"]
+        kept = {r.id for r in balance_categories(comp, opts.max_category_share)}
+        out["probe_c"] = [r for r in out["probe_c"] if r.kind != "probe_c/composition" or r.id in kept]
+        sets = heapq.merge(*per_unit("sets"), key=lambda s: s.positive_id)  # the positives' order, as one search's
         splits = [s for s in SPLITS if s in opts.splits]
         official["probe_r"] = self._official_r(folder, sets, words, link, splits)
         official["probe_c"] = self._official_c(folder, out["probe_c"], link, splits)
@@ -266,8 +256,8 @@ class ProbesStage(ExportStage):
 
     @staticmethod
     def _search(
-        cfg: Any, shared: Shared, positives: list[tuple[dict[str, Any], Facts]]
-    ) -> tuple[list[dict[str, Any]], dict[str, int], list[dict[str, Any]]]:
+        cfg: Any, shared: Shared, positives: list[tuple[KeptPositive, Facts]]
+    ) -> tuple[list[ProbeRRow | ProbeCRow], dict[str, int], list[ProbeRSetRow]]:
         """Every probe of the positives' triples and attributes (each positive's id, image and split, and its
         `probe_facts`), certified: the rows, the count of probes left uncertified per kind, and Probe-R's sets
         for the paper's record."""
@@ -278,11 +268,11 @@ class ProbesStage(ExportStage):
         seen: set[tuple[str, ...]] = set()
         for p, (triples, attrs) in positives:
             for sid, s, r, o, oid in triples:
-                if (key := (p["image_id"], sid, r, oid)) not in seen:
+                if (key := (p.image_id, sid, r, oid)) not in seen:
                     seen.add(key)
                     search.relation(p, s, r, o)
             for oid, n, a in attrs:
-                if (key := (p["image_id"], oid, a)) not in seen:
+                if (key := (p.image_id, oid, a)) not in seen:
                     seen.add(key)
                     search.attribute(p, n, a)
         checks.run()
@@ -293,7 +283,7 @@ class ProbesStage(ExportStage):
 
     @staticmethod
     def _official_r(
-        folder: ExportFolder, sets: Iterable[dict[str, Any]], words: Words, link: Any, splits: list[str]
+        folder: ExportFolder, sets: Iterable[ProbeRSetRow], words: Words, link: Any, splits: list[str]
     ) -> dict[str, Any]:
         """The paper's Probe-R file per split of `splits` (each written, empty or not); the counts."""
         records = probe_r_records(sets, words, lambda i, stem: link(i, f"probe_r/images/{stem}.jpg"))
@@ -306,16 +296,16 @@ class ProbesStage(ExportStage):
         return out
 
     @staticmethod
-    def _official_c(folder: ExportFolder, rows: list[dict[str, Any]], link: Any, splits: list[str]) -> dict[str, Any]:
+    def _official_c(folder: ExportFolder, rows: list[ProbeCRow], link: Any, splits: list[str]) -> dict[str, Any]:
         """The paper's two Probe-C files per split of `splits`; the counts."""
         out: dict[str, Any] = {}
         for split in splits:
             out[split] = {}
             for kind, name in C_FILES.items():
-                part = [probe_c_record(r) for r in rows if r["split"] == split and r["kind"] == kind]
+                part = [probe_c_record(r) for r in rows if r.split == split and r.kind == kind]
                 for r in rows:
-                    if r["split"] == split and r["kind"] == kind:
-                        for i in r["image_ids"]:
+                    if r.split == split and r.kind == kind:
+                        for i in r.image_ids:
                             link(i, f"probe_c/images/{coco_file(i)}")
                 write_json(folder.dir / "probe_c" / split / name, part)
                 out[split][name] = len(part)
@@ -349,41 +339,44 @@ def official_notes(official: dict[str, Any], b_splits: list[str], splits: Iterab
     return out
 
 
-def first_by_id(shards: Iterable[Iterable[dict[str, Any]]]) -> Iterator[dict[str, Any]]:
+Probe = TypeVar("Probe", ProbeRRow, ProbeCRow)
+
+
+def first_by_id(shards: Iterable[Iterable[Probe]]) -> Iterator[Probe]:
     """The shards' rows by id, of each id the first positive's (each shard's rows come by id, one per id): what
     one search over every positive keeps, though a probe that positives of two shards ask (the same triple,
     the same third image) comes from both."""
     last = None
-    for r in heapq.merge(*shards, key=lambda r: (r["id"], r["positive_id"])):
-        if r["id"] != last:
-            last = r["id"]
+    for r in heapq.merge(*shards, key=lambda r: (r.id, r.positive_id)):
+        if r.id != last:
+            last = r.id
             yield r
 
 
-def hardness(tables: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+def hardness(tables: dict[str, list[Any]]) -> dict[str, Any]:
     """How hard the negatives are: the predicate swaps never seen with their subject in the corpus, the
     attribute categories of the composition swaps, the attribute pairs."""
-    preds = [r for r in tables["probe_r"] if r["kind"] == "probe_r/predicate"]
-    never = sum(r.get("plausibility", {}).get("subject_relation", 1) == 0 for r in preds)
-    comp = [r for r in tables["probe_c"] if r["kind"] == "probe_c/composition"]
+    preds = [r for r in tables["probe_r"] if r.kind == "probe_r/predicate"]
+    never = sum((r.plausibility or {}).get("subject_relation", 1) == 0 for r in preds)
+    comp = [r for r in tables["probe_c"] if r.kind == "probe_c/composition"]
     return {
         "predicate_swaps": len(preds),
         "predicate_never_seen_with_subject": never,
-        "composition_categories": dict(Counter(str(r.get("category")) for r in comp).most_common()),
-        "composition_swaps": dict(Counter("/".join(r["swap"]["attribute"]) for r in comp).most_common(12)),
+        "composition_categories": dict(Counter(str(r.category) for r in comp).most_common()),
+        "composition_swaps": dict(Counter("/".join(r.swap["attribute"]) for r in comp).most_common(12)),
     }
 
 
-def balance_categories(rows: list[dict[str, Any]], share: float) -> list[dict[str, Any]]:
+def balance_categories(rows: list[ProbeCRow], share: float) -> list[ProbeCRow]:
     """Probe-C composition rows with no attribute category above `share` of them, per split (the rows past
     a category's cap dropped in their given order): sizes have the most antonyms, and a probe of sizes
     alone says nothing about colours or materials. A split with one category keeps it whole."""
-    out: list[dict[str, Any]] = []
-    for split in sorted({r["split"] for r in rows}):
-        mine = [r for r in rows if r["split"] == split]
+    out: list[ProbeCRow] = []
+    for split in sorted({r.split for r in rows}):
+        mine = [r for r in rows if r.split == split]
         sizes: dict[Any, int] = defaultdict(int)
         for r in mine:
-            sizes[r.get("category")] += 1
+            sizes[r.category] += 1
         while len(sizes) > 1:
             big = max(sizes, key=lambda k: (sizes[k], str(k)))
             rest = sum(sizes.values()) - sizes[big]
@@ -393,7 +386,7 @@ def balance_categories(rows: list[dict[str, Any]], share: float) -> list[dict[st
             sizes[big] = cap
         kept: dict[Any, int] = defaultdict(int)
         for r in mine:
-            if kept[r.get("category")] < sizes[r.get("category")]:
-                kept[r.get("category")] += 1
+            if kept[r.category] < sizes[r.category]:
+                kept[r.category] += 1
                 out.append(r)
     return out
