@@ -10,9 +10,9 @@ import orjson
 
 from hardneg.core.certify import Certifier
 from hardneg.core.gqa.annotations import AnnotationStats
-from hardneg.core.gqa.ingest import row_to_graph
 from hardneg.core.io import read_jsonl
 from hardneg.core.records import SceneGraph
+from hardneg.core.rows import GraphRow
 from hardneg.core.runner.folder import stored_config
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
@@ -48,7 +48,7 @@ def _graphs(root: Path) -> dict[str, SceneGraph]:
     out = {}
     for f in sorted((root / "work" / "hygiene").glob("graphs-*.jsonl")):
         for row in read_jsonl(f):
-            g = row_to_graph(row)
+            g = GraphRow(**row).scene_graph()
             out[g.image_id] = g
     return out
 

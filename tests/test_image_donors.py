@@ -9,7 +9,6 @@ from pathlib import Path
 import orjson
 
 from hardneg.core.config import load_config
-from hardneg.core.gqa.ingest import row_to_graph
 from hardneg.core.runner.stage import Run
 from hardneg.core.words.table import Words
 from hardneg.flows.pipeline import STAGES
@@ -26,8 +25,8 @@ def test_donors_are_the_largest_boxes_of_each_name_as_a_full_sort_finds_them(tmp
     got = orjson.loads((tmp_path / "donors.json").read_bytes())
 
     words, every = Words.load(), {}
-    for row in run.read_all("hygiene", "graphs"):
-        g = row_to_graph(row)
+    for row in run.records_all("hygiene", "graphs"):
+        g = row.scene_graph()
         for o in g.objects.values():
             if words.name_category(o.name) is not None and box_reason(o, g, cfg, as_target=True) is None:
                 every.setdefault(o.name, []).append((-o.area, g.image_id, o.id))

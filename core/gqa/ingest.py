@@ -40,11 +40,6 @@ def graph_to_row(g: SceneGraph) -> dict[str, Any]:
     return {"image_id": g.image_id, "graph": g.to_gqa()}
 
 
-def row_to_graph(row: dict[str, Any]) -> SceneGraph:
-    """The scene graph of a stored graph row (a dict: `GraphRow.scene_graph` for a record)."""
-    return GraphRow(**row).scene_graph()
-
-
 DRAFT_SCALE = 8  # JPEGs decode at 1/8 size: every byte of the stream is still read, at a fraction of the cost
 JPEG_FORMATS = ("JPEG", "MPO")  # MPO: a JPEG with a multi-picture extension, as many cameras write
 # Greyscale is kept (every later reader converts to RGB); CMYK is refused: converting it without its colour
@@ -240,4 +235,4 @@ def corpus_vocab(summary: dict[str, Any]) -> dict[str, Counter]:
     return {k: Counter(v) for k, v in summary["meta"]["vocab"].items()}
 
 
-__all__ = ["ALL", "IngestStage", "check_image", "corpus_vocab", "graph_to_row", "row_to_graph"]
+__all__ = ["ALL", "IngestStage", "check_image", "corpus_vocab", "graph_to_row"]

@@ -36,7 +36,6 @@ from hardneg.core.certify import VERSION as CERTIFIER
 from hardneg.core.certify import Certifier
 from hardneg.core.config_exports import ExportOptions
 from hardneg.core.gqa.hygiene import words_digest
-from hardneg.core.gqa.ingest import row_to_graph
 from hardneg.core.gqa.plausibility import Counts
 from hardneg.core.gqa.run_inputs import image_file
 from hardneg.core.ids import safe_name
@@ -166,11 +165,11 @@ class ProbeBStage(ExportStage):
         cfg, words = run.cfg, Words.load()
         max_area = cfg.targets.max_area_frac
         scenes: dict[str, list[dict[str, Any]]] = {}
-        for row in run.read_all("hygiene", "graphs"):
-            split = split_of(row["image_id"], cfg.splits)
+        for row in run.records_all("hygiene", "graphs"):
+            split = split_of(row.image_id, cfg.splits)
             if split not in cfg.exports.probe_b.splits:
                 continue
-            g = row_to_graph(row)
+            g = row.scene_graph()
             boxes = [o.box for o in g.objects.values() if is_object(o, g, words, max_area)]
             rect = empty_rect(g, boxes) if boxes else None
             if rect is not None:  # what the filler shows: the objects whose boxes reach into the region

@@ -35,7 +35,7 @@ from hardneg.backends.language import LanguageBackend, ReplaceRequest
 from hardneg.backends.registry import make_inpaint_backend, make_language_backend
 from hardneg.core.config import RunConfig
 from hardneg.core.gqa.hygiene import words_digest
-from hardneg.core.gqa.ingest import corpus_vocab, row_to_graph
+from hardneg.core.gqa.ingest import corpus_vocab
 from hardneg.core.gqa.run_inputs import image_file
 from hardneg.core.ids import safe_name
 from hardneg.core.io import write_json
@@ -327,8 +327,8 @@ class ImagesStage(Stage):
         words = Words.load()
         n = cfg.images.donors_per_name
         best: dict[str, list[_Kept]] = {}  # per name, the n first by (larger box, image id, object id): a heap
-        for row in run.read_all("hygiene", "graphs"):
-            g = row_to_graph(row)
+        for row in run.records_all("hygiene", "graphs"):
+            g = row.scene_graph()
             for o in g.objects.values():
                 if words.name_category(o.name) is None or box_reason(o, g, cfg, as_target=True) is not None:
                     continue
