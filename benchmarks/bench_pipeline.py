@@ -215,9 +215,9 @@ def _child_profile(run_dir: Path, stage: str) -> dict[str, Any]:
 def _breakdown(config: Path, run_dir: Path) -> dict[str, Any]:
     """Search, levels and templates timed apart on the first shard (the paths stage does all three)."""
     from hardneg.core.config import load_config
-    from hardneg.core.gqa.ingest import row_to_graph
     from hardneg.core.io import read_jsonl
     from hardneg.core.records import keyed_seed
+    from hardneg.core.rows import GraphRow
     from hardneg.generators.paths.search import PathSearch, build, candidates
     from hardneg.generators.paths.stage import PathResources, path_level, target_reason
 
@@ -226,7 +226,7 @@ def _breakdown(config: Path, run_dir: Path) -> dict[str, Any]:
     shard = sorted((run_dir / "work" / "hygiene").glob("graphs-*.jsonl")) or sorted(
         (run_dir / "work" / "ingest").glob("graphs-*.jsonl")
     )
-    graphs = [row_to_graph(r) for r in read_jsonl(shard[0])]
+    graphs = [GraphRow(**r).scene_graph() for r in read_jsonl(shard[0])]
     search_s = 0.0
     found = []
     for g in graphs:

@@ -35,11 +35,11 @@ import orjson
 from hardneg.core.certify import Certifier
 from hardneg.core.config import load_config
 from hardneg.core.edits import BOX_BOUND, apply_edit, flip_graph
-from hardneg.core.gqa.ingest import row_to_graph
 from hardneg.core.gqa.run_inputs import prepare_run
 from hardneg.core.io import read_jsonl
 from hardneg.core.plugins import IMAGE_NEGATIVES
 from hardneg.core.records import PathNode, SceneGraph, SceneObject
+from hardneg.core.rows import GraphRow
 from hardneg.core.runner.stage import Run
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
@@ -114,7 +114,7 @@ def pixel_graph(
 def audit(root: Path, attribute_table: Path | None = None) -> dict[str, Any]:
     table = AttributeTable.load(attribute_table) if attribute_table else AttributeTable.load()
     certifier = Certifier(Words.load(), table)
-    graphs = {g.image_id: g for g in map(row_to_graph, rows(root, "hygiene", "graphs"))}
+    graphs = {g.image_id: g for g in (GraphRow(**r).scene_graph() for r in rows(root, "hygiene", "graphs"))}
     decisions = {d["id"]: d for d in rows(root, "decide", "negatives")}
     positives = {p["id"]: p for p in rows(root, "language", "positives")}
     made: Counter = Counter()

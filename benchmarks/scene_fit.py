@@ -28,7 +28,7 @@ from pathlib import Path
 from benchmarks.image_truth import rows
 from hardneg.core.config import LanguageConfig
 from hardneg.core.gqa.annotations import AnnotationStats
-from hardneg.core.gqa.ingest import row_to_graph
+from hardneg.core.rows import GraphRow
 from hardneg.core.words.table import Words
 from hardneg.generators.text.scene import UNUSUAL
 
@@ -37,7 +37,7 @@ THRESHOLDS = (0.8, 1.0, 1.2, 1.5, 2.0)
 
 def scenes(root: Path) -> dict[str, frozenset[str]]:
     """image id -> the names of its objects, as the cleaned graphs hold them."""
-    graphs = map(row_to_graph, rows(root, "hygiene", "graphs"))
+    graphs = (GraphRow(**r).scene_graph() for r in rows(root, "hygiene", "graphs"))
     return {g.image_id: frozenset(o.name for o in g.objects.values()) for g in graphs}
 
 
