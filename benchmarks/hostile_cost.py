@@ -40,6 +40,7 @@ from hardneg.core.gqa.plausibility import Counts
 from hardneg.core.gqa.run_inputs import prepare_run
 from hardneg.core.io import read_jsonl
 from hardneg.core.runner.stage import Run
+from hardneg.core.stage_outputs import PLAUSIBILITY_ANNOTATIONS, PLAUSIBILITY_COUNTS
 from hardneg.core.words.table import Words
 from hardneg.flows.pipeline import STAGES
 from hardneg.generators.paths.annotation_rules import Evidence
@@ -203,8 +204,8 @@ def time_images(
     """image id -> seconds per stage ("ingest", "hygiene", "paths"), each image alone, warm."""
     res, words, limits = PathResources.load(cfg), Words.load(), GraphLimits.of(cfg.inputs)
     evidence = Evidence(
-        AnnotationStats.from_rows(run.read_all("plausibility", "annotations")),
-        Counts.from_rows(r for r in run.read_all("plausibility", "counts") if r["kind"] != "triples"),
+        AnnotationStats.from_rows(run.read_all(PLAUSIBILITY_ANNOTATIONS)),
+        Counts.from_rows(r for r in run.read_all(PLAUSIBILITY_COUNTS) if r["kind"] != "triples"),
     )
     one = folder / "one.json"
     out: dict[str, dict[str, float]] = {}

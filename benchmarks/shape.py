@@ -44,6 +44,14 @@ from hardneg.core.config import load_config
 from hardneg.core.gqa.run_inputs import prepare_run
 from hardneg.core.plugins import TEXT_NEGATIVES
 from hardneg.core.runner.stage import Run
+from hardneg.core.stage_outputs import (
+    DECIDED_NEGATIVES,
+    DECIDED_POSITIVES,
+    LANGUAGE_NEGATIVES,
+    LANGUAGE_POSITIVES,
+    PATHS_POSITIVES,
+    SELECT_KEPT,
+)
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.flows.pipeline import STAGES
 from hardneg.generators.paths.select import swappable
@@ -69,14 +77,14 @@ def run_text(root: Path, config: str | None, overrides: dict[str, Any]) -> Run:
 
 def measure(run: Run) -> dict[str, Any]:
     """Counts of what the run made and kept, per type and level, and why the rest went."""
-    made = {r["id"]: (r["negative_type"], r["negative_level"]) for r in run.read_all("language", "negatives")}
-    emitted = {d["id"] for d in run.read_all("decide", "positives") if d["keep"]}  # as the splits hold them
+    made = {r["id"]: (r["negative_type"], r["negative_level"]) for r in run.read_all(LANGUAGE_NEGATIVES)}
+    emitted = {d["id"] for d in run.read_all(DECIDED_POSITIVES) if d["keep"]}  # as the splits hold them
     levels: Counter = Counter()
-    for r in run.read_all("language", "positives"):
+    for r in run.read_all(LANGUAGE_POSITIVES):
         levels[r["level"] if r["id"] in emitted else "dropped"] += 1
     kept: Counter = Counter()
     dropped: dict[str, Counter] = {}
-    for d in run.read_all("decide", "negatives"):
+    for d in run.read_all(DECIDED_NEGATIVES):
         t, lv = made[d["id"]]
         if d["keep"]:
             kept[(t, lv)] += 1
@@ -191,10 +199,10 @@ def swap_funnel(run: Run) -> dict[str, int]:
     """How far candidates that allow a swap of attributes got: candidate positives, kept by balancing, swaps
     of attributes made, emitted."""
     table = AttributeTable.load(run.cfg.resolve(run.cfg.attribute_table))
-    candidates = {r["id"] for r in run.read_all("paths", "positives") if swappable(r["path"], table)}
-    kept = {r["id"] for r in run.read_all("select", "kept")} & candidates
-    made = {r["id"] for r in run.read_all("language", "negatives") if r["negative_type"] == "swap_attribute"}
-    emitted = sum(1 for d in run.read_all("decide", "negatives") if d["id"] in made and d["keep"])
+    candidates = {r["id"] for r in run.read_all(PATHS_POSITIVES) if swappable(r["path"], table)}
+    kept = {r["id"] for r in run.read_all(SELECT_KEPT)} & candidates
+    made = {r["id"] for r in run.read_all(LANGUAGE_NEGATIVES) if r["negative_type"] == "swap_attribute"}
+    emitted = sum(1 for d in run.read_all(DECIDED_NEGATIVES) if d["id"] in made and d["keep"])
     return {"paths": len(candidates), "kept": len(kept), "made": len(made), "emitted": emitted}
 
 

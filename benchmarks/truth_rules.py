@@ -28,6 +28,7 @@ import orjson
 from hardneg.core.config import PATH_RULES, load_config
 from hardneg.core.gqa.run_inputs import prepare_run
 from hardneg.core.runner.stage import Run
+from hardneg.core.stage_outputs import LANGUAGE_POSITIVES, PATHS_POSITIVES
 from hardneg.flows.pipeline import STAGES
 
 UPTO = ("ingest", "hygiene", "plausibility", "paths", "select", "language")
@@ -97,10 +98,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Hygiene: {merged} duplicate annotations merged, {dropped} contradicted spatial edges dropped.\n")
         print(table("Candidate positives (all rules on)", {"kept": on}, cols))
         print(table("Positives each rule removed, per type and level", removed, cols))
-        kept_ids = {r["id"] for r in full.read_all("language", "positives")}
-        after = Counter(
-            (r["tuple_type"], r["level"]) for r in full.read_all("paths", "positives") if r["id"] in kept_ids
-        )
+        kept_ids = {r["id"] for r in full.read_all(LANGUAGE_POSITIVES)}
+        after = Counter((r["tuple_type"], r["level"]) for r in full.read_all(PATHS_POSITIVES) if r["id"] in kept_ids)
         print(table("Positives after balancing and the English check, per type and level", {"kept": after}, cols))
         stats = full.summary("language")["stats"]
         refused = Counter({k: v for k, v in stats.items() if k.startswith(("refused:", "options_refused:"))})

@@ -15,7 +15,7 @@ import dataclasses
 import functools
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 R = TypeVar("R")
 
@@ -38,11 +38,29 @@ def schema(record: type) -> Schema:
     return Schema(record.__name__, required, frozenset(f.name for f in fields))
 
 
-def outputs(kinds: dict[str, type]) -> Mapping[str, type]:
-    """A stage's `writes`: its output kinds and their record types, each checked to be one, read-only."""
+@dataclasses.dataclass(frozen=True, slots=True)
+class Output(Generic[R]):
+    """One kind of a stage's output, typed: the stage that writes it, the kind, its record type. A stage
+    declares what it writes with these (`outputs`), and a reader names one (`Unit.records(output)` gives
+    its records as `record`) instead of the stage's name, the kind and the type as three loose values."""
+
+    stage: str
+    kind: str
+    record: type[R]
+
+
+def outputs(*declared: Output[Any] | dict[str, type]) -> Mapping[str, type]:
+    """A stage's `writes`: its outputs' kinds and their record types (its handles, all of one stage, or a
+    dict of kind -> record type), each checked to be a record type, read-only."""
+    kinds: dict[str, type] = {}
+    stages = {d.stage for d in declared if isinstance(d, Output)}
+    if len(stages) > 1:
+        raise ValueError(f"a stage's outputs are its own, not those of {', '.join(sorted(stages))}")
+    for d in declared:
+        kinds.update({d.kind: d.record} if isinstance(d, Output) else d)
     for record in kinds.values():
         schema(record)
-    return MappingProxyType(dict(kinds))
+    return MappingProxyType(kinds)
 
 
 def row_problem(row: Any, record: type) -> str | None:

@@ -13,9 +13,10 @@ from typing import Any
 
 from hardneg.core.errors import HardnegError
 from hardneg.core.io import write_json
-from hardneg.core.rows import ImageNegativeRow, NegativeDecisionRow, PositiveDecisionRow, PositiveRow, extended
+from hardneg.core.rows import ImageNegativeRow, PositiveRow, extended
 from hardneg.core.runner.stage import Unit
 from hardneg.core.splits import SPLITS, split_of
+from hardneg.core.stage_outputs import DECIDED_NEGATIVES, DECIDED_POSITIVES, IMAGE_NEGATIVES, LANGUAGE_POSITIVES
 from hardneg.core.words.table import Words
 from hardneg.exports.tables import Tables
 
@@ -35,14 +36,14 @@ def kept_positives(unit: Unit, splits: Iterable[str] = SPLITS) -> list[KeptPosit
     dropped = unit.shared("decide", "dropped positives", lambda: _dropped(unit))
     wanted = frozenset(splits)
     out = []
-    for p in unit.records("language", "positives", PositiveRow):
+    for p in unit.records(LANGUAGE_POSITIVES):
         if p.id not in dropped and (split := split_of(p.image_id, unit.cfg.splits)) in wanted:
             out.append(extended(p, KeptPositive, split=split))
     return out
 
 
 def _dropped(unit: Unit) -> frozenset[int]:
-    return frozenset(d.id for d in unit.records_all("decide", "positives", PositiveDecisionRow) if not d.keep)
+    return frozenset(d.id for d in unit.records_all(DECIDED_POSITIVES) if not d.keep)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -58,7 +59,7 @@ def kept_image_negatives(unit: Unit, positive_ids: set[int]) -> list[KeptImageNe
     """Image negatives the decide stage kept, of kept positives (of the unit's shards, as `kept_positives`)."""
     decisions = unit.shared("decide", "kept image negatives", lambda: _kept_negatives(unit))
     out = []
-    for n in unit.records("images", "image-negatives", ImageNegativeRow):
+    for n in unit.records(IMAGE_NEGATIVES):
         d = decisions.get(n.id)
         if d is None or n.positive_id not in positive_ids:
             continue
@@ -72,7 +73,7 @@ def kept_image_negatives(unit: Unit, positive_ids: set[int]) -> list[KeptImageNe
 def _kept_negatives(unit: Unit) -> dict[int, tuple[int, list[int]]]:
     """Kept image negative id -> (the chosen candidate, the candidates that passed)."""
     out = {}
-    for d in unit.records_all("decide", "negatives", NegativeDecisionRow):
+    for d in unit.records_all(DECIDED_NEGATIVES):
         if d.keep and d.candidate is not None:
             out[d.id] = (d.candidate, d.passed or [d.candidate])  # decide@v2 runs: the chosen alone
     return out

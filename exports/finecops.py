@@ -24,10 +24,11 @@ from hardneg.core.demo.world import GENERATOR_VERSION as DEMO_WORLD_VERSION
 from hardneg.core.gqa.hygiene import CHANGES as HYGIENE_CHANGES
 from hardneg.core.gqa.run_inputs import demo_dir
 from hardneg.core.io import temp_path, write_json
-from hardneg.core.rows import NegativeDecisionRow, PositiveDecisionRow, kept_digest
+from hardneg.core.rows import kept_digest
 from hardneg.core.runner.folder import created_on
 from hardneg.core.runner.publish import begin, publish
 from hardneg.core.runner.stage import Run, Stage, Unit
+from hardneg.core.stage_outputs import DECIDED_NEGATIVES, DECIDED_POSITIVES
 from hardneg.exports.card import write_card
 from hardneg.exports.dataset import write_dataset
 from hardneg.exports.published import SplitFiles, published
@@ -60,8 +61,8 @@ class WriteStage(Stage):
     def run(self, unit: Unit) -> None:
         root = unit.root
         out = begin(root)  # written beside the old outputs, swapped in when complete (core/runner/publish.py)
-        decisions = {d.id: d for d in unit.records_all("decide", "negatives", NegativeDecisionRow)}
-        positive_decisions = {d.id: d for d in unit.records_all("decide", "positives", PositiveDecisionRow)}
+        decisions = {d.id: d for d in unit.records_all(DECIDED_NEGATIVES)}
+        positive_decisions = {d.id: d for d in unit.records_all(DECIDED_POSITIVES)}
         files = SplitFiles(out, unit.images is not None)
         edits: dict[str, Counter] = defaultdict(Counter)  # per negative image type: made, verified, why not
         for sample in published(unit, positive_decisions, decisions, edits):

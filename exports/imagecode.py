@@ -77,7 +77,7 @@ from hardneg.exports.common import (
 )
 from hardneg.exports.corpus import Candidates, GraphChecks, Option, certifier, corpus
 from hardneg.exports.corpus import shards_per_unit as batch_shards
-from hardneg.exports.rows import ImageCodeSetRow
+from hardneg.exports.rows import IMAGECODE_SETS, ImageCodeSetRow
 
 # v2: one image per distinct edit, `min_edits`, `max_sets_per_image`; certified edits. v3: ImageCoDe's layout.
 # v4: ten images a set, corpus images as distractors, batches of shards, no file for a split without sets. v5: certified
@@ -215,7 +215,7 @@ class ImageCodeStage(ExportStage):
         "official scripts; `evaluation.imagecode`"
     )
     reads = ("hygiene", "plausibility", "language", "images", "decide")
-    writes = outputs({"sets": ImageCodeSetRow})
+    writes = outputs(IMAGECODE_SETS)
     # a unit covers shards of the corpus; the certifier reads what a small thing is
     config = ("seed", "splits", "exports.imagecode", "shard_size", "language.small_unannotated")
     data = ("attribute_table",)

@@ -34,9 +34,10 @@ from hardneg.core.rows import PositiveRow
 from hardneg.core.runner.stage import Run, Unit
 from hardneg.core.schema import outputs
 from hardneg.core.splits import split_of
+from hardneg.core.stage_outputs import LANGUAGE_POSITIVES
 from hardneg.core.words.table import Words
 from hardneg.exports.base import ExportStage
-from hardneg.exports.rows import PhrasesRow
+from hardneg.exports.rows import PHRASES, PhrasesRow
 from hardneg.generators.paths.expressions import Templates
 from hardneg.generators.text.rewrite import SPACY_MODEL, import_spacy
 
@@ -218,7 +219,7 @@ class PhrasesStage(ExportStage):
 
     version = VERSION
     reads = ("language",)
-    writes = outputs({"phrases": PhrasesRow})
+    writes = outputs(PHRASES)
     config = ("splits", "paths.templates", "exports.tricd.enabled", "exports.tricd.splits")
 
     def extra_fingerprint(self, run: Run) -> Any:
@@ -229,9 +230,7 @@ class PhrasesStage(ExportStage):
         opts = unit.cfg.exports.tricd
         wanted = frozenset(opts.splits) if opts.enabled else frozenset()
         splits = unit.cfg.splits
-        positives = [
-            p for p in unit.records("language", "positives", PositiveRow) if split_of(p.image_id, splits) in wanted
-        ]
+        positives = [p for p in unit.records(LANGUAGE_POSITIVES) if split_of(p.image_id, splits) in wanted]
         unit.items_in = len(positives)
         templates = Templates.load(unit.cfg.resolve(unit.cfg.paths.templates))
         rows = phrases_of(positives, Words.load(), templates, unit.stats) if positives else []

@@ -29,6 +29,7 @@ from hardneg.core.rows import (
 from hardneg.core.runner.stage import Unit
 from hardneg.core.schema import as_row
 from hardneg.core.splits import SPLITS, split_of
+from hardneg.core.stage_outputs import IMAGE_NEGATIVES, LANGUAGE_NEGATIVES, LANGUAGE_POSITIVES
 from hardneg.exports.coco import CocoWriter
 from hardneg.exports.dataset import source_dir
 from hardneg.exports.stats import gist
@@ -90,7 +91,7 @@ def published(
     splits = unit.cfg.splits
     dropped = {i for i, d in positives.items() if not d.keep}
     for shard in unit.run.shards():
-        for p in unit.records("language", "positives", PositiveRow, shard):
+        for p in unit.records(LANGUAGE_POSITIVES, shard):
             unit.items_in += 1
             if p.id in dropped:
                 continue
@@ -98,12 +99,12 @@ def published(
             if (decided := positives.get(p.id)) is not None and decided.scores:
                 out.scores, out.risk_reasons = decided.scores, decided.risk_reasons
             yield out
-        for n in unit.records("language", "negatives", TextNegativeRow, shard):
+        for n in unit.records(LANGUAGE_NEGATIVES, shard):
             d = negatives.get(n.id)
             if d is None or not d.keep or n.positive_id in dropped:
                 continue
             yield extended(n, PublishedTextNegative, split=split_of(n.image_id, splits), scores=d.scores)
-    for n in unit.records_all("images", "image-negatives", ImageNegativeRow):
+    for n in unit.records_all(IMAGE_NEGATIVES):
         d = negatives.get(n.id)
         made = edits[n.negative_type]
         made["made"] += 1

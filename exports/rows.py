@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hardneg.core.records import content_id
+from hardneg.core.schema import Output
 
 Json = dict[str, Any]
 
@@ -171,3 +172,14 @@ class ProbeBGroupRow:
     patch_box: list[int]
     scene_image_id: str | None
     scene_names: list[str]
+
+
+# The export stages' outputs as typed handles (`core/schema.py: Output`; the pipeline's are in
+# `core/stage_outputs.py`).
+PHRASES = Output("phrases", "phrases", PhrasesRow)
+TRICD_PAIRS = Output("tricd", "pairs", TricdPairRow)
+IMAGECODE_SETS = Output("imagecode", "sets", ImageCodeSetRow)
+PROBE_R = Output("probes", "probe_r", ProbeRRow)
+PROBE_C = Output("probes", "probe_c", ProbeCRow)
+PROBE_R_SETS = Output("probes", "sets", ProbeRSetRow)
+PROBE_B_GROUPS = Output("probe_b", "groups", ProbeBGroupRow)

@@ -26,17 +26,23 @@ from hardneg.core.plugins import FILTERS
 from hardneg.core.records import Reject
 from hardneg.core.rows import (
     FilterScoreRow,
-    ImageNegativeRow,
     NegativeDecisionRow,
-    PixelNegativeRow,
-    PixelPositiveRow,
     PositiveDecisionRow,
-    PositiveRow,
     RefineScoreRow,
-    TextNegativeRow,
 )
 from hardneg.core.runner.stage import Stage, Unit
 from hardneg.core.schema import outputs
+from hardneg.core.stage_outputs import (
+    DECIDED_NEGATIVES,
+    DECIDED_POSITIVES,
+    FILTER_SCORES,
+    IMAGE_NEGATIVES,
+    LANGUAGE_NEGATIVES,
+    LANGUAGE_POSITIVES,
+    PIXELS_NEGATIVES,
+    PIXELS_POSITIVES,
+    REFINE_SCORES,
+)
 from hardneg.filters.base import Scores
 from hardneg.filters.decide import Rule, decide_image, first_failure, flatten, rules
 from hardneg.filters.evidence import level_drop, negative_photo, with_photo
@@ -82,7 +88,7 @@ class DecideStage(Stage):
     # v6: the photo's findings, risk dropped by level; v7: refinement keeps pairs of positives with fewest kept first;
     # v8: types too rare to balance alone are refined as one group; v9: one such type, with the smallest other one
     reads = ("language", "images", "pixels", "filters", "refine")
-    writes = outputs({"positives": PositiveDecisionRow, "negatives": NegativeDecisionRow})
+    writes = outputs(DECIDED_POSITIVES, DECIDED_NEGATIVES)
     config = (
         "seed",
         "filters.scorers",
@@ -115,7 +121,7 @@ class DecideStage(Stage):
         rules_ = rules(cfg)
         ran = set(unit.upstream("filters").get("filters_ran", []))
         active = [r for r in rules_ if r.name in ran]
-        stored = {r.id: r for r in unit.records_all("filters", "scores", FilterScoreRow)}
+        stored = {r.id: r for r in unit.records_all(FILTER_SCORES)}
         tally = _Tally()
         about: dict[int, tuple[str, frozenset[str]]] = {}  # positive id -> (image, the objects its path names)
         positives = self._positives(unit, stored, active, tally, about)
@@ -150,9 +156,9 @@ class DecideStage(Stage):
         if "detector" not in cfg.filters.scorers:
             why = "no detector looked for an unannotated object of the target's name"
             run_reasons.append({"kind": "no_detector", "why": why, "weight": RISK_WEIGHTS["no_detector"]})
-        photo = {r.id: r for r in unit.records_all("pixels", "positives", PixelPositiveRow)}
+        photo = {r.id: r for r in unit.records_all(PIXELS_POSITIVES)}
         out = []
-        for r in unit.records_all("language", "positives", PositiveRow):
+        for r in unit.records_all(LANGUAGE_POSITIVES):
             unit.items_in += 1
             unit.stats["positives"] += 1
             about[r.id] = (r.image_id, _path_objects(r.path))
@@ -194,13 +200,13 @@ class DecideStage(Stage):
         about: dict[int, tuple[str, frozenset[str]]],
     ) -> list[NegativeDecisionRow]:
         cfg = unit.cfg
-        refine_rows = {r.id: r for r in unit.records_all("refine", "scores", RefineScoreRow)}
+        refine_rows = {r.id: r for r in unit.records_all(REFINE_SCORES)}
         refine_kept, refine_dropped, cells, groups = _refine(cfg, refine_rows)
         unit.meta["refine"] = groups
         out: list[NegativeDecisionRow] = []
         kinds: dict[int, tuple[str, int, int]] = {}  # id -> (negative type, positive id, negative level)
-        photo = {r.id: r for r in unit.records_all("pixels", "negatives", PixelNegativeRow)}
-        for r in unit.records_all("language", "negatives", TextNegativeRow):
+        photo = {r.id: r for r in unit.records_all(PIXELS_NEGATIVES)}
+        for r in unit.records_all(LANGUAGE_NEGATIVES):
             kinds[r.id] = (r.negative_type, r.positive_id, r.negative_level)
             unit.items_in += 1
             sc = refine_rows.get(r.id)
@@ -278,7 +284,7 @@ class DecideStage(Stage):
         self, unit: Unit, stored: dict[int, FilterScoreRow], active: list[Rule], tally: _Tally, dropped: dict[int, str]
     ) -> list[NegativeDecisionRow]:
         out: list[NegativeDecisionRow] = []
-        for r in unit.records_all("images", "image-negatives", ImageNegativeRow):
+        for r in unit.records_all(IMAGE_NEGATIVES):
             unit.items_in += 1
             if r.positive_id in dropped:
                 why = f"its positive was dropped: {dropped[r.positive_id]}"
@@ -315,7 +321,7 @@ class DecideStage(Stage):
             return
         decided = {p.id: p for p in positives}
         pos_rows = []
-        for r in unit.records_all("language", "positives", PositiveRow):
+        for r in unit.records_all(LANGUAGE_POSITIVES):
             if r.id not in decided:
                 decided[r.id] = PositiveDecisionRow(id=r.id, keep=True)
                 positives.append(decided[r.id])
@@ -323,8 +329,8 @@ class DecideStage(Stage):
                 pos_rows.append({"id": r.id, "image_id": r.image_id})
         kept = {d.id: d for d in negatives if d.keep}
         shown = [  # (negative, the image it is shown on)
-            *((n, n.image_id) for n in unit.records_all("language", "negatives", TextNegativeRow)),
-            *((n, n.source_image_id) for n in unit.records_all("images", "image-negatives", ImageNegativeRow)),
+            *((n, n.image_id) for n in unit.records_all(LANGUAGE_NEGATIVES)),
+            *((n, n.source_image_id) for n in unit.records_all(IMAGE_NEGATIVES)),
         ]
         neg_rows = [{"id": n.id, "image_id": image, "positive_id": n.positive_id} for n, image in shown if n.id in kept]
         _, _, dropped = apply_labels(pos_rows, neg_rows, labels)

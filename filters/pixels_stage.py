@@ -25,9 +25,16 @@ from hardneg.core.gqa.hygiene import words_digest
 from hardneg.core.gqa.run_inputs import image_file
 from hardneg.core.pixels.claims import Photo, judge_negative, judge_positive
 from hardneg.core.records import Reject
-from hardneg.core.rows import GraphRow, PixelNegativeRow, PixelPositiveRow, PositiveRow, TextNegativeRow
+from hardneg.core.rows import PixelNegativeRow, PixelPositiveRow, PositiveRow, TextNegativeRow
 from hardneg.core.runner.stage import Stage, Unit
 from hardneg.core.schema import outputs
+from hardneg.core.stage_outputs import (
+    HYGIENE_GRAPHS,
+    LANGUAGE_NEGATIVES,
+    LANGUAGE_POSITIVES,
+    PIXELS_NEGATIVES,
+    PIXELS_POSITIVES,
+)
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
 from hardneg.filters.score import open_rgb
@@ -39,7 +46,7 @@ class PixelsStage(Stage):
     name = "pixels"
     version = VERSION
     reads = ("hygiene", "language")
-    writes = outputs({"positives": PixelPositiveRow, "negatives": PixelNegativeRow})
+    writes = outputs(PIXELS_POSITIVES, PIXELS_NEGATIVES)
     config = ("seed", "attribute_table", "pixels.enabled", "pixels.twin_search")
     data = ("attribute_table",)
 
@@ -49,15 +56,15 @@ class PixelsStage(Stage):
     def run(self, unit: Unit) -> None:
         cfg = unit.cfg
         images = unit.images
-        positives = list(unit.records("language", "positives", PositiveRow))
-        negatives = list(unit.records("language", "negatives", TextNegativeRow))
+        positives = list(unit.records(LANGUAGE_POSITIVES))
+        negatives = list(unit.records(LANGUAGE_NEGATIVES))
         unit.items_in = len(positives) + len(negatives)
         if images is None or not cfg.pixels.enabled:
             unit.stats["not_run:no images" if images is None else "not_run:pixels.enabled is false"] += 1
             unit.write("positives", [])
             unit.write("negatives", [])
             return
-        graphs = {r.image_id: r.scene_graph() for r in unit.records("hygiene", "graphs", GraphRow)}
+        graphs = {r.image_id: r.scene_graph() for r in unit.records(HYGIENE_GRAPHS)}
         words = Words.load()
         table = AttributeTable.load(cfg.resolve(cfg.attribute_table))
         certifier = Certifier(words, table)

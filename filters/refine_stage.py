@@ -10,9 +10,17 @@ from typing import Any
 from hardneg.core.config import RunConfig
 from hardneg.core.errors import ConfigError
 from hardneg.core.gqa.plausibility import fold_of, load_fold_plausibility
-from hardneg.core.rows import CountRow, PositiveRow, PriorRow, RefineScoreRow, TextNegativeRow
+from hardneg.core.rows import RefineScoreRow
 from hardneg.core.runner.stage import Run, Stage, Unit
 from hardneg.core.schema import outputs
+from hardneg.core.stage_outputs import (
+    LANGUAGE_NEGATIVES,
+    LANGUAGE_POSITIVES,
+    PLAUSIBILITY_COUNTS,
+    PLAUSIBILITY_FOLDCOUNTS,
+    PLAUSIBILITY_PRIOR,
+    REFINE_SCORES,
+)
 from hardneg.filters.base import Item, TextClaim
 from hardneg.filters.registry import build, filter_class
 from hardneg.filters.scorers.text import NGramFilter, TextFilter
@@ -32,7 +40,7 @@ class RefineStage(Stage):
     # v4: a row names its positive (refinement keeps the pairs of positives with fewest kept first)
     version = "refine-scores@v4"
     reads = ("language", "plausibility")
-    writes = outputs({"scores": RefineScoreRow})
+    writes = outputs(REFINE_SCORES)
     config = ("refine.scorers",)
     sharded = False
 
@@ -50,12 +58,12 @@ class RefineStage(Stage):
         # whole records (at GQA scale those held 2.2 GiB)
         claims: dict[str, TextClaim] = {}
         positives = {}
-        for p in unit.records_all("language", "positives", PositiveRow):
+        for p in unit.records_all(LANGUAGE_POSITIVES):
             positives[p.id] = (p.image_id, p.expression)
             claims.setdefault(p.expression, TextClaim(p.expression, p.path))
         negatives = []
         groups = {}  # refinement balances each negative type and level on its own
-        for n in unit.records_all("language", "negatives", TextNegativeRow):
+        for n in unit.records_all(LANGUAGE_NEGATIVES):
             negatives.append((n.id, n.positive_id, n.expression))
             groups[n.id] = f"{n.negative_type}/L{n.negative_level}"
             claims.setdefault(n.expression, TextClaim(n.expression, n.path))
@@ -72,7 +80,7 @@ class RefineStage(Stage):
             models = None
             if any(getattr(f, "needs_counts", False) for f in filters):
                 models = load_fold_plausibility(
-                    unit.read_all("plausibility", "foldcounts"), unit.read_all("plausibility", "prior")
+                    unit.read_all(PLAUSIBILITY_FOLDCOUNTS), unit.read_all(PLAUSIBILITY_PRIOR)
                 )
             per_fold: list[list[TextFilter]] = []
             for f in filters:
@@ -107,8 +115,8 @@ VOCABULARY = ("names", "attributes", "relations")
 
 def _vocabulary(unit: Unit) -> list[str]:
     """The corpus's words, the run's and the prior's: names, attributes, relations (the n-gram LM knows them)."""
-    words = {c.key for c in unit.records_all("plausibility", "counts", CountRow) if c.kind in VOCABULARY}
-    for p in unit.records_all("plausibility", "prior", PriorRow):
+    words = {c.key for c in unit.records_all(PLAUSIBILITY_COUNTS) if c.kind in VOCABULARY}
+    for p in unit.records_all(PLAUSIBILITY_PRIOR):
         if p.kind.partition(":")[2] in VOCABULARY:
             words.update(p.keys)
     return sorted(words)

@@ -22,9 +22,16 @@ from hardneg.core.config import RunConfig
 from hardneg.core.errors import ConfigError
 from hardneg.core.gqa.run_inputs import image_file
 from hardneg.core.records import SceneGraph
-from hardneg.core.rows import FilterScoreRow, GraphRow, ImageNegativeRow, Json, PositiveRow, TextNegativeRow
+from hardneg.core.rows import FilterScoreRow, ImageNegativeRow, Json, PositiveRow, TextNegativeRow
 from hardneg.core.runner.stage import Run, Stage, Unit
 from hardneg.core.schema import outputs
+from hardneg.core.stage_outputs import (
+    FILTER_SCORES,
+    HYGIENE_GRAPHS,
+    IMAGE_NEGATIVES,
+    LANGUAGE_NEGATIVES,
+    LANGUAGE_POSITIVES,
+)
 from hardneg.filters.base import Filter, Item, Sample, Target
 from hardneg.filters.registry import build, filter_class
 
@@ -51,7 +58,7 @@ class FiltersStage(Stage):
     name = "filters"
     version = "filters@v1"
     reads = ("hygiene", "language", "images")
-    writes = outputs({"scores": FilterScoreRow})
+    writes = outputs(FILTER_SCORES)
     config = ("filters.scorers", "filters.batch_size")
     gpu = True
 
@@ -67,9 +74,9 @@ class FiltersStage(Stage):
         cfg = unit.cfg
         filters = configured_filters(cfg)
         images = unit.images
-        positives = {r.id: r for r in unit.records("language", "positives", PositiveRow)}
-        text_negs = list(unit.records("language", "negatives", TextNegativeRow))
-        image_negs = list(unit.records("images", "image-negatives", ImageNegativeRow))
+        positives = {r.id: r for r in unit.records(LANGUAGE_POSITIVES)}
+        text_negs = list(unit.records(LANGUAGE_NEGATIVES))
+        image_negs = list(unit.records(IMAGE_NEGATIVES))
         unit.items_in = len(positives) + len(text_negs) + len(image_negs)
         wants = {t for f in filters for t in f.targets}
         runnable = [f for f in filters if images is not None or not f.needs_images]
@@ -78,7 +85,7 @@ class FiltersStage(Stage):
                 unit.stats[f"not_run:{f.name}:no images"] += 1
         graphs: dict[str, SceneGraph] = {}
         if wants & {"positive", "text_negative"}:
-            graphs = {r.image_id: r.scene_graph() for r in unit.records("hygiene", "graphs", GraphRow)}
+            graphs = {r.image_id: r.scene_graph() for r in unit.records(HYGIENE_GRAPHS)}
 
         by_image: dict[str, list[tuple[Target, Sample]]] = defaultdict(list)
         if "positive" in wants:

@@ -30,6 +30,7 @@ from hardneg.core.gqa.run_inputs import prepare_run
 from hardneg.core.ids import printable_id
 from hardneg.core.io import read_jsonl
 from hardneg.core.runner.stage import Run
+from hardneg.core.stage_outputs import PATHS_POSITIVES
 from hardneg.flows.pipeline import STAGES
 from tests.test_bad_input import snapshot
 
@@ -206,7 +207,7 @@ def _paths_output(run: Run) -> tuple[list[Any], list[Any]]:
     if not run.is_complete("ingest"):  # nothing kept: no path searched
         return [], []
     rejects = [r for f in run.reject_files() if "paths" in f.parts for r in read_jsonl(f)]
-    return list(run.read_all("paths", "positives")), rejects
+    return list(run.read_all(PATHS_POSITIVES)), rejects
 
 
 @settings(max_examples=40, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])

@@ -17,6 +17,7 @@ from hardneg.core.gqa.loader import RawDefect, iter_raw_graphs, validate_graph
 from hardneg.core.gqa.run_inputs import prepare_run
 from hardneg.core.io import read_jsonl
 from hardneg.core.runner.stage import Run
+from hardneg.core.stage_outputs import INGEST_GRAPHS
 from hardneg.flows.pipeline import STAGES
 from tests.test_gqa_loader import _graph
 
@@ -69,7 +70,7 @@ def _rejects(run: Run, stage: str) -> dict[str, str]:
 
 
 def _kept(run: Run) -> list[str]:
-    return [r["image_id"] for r in run.read_all("ingest", "graphs")]
+    return [r["image_id"] for r in run.read_all(INGEST_GRAPHS)]
 
 
 def test_a_graph_past_each_limit_is_rejected_with_the_limit_and_the_run_goes_on(tmp_path: Path):

@@ -10,6 +10,7 @@ import orjson
 
 from hardneg.core.config import load_config
 from hardneg.core.runner.stage import Run
+from hardneg.core.stage_outputs import HYGIENE_GRAPHS
 from hardneg.core.words.table import Words
 from hardneg.flows.pipeline import STAGES
 from hardneg.generators.paths.stage import box_reason
@@ -25,7 +26,7 @@ def test_donors_are_the_largest_boxes_of_each_name_as_a_full_sort_finds_them(tmp
     got = orjson.loads((tmp_path / "donors.json").read_bytes())
 
     words, every = Words.load(), {}
-    for row in run.records_all("hygiene", "graphs"):
+    for row in run.records_all(HYGIENE_GRAPHS):
         g = row.scene_graph()
         for o in g.objects.values():
             if words.name_category(o.name) is not None and box_reason(o, g, cfg, as_target=True) is None:

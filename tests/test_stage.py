@@ -15,7 +15,7 @@ from hardneg.core.config import RunConfig
 from hardneg.core.records import Reject
 from hardneg.core.runner.cycles import collecting, no_cycle_collection
 from hardneg.core.runner.stage import Run, Stage, Unit
-from hardneg.core.schema import outputs
+from hardneg.core.schema import Output, outputs
 
 CALLS: list[tuple[str, str]] = []
 OFFSET = {"source": 0}  # stands in for a changed input file or code: what the source stage reads
@@ -35,6 +35,10 @@ class Sum:
 class Seen:
     shard: str
     all: int
+
+
+ITEMS = Output("source", "items", Value)
+DOUBLED = Output("double", "doubled", Value)
 
 
 class Source(Stage):
@@ -61,7 +65,7 @@ class Double(Stage):
 
     def run(self, unit: Unit) -> None:
         CALLS.append((self.name, unit.shard))
-        rows = list(unit.records("source", "items", Value))
+        rows = list(unit.records(ITEMS))
         unit.items_in = len(rows)
         if unit.cfg.seed == 13 and unit.shard == "00001":
             raise RuntimeError("crash in the middle of a unit")
@@ -79,7 +83,7 @@ class Total(Stage):
 
     def run(self, unit: Unit) -> None:
         CALLS.append((self.name, unit.shard))
-        unit.write("sum", [{"sum": sum(r["v"] for r in unit.read_all("double", "doubled"))}])
+        unit.write("sum", [{"sum": sum(r["v"] for r in unit.read_all(DOUBLED))}])
 
 
 class Triple(Stage):
@@ -93,7 +97,7 @@ class Triple(Stage):
 
     def run(self, unit: Unit) -> None:
         CALLS.append((self.name, unit.shard))
-        unit.write("tripled", [{"v": r["v"] * 3} for r in unit.read_all("source", "items")])
+        unit.write("tripled", [{"v": r["v"] * 3} for r in unit.read_all(ITEMS)])
 
 
 class Sneaky(Stage):
@@ -103,7 +107,7 @@ class Sneaky(Stage):
     sharded = False
 
     def run(self, unit: Unit) -> None:
-        list(unit.read_all("source", "items"))  # not declared
+        list(unit.read_all(ITEMS))  # not declared
 
 
 STAGES = (Source(), Double(), Total())
@@ -214,7 +218,7 @@ class Shared(Stage):
 
     def run(self, unit: Unit) -> None:
         def build() -> int:
-            value = sum(r["v"] for r in unit.read_all("source", "items"))
+            value = sum(r["v"] for r in unit.read_all(ITEMS))
             self.built.append(value)
             return value
 
@@ -252,7 +256,8 @@ class Reads(Stage):
         self.kind, self.record, self.out, self.rows = kind, record, out, rows
 
     def run(self, unit: Unit) -> None:
-        got = unit.records_all("source", self.kind, self.record) if self.record else unit.read_all("source", self.kind)
+        output = Output("source", self.kind, self.record or Value)
+        got = unit.records_all(output) if self.record else unit.read_all(output)
         list(got)
         unit.write(self.out, self.rows if self.rows is not None else [{"v": 1}])
 
@@ -295,6 +300,22 @@ def test_a_write_takes_records_of_its_kind_and_refuses_another_kind(tmp_path):
 def test_a_record_type_must_be_a_dataclass():
     with pytest.raises(TypeError, match="is not a dataclass"):
         outputs({"items": dict})
+
+
+def test_every_output_has_one_handle_of_the_type_its_stage_writes():
+    """The handles readers name (`core/stage_outputs.py`, `exports/rows.py`) are exactly the outputs the
+    pipeline's stages declare, each of the record type its stage writes; a stage's handles are its own."""
+    from hardneg.core import stage_outputs
+    from hardneg.exports import rows
+    from hardneg.flows.stages import STAGES as PIPELINE
+
+    handles = [v for m in (stage_outputs, rows) for v in vars(m).values() if isinstance(v, Output)]
+    assert len({(h.stage, h.kind) for h in handles}) == len(handles)
+    assert {(h.stage, h.kind): h.record for h in handles} == {
+        (s.name, k): t for s in PIPELINE for k, t in s.writes.items()
+    }
+    with pytest.raises(ValueError, match="a stage's outputs are its own, not those of double, source"):
+        outputs(ITEMS, DOUBLED)
 
 
 def test_waves_group_stages_that_read_none_of_each_other():
@@ -382,7 +403,7 @@ class Whole(Stage):
 
 def write_seen(unit: Unit) -> None:
     """The unit's name and the sum of what `Unit.read` gives it of the doubled values."""
-    unit.write("seen", [{"shard": unit.shard, "all": sum(r["v"] for r in unit.read("double", "doubled"))}])
+    unit.write("seen", [{"shard": unit.shard, "all": sum(r["v"] for r in unit.read(DOUBLED))}])
 
 
 def test_a_unit_of_a_run_of_shards_reads_them_all_and_finish_sees_every_unit(tmp_path):

@@ -40,9 +40,9 @@ from hardneg.core.geometry import BAND, REACH, SIDE_OVERLAP, contradicted, direc
 from hardneg.core.gqa.ingest import graph_to_row
 from hardneg.core.gqa.plausibility import TALLY, Tally
 from hardneg.core.records import Reject, Relation, SceneGraph, SceneObject
-from hardneg.core.rows import GraphRow, TallyRow
 from hardneg.core.runner.stage import Run, Stage, Unit
 from hardneg.core.schema import outputs
+from hardneg.core.stage_outputs import HYGIENE_GRAPHS, HYGIENE_TALLIES, INGEST_GRAPHS
 from hardneg.core.words.table import Words, words_digest
 
 # each kind of change hygiene makes, as stats.md names it after its count
@@ -245,7 +245,7 @@ class HygieneStage(Stage):
     # GQA's spelling of every relation; v4: no colour, skin, ethnicity or body word on a person; v5: the shard's tally;
     # v6: GQA's left/right edges between objects side by side where a graph stores none for the pair
     reads = ("ingest",)
-    writes = outputs({"graphs": GraphRow, "tallies": TallyRow})
+    writes = outputs(HYGIENE_GRAPHS, HYGIENE_TALLIES)
     config = ("hygiene",)
 
     def extra_fingerprint(self, run: Run) -> Any:
@@ -256,7 +256,7 @@ class HygieneStage(Stage):
         words = Words.load()
         rows = []
         tally = Tally()  # the plausibility stage's counts of the cleaned graphs, while they are at hand
-        for row in unit.records("ingest", "graphs", GraphRow):
+        for row in unit.records(INGEST_GRAPHS):
             unit.items_in += 1
             graph, changes = clean_by(row.scene_graph(), words, h)
             for c in changes:

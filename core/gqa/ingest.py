@@ -31,9 +31,9 @@ from hardneg.core.gqa.run_inputs import image_file, input_paths
 from hardneg.core.ids import printable_id
 from hardneg.core.io import atomic_write_bytes
 from hardneg.core.records import Reject, SceneGraph
-from hardneg.core.rows import GraphRow, PhotoRow
 from hardneg.core.runner.stage import ALL, Run, Stage, Unit
 from hardneg.core.schema import outputs
+from hardneg.core.stage_outputs import INGEST_GRAPHS, INGEST_PHOTOS
 
 
 def graph_to_row(g: SceneGraph) -> dict[str, Any]:
@@ -128,7 +128,7 @@ def keep_photo(store: Path, image_id: str, data: bytes) -> None:
 class IngestStage(Stage):
     name = "ingest"
     version = "ingest@v3"  # v3: the run's photo store and the photos' record; the fingerprint, content only
-    writes = outputs({"graphs": GraphRow, "photos": PhotoRow})  # one graphs file per shard
+    writes = outputs(INGEST_GRAPHS, INGEST_PHOTOS)  # one graphs file per shard
     config = ("inputs", "demo", "shard_size")
     sharded = False
     digest_is_content = True  # a rerun that read the same content redoes nothing after it
@@ -158,7 +158,7 @@ class IngestStage(Stage):
             return None
         if not images.is_dir():
             return f"images folder {images} is gone"
-        return photos_changed(images, run.read_all("ingest", "photos"))
+        return photos_changed(images, run.read_all(INGEST_PHOTOS))
 
     def finish(self, run: Run, units: list[dict[str, Any]]) -> dict[str, Any]:
         """Nothing to build on is the user's to fix, not a benchmark of nothing (`EmptyInput`)."""

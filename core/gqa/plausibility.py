@@ -30,10 +30,18 @@ from typing import Any
 
 from hardneg.core.gqa.annotations import AnnotationStats
 from hardneg.core.records import PathNode, SceneGraph
-from hardneg.core.rows import CountRow, FoldCountRow, GraphRow, PriorRow
+from hardneg.core.rows import GraphRow
 from hardneg.core.runner.stage import Stage, Unit
 from hardneg.core.schema import outputs, to_record
 from hardneg.core.splits import image_unit
+from hardneg.core.stage_outputs import (
+    HYGIENE_GRAPHS,
+    HYGIENE_TALLIES,
+    PLAUSIBILITY_ANNOTATIONS,
+    PLAUSIBILITY_COUNTS,
+    PLAUSIBILITY_FOLDCOUNTS,
+    PLAUSIBILITY_PRIOR,
+)
 from hardneg.core.words.table import Words, words_digest
 
 # v2: the counts of each half of the corpus (cross-fitting); v3: annotations; v4: the prior of real graphs, names
@@ -266,7 +274,7 @@ class PlausibilityStage(Stage):
     name = "plausibility"
     version = VERSION
     reads = ("hygiene",)
-    writes = outputs({"counts": CountRow, "foldcounts": FoldCountRow, "annotations": CountRow, "prior": PriorRow})
+    writes = outputs(PLAUSIBILITY_COUNTS, PLAUSIBILITY_FOLDCOUNTS, PLAUSIBILITY_ANNOTATIONS, PLAUSIBILITY_PRIOR)
     config = ("prior",)
     data = ("prior.file",)
     sharded = False
@@ -280,13 +288,13 @@ class PlausibilityStage(Stage):
         words = Words.load()
         cfg = unit.cfg.prior
         prior = Prior.load(unit.cfg.resolve(cfg.file))
-        tally = Tally.sum(unit.read_all("hygiene", "tallies"))
+        tally = Tally.sum(unit.read_all(HYGIENE_TALLIES))
         folds, annotations = tally.folds, tally.notes
         unit.items_in = annotations.graphs["all"]
         # graphs of images the prior counted: counted once, by the run (the only graphs this stage parses)
         overlap = [
             to_record(r, GraphRow).scene_graph()
-            for r in (unit.read_all("hygiene", "graphs") if prior.images else ())
+            for r in (unit.read_all(HYGIENE_GRAPHS) if prior.images else ())
             if r["image_id"] in prior.images
         ]
         counts = folds[0] + folds[1]
@@ -316,8 +324,8 @@ def corpus_notes(unit: Unit) -> AnnotationStats:
     return unit.shared(
         "plausibility",
         "notes",
-        lambda: AnnotationStats.from_rows(unit.read_all("plausibility", "annotations")).with_prior(
-            unit.read_all("plausibility", "prior")
+        lambda: AnnotationStats.from_rows(unit.read_all(PLAUSIBILITY_ANNOTATIONS)).with_prior(
+            unit.read_all(PLAUSIBILITY_PRIOR)
         ),
     )
 

@@ -10,12 +10,14 @@ import re
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
 from hardneg.core.io import read_jsonl
-from hardneg.core.schema import to_record
+from hardneg.core.schema import Output, to_record
+
+R = TypeVar("R")
 
 
 class StageOutputs:
@@ -60,16 +62,22 @@ class StageOutputs:
         if (path := self.stage_dir(stage) / f"{kind}-{unit}.jsonl").exists():
             yield from read_jsonl(path)
 
-    def read_all(self, stage: str, kind: str) -> Iterator[Any]:
-        """Every `kind` file the stage's units wrote, in unit order, then write order (a global stage
-        may write one file per shard, as ingest does)."""
+    def read_all(self, stage: str | Output[Any], kind: str = "") -> Iterator[Any]:
+        """Every `kind` file the stage's units wrote (or an `Output`'s), in unit order, then write order (a
+        global stage may write one file per shard, as ingest does)."""
+        stage, kind = _named(stage, kind)
         for path in self.files(stage, kind):
             yield from read_jsonl(path)
 
-    def records_all(self, stage: str, kind: str) -> Iterator[Any]:
-        """`read_all`, each row as the record type `stage` declares for `kind`."""
-        record = self.record_type(stage, kind)
-        for row in self.read_all(stage, kind):
+    def records_all(self, stage: str | Output[R], kind: str = "") -> Iterator[R]:
+        """`read_all`, each row as the record type `stage` declares for `kind` (an `Output`'s, checked)."""
+        name, kind = _named(stage, kind)
+        record = self.record_type(name, kind)
+        if isinstance(stage, Output) and stage.record is not record:
+            raise RuntimeError(
+                f"{name}'s {kind!r} is read as {stage.record.__name__}, but written as {record.__name__}"
+            )
+        for row in self.read_all(name, kind):
             yield to_record(row, record)
 
     def files(self, stage: str, kind: str) -> list[Path]:
@@ -110,3 +118,8 @@ class StageOutputs:
                     f = d / f"{unit}.jsonl"
                     if f.exists():
                         yield f
+
+
+def _named(output: str | Output[Any], kind: str) -> tuple[str, str]:
+    """(stage, kind) of an `Output`, or as given."""
+    return (output.stage, output.kind) if isinstance(output, Output) else (output, kind)

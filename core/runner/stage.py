@@ -8,11 +8,11 @@ corpus (the unit `"all"`):
         name = "paths"
         version = "paths@v2"                     # bump when the output changes meaning
         reads = ("hygiene", "plausibility")      # upstream stages it reads (and only those)
-        writes = outputs({"positives": PositiveRow})  # its output kinds and their record types
+        writes = outputs(PATHS_POSITIVES)        # its outputs: (stage, kind, record type) handles
         config = ("seed", "targets", "paths")    # config keys its output depends on
 
         def run(self, unit: Unit) -> None:
-            for row in unit.records("hygiene", "graphs", GraphRow):
+            for row in unit.records(HYGIENE_GRAPHS):
                 ...
             unit.write("positives", rows)
 

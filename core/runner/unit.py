@@ -16,7 +16,7 @@ from hardneg.core.config import RunConfig
 from hardneg.core.io import atomic_write_chunks, dumps, stat_key
 from hardneg.core.records import Reject
 from hardneg.core.runner.shared import shared
-from hardneg.core.schema import as_row, row_problem, to_record
+from hardneg.core.schema import Output, as_row, row_problem, to_record
 
 if TYPE_CHECKING:
     from hardneg.core.runner.stage import Run, Stage
@@ -62,43 +62,41 @@ class Unit:
         if stage not in self.run.reads[self.stage.name]:
             raise RuntimeError(f"stage {self.stage.name} reads {stage!r} without declaring it in `reads`")
 
-    def _record_type(self, stage: str, kind: str, record: type | None = None) -> type:
-        """The record type of a declared upstream stage's `kind`; with `record`, checked to be that type."""
-        self._check_declared(stage)
-        declared = self.run.record_type(stage, kind, reader=self.stage.name)
-        if record is not None and record is not declared:
+    def _check_type(self, output: Output[Any]) -> None:
+        """`output`, of a declared upstream stage, is what that stage writes: its kind, of its record type."""
+        self._check_declared(output.stage)
+        declared = self.run.record_type(output.stage, output.kind, reader=self.stage.name)
+        if output.record is not declared:
             raise RuntimeError(
-                f"stage {self.stage.name} reads {stage}'s {kind!r} as {record.__name__}, "
-                f"but {stage} writes it as {declared.__name__}"
+                f"stage {self.stage.name} reads {output.stage}'s {output.kind!r} as {output.record.__name__}, "
+                f"but {output.stage} writes it as {declared.__name__}"
             )
-        return declared
 
-    def read(self, stage: str, kind: str, shard: str | None = None) -> Iterator[Any]:
-        """Rows (dicts) a declared upstream stage wrote for this unit's shards (or `shard`); a stage of one unit
-        reads every shard of a sharded upstream, in order."""
-        self._record_type(stage, kind)
+    def read(self, output: Output[Any], shard: str | None = None) -> Iterator[Any]:
+        """Rows (dicts) of a declared upstream stage's `output` for this unit's shards (or `shard`); a stage
+        of one unit reads every shard of a sharded upstream, in order."""
+        self._check_type(output)
+        stage, kind = output.stage, output.kind
         if shard is None and self.shard == ALL and self.run.stages[stage].sharded:
             yield from self.run.read_all(stage, kind)
             return
         for s in [shard] if shard else self.run.unit_shards(self.shard):
             yield from self.run.read(stage, kind, s)
 
-    def read_all(self, stage: str, kind: str) -> Iterator[Any]:
-        """Rows (dicts) of every unit of a declared upstream stage, in unit order."""
-        self._record_type(stage, kind)
-        yield from self.run.read_all(stage, kind)
+    def read_all(self, output: Output[Any]) -> Iterator[Any]:
+        """Rows (dicts) of `output` from every unit of its (declared upstream) stage, in unit order."""
+        self._check_type(output)
+        yield from self.run.read_all(output.stage, output.kind)
 
-    def records(self, stage: str, kind: str, record: type[R], shard: str | None = None) -> Iterator[R]:
-        """`read`, each row as `record`, the type `stage` declares for `kind`."""
-        self._record_type(stage, kind, record)
-        for row in self.read(stage, kind, shard):
-            yield to_record(row, record)
+    def records(self, output: Output[R], shard: str | None = None) -> Iterator[R]:
+        """`read`, each row as the output's record type."""
+        for row in self.read(output, shard):
+            yield to_record(row, output.record)
 
-    def records_all(self, stage: str, kind: str, record: type[R]) -> Iterator[R]:
-        """`read_all`, each row as `record`, the type `stage` declares for `kind`."""
-        self._record_type(stage, kind, record)
-        for row in self.run.read_all(stage, kind):
-            yield to_record(row, record)
+    def records_all(self, output: Output[R]) -> Iterator[R]:
+        """`read_all`, each row as the output's record type."""
+        for row in self.read_all(output):
+            yield to_record(row, output.record)
 
     def upstream(self, stage: str) -> dict[str, Any]:
         """The summary (`_stage.json`) of a declared upstream stage."""

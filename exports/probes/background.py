@@ -42,14 +42,14 @@ from hardneg.core.ids import safe_name
 from hardneg.core.io import write_json
 from hardneg.core.plugins import EXPORTS
 from hardneg.core.records import Reject, SceneGraph, SceneObject, content_id, keyed_seed
-from hardneg.core.rows import GraphRow
 from hardneg.core.runner.stage import Run, Unit
 from hardneg.core.schema import outputs
 from hardneg.core.splits import split_of
+from hardneg.core.stage_outputs import HYGIENE_GRAPHS, PLAUSIBILITY_COUNTS
 from hardneg.core.words.table import Words
 from hardneg.exports.base import ExportStage
 from hardneg.exports.common import noun_phrase
-from hardneg.exports.rows import ProbeBGroupRow
+from hardneg.exports.rows import PROBE_B_GROUPS
 from hardneg.generators.paths.targets import RENDERER_CONFIG, RENDERER_DATA, PathResources, target_reason
 
 VERSION = f"probe_b@v2+{CERTIFIER}"  # v2: the filler scene's names in the row
@@ -146,7 +146,7 @@ class ProbeBStage(ExportStage):
     version = VERSION
     Options = ProbeBExport
     reads = ("hygiene", "plausibility")
-    writes = outputs({"groups": ProbeBGroupRow})
+    writes = outputs(PROBE_B_GROUPS)
     config = ("seed", "splits", "targets", "paths.rules", "exports.probe_b", *RENDERER_CONFIG)
     data = RENDERER_DATA
     publishes = ("probes",)  # its images go to probes/generated
@@ -165,7 +165,7 @@ class ProbeBStage(ExportStage):
         cfg, words = run.cfg, Words.load()
         max_area = cfg.targets.max_area_frac
         scenes: dict[str, list[dict[str, Any]]] = {}
-        for row in run.records_all("hygiene", "graphs"):
+        for row in run.records_all(HYGIENE_GRAPHS):
             split = split_of(row.image_id, cfg.splits)
             if split not in cfg.exports.probe_b.splits:
                 continue
@@ -180,7 +180,7 @@ class ProbeBStage(ExportStage):
     def run(self, unit: Unit) -> None:
         cfg, opts = unit.cfg, unit.cfg.exports.probe_b
         images = unit.images
-        rows_in = unit.records("hygiene", "graphs", GraphRow)
+        rows_in = unit.records(HYGIENE_GRAPHS)
         mine = (r for r in rows_in if split_of(r.image_id, cfg.splits) in opts.splits)
         rows: list[dict[str, Any]] = []
         if not opts.enabled or images is None:  # counted, not built into graphs: no group is made
@@ -212,7 +212,7 @@ class GroupMaker:
         self.res = PathResources.load(cfg)
         self.words = self.res.words
         self.cert = Certifier(self.words, self.res.table)
-        counts = Counts.from_rows(unit.read_all("plausibility", "counts"))
+        counts = Counts.from_rows(unit.read_all(PLAUSIBILITY_COUNTS))
         self.common = [n for n, _ in sorted(counts.names.items(), key=lambda x: (-x[1], x[0])) if self._usable(n)]
         self.scenes = orjson.loads((unit.dir / "scenes.json").read_bytes())
         self.out = unit.root / GENERATED

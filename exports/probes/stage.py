@@ -43,6 +43,7 @@ from hardneg.core.plugins import EXPORTS
 from hardneg.core.records import PathNode, Reject
 from hardneg.core.runner.stage import ALL, Run, Unit
 from hardneg.core.schema import outputs, to_record
+from hardneg.core.stage_outputs import PLAUSIBILITY_COUNTS
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
 from hardneg.exports.base import ExportStage
@@ -59,7 +60,7 @@ from hardneg.exports.probes.official import (
     probe_r_records,
 )
 from hardneg.exports.probes.relation_composition import ProbeSearch
-from hardneg.exports.rows import ProbeCRow, ProbeRRow, ProbeRSetRow
+from hardneg.exports.rows import PROBE_B_GROUPS, PROBE_C, PROBE_R, PROBE_R_SETS, ProbeCRow, ProbeRRow, ProbeRSetRow
 
 # v2: the paper's own layout beside our tables; implausible predicates first; swapped-subject images;
 # attribute swaps beyond antonyms, categories balanced. v3: Probe-R's swaps by the paper's rules (never seen
@@ -106,7 +107,7 @@ class Shared:
         words, table, cert = certifier(unit)
 
         def build() -> Shared:
-            counts = Counts.from_rows(unit.read_all("plausibility", "counts"))
+            counts = Counts.from_rows(unit.read_all(PLAUSIBILITY_COUNTS))
             return cls(words, table, cert, counts, {}, functools.cache(lambda: corpus(unit)))
 
         table_digest = file_digest(unit.cfg.resolve(unit.cfg.attribute_table))
@@ -146,7 +147,7 @@ class ProbesStage(ExportStage):
         "layout and as `evaluation.probes` tables"
     )
     reads = ("hygiene", "plausibility", "language", "decide", "probe_b")
-    writes = outputs({"probe_r": ProbeRRow, "probe_c": ProbeCRow, "sets": ProbeRSetRow})
+    writes = outputs(PROBE_R, PROBE_C, PROBE_R_SETS)
     # a unit covers shards of the corpus; the certifier reads what a small thing is; Probe-B's official tree
     # is written here, in its settings
     config = ("seed", "splits", "exports.probes", "exports.probe_b", "shard_size", "language.small_unannotated")
@@ -186,7 +187,7 @@ class ProbesStage(ExportStage):
         opts = run.cfg.exports.probes
         folder = ExportFolder(run.root, FOLDER)
         folder.reset(*TABLES, "images")  # not `generated/`: Probe-B's images, which its stage publishes here
-        groups = list(run.records_all("probe_b", "groups"))
+        groups = list(run.records_all(PROBE_B_GROUPS))
         tables: dict[str, list[Any]] = {"probe_r": [], "probe_c": []}
         official: dict[str, Any] = {}
         if opts.enabled:

@@ -65,7 +65,7 @@ from hardneg.exports.corpus import (
     corpus,
     shards_per_unit,
 )
-from hardneg.exports.rows import PhrasesRow, TricdPairRow
+from hardneg.exports.rows import PHRASES, TRICD_PAIRS, TricdPairRow
 from hardneg.exports.tricd.official import file_name, write_official
 from hardneg.exports.tricd.rank import rank_distractors
 from hardneg.generators.images.edits import falsified
@@ -107,7 +107,7 @@ class TricdStage(ExportStage):
         "layout (`TRICD_grounding_<split>.json`) for its official evaluation code; `evaluation.tricd`"
     )
     reads = ("hygiene", "plausibility", "language", "images", "decide", "phrases")
-    writes = outputs({"pairs": TricdPairRow})
+    writes = outputs(TRICD_PAIRS)
     config = (
         "seed",
         "splits",
@@ -172,7 +172,7 @@ class TricdStage(ExportStage):
         _, table, cert = certifier(unit)
         positives = kept_positives(unit, opts.splits)
         unit.items_in = len(positives)
-        phrases = {r.id: r.phrases for r in unit.records("phrases", "phrases", PhrasesRow)}
+        phrases = {r.id: r.phrases for r in unit.records(PHRASES)}
         edits: dict[int, list[dict[str, Any]]] = defaultdict(list)
         if opts.image_negatives:
             for n in kept_image_negatives(unit, {p.id for p in positives}):

@@ -41,10 +41,11 @@ from hardneg.core.ids import safe_name
 from hardneg.core.io import write_json
 from hardneg.core.plugins import TEXT_NEGATIVES
 from hardneg.core.records import Reject, SceneGraph
-from hardneg.core.rows import GraphRow, ImageNegativeRow, PositiveRow
+from hardneg.core.rows import ImageNegativeRow, PositiveRow
 from hardneg.core.runner.stage import Run, Stage, Unit
 from hardneg.core.schema import outputs
 from hardneg.core.splits import split_of
+from hardneg.core.stage_outputs import HYGIENE_GRAPHS, IMAGE_NEGATIVES, LANGUAGE_POSITIVES
 from hardneg.core.words.table import Words
 from hardneg.core.words.vocab import Lexicon
 from hardneg.generators.images.edits import (
@@ -302,7 +303,7 @@ class ImagesStage(Stage):
     name = "images"
     version = GENERATOR
     reads = ("ingest", "hygiene", "language")
-    writes = outputs({"image-negatives": ImageNegativeRow})
+    writes = outputs(IMAGE_NEGATIVES)
     config = ("seed", "images", "splits", "language", "targets", *RENDERER_CONFIG)  # words and picks edits as paths do
     data = ("language.lexicon", *RENDERER_DATA)
     gpu = True
@@ -327,7 +328,7 @@ class ImagesStage(Stage):
         words = Words.load()
         n = cfg.images.donors_per_name
         best: dict[str, list[_Kept]] = {}  # per name, the n first by (larger box, image id, object id): a heap
-        for row in run.records_all("hygiene", "graphs"):
+        for row in run.records_all(HYGIENE_GRAPHS):
             g = row.scene_graph()
             for o in g.objects.values():
                 if words.name_category(o.name) is None or box_reason(o, g, cfg, as_target=True) is not None:
@@ -347,16 +348,14 @@ class ImagesStage(Stage):
         cfg = unit.cfg
         images = unit.images
         positives = [
-            p
-            for p in unit.records("language", "positives", PositiveRow)
-            if split_of(p.image_id, cfg.splits) in cfg.images.splits
+            p for p in unit.records(LANGUAGE_POSITIVES) if split_of(p.image_id, cfg.splits) in cfg.images.splits
         ]
         unit.items_in = len(positives)
         rows: list[ImageNegativeRow] = []
         if images is None or not cfg.images.enabled or cfg.images.per_positive == 0:
             unit.stats["skipped_no_images" if images is None else "skipped_disabled"] += len(positives)
         elif positives:
-            graphs = {r.image_id: r.scene_graph() for r in unit.records("hygiene", "graphs", GraphRow)}
+            graphs = {r.image_id: r.scene_graph() for r in unit.records(HYGIENE_GRAPHS)}
             res = PathResources.load(cfg)
             lexicon = Lexicon.load(cfg.resolve(cfg.language.lexicon))
             donors = {

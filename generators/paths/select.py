@@ -22,9 +22,10 @@ from dataclasses import dataclass
 
 from hardneg.core.config import BalanceConfig
 from hardneg.core.records import Reject
-from hardneg.core.rows import BalanceRow, KeptRow, PositiveRow
+from hardneg.core.rows import BalanceRow, PositiveRow
 from hardneg.core.runner.stage import Stage, Unit
 from hardneg.core.schema import outputs
+from hardneg.core.stage_outputs import PATHS_BALANCE, SELECT_KEPT
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
 
@@ -128,7 +129,7 @@ class SelectStage(Stage):
     # and candidates that allow no text negative last
     version = "select@v3"
     reads = ("paths",)
-    writes = outputs({"kept": KeptRow})
+    writes = outputs(SELECT_KEPT)
     config = ("balance", "seed")
     sharded = False
 
@@ -137,7 +138,7 @@ class SelectStage(Stage):
         has ~600k candidates; holding them whole took ~3 GB)."""
         items: list[BalanceItem] = []
         about: dict[int, tuple[str, str]] = {}  # id -> (image, expression): the reject line's rest is in the item
-        for r in unit.records_all("paths", "balance", BalanceRow):
+        for r in unit.records_all(PATHS_BALANCE):
             items.append(
                 BalanceItem(r.id, r.tuple_type, r.level, r.target, tuple(r.relations), r.swappable, r.unalterable)
             )

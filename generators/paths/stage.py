@@ -20,9 +20,17 @@ from hardneg.core.gqa.boxes import BoxShapes
 from hardneg.core.gqa.hygiene import words_digest
 from hardneg.core.gqa.plausibility import Counts
 from hardneg.core.records import PathEdge, PathNode, Reject, SameEdge, SceneGraph, SceneObject
-from hardneg.core.rows import BalanceRow, GraphRow, PositiveRow
+from hardneg.core.rows import PositiveRow
 from hardneg.core.runner.stage import Run, Stage, Unit
 from hardneg.core.schema import outputs
+from hardneg.core.stage_outputs import (
+    HYGIENE_GRAPHS,
+    PATHS_BALANCE,
+    PATHS_POSITIVES,
+    PLAUSIBILITY_ANNOTATIONS,
+    PLAUSIBILITY_COUNTS,
+    PLAUSIBILITY_PRIOR,
+)
 from hardneg.core.words.vocab import RelationVocab
 from hardneg.generators.paths.annotation_rules import (
     Evidence,
@@ -343,12 +351,12 @@ def _evidence(unit: Unit) -> Evidence:
     """What the corpus says about annotations: the run's counts plus the prior's (`core/gqa/prior.py`), and
     the run's boxes with the shipped box shapes (`core/gqa/boxes.py`)."""
     read = unit.read_all
-    notes = AnnotationStats.from_rows(read("plausibility", "annotations"))
+    notes = AnnotationStats.from_rows(read(PLAUSIBILITY_ANNOTATIONS))
     shipped = BoxShapes.load(unit.cfg.resolve(unit.cfg.paths.box_shapes))
     boxes = shipped.combined(BoxShapes.from_counts(notes.shape, notes.place))  # the run's own boxes, then
-    notes = notes.with_prior(read("plausibility", "prior"))  # the prior added (in place)
-    counts = Counts.from_rows(r for r in read("plausibility", "counts") if r["kind"] != "triples")
-    counts = counts.with_prior(r for r in read("plausibility", "prior") if r["kind"] != "counts:triples")
+    notes = notes.with_prior(read(PLAUSIBILITY_PRIOR))  # the prior added (in place)
+    counts = Counts.from_rows(r for r in read(PLAUSIBILITY_COUNTS) if r["kind"] != "triples")
+    counts = counts.with_prior(r for r in read(PLAUSIBILITY_PRIOR) if r["kind"] != "counts:triples")
     return Evidence(notes, counts, boxes)
 
 
@@ -358,7 +366,7 @@ class PathsStage(Stage):
     name = "paths"
     version = f"{GENERATOR}+balance@v1"  # the positives' generator; what select balances by, beside them
     reads = ("hygiene", "plausibility")
-    writes = outputs({"positives": PositiveRow, "balance": BalanceRow})  # candidates: the select stage keeps some
+    writes = outputs(PATHS_POSITIVES, PATHS_BALANCE)  # candidates: the select stage keeps some
     config = ("seed", "attribute_table", "targets", "paths")
     data = (*RENDERER_DATA, "paths.box_shapes")
 
@@ -369,7 +377,7 @@ class PathsStage(Stage):
         res = PathResources.load(unit.cfg)
         evidence = unit.shared("plausibility", "evidence", lambda: _evidence(unit))
         rows: list[PositiveRow] = []
-        for row in unit.records("hygiene", "graphs", GraphRow):
+        for row in unit.records(HYGIENE_GRAPHS):
             unit.items_in += 1
             positives, rejects, stats = generate_positives(row.scene_graph(), unit.cfg, res, evidence)
             rows.extend(positives)

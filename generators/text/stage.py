@@ -13,9 +13,18 @@ from hardneg.core.gqa.hygiene import words_digest
 from hardneg.core.gqa.ingest import corpus_vocab
 from hardneg.core.gqa.plausibility import corpus_notes, load_plausibility
 from hardneg.core.plugins import LANGUAGE_BACKENDS
-from hardneg.core.rows import GraphRow, KeptRow, PositiveRow, TextNegativeRow
+from hardneg.core.rows import TextNegativeRow
 from hardneg.core.runner.stage import Run, Stage, Unit
 from hardneg.core.schema import outputs
+from hardneg.core.stage_outputs import (
+    HYGIENE_GRAPHS,
+    LANGUAGE_NEGATIVES,
+    LANGUAGE_POSITIVES,
+    PATHS_POSITIVES,
+    PLAUSIBILITY_COUNTS,
+    PLAUSIBILITY_PRIOR,
+    SELECT_KEPT,
+)
 from hardneg.core.words.vocab import Lexicon
 from hardneg.generators.paths.stage import PathResources
 from hardneg.generators.paths.targets import RENDERER_CONFIG, RENDERER_DATA
@@ -34,7 +43,7 @@ class LanguageStage(Stage):
     # and reads rewritten negatives
     version = f"language@v2+{REWRITE_GENERATOR}+{NEGATIVES_GENERATOR}"
     reads = ("ingest", "hygiene", "plausibility", "paths", "select")
-    writes = outputs({"negatives": TextNegativeRow, "positives": PositiveRow})
+    writes = outputs(LANGUAGE_NEGATIVES, LANGUAGE_POSITIVES)
     config = ("seed", "language", "targets.min_area_frac", *RENDERER_CONFIG)
     data = ("language.lexicon", *RENDERER_DATA)
 
@@ -45,12 +54,10 @@ class LanguageStage(Stage):
     def run(self, unit: Unit) -> None:
         cfg = unit.cfg
         lang = cfg.language
-        kept = unit.shared(
-            "select", "ids", lambda: frozenset(k.id for k in unit.records_all("select", "kept", KeptRow))
-        )
-        positives = [p for p in unit.records("paths", "positives", PositiveRow) if p.id in kept]
+        kept = unit.shared("select", "ids", lambda: frozenset(k.id for k in unit.records_all(SELECT_KEPT)))
+        positives = [p for p in unit.records(PATHS_POSITIVES) if p.id in kept]
         unit.items_in = len(positives)
-        graphs = {r.image_id: r.scene_graph() for r in unit.records("hygiene", "graphs", GraphRow)}
+        graphs = {r.image_id: r.scene_graph() for r in unit.records(HYGIENE_GRAPHS)}
         res = PathResources.load(cfg)
         lexicon = Lexicon.load(cfg.resolve(lang.lexicon))
         vocab = corpus_vocab(unit.upstream("ingest"))
@@ -68,7 +75,7 @@ class LanguageStage(Stage):
         plausibility = unit.shared(
             "plausibility",
             "model",
-            lambda: load_plausibility(unit.read_all("plausibility", "counts"), unit.read_all("plausibility", "prior")),
+            lambda: load_plausibility(unit.read_all(PLAUSIBILITY_COUNTS), unit.read_all(PLAUSIBILITY_PRIOR)),
         )
         notes = corpus_notes(unit)
         ctx = NegativeContext(

@@ -7,8 +7,8 @@ from collections import Counter
 
 from hardneg.core.config_exports import ExportOptions
 from hardneg.core.plugins import EXPORTS
-from hardneg.core.rows import NegativeDecisionRow, TextNegativeRow
 from hardneg.core.runner.stage import Unit
+from hardneg.core.stage_outputs import DECIDED_NEGATIVES, LANGUAGE_NEGATIVES
 from hardneg.exports.base import ExportStage
 from hardneg.exports.common import ExportFolder, kept_positives
 
@@ -34,8 +34,8 @@ class KindCountsStage(ExportStage):
         counts: dict[str, Counter] = {}
         if opts.enabled:
             split = {p.id: p.split for p in kept_positives(unit)}
-            kept = {d.id for d in unit.records_all("decide", "negatives", NegativeDecisionRow) if d.keep}
-            for n in unit.records_all("language", "negatives", TextNegativeRow):
+            kept = {d.id for d in unit.records_all(DECIDED_NEGATIVES) if d.keep}
+            for n in unit.records_all(LANGUAGE_NEGATIVES):
                 if n.id in kept and n.positive_id in split:
                     counts.setdefault(n.negative_type, Counter())[split[n.positive_id]] += 1
         folder = ExportFolder(unit.root, self.name)
