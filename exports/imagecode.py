@@ -243,7 +243,7 @@ class ImageCodeStage(ExportStage):
         described: dict[str, dict[str, dict[str, str]]] = {s: {} for s in SPLITS}
         tally: Counter = Counter()
         with folder.tables() as tables:
-            for r in run.records_all(self.name, "sets"):
+            for r in run.records_all(IMAGECODE_SETS):
                 at = f"{IMAGE_SETS}/{r.set}/img{{}}.jpg"
                 r.images = [folder.place(run.root / src, at.format(k)) for k, src in enumerate(r.images)]
                 tables.add(r.split, r)

@@ -144,7 +144,7 @@ class TricdStage(ExportStage):
         folder.reset()
         counts: Counter = Counter()
         with folder.tables(splits=[s for s in SPLITS if s in run.cfg.exports.tricd.splits]) as tables:
-            for r in run.records_all(self.name, "pairs"):
+            for r in run.records_all(TRICD_PAIRS):
                 if r.image is not None:
                     r.image = folder.place(run.root / r.image, f"images/{r.id:x}.jpg")
                 tables.add(r.split, r)
