@@ -39,8 +39,8 @@ from hardneg.core.gqa.loader import GraphLimits, load_graphs
 from hardneg.core.gqa.plausibility import Counts
 from hardneg.core.gqa.run_inputs import prepare_run
 from hardneg.core.io import read_jsonl
+from hardneg.core.rows import PLAUSIBILITY_ANNOTATIONS, PLAUSIBILITY_COUNTS
 from hardneg.core.runner.stage import Run
-from hardneg.core.stage_outputs import PLAUSIBILITY_ANNOTATIONS, PLAUSIBILITY_COUNTS
 from hardneg.core.words.table import Words
 from hardneg.flows.pipeline import STAGES
 from hardneg.generators.paths.annotation_rules import Evidence

@@ -43,8 +43,7 @@ import yaml
 from hardneg.core.config import load_config
 from hardneg.core.gqa.run_inputs import prepare_run
 from hardneg.core.plugins import TEXT_NEGATIVES
-from hardneg.core.runner.stage import Run
-from hardneg.core.stage_outputs import (
+from hardneg.core.rows import (
     DECIDED_NEGATIVES,
     DECIDED_POSITIVES,
     LANGUAGE_NEGATIVES,
@@ -52,6 +51,7 @@ from hardneg.core.stage_outputs import (
     PATHS_POSITIVES,
     SELECT_KEPT,
 )
+from hardneg.core.runner.stage import Run
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.flows.pipeline import STAGES
 from hardneg.generators.paths.select import swappable

@@ -27,8 +27,8 @@ import orjson
 
 from hardneg.core.config import PATH_RULES, load_config
 from hardneg.core.gqa.run_inputs import prepare_run
+from hardneg.core.rows import LANGUAGE_POSITIVES, PATHS_POSITIVES
 from hardneg.core.runner.stage import Run
-from hardneg.core.stage_outputs import LANGUAGE_POSITIVES, PATHS_POSITIVES
 from hardneg.flows.pipeline import STAGES
 
 UPTO = ("ingest", "hygiene", "plausibility", "paths", "select", "language")

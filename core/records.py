@@ -221,3 +221,21 @@ def content_id(*parts: str | bytes) -> int:
         h.update(p if isinstance(p, bytes) else p.encode("utf-8"))
         h.update(b"\x00")
     return int(h.hexdigest()[:13], 16)
+
+
+def triples(path: PathNode) -> list[list[str]]:
+    """The scene-graph facts a path uses, as [subject, predicate, object], depth first (FineCops `tuple`)."""
+    out: list[list[str]] = []
+    _triples(path, out)
+    return out
+
+
+def _triples(node: PathNode, out: list[list[str]]) -> None:
+    for a in node.attributes:
+        out.append([node.name, "has attribute", a])
+    for e in node.relations:
+        out.append([node.name, e.name, e.object.name])
+        _triples(e.object, out)
+    for s in node.same:
+        out.append([node.name, f"same {s.category} as", s.object.name])
+        _triples(s.object, out)

@@ -10,15 +10,13 @@ out (or, where a record type has a `to_row`, what it says a row holds). A sample
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-import orjson
-
 from hardneg.core.gqa.loader import validate_graph
-from hardneg.core.records import PathNode, SceneGraph, content_id
+from hardneg.core.records import PathNode, SceneGraph, content_id, triples
+from hardneg.core.schema import Output
 
 Json = dict[str, Any]
 R = TypeVar("R")
@@ -179,24 +177,6 @@ class PositiveRow(SaysPath):
 
 _REWRITE_FIELDS = ("template_expression", "rewrites", "expression_source", "rewrite_backend")
 _POSITIVE_FIELDS = tuple(f.name for f in dataclasses.fields(PositiveRow) if f.name not in _REWRITE_FIELDS)
-
-
-def triples(path: PathNode) -> list[list[str]]:
-    """The scene-graph facts a path uses, as [subject, predicate, object], depth first (FineCops `tuple`)."""
-    out: list[list[str]] = []
-    _triples(path, out)
-    return out
-
-
-def _triples(node: PathNode, out: list[list[str]]) -> None:
-    for a in node.attributes:
-        out.append([node.name, "has attribute", a])
-    for e in node.relations:
-        out.append([node.name, e.name, e.object.name])
-        _triples(e.object, out)
-    for s in node.same:
-        out.append([node.name, f"same {s.category} as", s.object.name])
-        _triples(s.object, out)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -380,19 +360,6 @@ class PositiveDecisionRow:
     risk_reasons: list[Json] = field(default_factory=list)
 
 
-def kept_digest(positives: Iterable[PositiveDecisionRow], negatives: Iterable[NegativeDecisionRow], meta: Json) -> str:
-    """What the decide stage's decisions publish, as one digest: each sample's keep and chosen candidate
-    (not the reasons: their wording names the thresholds), and what the human filter and the audit said
-    (`meta`'s review and audit, which stats.md and the card report). Two decisions with one digest
-    publish the same benchmark."""
-    rows = sorted(
-        [(0, r.id, bool(r.keep), -1) for r in positives]
-        + [(1, r.id, bool(r.keep), -1 if r.candidate is None else r.candidate) for r in negatives]
-    )
-    said = {k: meta.get(k) for k in ("review", "audit")}
-    return hashlib.blake2b(orjson.dumps([rows, said], option=orjson.OPT_SORT_KEYS), digest_size=16).hexdigest()
-
-
 @dataclass(slots=True, kw_only=True)
 class NegativeDecisionRow:
     """Whether a negative is kept and why not; an image negative's chosen `candidate` and the candidates
@@ -418,3 +385,30 @@ class NegativeDecisionRow:
         if self.reason is not None:
             out["reason"] = self.reason
         return out
+
+
+# -- every output of the pipeline's stages, ingest to decide, as a typed handle -------------------------
+# (`core/schema.py: Output`): a stage declares what it writes with its handles (`writes =
+# outputs(LANGUAGE_NEGATIVES, LANGUAGE_POSITIVES)`) and a reader names the one it reads
+# (`unit.records(LANGUAGE_POSITIVES)` gives `PositiveRow`s). The exports' are in `exports/rows.py`.
+
+INGEST_GRAPHS = Output("ingest", "graphs", GraphRow)  # as loaded and validated, one file per shard
+INGEST_PHOTOS = Output("ingest", "photos", PhotoRow)
+HYGIENE_GRAPHS = Output("hygiene", "graphs", GraphRow)  # cleaned: what every later stage reads
+HYGIENE_TALLIES = Output("hygiene", "tallies", TallyRow)
+PLAUSIBILITY_COUNTS = Output("plausibility", "counts", CountRow)
+PLAUSIBILITY_FOLDCOUNTS = Output("plausibility", "foldcounts", FoldCountRow)
+PLAUSIBILITY_ANNOTATIONS = Output("plausibility", "annotations", CountRow)
+PLAUSIBILITY_PRIOR = Output("plausibility", "prior", PriorRow)
+PATHS_POSITIVES = Output("paths", "positives", PositiveRow)  # the candidates
+PATHS_BALANCE = Output("paths", "balance", BalanceRow)
+SELECT_KEPT = Output("select", "kept", KeptRow)
+LANGUAGE_NEGATIVES = Output("language", "negatives", TextNegativeRow)
+LANGUAGE_POSITIVES = Output("language", "positives", PositiveRow)  # the kept candidates, rewritten and checked
+IMAGE_NEGATIVES = Output("images", "image-negatives", ImageNegativeRow)
+PIXELS_POSITIVES = Output("pixels", "positives", PixelPositiveRow)
+PIXELS_NEGATIVES = Output("pixels", "negatives", PixelNegativeRow)
+FILTER_SCORES = Output("filters", "scores", FilterScoreRow)
+REFINE_SCORES = Output("refine", "scores", RefineScoreRow)
+DECIDED_POSITIVES = Output("decide", "positives", PositiveDecisionRow)
+DECIDED_NEGATIVES = Output("decide", "negatives", NegativeDecisionRow)

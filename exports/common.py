@@ -13,10 +13,17 @@ from typing import Any
 
 from hardneg.core.errors import HardnegError
 from hardneg.core.io import write_json
-from hardneg.core.rows import ImageNegativeRow, PositiveRow, extended
+from hardneg.core.rows import (
+    DECIDED_NEGATIVES,
+    DECIDED_POSITIVES,
+    IMAGE_NEGATIVES,
+    LANGUAGE_POSITIVES,
+    ImageNegativeRow,
+    PositiveRow,
+    extended,
+)
 from hardneg.core.runner.stage import Unit
 from hardneg.core.splits import SPLITS, split_of
-from hardneg.core.stage_outputs import DECIDED_NEGATIVES, DECIDED_POSITIVES, IMAGE_NEGATIVES, LANGUAGE_POSITIVES
 from hardneg.core.words.table import Words
 from hardneg.exports.tables import Tables
 

@@ -24,14 +24,13 @@ from hardneg.core.demo.world import GENERATOR_VERSION as DEMO_WORLD_VERSION
 from hardneg.core.gqa.hygiene import CHANGES as HYGIENE_CHANGES
 from hardneg.core.gqa.run_inputs import demo_dir
 from hardneg.core.io import temp_path, write_json
-from hardneg.core.rows import kept_digest
+from hardneg.core.rows import DECIDED_NEGATIVES, DECIDED_POSITIVES
 from hardneg.core.runner.folder import created_on
 from hardneg.core.runner.publish import begin, publish
 from hardneg.core.runner.stage import Run, Stage, Unit
-from hardneg.core.stage_outputs import DECIDED_NEGATIVES, DECIDED_POSITIVES
 from hardneg.exports.card import write_card
 from hardneg.exports.dataset import write_dataset
-from hardneg.exports.published import SplitFiles, published
+from hardneg.exports.published import SplitFiles, kept_digest, published
 from hardneg.exports.stats import (
     build_stats,
     image_edit_table,

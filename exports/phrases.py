@@ -30,11 +30,10 @@ from typing import Any
 from hardneg.core.gqa.hygiene import words_digest
 from hardneg.core.plugins import EXPORTS
 from hardneg.core.records import PathNode
-from hardneg.core.rows import PositiveRow
+from hardneg.core.rows import LANGUAGE_POSITIVES, PositiveRow
 from hardneg.core.runner.stage import Run, Unit
 from hardneg.core.schema import outputs
 from hardneg.core.splits import split_of
-from hardneg.core.stage_outputs import LANGUAGE_POSITIVES
 from hardneg.core.words.table import Words
 from hardneg.exports.base import ExportStage
 from hardneg.exports.rows import PHRASES, PhrasesRow

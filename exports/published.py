@@ -10,15 +10,21 @@ files hold them; `SplitFiles` writes `splits/<split>/{positive,negative,coco}.js
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from hardneg import __version__
 from hardneg.core.io import JsonArrayWriter
 from hardneg.core.rows import (
+    IMAGE_NEGATIVES,
+    LANGUAGE_NEGATIVES,
+    LANGUAGE_POSITIVES,
     ImageNegativeRow,
     NegativeDecisionRow,
     PositiveDecisionRow,
@@ -29,7 +35,6 @@ from hardneg.core.rows import (
 from hardneg.core.runner.stage import Unit
 from hardneg.core.schema import as_row
 from hardneg.core.splits import SPLITS, split_of
-from hardneg.core.stage_outputs import IMAGE_NEGATIVES, LANGUAGE_NEGATIVES, LANGUAGE_POSITIVES
 from hardneg.exports.coco import CocoWriter
 from hardneg.exports.dataset import source_dir
 from hardneg.exports.stats import gist
@@ -152,3 +157,16 @@ class SplitFiles:
             self.positive_files[s].close()
             self.negative_files[s].close()
             self.coco[s].close({"description": f"hardneg {s} split", "version": __version__, "split": s})
+
+
+def kept_digest(positives: Iterable[PositiveDecisionRow], negatives: Iterable[NegativeDecisionRow], meta: Json) -> str:
+    """What the decide stage's decisions publish, as one digest: each sample's keep and chosen candidate
+    (not the reasons: their wording names the thresholds), and what the human filter and the audit said
+    (`meta`'s review and audit, which stats.md and the card report). Two decisions with one digest
+    publish the same benchmark."""
+    rows = sorted(
+        [(0, r.id, bool(r.keep), -1) for r in positives]
+        + [(1, r.id, bool(r.keep), -1 if r.candidate is None else r.candidate) for r in negatives]
+    )
+    said = {k: meta.get(k) for k in ("review", "audit")}
+    return hashlib.blake2b(orjson.dumps([rows, said], option=orjson.OPT_SORT_KEYS), digest_size=16).hexdigest()

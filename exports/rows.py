@@ -175,7 +175,7 @@ class ProbeBGroupRow:
 
 
 # The export stages' outputs as typed handles (`core/schema.py: Output`; the pipeline's are in
-# `core/stage_outputs.py`).
+# `core/rows.py`).
 PHRASES = Output("phrases", "phrases", PhrasesRow)
 TRICD_PAIRS = Output("tricd", "pairs", TricdPairRow)
 IMAGECODE_SETS = Output("imagecode", "sets", ImageCodeSetRow)

@@ -25,14 +25,6 @@ from hardneg.core.config import RunConfig
 from hardneg.core.plugins import FILTERS
 from hardneg.core.records import Reject
 from hardneg.core.rows import (
-    FilterScoreRow,
-    NegativeDecisionRow,
-    PositiveDecisionRow,
-    RefineScoreRow,
-)
-from hardneg.core.runner.stage import Stage, Unit
-from hardneg.core.schema import outputs
-from hardneg.core.stage_outputs import (
     DECIDED_NEGATIVES,
     DECIDED_POSITIVES,
     FILTER_SCORES,
@@ -42,7 +34,13 @@ from hardneg.core.stage_outputs import (
     PIXELS_NEGATIVES,
     PIXELS_POSITIVES,
     REFINE_SCORES,
+    FilterScoreRow,
+    NegativeDecisionRow,
+    PositiveDecisionRow,
+    RefineScoreRow,
 )
+from hardneg.core.runner.stage import Stage, Unit
+from hardneg.core.schema import outputs
 from hardneg.filters.base import Scores
 from hardneg.filters.decide import Rule, decide_image, first_failure, flatten, rules
 from hardneg.filters.evidence import level_drop, negative_photo, with_photo

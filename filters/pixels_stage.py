@@ -25,16 +25,19 @@ from hardneg.core.gqa.hygiene import words_digest
 from hardneg.core.gqa.run_inputs import image_file
 from hardneg.core.pixels.claims import Photo, judge_negative, judge_positive
 from hardneg.core.records import Reject
-from hardneg.core.rows import PixelNegativeRow, PixelPositiveRow, PositiveRow, TextNegativeRow
-from hardneg.core.runner.stage import Stage, Unit
-from hardneg.core.schema import outputs
-from hardneg.core.stage_outputs import (
+from hardneg.core.rows import (
     HYGIENE_GRAPHS,
     LANGUAGE_NEGATIVES,
     LANGUAGE_POSITIVES,
     PIXELS_NEGATIVES,
     PIXELS_POSITIVES,
+    PixelNegativeRow,
+    PixelPositiveRow,
+    PositiveRow,
+    TextNegativeRow,
 )
+from hardneg.core.runner.stage import Stage, Unit
+from hardneg.core.schema import outputs
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
 from hardneg.filters.score import open_rgb

@@ -10,17 +10,17 @@ from typing import Any
 from hardneg.core.config import RunConfig
 from hardneg.core.errors import ConfigError
 from hardneg.core.gqa.plausibility import fold_of, load_fold_plausibility
-from hardneg.core.rows import RefineScoreRow
-from hardneg.core.runner.stage import Run, Stage, Unit
-from hardneg.core.schema import outputs
-from hardneg.core.stage_outputs import (
+from hardneg.core.rows import (
     LANGUAGE_NEGATIVES,
     LANGUAGE_POSITIVES,
     PLAUSIBILITY_COUNTS,
     PLAUSIBILITY_FOLDCOUNTS,
     PLAUSIBILITY_PRIOR,
     REFINE_SCORES,
+    RefineScoreRow,
 )
+from hardneg.core.runner.stage import Run, Stage, Unit
+from hardneg.core.schema import outputs
 from hardneg.filters.base import Item, TextClaim
 from hardneg.filters.registry import build, filter_class
 from hardneg.filters.scorers.text import NGramFilter, TextFilter

@@ -22,16 +22,20 @@ from hardneg.core.config import RunConfig
 from hardneg.core.errors import ConfigError
 from hardneg.core.gqa.run_inputs import image_file
 from hardneg.core.records import SceneGraph
-from hardneg.core.rows import FilterScoreRow, ImageNegativeRow, Json, PositiveRow, TextNegativeRow
-from hardneg.core.runner.stage import Run, Stage, Unit
-from hardneg.core.schema import outputs
-from hardneg.core.stage_outputs import (
+from hardneg.core.rows import (
     FILTER_SCORES,
     HYGIENE_GRAPHS,
     IMAGE_NEGATIVES,
     LANGUAGE_NEGATIVES,
     LANGUAGE_POSITIVES,
+    FilterScoreRow,
+    ImageNegativeRow,
+    Json,
+    PositiveRow,
+    TextNegativeRow,
 )
+from hardneg.core.runner.stage import Run, Stage, Unit
+from hardneg.core.schema import outputs
 from hardneg.filters.base import Filter, Item, Sample, Target
 from hardneg.filters.registry import build, filter_class
 

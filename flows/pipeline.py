@@ -19,7 +19,6 @@ from hardneg.core.config import RunConfig, apply_overrides
 from hardneg.core.config_files import leaf_keys
 from hardneg.core.errors import ConfigError, HardnegError
 from hardneg.core.gqa.run_inputs import prepare_run
-from hardneg.core.rows import kept_digest
 from hardneg.core.runner.folder import removed_on_bad_input, stored_config
 from hardneg.core.runner.lock import RunLock
 from hardneg.core.runner.progress import Progress
@@ -27,6 +26,7 @@ from hardneg.core.runner.publish import publishing, rollback
 from hardneg.core.runner.stage import SUMMARY, Run
 from hardneg.core.secrets import scrub_for
 from hardneg.exports.finecops import publishable, read_manifest
+from hardneg.exports.published import kept_digest
 from hardneg.flows.preflight import preflight
 from hardneg.flows.request import check_request
 from hardneg.flows.resplit_guard import keep_if_refused, refuse_emptying

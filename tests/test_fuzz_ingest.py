@@ -29,8 +29,8 @@ from hardneg.core.errors import EmptyInput
 from hardneg.core.gqa.run_inputs import prepare_run
 from hardneg.core.ids import printable_id
 from hardneg.core.io import read_jsonl
+from hardneg.core.rows import PATHS_POSITIVES
 from hardneg.core.runner.stage import Run
-from hardneg.core.stage_outputs import PATHS_POSITIVES
 from hardneg.flows.pipeline import STAGES
 from tests.test_bad_input import snapshot
 

@@ -16,8 +16,8 @@ from hardneg.core.config import load_config
 from hardneg.core.gqa.loader import RawDefect, iter_raw_graphs, validate_graph
 from hardneg.core.gqa.run_inputs import prepare_run
 from hardneg.core.io import read_jsonl
+from hardneg.core.rows import INGEST_GRAPHS
 from hardneg.core.runner.stage import Run
-from hardneg.core.stage_outputs import INGEST_GRAPHS
 from hardneg.flows.pipeline import STAGES
 from tests.test_gqa_loader import _graph
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import orjson
 
 from hardneg.core.config import load_config
+from hardneg.core.rows import HYGIENE_GRAPHS
 from hardneg.core.runner.stage import Run
-from hardneg.core.stage_outputs import HYGIENE_GRAPHS
 from hardneg.core.words.table import Words
 from hardneg.flows.pipeline import STAGES
 from hardneg.generators.paths.stage import box_reason

@@ -12,8 +12,7 @@ import pytest
 
 from hardneg.core.certify import context_objects
 from hardneg.core.executor import GraphIndex
-from hardneg.core.records import PathEdge, PathNode, Relation, SameEdge, SceneGraph, SceneObject
-from hardneg.core.rows import triples
+from hardneg.core.records import PathEdge, PathNode, Relation, SameEdge, SceneGraph, SceneObject, triples
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.generators.paths.select import swappable
 from hardneg.generators.text.types import map_node

@@ -303,13 +303,13 @@ def test_a_record_type_must_be_a_dataclass():
 
 
 def test_every_output_has_one_handle_of_the_type_its_stage_writes():
-    """The handles readers name (`core/stage_outputs.py`, `exports/rows.py`) are exactly the outputs the
+    """The handles readers name (`core/rows.py`, `exports/rows.py`) are exactly the outputs the
     pipeline's stages declare, each of the record type its stage writes; a stage's handles are its own."""
-    from hardneg.core import stage_outputs
-    from hardneg.exports import rows
+    from hardneg.core import rows
+    from hardneg.exports import rows as export_rows
     from hardneg.flows.stages import STAGES as PIPELINE
 
-    handles = [v for m in (stage_outputs, rows) for v in vars(m).values() if isinstance(v, Output)]
+    handles = [v for m in (rows, export_rows) for v in vars(m).values() if isinstance(v, Output)]
     assert len({(h.stage, h.kind) for h in handles}) == len(handles)
     assert {(h.stage, h.kind): h.record for h in handles} == {
         (s.name, k): t for s in PIPELINE for k, t in s.writes.items()

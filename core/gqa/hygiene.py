@@ -40,9 +40,9 @@ from hardneg.core.geometry import BAND, REACH, SIDE_OVERLAP, contradicted, direc
 from hardneg.core.gqa.ingest import graph_to_row
 from hardneg.core.gqa.plausibility import TALLY, Tally
 from hardneg.core.records import Reject, Relation, SceneGraph, SceneObject
+from hardneg.core.rows import HYGIENE_GRAPHS, HYGIENE_TALLIES, INGEST_GRAPHS
 from hardneg.core.runner.stage import Run, Stage, Unit
 from hardneg.core.schema import outputs
-from hardneg.core.stage_outputs import HYGIENE_GRAPHS, HYGIENE_TALLIES, INGEST_GRAPHS
 from hardneg.core.words.table import Words, words_digest
 
 # each kind of change hygiene makes, as stats.md names it after its count

@@ -31,9 +31,9 @@ from hardneg.core.gqa.run_inputs import image_file, input_paths
 from hardneg.core.ids import printable_id
 from hardneg.core.io import atomic_write_bytes
 from hardneg.core.records import Reject, SceneGraph
+from hardneg.core.rows import INGEST_GRAPHS, INGEST_PHOTOS
 from hardneg.core.runner.stage import ALL, Run, Stage, Unit
 from hardneg.core.schema import outputs
-from hardneg.core.stage_outputs import INGEST_GRAPHS, INGEST_PHOTOS
 
 
 def graph_to_row(g: SceneGraph) -> dict[str, Any]:

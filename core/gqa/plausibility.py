@@ -30,18 +30,18 @@ from typing import Any
 
 from hardneg.core.gqa.annotations import AnnotationStats
 from hardneg.core.records import PathNode, SceneGraph
-from hardneg.core.rows import GraphRow
-from hardneg.core.runner.stage import Stage, Unit
-from hardneg.core.schema import outputs, to_record
-from hardneg.core.splits import image_unit
-from hardneg.core.stage_outputs import (
+from hardneg.core.rows import (
     HYGIENE_GRAPHS,
     HYGIENE_TALLIES,
     PLAUSIBILITY_ANNOTATIONS,
     PLAUSIBILITY_COUNTS,
     PLAUSIBILITY_FOLDCOUNTS,
     PLAUSIBILITY_PRIOR,
+    GraphRow,
 )
+from hardneg.core.runner.stage import Stage, Unit
+from hardneg.core.schema import outputs, to_record
+from hardneg.core.splits import image_unit
 from hardneg.core.words.table import Words, words_digest
 
 # v2: the counts of each half of the corpus (cross-fitting); v3: annotations; v4: the prior of real graphs, names

@@ -42,10 +42,10 @@ from hardneg.core.ids import safe_name
 from hardneg.core.io import write_json
 from hardneg.core.plugins import EXPORTS
 from hardneg.core.records import Reject, SceneGraph, SceneObject, content_id, keyed_seed
+from hardneg.core.rows import HYGIENE_GRAPHS, PLAUSIBILITY_COUNTS
 from hardneg.core.runner.stage import Run, Unit
 from hardneg.core.schema import outputs
 from hardneg.core.splits import split_of
-from hardneg.core.stage_outputs import HYGIENE_GRAPHS, PLAUSIBILITY_COUNTS
 from hardneg.core.words.table import Words
 from hardneg.exports.base import ExportStage
 from hardneg.exports.common import noun_phrase

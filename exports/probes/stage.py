@@ -41,9 +41,9 @@ from hardneg.core.ids import safe_name
 from hardneg.core.io import file_digest, write_json
 from hardneg.core.plugins import EXPORTS
 from hardneg.core.records import PathNode, Reject
+from hardneg.core.rows import PLAUSIBILITY_COUNTS
 from hardneg.core.runner.stage import ALL, Run, Unit
 from hardneg.core.schema import outputs, to_record
-from hardneg.core.stage_outputs import PLAUSIBILITY_COUNTS
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
 from hardneg.exports.base import ExportStage

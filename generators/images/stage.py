@@ -41,11 +41,10 @@ from hardneg.core.ids import safe_name
 from hardneg.core.io import write_json
 from hardneg.core.plugins import TEXT_NEGATIVES
 from hardneg.core.records import Reject, SceneGraph
-from hardneg.core.rows import ImageNegativeRow, PositiveRow
+from hardneg.core.rows import HYGIENE_GRAPHS, IMAGE_NEGATIVES, LANGUAGE_POSITIVES, ImageNegativeRow, PositiveRow
 from hardneg.core.runner.stage import Run, Stage, Unit
 from hardneg.core.schema import outputs
 from hardneg.core.splits import split_of
-from hardneg.core.stage_outputs import HYGIENE_GRAPHS, IMAGE_NEGATIVES, LANGUAGE_POSITIVES
 from hardneg.core.words.table import Words
 from hardneg.core.words.vocab import Lexicon
 from hardneg.generators.images.edits import (

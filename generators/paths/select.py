@@ -22,10 +22,9 @@ from dataclasses import dataclass
 
 from hardneg.core.config import BalanceConfig
 from hardneg.core.records import Reject
-from hardneg.core.rows import BalanceRow, PositiveRow
+from hardneg.core.rows import PATHS_BALANCE, SELECT_KEPT, BalanceRow, PositiveRow
 from hardneg.core.runner.stage import Stage, Unit
 from hardneg.core.schema import outputs
-from hardneg.core.stage_outputs import PATHS_BALANCE, SELECT_KEPT
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
 

@@ -20,17 +20,17 @@ from hardneg.core.gqa.boxes import BoxShapes
 from hardneg.core.gqa.hygiene import words_digest
 from hardneg.core.gqa.plausibility import Counts
 from hardneg.core.records import PathEdge, PathNode, Reject, SameEdge, SceneGraph, SceneObject
-from hardneg.core.rows import PositiveRow
-from hardneg.core.runner.stage import Run, Stage, Unit
-from hardneg.core.schema import outputs
-from hardneg.core.stage_outputs import (
+from hardneg.core.rows import (
     HYGIENE_GRAPHS,
     PATHS_BALANCE,
     PATHS_POSITIVES,
     PLAUSIBILITY_ANNOTATIONS,
     PLAUSIBILITY_COUNTS,
     PLAUSIBILITY_PRIOR,
+    PositiveRow,
 )
+from hardneg.core.runner.stage import Run, Stage, Unit
+from hardneg.core.schema import outputs
 from hardneg.core.words.vocab import RelationVocab
 from hardneg.generators.paths.annotation_rules import (
     Evidence,

@@ -13,10 +13,7 @@ from hardneg.core.gqa.hygiene import words_digest
 from hardneg.core.gqa.ingest import corpus_vocab
 from hardneg.core.gqa.plausibility import corpus_notes, load_plausibility
 from hardneg.core.plugins import LANGUAGE_BACKENDS
-from hardneg.core.rows import TextNegativeRow
-from hardneg.core.runner.stage import Run, Stage, Unit
-from hardneg.core.schema import outputs
-from hardneg.core.stage_outputs import (
+from hardneg.core.rows import (
     HYGIENE_GRAPHS,
     LANGUAGE_NEGATIVES,
     LANGUAGE_POSITIVES,
@@ -24,7 +21,10 @@ from hardneg.core.stage_outputs import (
     PLAUSIBILITY_COUNTS,
     PLAUSIBILITY_PRIOR,
     SELECT_KEPT,
+    TextNegativeRow,
 )
+from hardneg.core.runner.stage import Run, Stage, Unit
+from hardneg.core.schema import outputs
 from hardneg.core.words.vocab import Lexicon
 from hardneg.generators.paths.stage import PathResources
 from hardneg.generators.paths.targets import RENDERER_CONFIG, RENDERER_DATA

@@ -7,8 +7,8 @@ from collections import Counter
 
 from hardneg.core.config_exports import ExportOptions
 from hardneg.core.plugins import EXPORTS
+from hardneg.core.rows import DECIDED_NEGATIVES, LANGUAGE_NEGATIVES
 from hardneg.core.runner.stage import Unit
-from hardneg.core.stage_outputs import DECIDED_NEGATIVES, LANGUAGE_NEGATIVES
 from hardneg.exports.base import ExportStage
 from hardneg.exports.common import ExportFolder, kept_positives
 
