@@ -5,7 +5,8 @@ Each is an `ExportStage` registered under its name (`@EXPORTS.add("tricd", order
 its stage name, its config section (`exports.<name>`, validated by its `Options` when it has any) and, when
 it has a `title`, its output folder `RUN/<name>/`, whose `summary.json` (counts per split) stats.md, the
 dataset card (`exports/shape_stats.py`) and the report (`review/report/exports.py`) show under that title.
-The pipeline runs them in their order, so a stage comes after those it reads:
+The runner runs each after the stages it reads (`reads`), and otherwise in their order, which is also where
+their sections go in stats.md and the report:
 
     10 phrases    the noun phrases of each positive (for TRICD)
     20 probe_b    Probe-B's filler images (for the probes)

@@ -3,7 +3,8 @@
     ingest -> hygiene (per shard) -> plausibility -> paths (per shard) -> select -> language (per shard)
            -> images, pixels (per shard) -> filters (per shard) -> refine -> decide -> write -> exports -> report
 
-A module of its own, importing only the stages: the pipeline (`flows/pipeline.py`) and the workers that
+The runner runs each stage after those it reads, wherever it is listed (`core/runner/waves.py`), and otherwise
+in this order. A module of its own, importing only the stages: the pipeline (`flows/pipeline.py`) and the workers that
 run one unit wherever they are (`flows/runners.py`) both read it, and neither imports the other for it.
 """
 

@@ -189,11 +189,30 @@ def test_undeclared_reads_are_refused(tmp_path):
         run_all(tmp_path, RunConfig(shard_size=2), (Source(), Double(), Sneaky()))
 
 
-def test_stage_order_and_names_are_checked():
-    with pytest.raises(ValueError, match="reads 'double', which is not an earlier stage"):
-        Run(Path("/nowhere"), RunConfig(), (Source(), Total(), Double()))
+def test_stages_run_after_what_they_read_and_names_are_checked():
+    """A stage listed before one it reads runs after it; otherwise the order given (a stage that reads every
+    earlier stage stays after them). A read of no stage of the run, a ring of reads, two stages of one name
+    are errors."""
+    assert Run(Path("/nowhere"), RunConfig(), (Source(), Total(), Double())).order == ["source", "double", "total"]
+    assert Run(Path("/nowhere"), RunConfig(), (Total(), Double(), Source())).order == ["source", "double", "total"]
+    assert Run(Path("/nowhere"), RunConfig(), (Source(), Triple(), Double())).order == ["source", "triple", "double"]
+    with pytest.raises(ValueError, match="stage total reads 'double', which is not a stage of the run"):
+        Run(Path("/nowhere"), RunConfig(), (Source(), Total()))
+    ring = type("Ring", (Double,), {"name": "ring", "reads": ("total",)})
+    loop = type("Loop", (Total,), {"reads": ("ring",)})
+    with pytest.raises(ValueError, match="stages ring, total read each other"):
+        Run(Path("/nowhere"), RunConfig(), (Source(), ring(), loop()))
     with pytest.raises(ValueError, match="two stages share a name"):
         Run(Path("/nowhere"), RunConfig(), (Source(), Source()))
+    from hardneg.flows.stages import STAGES as PIPELINE
+
+    assert Run(Path("/nowhere"), RunConfig(), PIPELINE).order == [s.name for s in PIPELINE]  # listed in order
+    shuffled = (*PIPELINE[-3:-1], *PIPELINE[:-3], PIPELINE[-1])  # two exports first: each still after its reads
+    order = Run(Path("/nowhere"), RunConfig(), shuffled).order
+    pipeline = Run(Path("/nowhere"), RunConfig(), PIPELINE)
+    assert all(
+        order.index(r) < order.index(n) for n in order for r in pipeline.reads[n] if n not in ("write", "report")
+    )
 
 
 def test_temp_files_of_an_interrupted_write_are_cleaned_on_open(tmp_path):

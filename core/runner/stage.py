@@ -63,7 +63,7 @@ from hardneg.core.runner.progress import Progress
 from hardneg.core.runner.publish import open_transaction
 from hardneg.core.runner.reasons import reason_counts
 from hardneg.core.runner.unit import ALL, Unit
-from hardneg.core.runner.waves import interleaved, waves
+from hardneg.core.runner.waves import in_read_order, interleaved, waves
 from hardneg.core.schema import outputs
 
 log = logging.getLogger("hardneg")
@@ -143,14 +143,11 @@ class Run(StageOutputs):
         self.frozen_inputs = frozen_inputs
         self._stale: dict[str, str | None] = {}
         self.progress = progress or Progress()  # told of stages opening, units done, closing
-        self.order = [s.name for s in stages]
         if len(self.stages) != len(stages):
             raise ValueError("two stages share a name")
-        self.reads: dict[str, tuple[str, ...]] = {}
-        for i, s in enumerate(stages):
-            if unknown := [r for r in s.reads if r not in self.order[:i]]:
-                raise ValueError(f"stage {s.name} reads {unknown[0]!r}, which is not an earlier stage")
-            self.reads[s.name] = tuple(self.order[:i]) if s.reads_all else s.reads
+        stages = in_read_order(stages)  # each after what it reads (`core/runner/waves.py`)
+        self.order = [s.name for s in stages]
+        self.reads = {s.name: tuple(self.order[:i]) if s.reads_all else s.reads for i, s in enumerate(stages)}
         self._config_fps: dict[str, str] = {}
         self._views: dict[str, ConfigView] = {}
         self._seen: dict[str, SeenBy] = {}

@@ -1,10 +1,34 @@
-"""How a run's stages go to the worker pool: in waves of stages that may run at once, and in which order a
-wave's units go."""
+"""In which order a run's stages run (each after what it reads), and how they go to the worker pool: in waves
+of stages that may run at once, and in which order a wave's units go."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from itertools import zip_longest
 from typing import Any
+
+
+def in_read_order(stages: Sequence[Any]) -> list[Any]:
+    """The stages, each after every stage it reads and otherwise in the order given (a stable topological
+    sort: of the stages whose reads are all placed, the first given goes next), so a stage listed before one
+    it reads runs after it; a stage that reads every earlier stage (`reads_all`: the write stage, the report)
+    comes after every stage given before it. Reading no stage of the run, or stages that read each other in
+    a ring, is an error that names them."""
+    names = [s.name for s in stages]
+    needs = {s.name: set(names[:i]) if s.reads_all else set(s.reads) for i, s in enumerate(stages)}
+    for s in stages:
+        if unknown := sorted(needs[s.name] - set(names)):
+            raise ValueError(f"stage {s.name} reads {unknown[0]!r}, which is not a stage of the run")
+    out: list[Any] = []
+    placed: set[str] = set()
+    while len(out) < len(stages):
+        ready = next((s for s in stages if s.name not in placed and needs[s.name] <= placed), None)
+        if ready is None:
+            left = ", ".join(s.name for s in stages if s.name not in placed)
+            raise ValueError(f"stages {left} read each other: no order runs each after what it reads")
+        out.append(ready)
+        placed.add(ready.name)
+    return out
 
 
 def interleaved(names: list[str], units: dict[str, list[str]]) -> list[tuple[str, str]]:
