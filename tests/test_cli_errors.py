@@ -192,7 +192,17 @@ def test_a_bug_shows_its_traceback_and_exit_1_while_a_user_error_stays_one_line(
 def test_a_stopped_run_says_how_to_resume_and_resumes(tmp_path: Path, sig: int, status: int, how: str):
     """Failed before: SIGTERM ended a run without a word, and Ctrl+C printed Python's traceback."""
     out = tmp_path / "run"
-    cmd = [str(Path(sys.executable).parent / "hardneg"), "run", "--no-prefect", "--output", str(out)]
+    small = "demo: {n_scenes: 8}\nshard_size: 4\nfilters: {scorers: {seam: {}}}\n"  # seconds, not half a minute
+    (tmp_path / "small.yaml").write_text(small)
+    cmd = [
+        str(Path(sys.executable).parent / "hardneg"),
+        "run",
+        "--no-prefect",
+        "--config",
+        "small.yaml",
+        "--output",
+        str(out),
+    ]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     p = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert p.stderr is not None
