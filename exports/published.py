@@ -139,7 +139,7 @@ class SplitFiles:
 
     def add(self, r: Published) -> None:
         if isinstance(r, PublishedPositive):
-            self.positive_files[r.split].write(r.to_row())
+            self.positive_files[r.split].write(as_row(r))
             self.positives[(r.split, r.tuple_type, r.level)] += 1
         else:
             self.negative_files[r.split].write(as_row(r))

@@ -289,6 +289,9 @@ def test_a_kind_the_upstream_stage_does_not_write_is_refused_naming_what_it_writ
     run = run_all(tmp_path, RunConfig(shard_size=2), (Source(), Reads(record=Value)))
     with pytest.raises(RuntimeError, match="'item' of stage source, which does not write it"):
         list(run.read_all("source", "item"))
+    with pytest.raises(RuntimeError, match="source's 'items' is read as Sum, but written as Value"):
+        list(run.records_all(Output("source", "items", Sum)))
+    assert [r.v for r in run.records_all(ITEMS)] == list(range(6))
 
 
 def test_a_write_of_an_undeclared_kind_or_a_row_missing_a_field_is_refused(tmp_path):
