@@ -36,6 +36,7 @@ from hardneg.core.runner.stage import Unit
 from hardneg.core.schema import as_row
 from hardneg.core.splits import SPLITS, split_of
 from hardneg.exports.coco import CocoWriter
+from hardneg.exports.common import KeptPositive
 from hardneg.exports.dataset import source_dir
 from hardneg.exports.stats import gist
 
@@ -43,19 +44,14 @@ Json = dict[str, Any]
 
 
 @dataclass(slots=True, kw_only=True)
-class PublishedPositive(PositiveRow):
-    """A positive as `positive.json` holds it: with the decide stage's scores and risk reasons where it
-    scored the positive (e.g. the detector's; `scores` empty: none, and the row has no `scores`)."""
+class PublishedPositive(KeptPositive):
+    """A positive as `positive.json` holds it: a kept positive in its split, with the decide stage's scores
+    and risk reasons where it scored the positive (e.g. the detector's; `scores` empty: the row has none)."""
 
-    split: str
     scores: dict[str, float] = field(default_factory=dict)
 
     def to_row(self) -> Json:
-        out = PositiveRow.to_row(self)
-        if self.scores:
-            out["scores"] = self.scores
-        out["split"] = self.split
-        return out
+        return _in_split(PositiveRow.to_row(self), self.scores, self.split)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -66,11 +62,15 @@ class PublishedTextNegative(TextNegativeRow):
     scores: dict[str, float] | None = None
 
     def to_row(self) -> Json:
-        out = TextNegativeRow.to_row(self)
-        if self.scores:
-            out["scores"] = self.scores
-        out["split"] = self.split
-        return out
+        return _in_split(TextNegativeRow.to_row(self), self.scores, self.split)
+
+
+def _in_split(row: Json, scores: dict[str, float] | None, split: str) -> Json:
+    """A sample's row as its split file holds it: its scores, where it has any, then its split."""
+    if scores:
+        row["scores"] = scores
+    row["split"] = split
+    return row
 
 
 @dataclass(slots=True, kw_only=True)
