@@ -3,25 +3,28 @@ ties by image and object id, as if every candidate were sorted (the stage keeps 
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import orjson
 
 from hardneg.core.config import load_config
+from hardneg.core.gqa.run_inputs import prepare_run
 from hardneg.core.rows import HYGIENE_GRAPHS
 from hardneg.core.runner.stage import Run
 from hardneg.core.words.table import Words
 from hardneg.flows.pipeline import STAGES
 from hardneg.generators.paths.stage import box_reason
-from tests.runs import shared_run
 
 
 def test_donors_are_the_largest_boxes_of_each_name_as_a_full_sort_finds_them(tmp_path: Path):
+    """The demo world's cleaned graphs (the ingest and hygiene stages alone) and the images stage's
+    preparation, which picks the donors from them."""
     root = tmp_path / "run"
-    shutil.copytree(shared_run({}), root)
     cfg = load_config(None, {"images": {"donors_per_name": 2}})
+    prepare_run(cfg, root)
     run = Run(root, cfg, STAGES)
+    for name in ("ingest", "hygiene"):
+        run.run_stage(name)
     run.stages["images"].prepare(run, tmp_path)
     got = orjson.loads((tmp_path / "donors.json").read_bytes())
 

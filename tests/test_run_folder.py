@@ -12,10 +12,13 @@ import pytest
 from hardneg.core.config import load_config
 from hardneg.core.executor import GraphIndex, execute
 from hardneg.core.gqa.loader import load_graphs
+from hardneg.core.gqa.run_inputs import prepare_run
 from hardneg.core.records import PathNode
+from hardneg.core.rows import PATHS_POSITIVES, SELECT_KEPT
+from hardneg.core.runner.stage import Run
 from hardneg.core.splits import SPLITS
 from hardneg.core.words.attribute_table import AttributeTable
-from hardneg.flows.pipeline import run_local
+from hardneg.flows.pipeline import STAGES, run_local
 from hardneg.generators.paths.stage import path_level, path_type
 from tests.runs import NO_IMAGES, shared_run
 
@@ -192,11 +195,23 @@ def test_same_seed_gives_byte_identical_splits(demo_run: Path, tmp_path: Path):
 
 
 def test_another_seed_changes_the_selection(demo_run: Path, tmp_path: Path):
+    """The run resumed with another seed up to the select stage keeps other expressions (ids aside: they
+    are seeded too)."""
     other = tmp_path / "seed7"
-    run_local(load_config(None, {**NO_IMAGES, "seed": 7}), other)
-    a = {r["id"] for r in _positives(demo_run)}
-    b = {r["id"] for r in _positives(other)}
-    assert a != b
+    shutil.copytree(demo_run, other)
+    cfg = load_config(None, {**NO_IMAGES, "seed": 7})
+    upto = STAGES[: [s.name for s in STAGES].index("select") + 1]
+    prepare_run(cfg, other)
+    run = Run(other, cfg, upto)
+    for name in run.order:
+        run.run_stage(name)
+
+    def kept(run: Run) -> set[tuple[str, str]]:
+        ids = {r.id for r in run.records_all(SELECT_KEPT)}
+        return {(p.image_id, p.expression) for p in run.records_all(PATHS_POSITIVES) if p.id in ids}
+
+    a, b = kept(Run(demo_run, load_config(None, NO_IMAGES), upto)), kept(Run(other, cfg, upto))
+    assert a and b and a != b
 
 
 def test_rerun_resumes_without_redoing_or_duplicating(demo_run: Path, tmp_path: Path):
