@@ -13,17 +13,19 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from hardneg.core.config import RunConfig, apply_overrides
 from hardneg.core.config_files import leaf_keys
 from hardneg.core.errors import ConfigError, HardnegError
 from hardneg.core.gqa.run_inputs import prepare_run
+from hardneg.core.rows import NegativeDecisionRow, PositiveDecisionRow
 from hardneg.core.runner.folder import removed_on_bad_input, stored_config
 from hardneg.core.runner.lock import RunLock
 from hardneg.core.runner.progress import Progress
 from hardneg.core.runner.publish import publishing, rollback
 from hardneg.core.runner.stage import SUMMARY, Run
+from hardneg.core.schema import Output
 from hardneg.core.secrets import scrub_for
 from hardneg.exports.finecops import publishable, read_manifest
 from hardneg.exports.published import kept_digest
@@ -32,6 +34,8 @@ from hardneg.flows.request import check_request
 from hardneg.flows.resplit_guard import keep_if_refused, refuse_emptying
 from hardneg.flows.runners import Pool, unit_pool
 from hardneg.flows.stages import STAGES, stages  # noqa: F401  (stages: for code that registers an export later)
+
+R = TypeVar("R")
 
 
 def plan(cfg: RunConfig, root: Path, frozen_inputs: bool = False) -> Run:
@@ -162,9 +166,8 @@ def _resplit(root: Path, cfg: RunConfig, force: bool, progress: Progress | None)
             if not force:
                 refuse_emptying(run, first, before)
             later_keys = {k for name in rest for k in run.stages[name].config}
-            kept = kept_digest(
-                run.records_all(first, "positives"), run.records_all(first, "negatives"), run.summary(first)["meta"]
-            )
+            positives, negatives = _decisions(run, first)
+            kept = kept_digest(run.records_all(positives), run.records_all(negatives), run.summary(first)["meta"])
             if kept == published and not [c for c in changed if _under(c[0], later_keys)]:
                 raise _NothingChanged
     except _NothingChanged:
@@ -173,6 +176,20 @@ def _resplit(root: Path, cfg: RunConfig, force: bool, progress: Progress | None)
         for name in rest:
             run.run_stage(name)
     return SplitOutcome(read_manifest(root), changed)
+
+
+def _decisions(run: Run, name: str) -> tuple[Output[PositiveDecisionRow], Output[NegativeDecisionRow]]:
+    """The decision stage `name`'s outputs of decided positives and of decided negatives, found by their
+    record types (a decision stage writes one of each)."""
+    writes = run.stages[name].writes
+
+    def one(record: type[R]) -> Output[R]:
+        kinds = [kind for kind, r in writes.items() if r is record]
+        if len(kinds) != 1:
+            raise TypeError(f"the decision stage {name} writes {len(kinds)} outputs of {record.__name__}, not one")
+        return Output(name, kinds[0], record)
+
+    return one(PositiveDecisionRow), one(NegativeDecisionRow)
 
 
 def _published_kept(run: Run) -> str | None:

@@ -340,6 +340,27 @@ def test_every_output_has_one_handle_of_the_type_its_stage_writes():
         outputs(ITEMS, DOUBLED)
 
 
+def test_a_resplit_reads_the_decision_stage_by_the_record_types_it_writes():
+    """`hardneg split` compares what the first decision stage decides with what was published: it finds
+    that stage's decided positives and negatives by their record types, and a decision stage that writes
+    no single output of each is an error naming it."""
+    from hardneg.core.rows import DECIDED_NEGATIVES, DECIDED_POSITIVES, PositiveDecisionRow
+    from hardneg.flows.pipeline import _decisions
+    from hardneg.flows.stages import STAGES as PIPELINE
+
+    run = Run(Path("/nonexistent"), RunConfig(), PIPELINE)
+    assert _decisions(run, "decide") == (DECIDED_POSITIVES, DECIDED_NEGATIVES)
+
+    class TwoOfPositives(Stage):
+        name = "doubled_decide"
+        decision = True
+        writes = outputs({"kept": PositiveDecisionRow, "also": PositiveDecisionRow})
+
+    odd = Run(Path("/nonexistent"), RunConfig(), (TwoOfPositives(),))
+    with pytest.raises(TypeError, match="doubled_decide writes 2 outputs of PositiveDecisionRow, not one"):
+        _decisions(odd, "doubled_decide")
+
+
 def test_waves_group_stages_that_read_none_of_each_other():
     run = Run(Path("/nonexistent"), RunConfig(), (Source(), Double(), Triple(), Total()))
     assert run.waves() == [["source"], ["double", "triple"], ["total"]]
