@@ -153,10 +153,3 @@ class ExportFolder:
 
     def write_summary(self, summary: dict[str, Any]) -> None:
         write_json(self.dir / "summary.json", summary)
-
-
-def by_split(rows: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    out: dict[str, list[dict[str, Any]]] = {s: [] for s in SPLITS}
-    for r in rows:
-        out.setdefault(r["split"], []).append(r)
-    return out

@@ -124,7 +124,7 @@ def test_a_truncated_jpeg_is_rejected(tmp_path: Path):
     assert "missing" in (check_image(tmp_path, SceneGraph("4", 128, 96, {})) or "")
 
 
-class _Unanswerable(SiteSearch):
+class _Unanswerable(SiteSearch[SearchState]):
     """Every replace request fails: each site tried leaves one reject."""
 
     def request(self, st: SearchState, site: Site) -> ReplaceRequest:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import random
 import shutil
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -49,7 +50,7 @@ from hardneg.core.splits import split_of
 from hardneg.core.words.table import Words
 from hardneg.exports.base import ExportStage
 from hardneg.exports.common import noun_phrase
-from hardneg.exports.rows import PROBE_B_GROUPS
+from hardneg.exports.rows import PROBE_B_GROUPS, ProbeBGroupRow
 from hardneg.generators.paths.targets import RENDERER_CONFIG, RENDERER_DATA, PathResources, target_reason
 
 VERSION = f"probe_b@v2+{CERTIFIER}"  # v2: the filler scene's names in the row
@@ -116,6 +117,16 @@ Filler = Literal["black", "gray", "noise", "scene"]
 FILLERS: tuple[str, ...] = ("black", "gray", "noise", "scene")
 
 
+@dataclass(slots=True)
+class FillerScene:
+    """An image whose region `rect` (x, y, w, h) no object box touches, as a filler for other images of its
+    split, with the names of the objects whose boxes reach into it (stored in `scenes.json`)."""
+
+    image_id: str
+    rect: list[int]
+    names: list[str]
+
+
 class ProbeBExport(ExportOptions):
     """Probe-B: backgrounds replaced by fillers (BMR keeps every object, BR only the target)."""
 
@@ -164,7 +175,7 @@ class ProbeBStage(ExportStage):
             return  # no group is made without the photos: no filler is needed (every unit counts its images skipped)
         cfg, words = run.cfg, Words.load()
         max_area = cfg.targets.max_area_frac
-        scenes: dict[str, list[dict[str, Any]]] = {}
+        scenes: dict[str, list[FillerScene]] = {}
         for row in run.records_all(HYGIENE_GRAPHS):
             split = split_of(row.image_id, cfg.splits)
             if split not in cfg.exports.probe_b.splits:
@@ -174,15 +185,15 @@ class ProbeBStage(ExportStage):
             rect = empty_rect(g, boxes) if boxes else None
             if rect is not None:  # what the filler shows: the objects whose boxes reach into the region
                 names = sorted({o.name for o in g.objects.values() if _meets(o.box, rect)})
-                scenes.setdefault(split, []).append({"image_id": g.image_id, "rect": list(rect), "names": names})
-        write_json(scenes_file, scenes, indent=False)
+                scenes.setdefault(split, []).append(FillerScene(g.image_id, list(rect), names))
+        write_json(scenes_file, {split: [asdict(s) for s in found] for split, found in scenes.items()}, indent=False)
 
     def run(self, unit: Unit) -> None:
         cfg, opts = unit.cfg, unit.cfg.exports.probe_b
         images = unit.images
         rows_in = unit.records(HYGIENE_GRAPHS)
         mine = (r for r in rows_in if split_of(r.image_id, cfg.splits) in opts.splits)
-        rows: list[dict[str, Any]] = []
+        rows: list[ProbeBGroupRow] = []
         if not opts.enabled or images is None:  # counted, not built into graphs: no group is made
             unit.items_in = sum(1 for _ in mine)
             unit.stats["skipped_no_images" if images is None else "skipped_disabled"] += unit.items_in
@@ -214,7 +225,8 @@ class GroupMaker:
         self.cert = Certifier(self.words, self.res.table)
         counts = Counts.from_rows(unit.read_all(PLAUSIBILITY_COUNTS))
         self.common = [n for n, _ in sorted(counts.names.items(), key=lambda x: (-x[1], x[0])) if self._usable(n)]
-        self.scenes = orjson.loads((unit.dir / "scenes.json").read_bytes())
+        stored = orjson.loads((unit.dir / "scenes.json").read_bytes())
+        self.scenes = {split: [FillerScene(**s) for s in found] for split, found in stored.items()}
         self.out = unit.root / GENERATED
 
     def _usable(self, name: str) -> bool:
@@ -224,7 +236,7 @@ class GroupMaker:
         self.unit.stats[f"skipped:{why.split(':')[0]}"] += 1
         self.unit.reject(Reject("probe_b", why, g.image_id))
 
-    def group(self, g: SceneGraph) -> dict[str, Any] | None:
+    def group(self, g: SceneGraph) -> ProbeBGroupRow | None:
         cfg, opts, seed = self.cfg, self.opts, self.cfg.seed
         objects = [o for o in g.objects.values() if is_object(o, g, self.words, cfg.targets.max_area_frac)]
         targets = [o for o in objects if target_reason(o, g, cfg, self.res) is None and self._alone(o, objects)]
@@ -234,9 +246,9 @@ class GroupMaker:
         pick = random.Random(keyed_seed(seed, "probe_b", g.image_id))
         target = sorted(targets, key=lambda o: o.id)[pick.randrange(len(targets))]
         split = split_of(g.image_id, cfg.splits)
-        pool = [s for s in self.scenes.get(split, []) if s["image_id"] != g.image_id]
+        pool = [s for s in self.scenes.get(split, []) if s.image_id != g.image_id]
         scene = pool[random.Random(keyed_seed(seed, "scene", g.image_id)).randrange(len(pool))] if pool else None
-        banned = {o.name for o in g.objects.values()} | set(scene["names"] if scene else [])
+        banned = {o.name for o in g.objects.values()} | set(scene.names if scene else [])
         absent = [  # no name in either graph (the target's included) is it, a form, a kind, a part or whole of it
             m for m in self.common[:COMMON_NAMES]
             if not any(n == m or self.words.name_relation(n, m) is not None for n in banned)
@@ -250,8 +262,8 @@ class GroupMaker:
                 rgb = np.asarray(im.convert("RGB"))
             scene_rgb = None
             if scene is not None and "scene" in opts.fillers:
-                with Image.open(image_file(self.images, scene["image_id"])) as im:
-                    x, y, w, h = scene["rect"]
+                with Image.open(image_file(self.images, scene.image_id)) as im:
+                    x, y, w, h = scene.rect
                     scene_rgb = np.asarray(im.convert("RGB").crop((x, y, x + w, y + h)))
         except (OSError, SyntaxError, ValueError) as e:
             self._reject(g, f"image unreadable: {e}")
@@ -271,25 +283,25 @@ class GroupMaker:
         gid = content_id("probe_b", g.image_id, target.id)
         for kind in fill:
             self.unit.stats[f"groups:{kind}"] += 1
-        return {
-            "id": gid,
-            "image_id": g.image_id,
-            "split": split,
-            "target": {"object_id": target.id, "name": target.name, "box": list(target.box)},
-            "objects": sorted(masks),
-            "present": sorted({o.name for o in objects}),
-            "absent": absent,
-            "prompts": {
+        return ProbeBGroupRow(
+            id=gid,
+            image_id=g.image_id,
+            split=split,
+            target={"object_id": target.id, "name": target.name, "box": list(target.box)},
+            objects=sorted(masks),
+            present=sorted({o.name for o in objects}),
+            absent=absent,
+            prompts={
                 "target": f"a photo of {noun_phrase(self.words, target.name)}",
                 "absent": [f"a photo of {noun_phrase(self.words, m)}" for m in absent],
             },
-            "images": paths,
-            "fillers": sorted(fill),
-            "background_fraction": round(background, 4),
-            "patch_box": list(patch),
-            "scene_image_id": scene["image_id"] if scene is not None and "scene" in fill else None,
-            "scene_names": scene["names"] if scene is not None and "scene" in fill else [],
-        }
+            images=paths,
+            fillers=sorted(fill),
+            background_fraction=round(background, 4),
+            patch_box=list(patch),
+            scene_image_id=scene.image_id if scene is not None and "scene" in fill else None,
+            scene_names=scene.names if scene is not None and "scene" in fill else [],
+        )
 
     def _alone(self, t: SceneObject, objects: list[SceneObject]) -> bool:
         """No other object's box lies more than `max_overlap` inside the target's, nor the target in it."""

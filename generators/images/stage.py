@@ -59,16 +59,16 @@ from hardneg.generators.images.edits import (
     falsified,
     save_like_source,
 )
-from hardneg.generators.images.types import ImageType, image_type, image_types, off_by_default
+from hardneg.generators.images.types import ImageSearchState, ImageType, image_type, image_types, off_by_default
 from hardneg.generators.paths.stage import PathResources, box_reason, target_reason
 from hardneg.generators.paths.targets import RENDERER_CONFIG, RENDERER_DATA
-from hardneg.generators.text.sites import SearchState, Site, SiteSearch, SiteVocab, enumerate_sites, site_order
+from hardneg.generators.text.sites import Site, SiteSearch, SiteVocab, enumerate_sites, site_order
 from hardneg.generators.text.types import text_type
 
 GENERATOR = "negatives_image@v5"  # v4: objects on it left out, outline judged by edges; v5: its soft rim recoloured too
 
 
-class ImageSearch(SiteSearch):
+class ImageSearch(SiteSearch[ImageSearchState]):
     """Image negatives: a site becomes an `ImageEdit` whose graph change makes the path match nothing."""
 
     stage = "image_negatives"
@@ -82,7 +82,7 @@ class ImageSearch(SiteSearch):
         self.rarity = {n: k.rarity for n, k in self.kinds.items()}
         self._done: dict[tuple[int, Site, str], ImageEdit | None] = {}
 
-    def state(self, positive: PositiveRow, graph: SceneGraph) -> SearchState | None:
+    def state(self, positive: PositiveRow, graph: SceneGraph) -> ImageSearchState | None:
         src = image_file(self.ctx.images_dir, positive.image_id)
         try:
             with Image.open(src) as im:
@@ -104,25 +104,24 @@ class ImageSearch(SiteSearch):
         shared = enumerate_sites(path, self.vocab, objects)
         sites = [s for kind in self.kinds.values() for s in kind.sites(shared, path, objects)]
         todo = site_order(positive.id, self.ctx.seed, "image-negatives", sites, self.ctx.types, self.rarity)
-        extra = {"graph": graph, "image": image, "quant": quant, "objects": objects, "chosen": []}
-        return SearchState(positive, path, iter(todo), extra=extra)
+        return ImageSearchState(positive, path, iter(todo), graph=graph, image=image, quant=quant, objects=objects)
 
-    def _choose(self, st: SearchState, edit: ImageEdit) -> None:
-        st.extra["chosen"].append(edit)
+    def _choose(self, st: ImageSearchState, edit: ImageEdit) -> None:
+        st.chosen.append(edit)
         st.made += 1
         self.kinds[edit.site.negative_type].chosen(st, edit)
 
-    def _refuse(self, st: SearchState, site: Site, why: str, **detail: Any) -> bool:
+    def _refuse(self, st: ImageSearchState, site: Site, why: str, **detail: Any) -> bool:
         self.stats[f"refused:{site.negative_type}"] += 1
         where = {**site.where(), **detail}
         self.rejects.append(Reject(self.stage, why, st.positive.image_id, st.positive.id, detail=where))
         return False
 
-    def certified(self, st: SearchState, edit: ImageEdit | None) -> bool:
+    def certified(self, st: ImageSearchState, edit: ImageEdit | None) -> bool:
         """Whether the edited picture certainly makes the positive's path false (a refusal is logged)."""
         if edit is None:
             return False
-        why = falsified(st.path, st.extra["graph"], edit.edit, self.ctx.certifier)
+        why = falsified(st.path, st.graph, edit.edit, self.ctx.certifier)
         if why is None:
             return True
         self.stats[f"uncertified:{edit.site.negative_type}"] += 1
@@ -136,31 +135,31 @@ class ImageSearch(SiteSearch):
     def needs_word(self, site: Site) -> bool:
         return self.kinds[site.negative_type].needs_word
 
-    def direct(self, st: SearchState, site: Site) -> bool:
-        objects = st.extra["objects"]
+    def direct(self, st: ImageSearchState, site: Site) -> bool:
+        objects = st.objects
         text_kind = text_type(site.negative_type) if site.negative_type in TEXT_NEGATIVES else None
         if text_kind and (why := text_kind.refusal(site, st.path, self.vocab, objects)):  # the word tables' rules
             return self._refuse(st, site, why)
         kind = self.kinds[site.negative_type]
         if why := kind.refusal(site, objects, st, self.ctx):
             return self._refuse(st, site, why)
-        edit = kind.edit(site, objects, st.extra["image"], self.ctx, st.extra["graph"], self.inpaint)
+        edit = kind.edit(site, objects, st.image, self.ctx, st.graph, self.inpaint)
         if edit is None or not all(self.inpaint.supports(r) for r in edit.regions):
             return False
         for r in edit.regions:
-            if why := backend_refusal(self.inpaint, st.extra["image"], r):
+            if why := backend_refusal(self.inpaint, st.image, r):
                 return self._refuse(st, site, f"{r.op} of {r.box}: {why}")
         if self.certified(st, edit):
             self._choose(st, edit)
             return True
         return False
 
-    def request(self, st: SearchState, site: Site) -> ReplaceRequest | None:
+    def request(self, st: ImageSearchState, site: Site) -> ReplaceRequest | None:
         if (why := self.vocab.crowd_refusal(site, st.path)) is not None:
             self._refuse(st, site, why)
             return None
-        obj = st.extra["objects"][site.nodes[0]]
-        graph = st.extra["graph"]
+        obj = st.objects[site.nodes[0]]
+        graph = st.graph
         kind = self.kinds[site.negative_type]
         options = tuple(
             w for w in kind.options(site, obj, self.ctx) if kind.renderable(site, obj, graph, self.ctx, self.inpaint, w)
@@ -177,17 +176,17 @@ class ImageSearch(SiteSearch):
             5,
         )
 
-    def finished(self, st: SearchState, site: Site, word: str) -> ImageEdit | None:
+    def finished(self, st: ImageSearchState, site: Site, word: str) -> ImageEdit | None:
         """The edit for `word` when it is renderable and makes the path match nothing; each (site, word)
         is built once, since validation and the answer loop ask about the same words."""
         key = (st.positive.id, site, word)
         if key not in self._done:
-            obj = st.extra["objects"][site.nodes[0]]
+            obj = st.objects[site.nodes[0]]
             kind = self.kinds[site.negative_type]
             done = None
             if word in kind.options(site, obj, self.ctx):
                 try:
-                    done = kind.edit_with(site, obj, st.extra["graph"], self.ctx, self.inpaint, word, st.extra["image"])
+                    done = kind.edit_with(site, obj, st.graph, self.ctx, self.inpaint, word, st.image)
                 except (DonorUnreadable, PasteRefused) as e:
                     self.stats["donor_unreadable" if isinstance(e, DonorUnreadable) else "paste_refused"] += 1
                     detail = {**site.where(), "word": word}
@@ -195,12 +194,12 @@ class ImageSearch(SiteSearch):
             self._done[key] = done if self.certified(st, done) else None
         return self._done[key]
 
-    def check(self, st: SearchState, site: Site, values: tuple[str, ...]) -> str | None:
+    def check(self, st: ImageSearchState, site: Site, values: tuple[str, ...]) -> str | None:
         if any(self.finished(st, site, v) for v in values):
             return None
         return f"no renderable replacement that makes the path match nothing ({', '.join(values)})"
 
-    def accept(self, st: SearchState, site: Site, values: tuple[str, ...]) -> bool:
+    def accept(self, st: ImageSearchState, site: Site, values: tuple[str, ...]) -> bool:
         done = next((d for v in values if (d := self.finished(st, site, v))), None)
         if done is None:
             return False
@@ -220,13 +219,13 @@ def make_image_negatives(
     states = [st for p in positives if (st := search.state(p, graphs[p.image_id])) is not None]
     search.run(states)
     stats = search.stats
-    jobs: list[tuple[SearchState, ImageEdit, InpaintJob | None, int]] = []
+    jobs: list[tuple[ImageSearchState, ImageEdit, InpaintJob | None, int]] = []
     for st in states:
-        for edit in st.extra["chosen"]:
+        for edit in st.chosen:
             nid = ImageNegativeRow.make_id(st.positive.id, edit.site.negative_type, edit.edit)
             job = None
             if search.kinds[edit.site.negative_type].painted:
-                job = InpaintJob(str(nid), st.extra["image"], edit.regions, ctx.candidates, ctx.seed)
+                job = InpaintJob(str(nid), st.image, edit.regions, ctx.candidates, ctx.seed)
             jobs.append((st, edit, job, nid))
     ctx.out_dir.mkdir(parents=True, exist_ok=True)
     records: list[ImageNegativeRow] = []
@@ -243,13 +242,13 @@ def make_image_negatives(
     for st, edit, job, nid in jobs:
         if job is None:  # a kind that makes its own picture (a flip: the mirrored source) has it as the one candidate
             kind = search.kinds[edit.site.negative_type]
-            records.append(_write(st, edit, kind, nid, [kind.picture(st.extra["image"])], ctx, kind.name, stats))
+            records.append(_write(st, edit, kind, nid, [kind.picture(st.image)], ctx, kind.name, stats))
     records.sort(key=lambda r: (r.source_image_id, r.id))
     return records, search.rejects, stats
 
 
 def _write(
-    st: SearchState,
+    st: ImageSearchState,
     edit: ImageEdit,
     kind: ImageType,
     nid: int,
@@ -263,9 +262,9 @@ def _write(
     files = []
     for k, im in enumerate(cands):
         name = f"{safe_name(p.image_id)}_{nid:x}_{k}.jpg"  # any id, a plain bounded name inside images/
-        save_like_source(im, ctx.out_dir / name, st.extra["quant"])
+        save_like_source(im, ctx.out_dir / name, st.quant)
         files.append(f"images/{name}")
-    box = list(st.extra["graph"].objects[st.path.id].box)
+    box = list(st.graph.objects[st.path.id].box)
     site = edit.site
     stats[f"made:{site.negative_type}:L{site.level}"] += 1
     stats["candidates_written"] += len(files)

@@ -18,7 +18,8 @@ test (`remove.py` is the worked example).
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING, ClassVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from PIL import Image
 
@@ -45,6 +46,19 @@ if TYPE_CHECKING:
     from hardneg.core.config import RunConfig
 
 
+@dataclass(slots=True, kw_only=True)
+class ImageSearchState(SearchState):
+    """One positive's walk through its image sites, with what the image search needs: its graph, its photo
+    (RGB, and the source JPEG's quantisation to save edits like it), the path nodes' editable objects and
+    the edits chosen so far."""
+
+    graph: SceneGraph
+    image: Image.Image
+    quant: tuple[Any, Any]
+    objects: list[SceneObject | None]
+    chosen: list[ImageEdit] = field(default_factory=list)
+
+
 class ImageType:
     """One kind of negative image; a search makes one instance of each kind it makes (a kind may keep count)."""
 
@@ -68,9 +82,11 @@ class ImageType:
         objects (None: not editable). The built-in kinds pick theirs from `shared`."""
         return [s for s in shared if s.negative_type == self.name]
 
-    def refusal(self, site: Site, objects: list[SceneObject | None], st: SearchState, ctx: ImageContext) -> str | None:
+    def refusal(
+        self, site: Site, objects: list[SceneObject | None], st: ImageSearchState, ctx: ImageContext
+    ) -> str | None:
         """Why this kind makes no edit at a site that needs no word, beyond the word tables' rules (None: it
-        may try). `st.extra` holds the source `graph` and `image`."""
+        may try). `st` holds the source `graph` and `image`."""
         return None
 
     def edit(
@@ -110,7 +126,7 @@ class ImageType:
         region on it before painting, `image_edits.PasteRefused`)."""
         return None
 
-    def chosen(self, st: SearchState, edit: ImageEdit) -> None:
+    def chosen(self, st: ImageSearchState, edit: ImageEdit) -> None:
         """An edit of this kind was chosen for a positive (a kind with a quota counts it)."""
 
     def target_box(self, box: list[int], width: int) -> list[int]:
@@ -179,7 +195,9 @@ class SwapObject(ImageType):
     in_paper = True
     offline = PASTE_OFF
 
-    def refusal(self, site: Site, objects: list[SceneObject | None], st: SearchState, ctx: ImageContext) -> str | None:
+    def refusal(
+        self, site: Site, objects: list[SceneObject | None], st: ImageSearchState, ctx: ImageContext
+    ) -> str | None:
         return swap_refusal(*pair(site, objects))
 
     edit = staticmethod(swap_objects_edit)
@@ -218,13 +236,15 @@ class Flip(ImageType):
             return []
         return [Site(self.name, 1 if says_left_right(nodes[0]) else 2, (0,))]
 
-    def refusal(self, site: Site, objects: list[SceneObject | None], st: SearchState, ctx: ImageContext) -> str | None:
+    def refusal(
+        self, site: Site, objects: list[SceneObject | None], st: ImageSearchState, ctx: ImageContext
+    ) -> str | None:
         """Why this positive's photo gets no (further) flip: print in view (a name that carries it, or lines
         of letters in the pixels: generators/images/flip.py), or its quota of flips is taken."""
         image_id = st.positive.image_id
         if image_id not in self.printed:  # one look per photo, however many of its positives ask
-            names = [o.name for o in st.extra["graph"].objects.values()]
-            self.printed[image_id] = print_refusal(st.extra["image"], names, ctx.words)
+            names = [o.name for o in st.graph.objects.values()]
+            self.printed[image_id] = print_refusal(st.image, names, ctx.words)
         if self.printed[image_id] is not None:
             return self.printed[image_id]
         if self.flips[image_id] >= ctx.max_flips_per_image:
@@ -242,7 +262,7 @@ class Flip(ImageType):
     ) -> ImageEdit | None:
         return ImageEdit(site, {"op": "flip"})
 
-    def chosen(self, st: SearchState, edit: ImageEdit) -> None:
+    def chosen(self, st: ImageSearchState, edit: ImageEdit) -> None:
         self.flips[st.positive.image_id] += 1
 
     def target_box(self, box: list[int], width: int) -> list[int]:

@@ -146,7 +146,7 @@ def apply_site(path: PathNode, site: Site, replacement: str | None = None) -> Pa
     return text_type(site.negative_type).apply(path, site, replacement).without_ids()
 
 
-class TextSearch(SiteSearch):
+class TextSearch(SiteSearch[SearchState]):
     """Text negatives: an altered path that matches nothing in the image's graph, in its positive's template."""
 
     stage = "negatives"

@@ -21,7 +21,7 @@ import random
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from hardneg.backends.language import Answer, LanguageBackend, ReplaceRequest
 from hardneg.core.geometry import direction
@@ -253,7 +253,6 @@ class SearchState:
     todo: Iterator[Site]
     made: int = 0
     seen: set[Any] = field(default_factory=set)
-    extra: dict[str, Any] = field(default_factory=dict)  # what a subclass needs (graph, image, ...)
     _bare: PathNode | None = None
 
     @property
@@ -264,9 +263,14 @@ class SearchState:
         return self._bare
 
 
-class SiteSearch:
-    """The rounds loop shared by text and image negatives (see the module docstring). Subclasses
-    implement `direct`, `request`, `check` and `accept`; `stats` and `rejects` collect what happened."""
+S = TypeVar("S", bound=SearchState)
+
+
+class SiteSearch(Generic[S]):
+    """The rounds loop shared by text and image negatives (see the module docstring), over states of type
+    `S` (a subclass of `SearchState` holds what its search needs: the image search's the graph and photo).
+    Subclasses implement `direct`, `request`, `check` and `accept`; `stats` and `rejects` collect what
+    happened."""
 
     stage = "negatives"  # the reject stage name
 
@@ -283,27 +287,27 @@ class SiteSearch:
         """Whether the site is a replacement whose word the language backend chooses."""
         return bool(TEXT_NEGATIVES.get(site.negative_type).needs_word)
 
-    def direct(self, st: SearchState, site: Site) -> bool:
+    def direct(self, st: S, site: Site) -> bool:
         """Try a site that needs no word (a swap, a flip); True when it made a negative."""
         raise NotImplementedError
 
-    def request(self, st: SearchState, site: Site) -> ReplaceRequest | None:
+    def request(self, st: S, site: Site) -> ReplaceRequest | None:
         """The replace request for a site, or None when there is nothing to ask (no candidate word)."""
         raise NotImplementedError
 
-    def check(self, st: SearchState, site: Site, values: tuple[str, ...]) -> str | None:
+    def check(self, st: S, site: Site, values: tuple[str, ...]) -> str | None:
         """None when some value would make a negative, else why none does (the backend may ask again)."""
         raise NotImplementedError
 
-    def accept(self, st: SearchState, site: Site, values: tuple[str, ...]) -> bool:
+    def accept(self, st: S, site: Site, values: tuple[str, ...]) -> bool:
         """Make the negative from the first value that works; False when none does."""
         raise NotImplementedError
 
     # -- the loop ----------------------------------------------------------------------------------
 
-    def run(self, states: list[SearchState]) -> None:
+    def run(self, states: list[S]) -> None:
         for _round in range(self.max_rounds):
-            pending: list[tuple[SearchState, Site, ReplaceRequest]] = []
+            pending: list[tuple[S, Site, ReplaceRequest]] = []
             for st in states:
                 while st.made < self.per_positive:
                     site = next(st.todo, None)
