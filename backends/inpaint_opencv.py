@@ -35,10 +35,9 @@ import numpy as np
 from PIL import Image
 
 from hardneg.backends.inpaint import EditRegion, InpaintJob, Rect
-from hardneg.core.colors import read_colours
 from hardneg.core.errors import MissingDependency
 from hardneg.core.pixels import recolour as dye
-from hardneg.core.pixels.masks import fill_holes, grabcut
+from hardneg.core.pixels.masks import grabcut
 from hardneg.core.pixels.whole import Whole, whole_object
 from hardneg.core.plugins import INPAINT_BACKENDS
 
@@ -71,6 +70,11 @@ def _clip_box(box: tuple[int, int, int, int], width: int, height: int) -> Rect:
     if r.w < 1 or r.h < 1:
         raise ValueError(f"edit box {box} is empty inside the {width}x{height} image")
     return r
+
+
+def _object(src: np.ndarray, region: EditRegion, seed: int, digest: bytes | None) -> tuple[Any, ...]:
+    inside = region.inside if region.op == "recolor" else ()
+    return (digest or hashlib.blake2b(src.data, digest_size=16).digest(), tuple(region.box), seed, inside)
 
 
 def _candidate_seed(seed: int, key: str, k: int) -> int:
@@ -106,11 +110,6 @@ def _feather(mask: np.ndarray, sigma: float) -> np.ndarray:
     return alpha[..., None]
 
 
-def _fill_holes(mask: np.ndarray) -> np.ndarray:
-    """`mask` with every enclosed hole filled (highlights, patterns and outlines inside an object)."""
-    return fill_holes(mask)
-
-
 @INPAINT_BACKENDS.add("opencv", order=10)
 class OpenCVInpainter:
     """Classical edits for FineCops-Ref negative images: GrabCut recolouring, copy-paste
@@ -144,6 +143,7 @@ class OpenCVInpainter:
         self.grabcut_iters = grabcut_iters
         self._wholes: dict[tuple[Any, ...], Whole] = {}
         self._recolours: dict[tuple[Any, ...], str | None] = {}  # (object, old colour, new colour) -> refusal
+        self._last: tuple[Image.Image, np.ndarray, bytes] | None = None  # the photo `refusal` last read
 
     def supports(self, region: EditRegion) -> bool:
         if region.op == "recolor":
@@ -152,14 +152,16 @@ class OpenCVInpainter:
             return region.donor is not None  # copy-paste only: opencv cannot draw "a wooden cup"
         return region.op == "remove"
 
-    def whole(self, src: np.ndarray, region: EditRegion, seed: int = 0) -> Whole:
+    def whole(self, src: np.ndarray, region: EditRegion, seed: int = 0, digest: bytes | None = None) -> Whole:
         """The object's mask in `region`'s box, with its trust (`core.pixels.whole`), kept for the next word."""
-        return self._whole(self._object(src, region, seed), src, region, seed)
+        return self._whole(_object(src, region, seed, digest), src, region, seed)
 
-    @staticmethod
-    def _object(src: np.ndarray, region: EditRegion, seed: int) -> tuple[Any, ...]:
-        inside = region.inside if region.op == "recolor" else ()
-        return (hashlib.blake2b(src.data, digest_size=16).digest(), tuple(region.box), seed, inside)
+    def _photo(self, image: Image.Image) -> tuple[np.ndarray, bytes]:
+        """The photo's RGB pixels and digest, kept while a search asks about one image (many times in a row)."""
+        if self._last is None or self._last[0] is not image:
+            src = np.asarray(image.convert("RGB"))
+            self._last = (image, src, hashlib.blake2b(src.data, digest_size=16).digest())
+        return self._last[1], self._last[2]
 
     def _whole(self, key: tuple[Any, ...], src: np.ndarray, region: EditRegion, seed: int) -> Whole:
         if key not in self._wholes:
@@ -182,13 +184,13 @@ class OpenCVInpainter:
 
         if not self.supports(region):
             return None
-        src = np.asarray(image.convert("RGB"))
+        src, digest = self._photo(image)
         height, width = src.shape[:2]
         box = _clip_box(region.box, width, height)
         if region.op == "recolor":  # a search asks about one object for every colour it tries, often again
-            obj = self._object(src, region, seed)
+            obj = _object(src, region, seed, digest)
             whole = self._whole(obj, src, region, seed)
-            old = region.source_color or _dominant(src, whole)
+            old = region.source_color or whole.dominant(src)
             if old is None:
                 return "its colour cannot be read: the recolour could not be checked"
             if (key := (obj, old, region.color)) not in self._recolours:
@@ -197,7 +199,7 @@ class OpenCVInpainter:
                 self._recolours[key] = dye.refusal(src, whole, old, region.color)  # type: ignore[arg-type]
             return self._recolours[key]
         if region.op == "remove":
-            return removal_refusal(src, self.whole(src, region, seed))
+            return removal_refusal(src, self.whole(src, region, seed, digest))
         margin = max(self.dilate_px + 10, round(0.2 * max(box.w, box.h)))
         win = box.grow(margin, width, height)
         rect = Rect(box.x0 - win.x0, box.y0 - win.y0, box.x1 - win.x0, box.y1 - win.y0)
@@ -259,7 +261,7 @@ class OpenCVInpainter:
                 whole = self.whole(src, region)
                 fg = whole.mask.full(src.shape)[win.slices()]
                 if region.op == "recolor":
-                    old = region.source_color or _dominant(src, whole) or "white"
+                    old = region.source_color or whole.dominant(src) or "white"
             windows.append((win, rect))
             masks.append(fg)
             olds.append(old)
@@ -376,12 +378,6 @@ class OpenCVInpainter:
         padded = cv2.copyMakeBorder(rgb, pad, pad, pad, pad, cv2.BORDER_REPLICATE)
         fg = _grabcut(padded, Rect(pad, pad, pad + w, pad + h), self.grabcut_iters, seed)
         return rgb, fg[pad : pad + h, pad : pad + w] if fg is not None else None
-
-
-def _dominant(src: np.ndarray, whole: Whole) -> str | None:
-    """The colour term most of the object shows (the old colour when the graph names none)."""
-    x0, y0, x1, y1 = whole.mask.box
-    return read_colours(src[y0:y1, x0:x1], whole.mask.mask).dominant
 
 
 def removal_refusal(src: np.ndarray, whole: Whole) -> str | None:

@@ -18,7 +18,8 @@ GRABCUT_ITERS = 5
 def object_mask(rgb: np.ndarray, box: Sequence[int], seed: int, iters: int = GRABCUT_ITERS) -> np.ndarray:
     """A bool mask (image-sized) of the object in `box` (xywh) of the RGB array `rgb`."""
     from hardneg.backends.inpaint import Rect
-    from hardneg.backends.inpaint_opencv import _clip_box, _fill_holes, _grabcut
+    from hardneg.backends.inpaint_opencv import _clip_box, _grabcut
+    from hardneg.core.pixels.masks import fill_holes
 
     height, width = rgb.shape[:2]
     r = _clip_box(tuple(box), width, height)  # type: ignore[arg-type]
@@ -30,7 +31,7 @@ def object_mask(rgb: np.ndarray, box: Sequence[int], seed: int, iters: int = GRA
         fg = np.zeros((win.h, win.w), bool)
         fg[rect.slices()] = True
     out = np.zeros((height, width), bool)
-    out[win.slices()] = _fill_holes(fg)
+    out[win.slices()] = fill_holes(fg)
     return out
 
 

@@ -120,6 +120,20 @@ def test_a_recolour_asked_again_of_one_object_is_judged_once(world, monkeypatch)
     assert OpenCVInpainter().refusal(src, blue) == first[0]  # what a fresh backend says
 
 
+def test_each_photo_asked_about_gets_its_own_verdict(world) -> None:
+    """The backend keeps the last photo it read (a search asks about one photo many times in a row): another
+    photo asked in between, even one like it, is read afresh, and the first one asked again is the first."""
+    graph, obj = find(world, plain_red)
+    src = render_scene(graph)
+    other = src.copy()
+    x, y, w, h = box_of(obj)
+    other.paste((40, 160, 60), (x, y, x + w, y + h))  # the red object is green in this one
+    inp, blue = OpenCVInpainter(), EditRegion(box_of(obj), "recolor", "", "blue", source_color="red")
+    asked = [inp.refusal(im, blue) for im in (src, other, src, other)]
+    assert asked == [OpenCVInpainter().refusal(im, blue) for im in (src, other, src, other)]
+    assert asked[0] != asked[1]
+
+
 def test_recolor_other_parts_keep_their_colour(world: dict[str, dict[str, Any]]) -> None:
     graph, obj = find(world, lambda o: o["name"] == "flower" and "red" in o["attributes"] and o["w"] >= 30)
     src = render_scene(graph)

@@ -90,6 +90,13 @@ class Whole:
             return None
         return "only the centre-seeded cut found it: the mask is what the box centre shows, a guess"
 
+    def dominant(self, rgb: np.ndarray) -> str | None:
+        """The colour term most of the object shows in the photo `rgb` (its old colour when a graph names none)."""
+        from hardneg.core.colors import read_colours
+
+        x0, y0, x1, y1 = self.mask.box
+        return read_colours(rgb[y0:y1, x0:x1], self.mask.mask).dominant
+
 
 def _side_views(rgb: np.ndarray, rect: tuple[int, int, int, int], side: str) -> tuple[np.ndarray, np.ndarray] | None:
     """The box's rows (or columns) at `side`, seen as (mask band index arrays), and the photo beyond it:
