@@ -238,7 +238,6 @@ def test_the_detector_drops_a_positive_whose_twin_nobody_annotated(red_detector:
 
 def test_the_detector_runs_end_to_end_and_the_demo_without_it_says_so(red_detector: Path, tmp_path: Path):
     from hardneg.flows.pipeline import run_local
-
     from tests.runs import small_run
 
     small = {"demo": {"n_scenes": 6}, "images": {"candidates": 1}}
