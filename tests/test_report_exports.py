@@ -10,7 +10,8 @@ from types import SimpleNamespace
 
 import orjson
 
-from hardneg.exports.common import ExportFolder, by_split
+from hardneg.core.splits import SPLITS
+from hardneg.exports.common import ExportFolder
 from hardneg.review.report.exports import _each, _scan, _whole, probes_html, tricd_html
 from hardneg.review.report.gallery import sample
 
@@ -30,6 +31,14 @@ def _tricd_rows(n: int) -> list[dict]:
     return rows
 
 
+def _by_split(rows: list[dict]) -> dict[str, list[dict]]:
+    """The table rows of each split, as an export writes them."""
+    out: dict[str, list[dict]] = {s: [] for s in SPLITS}
+    for r in rows:
+        out[r["split"]].append(r)
+    return out
+
+
 def _drawn_from_everything(rows: list[dict], k: int, seed: int) -> dict[str, list[int]]:
     groups: dict[str, list[dict]] = {}
     for r in rows:
@@ -40,7 +49,7 @@ def _drawn_from_everything(rows: list[dict], k: int, seed: int) -> dict[str, lis
 
 def test_tricd_cards_are_those_drawn_from_every_record(tmp_path: Path):
     rows = _tricd_rows(60)
-    ExportFolder(tmp_path, "tricd").write_tables(by_split(rows))
+    ExportFolder(tmp_path, "tricd").write_tables(_by_split(rows))
     r = SimpleNamespace(run=SimpleNamespace(root=tmp_path), per_group=12, seed=3)
     html = tricd_html(r)
     want = _drawn_from_everything(rows, 3, 3)
@@ -82,8 +91,8 @@ def test_probe_cards_are_drawn_per_kind_from_both_tables(tmp_path: Path):
                "image_id": f"i{i}", "image": None} for i in range(1, 40)]  # fmt: skip
     c_rows = [{"id": i, "split": "val", "kind": "probe_c/object", "prompts": [f"p{i}", f"q{i}"], "swap": "x",
                "image_ids": ["a", "b"], "images": [None, None]} for i in range(100, 130)]  # fmt: skip
-    ExportFolder(tmp_path, "probes").write_tables(by_split(r_rows), "probe_r/")
-    ExportFolder(tmp_path, "probes").write_tables(by_split(c_rows), "probe_c/")
+    ExportFolder(tmp_path, "probes").write_tables(_by_split(r_rows), "probe_r/")
+    ExportFolder(tmp_path, "probes").write_tables(_by_split(c_rows), "probe_c/")
     html = probes_html(SimpleNamespace(run=SimpleNamespace(root=tmp_path), per_group=8, seed=1))
     for kind, rows, text in (("probe_r/subject", r_rows, "yes {}<"), ("probe_c/object", c_rows, "1: p{}<")):
         ids = [x["id"] for x in sample(rows, 2, 1, kind)]
