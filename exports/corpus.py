@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import orjson
 
@@ -301,20 +301,24 @@ class GraphChecks:
 Test = Callable[[SceneGraph, GraphIndex], bool]
 
 
-@dataclass(slots=True, eq=False)
-class Option:
-    """One candidate: its record (made only if it wins) and the tests on graphs it must pass."""
+V = TypeVar("V")
 
-    make: Callable[[], dict[str, Any]]
+
+@dataclass(slots=True, eq=False)
+class Option(Generic[V]):
+    """One candidate: its value (made only if it wins: a probe's row, or an image's id) and the tests on
+    graphs it must pass."""
+
+    make: Callable[[], V]
     tests: list[tuple[str, Test]]
     ok: bool = True
     pending: int = 0
     done: bool = False
-    value: dict[str, Any] | None = None
+    value: V | None = None
 
 
 @dataclass(slots=True, eq=False)
-class Candidates:
+class Candidates(Generic[V]):
     """Options certified in order until `want` pass (a probe in the making, with its fixed fields). The
     winners are the first `want` that pass, as if every option had been certified; options past them are
     never tried. While winners are missing, `window` options (or as many as are missing, if more) are in
@@ -326,18 +330,18 @@ class Candidates:
     want: int = 1
     window: int = 4
     checks: GraphChecks | None = None
-    then: Callable[[Candidates], None] | None = None  # called once when it is decided
-    _source: list[Iterator[Option]] = field(default_factory=list)
-    _started: dict[int, Option] = field(default_factory=dict)  # started and not failed, by position
+    then: Callable[[Candidates[V]], None] | None = None  # called once when it is decided
+    _source: list[Iterator[Option[V]]] = field(default_factory=list)
+    _started: dict[int, Option[V]] = field(default_factory=dict)  # started and not failed, by position
     _next: int = 0  # the position of the next option to start
     _won: int = 0
     _running: int = 0
 
-    def add(self, make: Callable[[], dict[str, Any]], tests: list[tuple[str, Test]] | None = None) -> None:
+    def add(self, make: Callable[[], V], tests: list[tuple[str, Test]] | None = None) -> None:
         """An option; without tests it is certified already (on the positive's own image)."""
         self._source.append(iter((Option(make, tests or []),)))
 
-    def add_all(self, options: Iterable[Option]) -> None:
+    def add_all(self, options: Iterable[Option[V]]) -> None:
         """Options in order, taken from `options` only as they are needed."""
         self._source.append(iter(options))
 
@@ -346,7 +350,7 @@ class Candidates:
         self.checks = checks
         self._fill()
 
-    def _take(self) -> Option | None:
+    def _take(self) -> Option[V] | None:
         while self._source:
             o = next(self._source[0], None)
             if o is not None:
@@ -388,9 +392,9 @@ class Candidates:
     def passed(self) -> int:
         return min(self._won, self.want)
 
-    def won(self) -> list[dict[str, Any]]:
-        """The first `want` certified options, in their order."""
-        out = []
+    def won(self) -> list[V]:
+        """The values of the first `want` certified options, in their order."""
+        out: list[V] = []
         for o in self._started.values():  # in the order they were started, which is theirs
             if o.done and o.ok and len(out) < self.want:
                 if o.value is None:

@@ -178,8 +178,8 @@ class ImageSets:
                 continue
             ranked = self.rank(p)
             test = self.test(p)
-            found = Candidates({}, need, then=partial(self._done, p, edits, len(ranked)))
-            found.add_all(Option(partial(dict, image_id=img), [(img, test)]) for img in ranked)
+            found: Candidates[str] = Candidates({}, need, then=partial(self._done, p, edits, len(ranked)))
+            found.add_all(Option(partial(str, img), [(img, test)]) for img in ranked)
             found.start(self.checks)  # `_done` goes on with the queue once it is decided
             return
         for p, _ in self.queue:
@@ -188,8 +188,8 @@ class ImageSets:
             self.dropped.append((p, "positives_over_image_cap", why))
         self.queue = []
 
-    def _done(self, p: KeptPositive, edits: list[Pair], ranked: int, found: Candidates) -> None:
-        won = [o["image_id"] for o in found.won()]
+    def _done(self, p: KeptPositive, edits: list[Pair], ranked: int, found: Candidates[str]) -> None:
+        won = found.won()
         if len(edits) + len(won) == DISTRACTORS:
             self.made.append(Made(p, edits, won))
         else:

@@ -182,7 +182,7 @@ class TricdStage(ExportStage):
         boxes: dict[int, list[list[list[int]]]] = {}
         sizes: dict[str, Size] = {}  # graph image id -> (width, height); an edit keeps its source's size
         found: dict[int, dict[int, tuple[str, str | None]]] = defaultdict(dict)  # rank -> (image, why not)
-        distractors: dict[int, Candidates] = {}
+        distractors: dict[int, Candidates[str]] = {}
         edit_ok: dict[int, bool] = {}
         todo = []
         for p in positives:
@@ -205,7 +205,7 @@ class TricdStage(ExportStage):
         out: list[TricdPairRow] = []
         for p, _path, ph in todo:
             chosen = [(img, why) for _, (img, why) in sorted(found[p.id].items())]
-            kept = [o["image_id"] for o in distractors[p.id].won()] if p.id in distractors else []
+            kept = distractors[p.id].won() if p.id in distractors else []
             negs = [n for n in edits[p.id] if edit_ok.get(n.id)]
             unit.stats["image_edits_refused"] += len(edits[p.id]) - len(negs)
             if not kept and not negs:
@@ -237,7 +237,7 @@ def _distractors(
     wanted: int,
     found: dict[int, tuple[str, str | None]],
     sizes: dict[str, Size],
-) -> Candidates:
+) -> Candidates[str]:
     """One positive's ranked candidates certified in rank order until `wanted` pass (`Candidates`: the
     first `wanted` certified, as if all were), the verdicts of the first `SHOWN` kept by rank for the rejects."""
     bare = path.without_ids()  # once, not once a candidate
@@ -249,8 +249,8 @@ def _distractors(
             found[rank] = (g.image_id, why)
         return why is None
 
-    out = Candidates({}, wanted)
-    out.add_all(Option(partial(dict, image_id=img), [(img, partial(test, rank))]) for rank, img in enumerate(ranked))
+    out: Candidates[str] = Candidates({}, wanted)
+    out.add_all(Option(partial(str, img), [(img, partial(test, rank))]) for rank, img in enumerate(ranked))
     out.start(checks)
     return out
 
