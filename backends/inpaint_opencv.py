@@ -158,10 +158,11 @@ class OpenCVInpainter:
 
     def _photo(self, image: Image.Image) -> tuple[np.ndarray, bytes]:
         """The photo's RGB pixels and digest, kept while a search asks about one image (many times in a row)."""
-        if self._last is None or self._last[0] is not image:
+        last = self._last  # one read: a thread asking about another photo meanwhile cannot swap it under us
+        if last is None or last[0] is not image:
             src = np.asarray(image.convert("RGB"))
-            self._last = (image, src, hashlib.blake2b(src.data, digest_size=16).digest())
-        return self._last[1], self._last[2]
+            last = self._last = (image, src, hashlib.blake2b(src.data, digest_size=16).digest())
+        return last[1], last[2]
 
     def _whole(self, key: tuple[Any, ...], src: np.ndarray, region: EditRegion, seed: int) -> Whole:
         if key not in self._wholes:
