@@ -23,8 +23,8 @@ pytest.importorskip("prefect_dask")
 
 # Small, sharded (3 shards), every stage running, GPU stages (images, filters) included.
 SMALL = {
-    "demo": {"n_scenes": 6},
-    "shard_size": 2,
+    "demo": {"n_scenes": 10},
+    "shard_size": 4,
     "images": {"candidates": 1, "types": ["replace_object", "swap_object"]},
     "filters": {"scorers": {"seam": {}}},
 }
