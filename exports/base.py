@@ -4,7 +4,7 @@ stage (FineCops-Ref's own layout, `exports/finecops.py`), and the stages they ne
 Each is an `ExportStage` registered under its name (`@EXPORTS.add("tricd", order=30)`), which is at once
 its stage name, its config section (`exports.<name>`, validated by its `Options` when it has any) and, when
 it has a `title`, its output folder `RUN/<name>/`, whose `summary.json` (counts per split) stats.md, the
-dataset card (`exports/shape_stats.py`) and the report (`review/report/exports.py`) show under that title.
+dataset card (`exports/summary.py`) and the report (`review/report/exports.py`) show under that title.
 The runner runs each after the stages it reads (`reads`), and otherwise in their order, which is also where
 their sections go in stats.md and the report:
 

@@ -1,6 +1,6 @@
 """The dataset card, `<run>/README.md`: the YAML header `datasets.load_dataset(run_folder)` reads
 (configs, splits, features, license) and what a reader needs: how the data was made, its statistics,
-its fields and where its images come from. Written by the write stage after `exports/dataset.py`."""
+its fields and where its images come from. Written with the run's statistics (`exports/summary.py`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from typing import Any
 
 import yaml
 
-from hardneg.core.io import atomic_write_bytes
 from hardneg.exports.dataset import COLUMNS, CONFIGS, DATA, IMAGE_COLUMNS
 
 SPLIT_ORDER = ("train", "val", "test")
@@ -94,13 +93,10 @@ def card_header(dataset: dict[str, Any], run_name: str, demo: bool = False) -> d
     }
 
 
-def write_card(root: Path, dataset: dict[str, Any], manifest: dict[str, Any]) -> Path:
+def card(root: Path, dataset: dict[str, Any], manifest: dict[str, Any], stats_md: str) -> str:
+    """The card's text: its YAML header, then how the data was made, `stats_md`, the fields, the images."""
     header = yaml.safe_dump(card_header(dataset, root.name, is_demo(manifest)), sort_keys=False, width=1000)
-    stats_md = (root / "stats.md").read_text() if (root / "stats.md").exists() else ""
-    body = _body(root, dataset, manifest, stats_md)
-    out = root / "README.md"
-    atomic_write_bytes(out, f"---\n{header}---\n\n{body}".encode())
-    return out
+    return f"---\n{header}---\n\n{_body(root, dataset, manifest, stats_md)}"
 
 
 def _body(root: Path, dataset: dict[str, Any], manifest: dict[str, Any], stats_md: str) -> str:

@@ -3,10 +3,12 @@
 Splits by image (`core/splits.py`): positives and their text negatives from the language stage, image
 negatives from the images stage, each kept or dropped by the decide stage (which also picks an image
 negative's candidate); `splits/<split>/{positive,negative,coco}.json`, `rejects.jsonl` (every stage's
-rejects in stage order), `stats.{md,json}`, `manifest.json`, and the Hugging Face dataset (`data/`,
-`README.md`: `exports/dataset.py`). It reruns in seconds (`hardneg split`). The splits, rejects, stats and
-manifest are written beside the old ones and swapped in together when complete (`core/runner/publish.py`), so
-a write that fails half-way leaves the previous outputs whole.
+rejects in stage order), `manifest.json`, and the Hugging Face dataset's `data/` (`exports/dataset.py`).
+It reruns in seconds (`hardneg split`). The splits, rejects and manifest are written beside the old ones and
+swapped in together when complete (`core/runner/publish.py`), so a write that fails half-way leaves the
+previous outputs whole. What it counts (the tables of `stats.md`) and what the dataset card says of `data/`
+it keeps with its summary, for the run's last stage to publish with the exports' counts
+(`exports/summary.py`).
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ from hardneg.core.rows import DECIDED_NEGATIVES, DECIDED_POSITIVES
 from hardneg.core.runner.folder import created_on
 from hardneg.core.runner.publish import begin, publish
 from hardneg.core.runner.stage import Run, Stage, Unit
-from hardneg.exports.card import write_card
 from hardneg.exports.dataset import write_dataset
 from hardneg.exports.published import SplitFiles, kept_digest, published
 from hardneg.exports.stats import (
@@ -39,7 +40,6 @@ from hardneg.exports.stats import (
     rejects_summary,
     run_header,
     text_mix,
-    write_stats,
 )
 
 
@@ -47,7 +47,7 @@ class WriteStage(Stage):
     name = "write"
     # v2: the Hugging Face dataset (data/, README.md); COCO file names under the run. v3: stats.md says which
     # splits FineCops-Ref's own evaluation script can score. v4: what hygiene changed in the graphs (manifest, stats.md)
-    version = "write@v4"
+    version = "write@v5"  # v5: stats and the card are published by the run's last stage (once, whole)
     reads_all = True
     reports = True  # the manifest's counts and timings describe the latest run of every stage
     # stats.md names the risk cut; the manifest records the whole config that made the outputs, and a change
@@ -55,7 +55,7 @@ class WriteStage(Stage):
     config = ("splits", "risk.max")
     sharded = False
     decision = True
-    publishes = ("splits", "rejects.jsonl", "stats.json", "stats.md", "manifest.json", "data", "README.md")
+    publishes = ("splits", "rejects.jsonl", "manifest.json", "data")
 
     def run(self, unit: Unit) -> None:
         root = unit.root
@@ -96,7 +96,7 @@ class WriteStage(Stage):
         # what a reader must see first: the stages' own warnings, then the text-negative mix's
         stats["warnings"] = [w for name in unit.run.reads[self.name] for w in summaries[name].get("warnings", [])]
         stats["warnings"] += mix.get("warnings", [])
-        write_stats(out, stats)
+        unit.meta["stats"] = stats
         manifest["counts"]["filters"] = stats["filters"]
         manifest["thresholds"] = summaries["decide"]["meta"].get("thresholds", {})
         manifest["review"] = summaries["decide"]["meta"].get("review", {})
@@ -109,9 +109,7 @@ class WriteStage(Stage):
         unit.stats["kept:positives"] = sum(files.counts().values())
         unit.stats["kept:negatives"] = sum(files.counts(negatives=True).values())
         # the Hugging Face form: data/*/*/metadata.parquet, README.md (unit.images None: no source images in it)
-        dataset = write_dataset(root, unit.images)
-        write_card(root, dataset, manifest)
-        unit.meta["dataset"] = {"rows": dataset["rows"], "images": dataset["images"]}
+        unit.meta["dataset"] = write_dataset(root, unit.images)
         # what `hardneg split` compares: the decisions this wrote out
         unit.meta["kept"] = kept_digest(positive_decisions.values(), decisions.values(), summaries["decide"]["meta"])
 

@@ -10,7 +10,6 @@ from typing import Any
 import orjson
 
 from hardneg.core.gqa.hygiene import CHANGES as HYGIENE_CHANGES
-from hardneg.core.io import atomic_write_bytes, write_json
 from hardneg.core.pixels.claims import RULE_TEXT
 from hardneg.core.runner.reasons import reason_counts
 from hardneg.core.splits import SPLITS
@@ -278,8 +277,9 @@ def _pixel_table(p: dict[str, Any]) -> str:
     return _table(title, ["rule", "what it checks", "checked", "found", "acted on"], rows) + "\n" + cut
 
 
-def write_stats(root: Path, stats: dict[str, Any]) -> None:
-    write_json(root / "stats.json", stats)
+def markdown(stats: dict[str, Any]) -> str:
+    """`stats.md`'s text: the run's header, its warnings and the tables in the paper's shape (the run
+    publishes it with the exports' section: `exports/summary.py`)."""
     parts = ["# Run statistics\n"]
     if head := stats.get("run"):
         images = f", images `{head['images']}`" if head.get("images") else ""
@@ -394,4 +394,4 @@ def write_stats(root: Path, stats: dict[str, Any]) -> None:
         parts.append(_table(title, ["annotator", "labels"], rows))
     if stats.get("audit"):
         parts.append(_audit_table(stats["audit"]))
-    atomic_write_bytes(root / "stats.md", "\n".join(parts).encode())
+    return "\n".join(parts)

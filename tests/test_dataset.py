@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from hardneg.exports.card import write_card
+from hardneg.exports.card import card
 from hardneg.exports.dataset import NEGATIVE_COLUMNS, POSITIVE_COLUMNS, write_dataset
 from tests.runs import small_run
 
@@ -116,7 +116,7 @@ def test_a_card_of_gqa_data_carries_gqas_licence_and_names_its_inputs_without_th
                "bytes": {"positives": {"val": 10}, "negatives": {"val": 10}}}  # fmt: skip
     manifest = {"config": {"inputs": {"scene_graphs": "/data/gqa/val_sceneGraphs.json"}},
                 "inputs": {"scene_graphs": "/data/gqa/val_sceneGraphs.json", "images": "/data/gqa/images"}}  # fmt: skip
-    text = write_card(root, summary, manifest).read_text()
+    text = card(root, summary, manifest, "")
     assert yaml.safe_load(text.split("---\n")[1])["license"] == "cc-by-4.0" and "CC BY 4.0" in text
     assert "`val_sceneGraphs.json`" in text and "/data/gqa" not in text and str(tmp_path) not in text
 
@@ -146,7 +146,7 @@ def test_images_on_another_file_system_are_copied_and_the_card_says_so(tmp_path:
 
     monkeypatch.setattr(os, "link", link)
     summary = write_dataset(root, images)
-    write_card(root, summary, {})
+    (root / "README.md").write_text(card(root, summary, {}, ""))
     assert summary["images"]["copied"] > 0 and summary["rows"]["positives"] == {"train": 3, "test": 3}
     assert f"{summary['images']['copied']} copies" in (root / "README.md").read_text()
     ds = hf(str(root))
@@ -157,7 +157,7 @@ def test_images_on_another_file_system_are_copied_and_the_card_says_so(tmp_path:
 def test_a_run_without_images_still_loads_with_null_file_names(tmp_path: Path, hf):
     root, _ = _fake_run(tmp_path, with_images=False)
     summary = write_dataset(root, None)
-    write_card(root, summary, {})
+    (root / "README.md").write_text(card(root, summary, {}, ""))
     ds = hf(str(root), "negatives")
     assert ds["train"].num_rows == 3 and ds["train"][0]["file_name"] is None
     assert not (root / "data" / "positives" / "train" / "images").exists()

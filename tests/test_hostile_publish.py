@@ -49,7 +49,7 @@ def _copy(tiny_run: Path, tmp_path: Path) -> Path:
     "where",
     [
         "hardneg.exports.finecops.write_dataset",
-        "hardneg.exports.finecops.write_card",
+        "hardneg.exports.summary.card",
         "hardneg.review.report.page.build_report",
     ],
     ids=["data/", "card", "report"],
@@ -83,7 +83,7 @@ def _half_published(tiny_run: Path, tmp_path: Path, monkeypatch) -> tuple[Path, 
     root = _copy(tiny_run, tmp_path)
     before = outputs(root)
     monkeypatch.setattr("hardneg.core.runner.publish.rollback", lambda root: [])  # the dying process does nothing
-    monkeypatch.setattr("hardneg.exports.finecops.write_card", no_space)
+    monkeypatch.setattr("hardneg.exports.summary.card", no_space)
     with pytest.raises(OSError):
         run_local(load_config(None, CHANGED), root)
     monkeypatch.undo()

@@ -768,14 +768,13 @@ def test_app_shows_tied_items_first(app):
 
 
 def test_stats_md_counts_labels_per_annotator_and_shows_tied_items(tmp_path: Path):
-    from hardneg.exports.stats import build_stats, write_stats
+    from hardneg.exports.stats import build_stats, markdown
 
     s = ReviewStore(tmp_path)
     for item, votes in {1: ("correct", "wrong"), 2: ("correct", "correct"), 3: ("wrong", "wrong")}.items():
         s.record(item, "alice", votes[0])
         s.record(item, "bob", votes[1])
-    write_stats(tmp_path, build_stats(Counter(), Counter(), Counter(), {}, summary(load_labels(tmp_path))))
-    md = (tmp_path / "stats.md").read_text()
+    md = markdown(build_stats(Counter(), Counter(), Counter(), {}, summary(load_labels(tmp_path))))
     assert "Human review: 3 items, 1 dropped, 1 tied" in md
     assert "| alice | correct 2, wrong 1 |" in md and "| bob | correct 1, wrong 2 |" in md
     assert "| tied (kept, to adjudicate) | 1 |" in md

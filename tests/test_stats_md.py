@@ -1,17 +1,44 @@
-"""stats.md: a header that says what made the run, the human review's counts, and a rejects summary."""
+"""stats.md: a header that says what made the run, the human review's counts, and a rejects summary;
+written once a run, whole, with the card and stats.json."""
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from pathlib import Path
 
 import orjson
 
 from hardneg.core.runner.reasons import reason_counts, reason_key
-from hardneg.exports.stats import build_stats, rejects_summary, write_stats
+from hardneg.exports.stats import build_stats, markdown, rejects_summary
+from hardneg.exports.summary import BEGIN
+from hardneg.flows.pipeline import resplit
+from tests.runs import copy_of_small_run
+
+SUMMARY = ("stats.md", "stats.json", "README.md")
 
 
-def test_the_review_counts_reach_stats_md(tmp_path: Path):
+def test_a_split_writes_each_summary_file_once_with_the_exports_counts_in_it(tmp_path: Path, monkeypatch):
+    """Regression: the write stage published stats.md, stats.json and the card, and the report stage wrote
+    each again to add the exports' counts (which only exist after the write stage)."""
+    root = copy_of_small_run(tmp_path / "run")
+    written: Counter = Counter()
+    replace = os.replace
+
+    def counting(src, dst, *a, **k):  # every writer of a whole file ends by renaming it into place
+        if Path(dst).parent == root and Path(dst).name in SUMMARY:
+            written[Path(dst).name] += 1
+        return replace(src, dst, *a, **k)
+
+    monkeypatch.setattr(os, "replace", counting)
+    outcome = resplit(root, {"risk": {"max": 0.1}})
+    monkeypatch.undo()
+    assert not outcome.unchanged and written == dict.fromkeys(SUMMARY, 1)
+    assert BEGIN in (root / "stats.md").read_text() and BEGIN in (root / "README.md").read_text()
+    assert set(orjson.loads((root / "stats.json").read_bytes())["exports"]) == {"tricd", "probes", "imagecode"}
+
+
+def test_the_review_counts_reach_stats_md():
     # build_stats took the review summary and dropped it: the table never appeared
     review = {
         "items": 4,
@@ -19,10 +46,10 @@ def test_the_review_counts_reach_stats_md(tmp_path: Path):
         "by_annotator": {"ann": {"correct": 3, "wrong": 1}, "bob": {"correct": 2}},
         "agreement": [{"a": "ann", "b": "bob", "kappa": 0.5, "items": 2}],
     }
-    write_stats(tmp_path, build_stats(Counter(), Counter(), Counter(), {}, review))
-    md = (tmp_path / "stats.md").read_text()
+    stats = build_stats(Counter(), Counter(), Counter(), {}, review)
+    md = markdown(stats)
     assert "Human review: 4 items, 1 dropped" in md and "| ann | correct 3, wrong 1 |" in md
-    assert orjson.loads((tmp_path / "stats.json").read_bytes())["review"]["items"] == 4
+    assert stats["review"]["items"] == 4
 
 
 def test_rejects_counted_file_by_file_sum_to_one_pass_over_them_all_ties_included(tmp_path: Path):
@@ -58,8 +85,7 @@ def test_a_header_and_the_rejects_per_stage_with_their_commonest_reasons(tmp_pat
     stats["run"] = {"inputs": "val_sceneGraphs.json", "images": "images", "images_kept": 98, "seed": 3,
                     "config": "gqa", "hardneg": "0.1.0", "date": "2026-11-25"}  # fmt: skip
     stats["rejects"] = summary
-    write_stats(tmp_path, stats)
-    md = (tmp_path / "stats.md").read_text()
+    md = markdown(stats)
     assert md.splitlines()[2].startswith("Inputs: val_sceneGraphs.json, images `images` (98 images kept). Seed 3")
     assert "hardneg 0.1.0, begun 2026-11-25." in md.splitlines()[2]
     assert "| paths | 3 | max_per_image: image has paths (3) |" in md

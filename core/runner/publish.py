@@ -1,7 +1,7 @@
 """Publishing the write stage's outputs all at once, so a failed write (or `hardneg split`) never leaves
 good output half-replaced.
 
-The write stage writes `splits/`, `rejects.jsonl`, `stats.*` and `manifest.json` into a staging folder
+The write stage writes `splits/`, `rejects.jsonl` and `manifest.json` into a staging folder
 beside them (`begin`), then `publish` marks the staging complete and swaps each output in: the old one
 moves aside into a backup folder, the new one takes its place. A crash before the mark leaves the old
 outputs untouched; a crash after it is finished (rolled forward) by `recover`, which every run and every
@@ -26,7 +26,7 @@ log = logging.getLogger("hardneg")
 STAGING = ".write-new"  # hidden: never mistaken for output, never matched by the temp-file cleaner
 BACKUP = ".write-old"
 COMPLETE = "_complete"  # in STAGING: everything is written, the swap may (and must) finish
-OUTPUTS = ("splits", "rejects.jsonl", "stats.json", "stats.md", "manifest.json")
+OUTPUTS = ("splits", "rejects.jsonl", "manifest.json")
 
 
 def begin(root: Path) -> Path:

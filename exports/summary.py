@@ -1,11 +1,11 @@
-"""The other benchmark shapes in `stats.md`, `stats.json` and the dataset card.
+"""The run's summary, written once as the run ends: `stats.json`, `stats.md` and the dataset card (`README.md`).
 
-The export stages with a folder of their own (`ExportStage.title`: TRICD pairs, probes, ImageCoDe sets)
-run after the write stage, so each writes its counts to `RUN/<shape>/summary.json`, and the report stage,
-which always runs last, calls `publish` to put them, in the registry's order, in a section of their own
-at the end of `stats.md` and of the card (`README.md`) and under `exports` in `stats.json`. The section
-sits between markers and is replaced, never appended twice, so any order of reruns (`hardneg run`,
-`hardneg split`) leaves one current copy.
+The write stage counts what it publishes and keeps the counts (`stats`) and what the card says of `data/`
+(`dataset`) with its own summary. The export stages with a folder of their own (`ExportStage.title`: TRICD
+pairs, probes, ImageCoDe sets) run after it and each write their counts to `RUN/<shape>/summary.json`. The
+report stage, which always runs last, calls `publish`: the write stage's tables, then a section on the
+other shapes, in the registry's order, at the end of `stats.md` and of the card, and under `exports` in
+`stats.json`. Each file is written whole, once a run (`hardneg run`, `hardneg split`).
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ import orjson
 from hardneg.core.io import atomic_write_bytes, write_json
 from hardneg.core.plugins import EXPORTS
 from hardneg.core.splits import SPLITS
+from hardneg.exports.card import card
+from hardneg.exports.stats import markdown
 
 BEGIN = "<!-- hardneg:exports -->"
 END = "<!-- /hardneg:exports -->"
@@ -60,23 +62,19 @@ def section(summaries: dict[str, dict[str, Any]], heading: str = "##") -> str:
     return "\n".join(parts)
 
 
-def _replace_block(text: str, block: str) -> str:
-    if BEGIN in text and END in text:
-        text = text[: text.index(BEGIN)].rstrip() + "\n" + text[text.index(END) + len(END) :].lstrip("\n")
+def _with_block(text: str, block: str) -> str:
+    """`text` with the shapes' section at its end, between markers (none: `text` as it is)."""
     return text.rstrip() + "\n\n" + f"{BEGIN}\n{block.rstrip()}\n{END}\n" if block else text
 
 
-def publish(root: Path) -> dict[str, dict[str, Any]]:
-    """Put the exports' counts into stats.md, stats.json and README.md (those that exist); returns them."""
+def publish(root: Path, stats: dict[str, Any], dataset: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Write stats.json, stats.md and README.md (the card, of `dataset` and the published `manifest.json`)
+    from the write stage's `stats` and the exports' counts; returns those counts."""
     summaries = read_summaries(root)
     block = section(summaries, "##")
-    for name in ("stats.md", "README.md"):
-        f = root / name
-        if f.exists():
-            atomic_write_bytes(f, _replace_block(f.read_text(), block).encode())
-    stats = root / "stats.json"
-    if stats.exists():
-        data = orjson.loads(stats.read_bytes())
-        data["exports"] = {k: v.get("counts", {}) for k, v in summaries.items()}
-        write_json(stats, data)
+    write_json(root / "stats.json", {**stats, "exports": {k: v.get("counts", {}) for k, v in summaries.items()}})
+    text = markdown(stats)
+    atomic_write_bytes(root / "stats.md", _with_block(text, block).encode())
+    manifest = orjson.loads((root / "manifest.json").read_bytes())
+    atomic_write_bytes(root / "README.md", _with_block(card(root, dataset, manifest, text), block).encode())
     return summaries
