@@ -44,7 +44,7 @@ from hardneg.core.schema import outputs
 from hardneg.filters.base import Scores
 from hardneg.filters.decide import Rule, decide_image, first_failure, flatten, rules
 from hardneg.filters.evidence import level_drop, negative_photo, with_photo
-from hardneg.filters.human.apply import apply_labels, load_labels, pseudonymous
+from hardneg.filters.human.apply import Reviewable, apply_labels, load_labels, pseudonymous
 from hardneg.filters.human.apply import summary as review_summary
 from hardneg.filters.human.audit import audit_key, audit_summary
 from hardneg.filters.mix import VERSION as MIX_VERSION
@@ -318,25 +318,25 @@ class DecideStage(Stage):
         if not labels:
             return
         decided = {p.id: p for p in positives}
-        pos_rows = []
+        pos_items = []
         for r in unit.records_all(LANGUAGE_POSITIVES):
             if r.id not in decided:
                 decided[r.id] = PositiveDecisionRow(id=r.id, keep=True)
                 positives.append(decided[r.id])
             if decided[r.id].keep:
-                pos_rows.append({"id": r.id, "image_id": r.image_id})
+                pos_items.append(Reviewable(r.id, r.image_id))
         kept = {d.id: d for d in negatives if d.keep}
         shown = [  # (negative, the image it is shown on)
             *((n, n.image_id) for n in unit.records_all(LANGUAGE_NEGATIVES)),
             *((n, n.source_image_id) for n in unit.records_all(IMAGE_NEGATIVES)),
         ]
-        neg_rows = [{"id": n.id, "image_id": image, "positive_id": n.positive_id} for n, image in shown if n.id in kept]
-        _, _, dropped = apply_labels(pos_rows, neg_rows, labels)
-        for row in dropped:
-            unit.reject(Reject("review", row["reason"], row["image_id"], row["sample_id"], detail=row["detail"]))
-            target = kept.get(row["sample_id"]) or decided.get(row["sample_id"])
+        neg_items = [Reviewable(n.id, image, n.positive_id) for n, image in shown if n.id in kept]
+        _, _, dropped = apply_labels(pos_items, neg_items, labels)
+        for d in dropped:
+            unit.reject(Reject("review", d.reason, d.image_id, d.sample_id, detail=d.detail))
+            target = kept.get(d.sample_id) or decided.get(d.sample_id)
             if target is not None:
-                target.keep, target.reason = False, row["reason"]
+                target.keep, target.reason = False, d.reason
         unit.stats["review_dropped"] = len(dropped)
 
 

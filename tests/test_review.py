@@ -24,7 +24,7 @@ from hardneg.cli import main
 from hardneg.core.config import DEFAULT_CONFIG
 from hardneg.core.errors import HardnegError
 from hardneg.filters.human.agreement import cohen_kappa, pairwise
-from hardneg.filters.human.apply import Label, apply_labels, decide, load_labels, summary
+from hardneg.filters.human.apply import Label, Reviewable, apply_labels, decide, load_labels, summary
 from hardneg.filters.human.labels import NEGATIVE_LABELS, POSITIVE_LABELS
 from hardneg.filters.human.store import FILENAME, STORE, ReviewStore
 from hardneg.review.priority import in_default_queue, priority_key, risk
@@ -127,15 +127,9 @@ def test_store_two_writers_at_once_lose_nothing(tmp_path: Path):
 # ---- apply ----------------------------------------------------------------------------------------
 
 
-def _records() -> tuple[list[dict], list[dict]]:
-    pos = [{"id": i, "image_id": f"img{i}", "level": 2} for i in (1, 2, 3)]
-    neg = [
-        {"id": 11, "positive_id": 1, "image_id": "img1", "negative_type": "swap_object"},
-        {"id": 12, "positive_id": 1, "image_id": "img1", "negative_type": "flip", "negative_cate": "image"},
-        {"id": 21, "positive_id": 2, "image_id": "img2", "negative_type": "replace_object"},
-        {"id": 31, "positive_id": 3, "image_id": "img3", "negative_type": "replace_object"},
-        {"id": 32, "positive_id": 3, "image_id": "img3", "negative_type": "replace_attribute"},
-    ]
+def _records() -> tuple[list[Reviewable], list[Reviewable]]:
+    pos = [Reviewable(i, f"img{i}") for i in (1, 2, 3)]
+    neg = [Reviewable(i, f"img{i // 10}", i // 10) for i in (11, 12, 21, 31, 32)]
     return pos, neg
 
 
@@ -149,14 +143,20 @@ def test_apply_drops_bad_positives_with_their_negatives_and_false_negatives():
         32: decide(32, {"bob": "negative"}),
     }
     kept_p, kept_n, dropped = apply_labels(pos, neg, labels)
-    assert [p["id"] for p in kept_p] == [2, 3]
-    assert [n["id"] for n in kept_n] == [32]
-    by_id = {d["sample_id"]: d for d in dropped}
+    assert [p.id for p in kept_p] == [2, 3]
+    assert [n.id for n in kept_n] == [32]
+    by_id = {d.sample_id: d for d in dropped}
     assert set(by_id) == {1, 11, 12, 21, 31}
-    assert by_id[1]["reason"] == "review: ambiguous (by alice)"
-    assert by_id[11]["reason"] == "review: its positive is ambiguous (by alice)"
-    assert by_id[21]["reason"] == "review: still_true (by bob)"
-    assert all(d["stage"] == "review" and d["image_id"].startswith("img") for d in dropped)
+    assert by_id[1].reason == "review: ambiguous (by alice)"
+    assert by_id[11].reason == "review: its positive is ambiguous (by alice)"
+    assert by_id[21].reason == "review: still_true (by bob)"
+    assert by_id[11].detail == {
+        "label": "ambiguous",
+        "by": ["alice"],
+        "rule": "majority",
+        "votes": {"alice": "ambiguous"},
+    }
+    assert all(d.image_id == f"img{str(d.sample_id)[0]}" for d in dropped)
     assert len(pos) == 3 and len(neg) == 5  # inputs untouched
 
 
@@ -684,7 +684,7 @@ def test_a_majority_decides_one_dissent_does_not_drop():
     lab = decide(1, votes)
     assert (lab.label, lab.annotators, lab.drops) == ("correct", ("alice", "bob", "carol"), False)
     kept_p, kept_n, dropped = apply_labels(pos, neg, {1: lab})
-    assert [p["id"] for p in kept_p] == [1, 2, 3] and len(kept_n) == 5 and dropped == []
+    assert [p.id for p in kept_p] == [1, 2, 3] and len(kept_n) == 5 and dropped == []
 
 
 def test_an_adjudicators_label_is_the_final_word(tmp_path: Path):
@@ -699,7 +699,7 @@ def test_an_adjudicators_label_is_the_final_word(tmp_path: Path):
     s.add_adjudicators(["carol"])
     assert load_labels(tmp_path)[1].label == "wrong"
     _, _, dropped = apply_labels(*_records(), load_labels(tmp_path))
-    assert {d["sample_id"] for d in dropped} == {1, 11, 12}  # with its negatives
+    assert {d.sample_id for d in dropped} == {1, 11, 12}  # with its negatives
     assert summary(load_labels(tmp_path))["adjudicated"] == 1
 
 

@@ -18,7 +18,7 @@ import httpx
 import pytest
 from PIL import Image
 
-from hardneg.filters.human.apply import apply_labels, load_labels
+from hardneg.filters.human.apply import apply_labels, load_labels, reviewable
 from hardneg.filters.human.store import ReviewStore
 from hardneg.review.report.page import build_report
 from hardneg.review.rundata import RunData
@@ -177,11 +177,11 @@ def test_review_by_keyboard_kept_across_reload_and_restart(browser, demo_run: Pa
     run = RunData(run_dir)
     labels = load_labels(run_dir)
     assert {i: lab.label for i, lab in labels.items()} == expected
-    kept_p, kept_n, dropped = apply_labels(run.positives, run.negatives, labels)
+    kept_p, kept_n, dropped = apply_labels(reviewable(run.positives), reviewable(run.negatives), labels)
     dropping = {i for i, lab in labels.items() if lab.drops}
-    assert dropping and dropping <= {d["sample_id"] for d in dropped}
-    assert not dropping & {r["id"] for r in (*kept_p, *kept_n)}
-    assert all(d["reason"].startswith("review: ") and "(by alice)" in d["reason"] for d in dropped)
+    assert dropping and dropping <= {d.sample_id for d in dropped}
+    assert not dropping & {r.id for r in (*kept_p, *kept_n)}
+    assert all(d.reason.startswith("review: ") and "(by alice)" in d.reason for d in dropped)
 
 
 def test_report_opens_from_disk_and_every_image_loads(browser, demo_run: Path, tmp_path: Path):

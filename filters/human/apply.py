@@ -8,8 +8,8 @@ drop (Ambiguous, Wrong expression, Still true, Unreadable).
 - A tie keeps the item, counted as tied, and the review app puts it first for an adjudicator.
 - A dropped positive drops all its negatives.
 
-Dropped samples come back as reject rows (`stage: "review"`), so `hardneg split` writes them to
-`rejects.jsonl` beside every other reject.
+Dropped samples come back as `Dropped` records, which the decide stage writes as rejects of the review
+(`rejects.jsonl`, beside every other reject).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -115,52 +115,78 @@ def load_labels(run_dir: str | Path) -> dict[int, Label]:
         raise HardnegError(f"{store_path(run_dir)}: not a readable review store ({e})") from None
 
 
-def _drop(record: dict[str, Any], reason: str, label: Label) -> dict[str, Any]:
-    return {
-        "stage": "review",
-        "reason": reason,
-        "sample_id": record.get("id"),
-        "image_id": record.get("image_id"),
-        "detail": {"label": label.label, "by": list(label.annotators), "rule": label.rule, "votes": label.votes},
-    }
+@dataclass(frozen=True, slots=True)
+class Reviewable:
+    """What the human filter reads of a sample: its id, the image it is shown on and, a negative's, the id of
+    its positive."""
+
+    id: int
+    image_id: str | None
+    positive_id: int | None = None
 
 
-def _in_force(labels: dict[int, Label], record: dict[str, Any]) -> Label | None:
-    """The record's decision, None when it has none that acts (unlabelled, or tied: a tie keeps it)."""
-    lab = labels.get(record["id"]) if isinstance(record.get("id"), int) else None
+def reviewable(rows: Iterable[Mapping[str, Any]]) -> list[Reviewable]:
+    """The samples of published rows (a split file's), those with an integer id."""
+    out = []
+    for r in rows:
+        sid, image, parent = r.get("id"), r.get("image_id"), r.get("positive_id")
+        if isinstance(sid, int):
+            out.append(
+                Reviewable(sid, image if isinstance(image, str) else None, parent if isinstance(parent, int) else None)
+            )
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Dropped:
+    """A sample the labels drop, and why: the decide stage's reject of it (`stage` review)."""
+
+    sample_id: int
+    image_id: str | None
+    reason: str
+    detail: dict[str, Any]
+
+
+def _drop(sample: Reviewable, reason: str, label: Label) -> Dropped:
+    detail = {"label": label.label, "by": list(label.annotators), "rule": label.rule, "votes": label.votes}
+    return Dropped(sample.id, sample.image_id, reason, detail)
+
+
+def _in_force(labels: dict[int, Label], sample: Reviewable) -> Label | None:
+    """The sample's decision, None when it has none that acts (unlabelled, or tied: a tie keeps it)."""
+    lab = labels.get(sample.id)
     return None if lab is None or lab.tied else lab
 
 
 def apply_labels(
-    positives: list[dict[str, Any]], negatives: list[dict[str, Any]], labels: dict[int, Label]
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
-    """Split records into (kept positives, kept negatives, dropped reject rows); inputs are not modified.
+    positives: Sequence[Reviewable], negatives: Sequence[Reviewable], labels: dict[int, Label]
+) -> tuple[list[Reviewable], list[Reviewable], list[Dropped]]:
+    """Split samples into (kept positives, kept negatives, dropped); inputs are not modified.
 
     A label of the other kind (a negative's label on a positive id) is ignored with a warning: ids are
     content hashes, so it can only come from a hand-edited store.
     """
-    dropped: list[dict[str, Any]] = []
+    dropped: list[Dropped] = []
     dropped_positive: dict[int, Label] = {}
     kept_pos = []
     for p in positives:
         lab = _in_force(labels, p)
         if lab is not None and lab.label not in POSITIVE_LABELS:
-            log.warning("label %r on positive %s ignored: not a positive's label", lab.label, p.get("id"))
+            log.warning("label %r on positive %s ignored: not a positive's label", lab.label, p.id)
         elif lab is not None and lab.drops:
-            dropped_positive[p["id"]] = lab
+            dropped_positive[p.id] = lab
             dropped.append(_drop(p, f"review: {lab.label} (by {lab.by})", lab))
             continue
         kept_pos.append(p)
     kept_neg = []
     for n in negatives:
-        pid = n.get("positive_id")
-        parent = dropped_positive.get(pid) if isinstance(pid, int) else None
+        parent = dropped_positive.get(n.positive_id) if n.positive_id is not None else None
         if parent is not None:
             dropped.append(_drop(n, f"review: its positive is {parent.label} (by {parent.by})", parent))
             continue
         lab = _in_force(labels, n)
         if lab is not None and lab.label not in NEGATIVE_LABELS:
-            log.warning("label %r on negative %s ignored: not a negative's label", lab.label, n.get("id"))
+            log.warning("label %r on negative %s ignored: not a negative's label", lab.label, n.id)
         elif lab is not None and lab.drops:
             dropped.append(_drop(n, f"review: {lab.label} (by {lab.by})", lab))
             continue

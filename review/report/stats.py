@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 
 from hardneg.core.plugins import FILTERS
-from hardneg.filters.human.apply import apply_labels, load_labels, pseudonymous, summary
+from hardneg.filters.human.apply import apply_labels, load_labels, pseudonymous, reviewable, summary
 from hardneg.filters.human.audit import audit_summary
 from hardneg.filters.human.labels import kind_of
 from hardneg.review.report import plots
@@ -243,7 +243,7 @@ class ReportData:
         for (stage, reason), n in self.scan.counts.items():
             if stage == "review":
                 applied[clean_reason(stage, reason.replace("(…)", "")) + " (by annotators)"] += n
-        _, _, pending = apply_labels(self.run.positives, self.run.negatives, labels)
+        _, _, pending = apply_labels(reviewable(self.run.positives), reviewable(self.run.negatives), labels)
         line = f"{s['items']} items reviewed ({s['tied']} tied: kept until an adjudicator decides); the last "
         line += f"split dropped {applied.total()} samples for them"
         if pending:
@@ -263,7 +263,7 @@ class ReportData:
             parts.append("<p class='small'>Agreement: no two annotators labelled the same items yet.</p>")
         for title, reasons in (
             ("Dropped by the review", applied),
-            ("Not applied yet", Counter(clean_reason("review", d["reason"]) for d in pending)),
+            ("Not applied yet", Counter(clean_reason("review", d.reason) for d in pending)),
         ):
             if reasons:
                 parts.append(f"<h3>{title}</h3>" + table(pd.Series(reasons, name="samples").to_frame()))
