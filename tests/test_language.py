@@ -13,9 +13,11 @@ from hardneg.core.config import RunConfig
 from hardneg.core.executor import GraphIndex, execute
 from hardneg.core.gqa.loader import load_graphs
 from hardneg.core.records import PathNode
+from hardneg.core.schema import to_record
 from hardneg.core.splits import SPLITS
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.vocab import Lexicon
+from hardneg.exports.published import PublishedTextNegative
 from hardneg.generators.text.negatives import Site, apply_site, replay
 from hardneg.generators.text.rewrite import RewriteValidator
 from hardneg.generators.text.types import map_node
@@ -75,7 +77,9 @@ def test_negative_records_replay_from_their_positive(demo_run: Path):
         pos = positives[n["positive_id"]]
         assert n["split"] == pos["split"] and n["image_id"] == pos["image_id"]
         assert n["negative_cate"] == "text" and n["ori_type"] == pos["tuple_type"]
-        assert replay(PathNode.from_json(pos["path"]), n) == PathNode.from_json(n["path"])
+        assert replay(PathNode.from_json(pos["path"]), to_record(n, PublishedTextNegative)) == PathNode.from_json(
+            n["path"]
+        )
         assert (n["negative_level"] == 1) == (0 in n["shuffle_index"])
 
 

@@ -398,9 +398,9 @@ def iter_keep_words(path: PathNode) -> Iterator[tuple[str, str]]:
             yield ("category", s.category)
 
 
-def replay(positive_path: PathNode, negative: dict[str, Any]) -> PathNode:
+def replay(positive_path: PathNode, negative: TextNegativeRow) -> PathNode:
     """Re-apply a written negative's recorded `change` to its positive's path (for re-checking)."""
-    ch = negative["change"]
-    site = Site(negative["negative_type"], negative["negative_level"], tuple(ch["nodes"]), word=ch.get("from"),
+    ch = negative.change
+    site = Site(negative.negative_type, negative.negative_level, tuple(ch["nodes"]), word=ch.get("from"),
                 edge=ch.get("edge"), other=ch.get("with"))  # fmt: skip
     return apply_site(positive_path, site, ch.get("to"))
