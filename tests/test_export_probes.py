@@ -408,16 +408,17 @@ def test_a_subject_swap_without_swapped_subject_images_is_kept_without_them():
     """Regression (100 real GQA graphs): a subject whose absence proves nothing (a crowd name) gets no
     swapped-subject image probes; the certified subject swap still counts, instead of a KeyError."""
     from hardneg.exports.corpus import Candidates
+    from hardneg.exports.probes.options import SwapOption
     from hardneg.exports.probes.relation_composition import ProbeSearch, RelationProbes
 
-    def won(fields: dict, *options: dict) -> Candidates:
-        probe = Candidates(fields, max(1, len(options)))
+    def won(fields: dict, *options: SwapOption) -> Candidates[SwapOption]:
+        probe = Candidates[SwapOption](fields, max(1, len(options)))
         for o in options:
             probe.add(lambda o=o: o)  # certified on the positive's own image: no test left
         probe.start()
         return probe
 
-    swap = {"swapped": "the cupcake on the table", "swap": {"subject": ["cake", "cupcake"]}}
+    swap = SwapOption("the cupcake on the table", "subject", "cake", "cupcake", {})
     rp = RelationProbes({"image_id": "1"}, won({"kind": "probe_r/predicate"}), won({}, swap), None, swapped={})
     search = ProbeSearch.__new__(ProbeSearch)
     search.subject_only = 3

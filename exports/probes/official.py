@@ -43,6 +43,7 @@ from hardneg.core.ids import safe_name
 from hardneg.core.io import atomic_write_bytes, write_json
 from hardneg.core.words.table import Words
 from hardneg.exports.common import ExportFolder, noun_phrase
+from hardneg.exports.probes.options import SwapOption
 from hardneg.exports.rows import ProbeBGroupRow, ProbeCRow, ProbeRSetRow
 
 IMAGES = 10  # images per Probe-R image set: the script reshapes each set's features to exactly 10
@@ -93,31 +94,31 @@ def probe_r_records(
         link(s.image_id, stem)
         for i in (*s.subject_only_ids, *s.swapped_subject_ids):
             link(i, safe_name(i))
-        pred, sub = s.predicate, s.subject
-        s2 = sub["swap"]["subject"][1]
+        pred, sub = SwapOption.from_json(s.predicate), SwapOption.from_json(s.subject)
+        s2 = sub.new
         out[s.split][stem] = {
             "positive_image_ids": _pad([safe_name(i) for i in s.subject_only_ids], IMAGES),
             "negative_image_ids": _pad([safe_name(i) for i in s.swapped_subject_ids], IMAGES),
             "positive_prompt": photo(s.correct),
-            "negative_prompt": photo(sub["swapped"]),
+            "negative_prompt": photo(sub.swapped),
             "negative_object": noun_phrase(words, s2),
             "positive_object": noun_phrase(words, subj),
-            "negative_predicate_prompt": photo(pred["swapped"]),
+            "negative_predicate_prompt": photo(pred.swapped),
             "hardneg": {
                 "split": s.split,
                 "positive_id": s.positive_id,
                 "image_id": s.image_id,
                 "triple": s.triple,
-                "predicate_swap": pred["swap"]["relation"],
-                "predicate_plausibility": pred["plausibility"],
-                "subject_swap": sub["swap"]["subject"],
+                "predicate_swap": [pred.old, pred.new],
+                "predicate_plausibility": pred.plausibility,
+                "subject_swap": [sub.old, sub.new],
                 "subject_only_image_ids": s.subject_only_ids,
                 "swapped_subject_image_ids": s.swapped_subject_ids,
                 "distinct": {
                     "positive_image_ids": len(s.subject_only_ids),
                     "negative_image_ids": len(s.swapped_subject_ids),
                 },
-                "certificates": {"predicate": pred["certificate"], "subject": sub["certificate"]},
+                "certificates": {"predicate": pred.certificate, "subject": sub.certificate},
             },
         }
     return out

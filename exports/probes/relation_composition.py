@@ -50,8 +50,10 @@ from hardneg.core.records import PathNode, SceneGraph, keyed_seed
 from hardneg.core.words.table import Words
 from hardneg.exports.common import KeptPositive, noun_phrase, relation_prompt
 from hardneg.exports.corpus import NO_IDS, Candidates, Corpus, GraphChecks, Option, SortedIds, Test, drawn, sample
+from hardneg.exports.probes.options import GroupOption, ImageOption, SwapOption
 from hardneg.exports.rows import ProbeCRow, ProbeRRow, ProbeRSetRow
 
+Pair = tuple[tuple[str, str], str]  # (the swapped (name, attribute), the image that shows it)
 SUBJECT_TRIES = 12  # swapped subjects certified per triple (the first that passes is kept)
 OBJECT_TRIES = 5  # swapped objects tried per Probe-C attribute
 ATTRIBUTE_TRIES = 4  # swapped attributes tried per Probe-C attribute when there is no antonym
@@ -64,10 +66,10 @@ class RelationProbes:
     """The Probe-R probes of one triple on one image: what the paper's record brings together."""
 
     fields: dict[str, Any]
-    predicate: Candidates
-    subject: Candidates
-    subject_only: Candidates | None = None
-    swapped: dict[str, Candidates] = field(default_factory=dict)  # swapped subject name -> images that show it
+    predicate: Candidates[SwapOption]
+    subject: Candidates[SwapOption]
+    subject_only: Candidates[ImageOption] | None = None
+    swapped: dict[str, Candidates[ImageOption]] = field(default_factory=dict)  # swapped subject -> images of it
 
 
 class ProbeSearch:
@@ -87,7 +89,7 @@ class ProbeSearch:
         self._attribute_categories: dict[str, str | None] = m.setdefault("attribute_categories", {})
         self._could: dict[str, frozenset[str]] = m.setdefault("could", {})
         self._refute: dict[tuple[str, str, str], bool] = m.setdefault("refute", {})
-        self.probes: list[Candidates] = []
+        self.probes: list[Candidates[GroupOption]] = []
         self.relation_probes: list[RelationProbes] = []
         self.plausibility = Plausibility(counts)
         self.relations = sorted(counts.relations)
@@ -131,8 +133,9 @@ class ProbeSearch:
         i0, split = p.image_id, p.split
         base = {"split": split, "positive_id": p.id, "triple": [s, r, o]}
         correct = relation_prompt(self.words, s, r, o)
-        pred = Candidates({**base, "kind": "probe_r/predicate", "image_id": i0, "correct": correct})
-        subj = Candidates({**base, "kind": "probe_r/subject", "image_id": i0, "correct": correct}, SUBJECT_TRIES)
+        pred = Candidates[SwapOption]({**base, "kind": "probe_r/predicate", "image_id": i0, "correct": correct})
+        subj = Candidates[SwapOption]({**base, "kind": "probe_r/subject", "image_id": i0, "correct": correct},
+                                      SUBJECT_TRIES)  # fmt: skip
         rp = RelationProbes({**base, "image_id": i0, "correct": correct}, pred, subj)
         if self.subject_only and self.cert.absence_refusal(o) is None:
             only = self._images(base, "probe_r/subject_only", p.id, i0, s, path_of(s, relation=r, obj=o), o)
@@ -173,7 +176,7 @@ class ProbeSearch:
         """The swapped-subject images of the certified subject swaps, one swap after the other until one has
         an image: `_chosen` takes the first swap with images, so the sets after it are never asked for."""
 
-        def then(probe: Candidates) -> None:
+        def then(probe: Candidates[ImageOption]) -> None:
             if not probe.passed:
                 self._swapped_sets(rp, base, pid, i0, s, names[1:])
 
@@ -202,27 +205,27 @@ class ProbeSearch:
                     break
         return out
 
-    def _predicate_option(self, s: str, r: str, o: str, r2: str) -> dict[str, Any]:
+    def _predicate_option(self, s: str, r: str, o: str, r2: str) -> SwapOption:
         c, false = self.counts, path_of(s, relation=r2, obj=o)
-        return {"swapped": relation_prompt(self.words, s, r2, o), "swap": {"relation": [r, r2]},
-                "plausibility": {"subject_relation": c.subject_relation[(s, r2)],
-                                 "relation_object": c.relation_object[(r2, o)],
-                                 "logp": round(self.plausibility.triple_logp(s, r2, o), 4)},
-                "certificate": {"true": path_of(s, relation=r, obj=o).to_json(), "false": false.to_json()}}  # fmt: skip
+        seen = {"subject_relation": c.subject_relation[(s, r2)], "relation_object": c.relation_object[(r2, o)],
+                "logp": round(self.plausibility.triple_logp(s, r2, o), 4)}  # fmt: skip
+        certificate = {"true": path_of(s, relation=r, obj=o).to_json(), "false": false.to_json()}
+        return SwapOption(relation_prompt(self.words, s, r2, o), "relation", r, r2, certificate, seen)
 
-    def _subject_option(self, s: str, r: str, o: str, s2: str) -> dict[str, Any]:
+    def _subject_option(self, s: str, r: str, o: str, s2: str) -> SwapOption:
         false = path_of(s2, relation=r, obj=o)
-        return {"swapped": relation_prompt(self.words, s2, r, o), "swap": {"subject": [s, s2]},
-                "certificate": {"true": path_of(s, relation=r, obj=o).to_json(), "false": false.to_json()}}  # fmt: skip
+        certificate = {"true": path_of(s, relation=r, obj=o).to_json(), "false": false.to_json()}
+        return SwapOption(relation_prompt(self.words, s2, r, o), "subject", s, s2, certificate)
 
     def _images(self, base: dict[str, Any], kind: str, pid: int, i0: str, name: str, false: PathNode,
-                banned: str | None = None, then: Callable[[Candidates], None] | None = None) -> Candidates:  # fmt: skip
+                banned: str | None = None, then: Callable[[Candidates[ImageOption]], None] | None = None,
+                ) -> Candidates[ImageOption]:  # fmt: skip
         """Images of the split that show `name` where `false` certainly matches nothing (and, with `banned`,
         no object could be a `banned`), each an option: "a cup" against the triple, "a dog" against "a cup"."""
         fields = {**base, "kind": kind}
         if kind == "probe_r/swapped_subject":
             fields.update(correct=noun_phrase(self.words, name), swapped=noun_phrase(self.words, false.name))
-        probe = Candidates(fields, self.subject_only, then=then)
+        probe = Candidates[ImageOption](fields, self.subject_only, then=then)
         pool = self.index.by_name.get((base["split"], name), NO_IDS).without(i0)
         could = self._could_be(banned) if banned is not None else frozenset()
         true = path_of(name)
@@ -231,7 +234,7 @@ class ProbeSearch:
         others = self._objects_of(i0) - {name}
         tries = max(self.candidates, POOL * self.subject_only)  # images certified at most (some fail)
         images = islice(self._alone(pool, others, could, tries, kind, pid, name, *base["triple"]), tries)
-        probe.add_all(Option(partial(dict, image_id=img, certificate=certificate), [(img, test)]) for img in images)
+        probe.add_all(Option(partial(ImageOption, img, certificate), [(img, test)]) for img in images)
         probe.start(self.checks)
         return probe
 
@@ -261,7 +264,7 @@ class ProbeSearch:
     def attribute(self, p: KeptPositive, n: str, a: str) -> None:
         i0, split, w = p.image_id, p.split, self.words
         base = {"split": split, "positive_id": p.id, "image_ids": [i0]}
-        comp = Candidates({**base, "kind": "probe_c/composition", "category": w.attribute_category(a)})
+        comp = Candidates[GroupOption]({**base, "kind": "probe_c/composition", "category": w.attribute_category(a)})
         swaps = [
             ((n, b), img)
             for b in self._attribute_swaps(p.id, n, a)
@@ -270,7 +273,7 @@ class ProbeSearch:
         ]
         if swaps:
             self.probes.append(comp)
-        obj = Candidates({**base, "kind": "probe_c/object"})
+        obj = Candidates[GroupOption]({**base, "kind": "probe_c/object"})
         objects = [
             ((m, a), img)
             for m in self._object_swaps(p.id, split, n, a)
@@ -282,7 +285,7 @@ class ProbeSearch:
         self.checks.add(i0, partial(self._groups_on_image, (n, a), groups))
 
     def _groups_on_image(
-        self, first: tuple[str, str], probes: list[tuple[Candidates, str, list[tuple[tuple[str, str], str]]]],
+        self, first: tuple[str, str], probes: list[tuple[Candidates[GroupOption], str, list[Pair]]],
         g: SceneGraph, ix: GraphIndex,
     ) -> None:  # fmt: skip
         """On the positive's image: "a small dog" holds and the swapped prompt matches nothing; only then
@@ -300,7 +303,7 @@ class ProbeSearch:
 
     def _group_options(
         self, i0: str, what: str, first: tuple[str, str], p1: PathNode, groups: list[tuple[tuple[str, str], str]]
-    ) -> Iterator[Option]:
+    ) -> Iterator[Option[GroupOption]]:
         for second, img in groups:
             make = partial(self._group, i0, img, what, first, second)
             yield Option(make, [(img, self._holds(path_of(second[0], (second[1],)), p1))])
@@ -352,16 +355,13 @@ class ProbeSearch:
         ]  # fmt: skip
         return out + others[:ATTRIBUTE_TRIES]
 
-    def _group(self, i0: str, img: str, what: str, first: tuple[str, str], second: tuple[str, str]) -> dict[str, Any]:
+    def _group(self, i0: str, img: str, what: str, first: tuple[str, str], second: tuple[str, str]) -> GroupOption:
         (n1, a1), (n2, a2) = first, second
         p1, p2 = path_of(n1, (a1,)), path_of(n2, (a2,))
         swap = [a1, a2] if what == "attribute" else [n1, n2]
-        return {
-            "image_ids": [i0, img],
-            "swap": {what: swap},
-            "prompts": [noun_phrase(self.words, n1, (a1,)), noun_phrase(self.words, n2, (a2,))],
-            "certificate": {"true": [p1.to_json(), p2.to_json()], "false": [p2.to_json(), p1.to_json()]},
-        }
+        prompts = [noun_phrase(self.words, n1, (a1,)), noun_phrase(self.words, n2, (a2,))]
+        certificate = {"true": [p1.to_json(), p2.to_json()], "false": [p2.to_json(), p1.to_json()]}
+        return GroupOption([i0, img], {what: swap}, prompts, certificate)
 
     # -- results ------------------------------------------------------------------------------------
 
@@ -374,27 +374,26 @@ class ProbeSearch:
             won = probe.won()
             if not won:
                 missed[probe.fields["kind"]] += 1
-            out += [ProbeCRow.made(**{**probe.fields, **o}) for o in won[:1]]
+            out += [ProbeCRow.made(**{**probe.fields, **o.to_json()}) for o in won[:1]]
         for rp in self.relation_probes:
             for kind, probe, options in self._chosen(rp):
                 if not options:
                     missed[kind] += 1
-                out += [ProbeRRow.made(**{**probe.fields, **o}) for o in options]
+                out += [ProbeRRow.made(**{**probe.fields, **o.to_json()}) for o in options]
         return out, dict(missed)
 
-    def _chosen(self, rp: RelationProbes) -> list[tuple[str, Candidates, list[dict[str, Any]]]]:
+    def _chosen(self, rp: RelationProbes) -> list[tuple[str, Candidates[Any], list[SwapOption] | list[ImageOption]]]:
         """One triple's winners: the predicate swap, the subject swap (the first certified one with images
         of the swapped subject, else the first certified), and the subject-only and swapped-subject images."""
         take = self.subject_only
         subjects = rp.subject.won()
-        with_images = [o for o in subjects if rp.swapped.get(o["swap"]["subject"][1]) and
-                       rp.swapped[o["swap"]["subject"][1]].won()]  # fmt: skip
+        with_images = [o for o in subjects if (images := rp.swapped.get(o.new)) and images.won()]
         subject = (with_images or subjects)[:1]
         out = [("probe_r/predicate", rp.predicate, rp.predicate.won()[:1]), ("probe_r/subject", rp.subject, subject)]
         if rp.subject_only is not None:
             out.append(("probe_r/subject_only", rp.subject_only, rp.subject_only.won()[:take]))
-        if take and subject and subject[0]["swap"]["subject"][1] in rp.swapped:  # none where absence proves nothing
-            images = rp.swapped[subject[0]["swap"]["subject"][1]]
+        if take and subject and subject[0].new in rp.swapped:  # none where absence proves nothing
+            images = rp.swapped[subject[0].new]
             out.append(("probe_r/swapped_subject", images, images.won()[:take]))
         return out
 
@@ -407,14 +406,14 @@ class ProbeSearch:
         the paper's Probe-R record holds: the anchor image, the three prompts, the two image sets."""
         sets = []
         for rp in self.relation_probes:
-            parts = {kind: options for kind, _, options in self._chosen(rp)}
+            parts: dict[str, Any] = {kind: options for kind, _, options in self._chosen(rp)}
             if len(parts) < 4 or not all(parts.values()):
                 continue
             sets.append(ProbeRSetRow(
                 **rp.fields,
-                predicate=parts["probe_r/predicate"][0],
-                subject=parts["probe_r/subject"][0],
-                subject_only_ids=[o["image_id"] for o in parts["probe_r/subject_only"]],
-                swapped_subject_ids=[o["image_id"] for o in parts["probe_r/swapped_subject"]],
+                predicate=parts["probe_r/predicate"][0].to_json(),
+                subject=parts["probe_r/subject"][0].to_json(),
+                subject_only_ids=[o.image_id for o in parts["probe_r/subject_only"]],
+                swapped_subject_ids=[o.image_id for o in parts["probe_r/swapped_subject"]],
             ))  # fmt: skip
         return sets
