@@ -19,7 +19,7 @@ how many). A split with no
 rows is left out. Every image is named by its id's `core.ids.safe_name` (the id itself when it is
 plain), never by the raw id: an id such as `<img src=x>` names no file. Nested fields (`path`, `change`,
 `edit`, `scores`) are JSON strings; `extra` holds any record field the schema does not know yet (null when
-none). `exports/card.py` writes README.md.
+none). The card (README.md) is written with the run's statistics (`exports/summary.py`).
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ import orjson
 from hardneg.core.errors import HardnegError
 from hardneg.core.gqa.run_inputs import image_file
 from hardneg.core.ids import safe_name
-from hardneg.core.io import iter_json_array
+from hardneg.core.rows import ImageNegativeRow, PositiveRow, TextNegativeRow
+from hardneg.core.schema import as_row
 
 DATA = "data"
 CONFIGS = ("positives", "negatives")
@@ -140,64 +141,95 @@ def _json(v: Any) -> str | None:
     return None if v is None else orjson.dumps(v).decode()
 
 
-def _row(config: str, r: dict[str, Any], split: str, images: bool) -> dict[str, Any]:
-    """One record as a row of the config's fixed schema."""
+def _row(config: str, r: dict[str, Any], split: str, file_name: str | None, source: str | None) -> dict[str, Any]:
+    """A published row as a row of the config's fixed schema (`file_name`, `source`: the image names the
+    dataset gives the sample's image and an image negative's source)."""
     known = {name for name, _, _ in COLUMNS[config]}
     row: dict[str, Any] = {}
     for name, kind, _ in COLUMNS[config]:
         v = r.get(name)
         row[name] = _json(v) if kind == JSON else v
     edited = r.get("negative_cate") == "image"
-    row["file_name"] = image_name(r["image_id"]) if images else None
+    row["file_name"] = file_name
     row["split"] = split
     if config == "negatives":
         row["candidate"] = r.get("file_name") if edited else None
-        row["source_image_file_name"] = image_name(r["source_image_id"]) if edited and images else None
+        row["source_image_file_name"] = source
     extra = {k: v for k, v in r.items() if k not in known and not (config == "negatives" and k == "file_name")}
     row["extra"] = _json(extra) if extra else None
     return row
 
 
-def write_dataset(root: Path, images: Path | None) -> dict[str, Any]:
-    """Write `data/` from `splits/<split>/{positive,negative}.json`; returns what the card reports:
-    rows per (config, split), and how the images got there (`linked`, `copied`)."""
-    import pandas as pd
-    import pyarrow.parquet as pq
+class DatasetFiles:
+    """`data/` written as the published samples come (`exports/published.py`), beside the split files: each
+    (config, split) a parquet file of up to `BATCH` rows a write, and the images its rows use. It is built in
+    a staging folder and put in place by `close`, which returns what the card reports: rows and bytes per
+    (config, split), how the images got there (`linked`, `copied`) and whether the run has images.
+    `images`: the run's own copies of its photos (None: no images; `file_name` is null)."""
 
-    for old in root.glob(f".{DATA}.*"):  # what an interrupted write left
+    def __init__(self, root: Path, images: Path | None) -> None:
+        for old in root.glob(f".{DATA}.*"):  # what an interrupted write left
+            shutil.rmtree(old, ignore_errors=True)
+        self.root, self.images = root, images
+        self.stage = root / f".{DATA}.tmp{os.getpid()}"
+        self.placed: Counter = Counter()
+        self._batches: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        self._writers: dict[tuple[str, str], Any] = {}
+        self._rows: Counter = Counter()
+
+    def add(self, r: PositiveRow | TextNegativeRow | ImageNegativeRow, split: str) -> None:
+        config = "positives" if isinstance(r, PositiveRow) else "negatives"
+        edited = isinstance(r, ImageNegativeRow)
+        source = r.source_image_id if isinstance(r, ImageNegativeRow) else r.image_id
+        names = (
+            (image_name(r.image_id), image_name(source) if edited else None)
+            if self.images is not None
+            else (None, None)
+        )
+        batch = self._batches.setdefault((config, split), [])
+        batch.append(_row(config, as_row(r), split, *names))
+        if self.images is not None:
+            out = self.stage / config / split
+            (out / "images").mkdir(parents=True, exist_ok=True)
+            if isinstance(r, ImageNegativeRow):
+                _place(self.root / str(r.file_name), out / image_name(r.image_id), self.placed)
+            own = self.stage / "positives" / split / image_name(source)  # the positives' copy
+            src = own if config == "negatives" and own.exists() else image_file(self.images, source)
+            _place(src, out / image_name(source), self.placed)
+        if len(batch) >= BATCH:
+            self._flush(config, split)
+
+    def _flush(self, config: str, split: str) -> None:
+        import pandas as pd
+        import pyarrow.parquet as pq
+
+        batch = self._batches[(config, split)]
+        out = self.stage / config / split
+        self._writers[(config, split)] = _write(
+            self._writers.get((config, split)), out, config, pd.DataFrame(batch), pq
+        )
+        self._rows[(config, split)] += len(batch)
+        batch.clear()
+
+    def close(self) -> dict[str, Any]:
+        """Write what is left, put `data/` in place of the old one, and say what it holds."""
+        for config, split in list(self._batches):
+            if self._batches[(config, split)]:
+                self._flush(config, split)
+        for writer in self._writers.values():
+            writer.close()
+        rows: dict[str, dict[str, int]] = {c: {} for c in CONFIGS}
+        for config, split in sorted(self._rows, key=lambda k: k[1]):  # as the split folders list
+            rows[config][split] = self._rows[(config, split)]
+        self.stage.mkdir(parents=True, exist_ok=True)
+        final, old = self.root / DATA, self.root / f".{DATA}.old{os.getpid()}"
+        if final.exists():
+            final.rename(old)
+        self.stage.rename(final)
         shutil.rmtree(old, ignore_errors=True)
-    stage = root / f".{DATA}.tmp{os.getpid()}"
-    rows: dict[str, dict[str, int]] = {c: {} for c in CONFIGS}
-    placed: Counter = Counter()
-    for split_dir in sorted(p for p in (root / "splits").iterdir() if p.is_dir()):
-        split = split_dir.name
-        for config in CONFIGS:
-            src = split_dir / SOURCES[config]
-            if not src.exists():
-                continue
-            out = stage / config / split
-            writer, n, batch = None, 0, []
-            for r in iter_json_array(src):
-                batch.append(_row(config, r, split, images is not None))
-                if images is not None:
-                    _place_images(root, out, config, split, r, images, placed)
-                if len(batch) >= BATCH:
-                    writer = _write(writer, out, config, pd.DataFrame(batch), pq)
-                    n, batch = n + len(batch), []
-            if batch:
-                writer = _write(writer, out, config, pd.DataFrame(batch), pq)
-                n += len(batch)
-            if writer is not None:
-                writer.close()
-                rows[config][split] = n
-    stage.mkdir(parents=True, exist_ok=True)
-    final, old = root / DATA, root / f".{DATA}.old{os.getpid()}"
-    if final.exists():
-        final.rename(old)
-    stage.rename(final)
-    shutil.rmtree(old, ignore_errors=True)
-    sizes = {c: {s: (final / c / s / "metadata.parquet").stat().st_size for s in rows[c]} for c in CONFIGS}
-    return {"rows": rows, "bytes": sizes, "images": dict(sorted(placed.items())), "has_images": images is not None}
+        sizes = {c: {s: (final / c / s / "metadata.parquet").stat().st_size for s in rows[c]} for c in CONFIGS}
+        placed = dict(sorted(self.placed.items()))
+        return {"rows": rows, "bytes": sizes, "images": placed, "has_images": self.images is not None}
 
 
 def _write(writer: Any, out: Path, config: str, df: Any, pq: Any) -> Any:
@@ -210,22 +242,6 @@ def _write(writer: Any, out: Path, config: str, df: Any, pq: Any) -> Any:
         writer = pq.ParquetWriter(out / "metadata.parquet", schema)
     writer.write_table(table)
     return writer
-
-
-def _place_images(
-    root: Path, out: Path, config: str, split: str, r: dict[str, Any], images: Path, placed: Counter
-) -> None:
-    """Put the images a record uses under `out/images/`: hard links within the run folder (to the photo
-    store and the candidates), or copies where the file system refuses links."""
-    (out / "images").mkdir(parents=True, exist_ok=True)
-    if r.get("negative_cate") == "image":
-        _place(root / r["file_name"], out / image_name(r["image_id"]), placed)
-        source = r["source_image_id"]
-    else:
-        source = r["image_id"]
-    own = out.parent.parent / "positives" / split / image_name(source)  # the positives' copy
-    src = own if config == "negatives" and own.exists() else image_file(images, source)
-    _place(src, out / image_name(source), placed)
 
 
 def _place(src: Path, dst: Path, placed: Counter) -> None:

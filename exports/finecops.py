@@ -30,7 +30,7 @@ from hardneg.core.rows import DECIDED_NEGATIVES, DECIDED_POSITIVES
 from hardneg.core.runner.folder import created_on
 from hardneg.core.runner.publish import begin, publish
 from hardneg.core.runner.stage import Run, Stage, Unit
-from hardneg.exports.dataset import write_dataset
+from hardneg.exports.dataset import DatasetFiles
 from hardneg.exports.published import SplitFiles, kept_digest, published
 from hardneg.exports.stats import (
     build_stats,
@@ -63,9 +63,11 @@ class WriteStage(Stage):
         decisions = {d.id: d for d in unit.records_all(DECIDED_NEGATIVES)}
         positive_decisions = {d.id: d for d in unit.records_all(DECIDED_POSITIVES)}
         files = SplitFiles(out, unit.images is not None)
+        dataset = DatasetFiles(root, unit.images)  # the Hugging Face form: data/*/*/metadata.parquet and images
         edits: dict[str, Counter] = defaultdict(Counter)  # per negative image type: made, verified, why not
         for sample in published(unit, positive_decisions, decisions, edits):
             files.add(sample)
+            dataset.add(sample, sample.split)
         files.close()
         # only the stages before this one: a later stage's rejects from an earlier run are stale here
         earlier = set(unit.run.reads[self.name])
@@ -108,8 +110,7 @@ class WriteStage(Stage):
         unit.stats.update({f"negatives:{s}": n for s, n in files.counts(negatives=True).items()})
         unit.stats["kept:positives"] = sum(files.counts().values())
         unit.stats["kept:negatives"] = sum(files.counts(negatives=True).values())
-        # the Hugging Face form: data/*/*/metadata.parquet, README.md (unit.images None: no source images in it)
-        unit.meta["dataset"] = write_dataset(root, unit.images)
+        unit.meta["dataset"] = dataset.close()  # in place once the splits are (what the card says of it)
         # what `hardneg split` compares: the decisions this wrote out
         unit.meta["kept"] = kept_digest(positive_decisions.values(), decisions.values(), summaries["decide"]["meta"])
 

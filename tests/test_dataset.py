@@ -14,8 +14,10 @@ import pandas as pd
 import pytest
 import yaml
 
+from hardneg.core.schema import to_record
 from hardneg.exports.card import card
-from hardneg.exports.dataset import NEGATIVE_COLUMNS, POSITIVE_COLUMNS, write_dataset
+from hardneg.exports.dataset import NEGATIVE_COLUMNS, POSITIVE_COLUMNS, DatasetFiles
+from hardneg.exports.published import PublishedImageNegative, PublishedPositive, PublishedTextNegative
 from tests.runs import small_run
 
 datasets = pytest.importorskip("datasets")
@@ -132,6 +134,18 @@ def _fake_run(tmp_path: Path, with_images: bool) -> tuple[Path, Path | None]:
             rows = [r for r in _vanilla(src, split, kind) if r.get("negative_cate") != "image"][:3]
             (d / f"{kind}.json").write_bytes(orjson.dumps(rows))
     return root, (src / "inputs" / "demo" / "images" if with_images else None)
+
+
+def write_dataset(root: Path, images: Path | None) -> dict:
+    """`data/` of the run's split files, written as the write stage writes it: from the published samples."""
+    files = DatasetFiles(root, images)
+    for split in sorted(p.name for p in (root / "splits").iterdir()):
+        for r in _vanilla(root, split, "positive"):
+            files.add(to_record(r, PublishedPositive), split)
+        for r in _vanilla(root, split, "negative"):
+            kind = PublishedImageNegative if r["negative_cate"] == "image" else PublishedTextNegative
+            files.add(to_record(r, kind), split)
+    return files.close()
 
 
 def test_images_on_another_file_system_are_copied_and_the_card_says_so(tmp_path: Path, monkeypatch, hf):

@@ -48,7 +48,7 @@ def _copy(tiny_run: Path, tmp_path: Path) -> Path:
 @pytest.mark.parametrize(
     "where",
     [
-        "hardneg.exports.finecops.write_dataset",
+        "hardneg.exports.dataset.DatasetFiles.close",
         "hardneg.exports.summary.card",
         "hardneg.review.report.page.build_report",
     ],
