@@ -151,21 +151,21 @@ class Corpus:
                 end = data.find(b"\n", start)
                 end = len(data) if end < 0 else end
                 if data[start:end].strip():
-                    image_id = corpus.add(orjson.loads(data[start:end]))
+                    image_id = corpus.add(to_record(orjson.loads(data[start:end]), GraphRow))
                     corpus.places[image_id] = (k, start, end)
                 start = end + 1
         return corpus.done()
 
     @classmethod
-    def of_rows(cls, rows: Iterable[dict[str, Any]], splits: SplitsConfig) -> Corpus:
+    def of_rows(cls, rows: Iterable[GraphRow], splits: SplitsConfig) -> Corpus:
         """The index of graph rows held in memory (no places: `GraphChecks` cannot read them)."""
         corpus = cls(splits)
         for row in rows:
             corpus.add(row)
         return corpus.done()
 
-    def add(self, row: dict[str, Any]) -> str:
-        image_id, g = row["image_id"], row["graph"]
+    def add(self, row: GraphRow) -> str:
+        image_id, g = row.image_id, row.graph
         split = split_of(image_id, self.splits)
         objects = g.get("objects", {}).values()
         one = self._one

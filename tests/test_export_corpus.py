@@ -78,7 +78,7 @@ def test_the_index_holds_every_row_and_reads_each_graph_from_its_place(tmp_path:
         assert g.image_id == image_id
         row = next(r for r in rows if r["image_id"] == image_id)
         assert g == to_record(row, GraphRow).scene_graph()
-    in_memory = Corpus.of_rows(rows, SPLITS)
+    in_memory = Corpus.of_rows([to_record(r, GraphRow) for r in rows], SPLITS)
     for table in ("by_name", "by_pair", "by_edge"):
         assert {k: list(v) for k, v in getattr(in_memory, table).items()} == {
             k: list(v) for k, v in getattr(corpus, table).items()
@@ -163,7 +163,7 @@ def test_ranking_is_the_documented_score():
     time, the union built as a set."""
     rng = random.Random(1)
     rows = [_random_row(rng, f"{i:03d}") for i in range(150)]
-    corpus = Corpus.of_rows(rows, SPLITS)
+    corpus = Corpus.of_rows([to_record(r, GraphRow) for r in rows], SPLITS)
     for trial in range(60):
         i0, path = rng.choice(rows)["image_id"], _random_path(rng)
         pool = candidate_pool(corpus, i0, path, 40, 0, "tricd", trial)

@@ -22,7 +22,7 @@ from hardneg.core.executor import GraphIndex, execute
 from hardneg.core.gqa.run_inputs import resolve_inputs
 from hardneg.core.io import read_jsonl
 from hardneg.core.records import PathNode
-from hardneg.core.rows import extended
+from hardneg.core.rows import GraphRow, extended
 from hardneg.core.runner.folder import stored_config
 from hardneg.core.splits import split_of
 from hardneg.core.words.attribute_table import AttributeTable
@@ -274,7 +274,9 @@ def test_with_the_photos_the_graphs_most_alike_images_are_ordered_by_both_ranks(
     from hardneg.core.config import SplitsConfig
 
     raw = orjson.loads((PHOTOS / "sceneGraphs.json").read_bytes())
-    index = Corpus.of_rows(({"image_id": k, "graph": v} for k, v in raw.items()), SplitsConfig(train=1, val=0, test=0))
+    index = Corpus.of_rows(
+        (GraphRow(image_id=k, graph=v) for k, v in raw.items()), SplitsConfig(train=1, val=0, test=0)
+    )
     p = kept_positive(PathNode("car"), id=7, image_id="2")
     opts = ImageCodeExport()
     by_graph = Ranking(index, opts, 0, None, {}).rank(p)

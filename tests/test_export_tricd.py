@@ -17,7 +17,9 @@ from hardneg.core.config import SplitsConfig
 from hardneg.core.edits import apply_edit
 from hardneg.core.executor import GraphIndex, execute
 from hardneg.core.records import PathEdge, PathNode, Relation, SceneGraph, SceneObject
+from hardneg.core.rows import GraphRow
 from hardneg.core.runner.folder import stored_config
+from hardneg.core.schema import to_record
 from hardneg.core.splits import split_of
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
@@ -237,7 +239,7 @@ def test_distractors_rank_by_name_then_scene():
         _row("no_man", ("umbrella", []), ("street", []), ("dog", [("holding", 0)])),
         _row("unrelated", ("sky", []), ("cloud", [])),
     ]
-    index = Corpus.of_rows(rows, splits)
+    index = Corpus.of_rows([to_record(r, GraphRow) for r in rows], splits)
     path = PathNode("man", relations=(PathEdge("holding", PathNode("umbrella")),))
     ranked = rank_distractors(index, kept_positive(id=1, image_id="i0"), path, 10, 10, 0)
     assert ranked == ["same_relation", "partner_only", "name_only", "no_man"]  # "unrelated" shares no name

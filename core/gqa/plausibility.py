@@ -37,10 +37,9 @@ from hardneg.core.rows import (
     PLAUSIBILITY_COUNTS,
     PLAUSIBILITY_FOLDCOUNTS,
     PLAUSIBILITY_PRIOR,
-    GraphRow,
 )
 from hardneg.core.runner.stage import Stage, Unit
-from hardneg.core.schema import outputs, to_record
+from hardneg.core.schema import outputs
 from hardneg.core.splits import image_unit
 from hardneg.core.words.table import Words, words_digest
 
@@ -292,11 +291,8 @@ class PlausibilityStage(Stage):
         folds, annotations = tally.folds, tally.notes
         unit.items_in = annotations.graphs["all"]
         # graphs of images the prior counted: counted once, by the run (the only graphs this stage parses)
-        overlap = [
-            to_record(r, GraphRow).scene_graph()
-            for r in (unit.read_all(HYGIENE_GRAPHS) if prior.images else ())
-            if r["image_id"] in prior.images
-        ]
+        graphs = unit.records_all(HYGIENE_GRAPHS) if prior.images else ()
+        overlap = [r.scene_graph() for r in graphs if r.image_id in prior.images]
         counts = folds[0] + folds[1]
         unit.write("counts", counts.rows())
         unit.write("foldcounts", ({**r, "fold": k} for k, c in enumerate(folds) for r in c.rows()))
