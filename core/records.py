@@ -89,6 +89,23 @@ class SceneGraph:
 
 
 @dataclass(slots=True, frozen=True)
+class RiskReason:
+    """One thing a positive's graph (or its photo) cannot rule out: the rule's `kind`, `why` in words, and
+    its `weight` in the positive's risk. A record stores them as `to_json()` (`risk_reasons`)."""
+
+    kind: str
+    why: str
+    weight: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "why": self.why, "weight": self.weight}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RiskReason:
+        return cls(data["kind"], data["why"], data["weight"])
+
+
+@dataclass(slots=True, frozen=True)
 class PathEdge:
     """A relation child of a path node: the node's object `name` the child's object."""
 

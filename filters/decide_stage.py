@@ -23,7 +23,7 @@ from typing import Any
 
 from hardneg.core.config import RunConfig
 from hardneg.core.plugins import FILTERS
-from hardneg.core.records import Reject
+from hardneg.core.records import Reject, RiskReason
 from hardneg.core.rows import (
     DECIDED_NEGATIVES,
     DECIDED_POSITIVES,
@@ -153,17 +153,18 @@ class DecideStage(Stage):
         run_reasons = []
         if "detector" not in cfg.filters.scorers:
             why = "no detector looked for an unannotated object of the target's name"
-            run_reasons.append({"kind": "no_detector", "why": why, "weight": RISK_WEIGHTS["no_detector"]})
+            run_reasons.append(RiskReason("no_detector", why, RISK_WEIGHTS["no_detector"]))
         photo = {r.id: r for r in unit.records_all(PIXELS_POSITIVES)}
         out = []
         for r in unit.records_all(LANGUAGE_POSITIVES):
             unit.items_in += 1
             unit.stats["positives"] += 1
-            about[r.id] = (r.image_id, _path_objects(r.path))
-            reasons, why = with_photo([*r.risk_reasons, *run_reasons], photo.get(r.id), cfg, unit.stats)
+            about[r.id] = (r.image_id, frozenset(n.id for n in r.node().nodes() if n.id is not None))
+            graph_reasons = [RiskReason.from_json(x) for x in r.risk_reasons]
+            reasons, why = with_photo([*graph_reasons, *run_reasons], photo.get(r.id), cfg, unit.stats)
             if r.id in photo:
                 tally.one("pixels:positive", why is None)
-            risk = combine(x["weight"] for x in reasons)
+            risk = combine(x.weight for x in reasons)
             unit.stats[f"risk:{risk_band(risk)}"] += 1
             by_version = _scores(stored, r.id)
             if by_version and why is None:  # a positive no filter scored is decided by its risk alone
@@ -173,7 +174,7 @@ class DecideStage(Stage):
             if why is None and cfg.risk.max is not None:  # the risk cut is a rule: `split`'s guard counts it
                 tally.one("risk", risk <= cfg.risk.max)
                 if risk > cfg.risk.max:
-                    kinds = ", ".join(sorted({x["kind"] for x in reasons}))
+                    kinds = ", ".join(sorted({x.kind for x in reasons}))
                     why = f"risk: {risk:.2f} above risk.max {cfg.risk.max} ({kinds})"
                     unit.stats["risk_dropped"] += 1
             if why is None:
@@ -185,7 +186,8 @@ class DecideStage(Stage):
                 detail = {"tuple_type": r.tuple_type, "level": r.level, "expression": r.expression, **scores}
                 stage = why.split(": ", 1)[0] if why.startswith(("risk: ", "pixels: ")) else "filter"
                 unit.reject(Reject(stage, why, r.image_id, r.id, detail=detail))
-            out.append(PositiveDecisionRow(id=r.id, keep=why is None, reason=why, scores=scores, risk_reasons=reasons))
+            said = [x.to_json() for x in reasons]
+            out.append(PositiveDecisionRow(id=r.id, keep=why is None, reason=why, scores=scores, risk_reasons=said))
         return out
 
     def _text(
@@ -338,18 +340,6 @@ class DecideStage(Stage):
             if target is not None:
                 target.keep, target.reason = False, d.reason
         unit.stats["review_dropped"] = len(dropped)
-
-
-def _path_objects(path: dict[str, Any]) -> frozenset[str]:
-    """The object ids a stored path names, its related objects' too."""
-    out: set[str] = set()
-    todo = [path]
-    while todo:
-        n = todo.pop()
-        if n.get("id") is not None:
-            out.add(n["id"])
-        todo.extend(e["object"] for e in (*n.get("relations", ()), *n.get("same", ())))
-    return frozenset(out)
 
 
 def _scores(stored: dict[int, FilterScoreRow], sample_id: int) -> dict[str, Scores]:

@@ -17,14 +17,14 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 from hardneg.core.config import RunConfig
 from hardneg.core.pixels.claims import POSITIVE_RULES, RISK_RULES
+from hardneg.core.records import RiskReason
 from hardneg.core.rows import PixelNegativeRow, PixelPositiveRow
 from hardneg.generators.paths.annotation_rules import BOX_KINDS, RISK_WEIGHTS, TWIN_KINDS, combine
 
-Reasons = list[dict[str, Any]]
+Reasons = list[RiskReason]
 
 
 def with_photo(
@@ -36,12 +36,12 @@ def with_photo(
         return reasons, None
     stats.update(f"pixels:checked:{rule}" for rule in row.checked)
     out = list(reasons)
-    if row.resolved is not None and any(r["kind"] == "unannotated_twin" for r in out):
-        out = [r for r in out if r["kind"] != "unannotated_twin"]
+    if row.resolved is not None and any(r.kind == "unannotated_twin" for r in out):
+        out = [r for r in out if r.kind != "unannotated_twin"]
         stats["pixels:resolved:unannotated_twin"] += 1
     for f in row.findings:
-        if f["rule"] in RISK_RULES and not any(r["kind"] == f["rule"] for r in out):
-            out.append({"kind": f["rule"], "why": f["reason"], "weight": RISK_WEIGHTS[f["rule"]]})
+        if f["rule"] in RISK_RULES and not any(r.kind == f["rule"] for r in out):
+            out.append(RiskReason(f["rule"], f["reason"], RISK_WEIGHTS[f["rule"]]))
             stats[f"pixels:risk:{f['rule']}"] += 1
     drop = next((f for f in row.findings if f["rule"] in POSITIVE_RULES and f["rule"] in cfg.pixels.drop), None)
     if drop is None:
@@ -64,8 +64,8 @@ def negative_photo(row: PixelNegativeRow | None, cfg: RunConfig, stats: Counter)
 def family_risks(reasons: Reasons) -> dict[str, float]:
     """The twin risk and the box risk of a positive's reasons (module docstring)."""
     return {
-        "twin": combine(r["weight"] for r in reasons if r["kind"] in TWIN_KINDS),
-        "box": combine(r["weight"] for r in reasons if r["kind"] in BOX_KINDS),
+        "twin": combine(r.weight for r in reasons if r.kind in TWIN_KINDS),
+        "box": combine(r.weight for r in reasons if r.kind in BOX_KINDS),
     }
 
 
@@ -83,7 +83,7 @@ def level_drop(level: int, reasons: Reasons, cfg: RunConfig, stats: Counter) -> 
         return None, True
     stats[f"risk_level_dropped:{family}"] += 1
     kinds = TWIN_KINDS if family == "twin" else BOX_KINDS
-    named = ", ".join(sorted({r["kind"] for r in reasons if r["kind"] in kinds}))
+    named = ", ".join(sorted({r.kind for r in reasons if r.kind in kinds}))
     what = "another object may fit" if family == "twin" else "the box may not be what its name says"
     bar = f"risk.drop_{family} {bars[family]}"
     return f"risk: {what} ({family} risk {risks[family]:.2f} >= {bar} at level {level}: {named})", False

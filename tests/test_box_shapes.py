@@ -96,7 +96,7 @@ def test_the_run_counts_its_own_boxes_and_a_misfit_is_a_risk(shipped: BoxShapes)
     ev = Evidence(again, Counts(), shipped.combined(own))
     words = Words.load()
     sliver = risk_reasons(node("cabinet", oid="1"), g.objects["1"], g, words, ev, None)
-    assert [r["kind"] for r in sliver] == ["box_misfit"] and sliver[0]["weight"] == 0.5
+    assert [r.kind for r in sliver] == ["box_misfit"] and sliver[0].weight == 0.5
     assert risk_reasons(node("cabinet", oid="2"), g.objects["2"], g, words, ev, None) == []
 
 

@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from hardneg.core.config import RunConfig
-from hardneg.core.records import PathNode
+from hardneg.core.records import PathNode, RiskReason
 from hardneg.core.words.table import Words
 from hardneg.filters.evidence import level_drop
 from hardneg.flows.pipeline import resplit
@@ -95,13 +95,13 @@ def test_without_images_the_graph_rules_decide_alone_and_stats_say_so() -> None:
 
 def test_risk_is_acted_on_by_level_and_the_queue_starts_with_what_is_kept_at_risk() -> None:
     cfg = RunConfig()
-    twin = [{"kind": "unannotated_twin", "weight": 0.4}, {"kind": "no_detector", "weight": 0.1}]
-    box = [{"kind": "box_misfit", "weight": 0.5}]
+    twin = [RiskReason("unannotated_twin", "", 0.4), RiskReason("no_detector", "", 0.1)]
+    box = [RiskReason("box_misfit", "", 0.5)]
     stats: Counter = Counter()
     assert level_drop(2, twin, cfg, stats)[0].startswith("risk: another object may fit (twin risk 0.40")
     assert level_drop(3, box, cfg, stats)[0].startswith("risk: the box may not be what its name says")
     assert level_drop(1, twin, cfg, stats) == (None, True)  # flagged, kept
-    assert level_drop(2, [{"kind": "many", "weight": 0.2}], cfg, stats) == (None, False)
+    assert level_drop(2, [RiskReason("many", "", 0.2)], cfg, stats) == (None, False)
     assert stats == Counter({"risk_level_dropped:twin": 1, "risk_level_dropped:box": 1, "risk_flagged:twin": 1})
     lenient = cfg.model_copy(update={"risk": cfg.risk.model_copy(update={"drop_twin": None})})
     assert level_drop(2, twin, lenient, Counter()) == (None, False)

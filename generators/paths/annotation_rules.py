@@ -41,14 +41,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Any
 
 from hardneg.core.executor import GraphIndex, execute
 from hardneg.core.geometry import iou
 from hardneg.core.gqa.annotations import MANY, OVERSIZED, PRINTED, SAME_OBJECT_IOU, AnnotationStats, inside, split_pair
 from hardneg.core.gqa.boxes import BoxShapes
 from hardneg.core.gqa.plausibility import Counts
-from hardneg.core.records import PathNode, SceneGraph, SceneObject
+from hardneg.core.records import PathNode, RiskReason, SceneGraph, SceneObject
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
 from hardneg.generators.paths.wearers import other_wholes
@@ -197,47 +196,41 @@ def risk_reasons(
     ev: Evidence | None,
     twin: str | None,
     wearers: float | None = None,
-) -> list[dict[str, Any]]:
+) -> list[RiskReason]:
     """What the graph cannot rule out about a positive, each with its weight (see the module docstring).
     `twin`: why another object of the name may fit (`Certifier.doubtful`), or None; `wearers`: rule
     `other_wearers` judged the path against the other people's twins of the target (`OtherWearers`), none
     smaller than this share of the image; None: the rule is off."""
-    out: list[dict[str, Any]] = []
+    out: list[tuple[str, str]] = []  # (kind, why)
     if ev is not None and (share := ev.notes.many(target.name)) is not None and share >= SOMETIMES_MANY:
-        out.append({"kind": "many", "why": f"'{target.name}' is several in {share:.0%} of the images holding it"})
+        out.append(("many", f"'{target.name}' is several in {share:.0%} of the images holding it"))
     for other in graph.objects.values():
         if other.id != target.id and words.surface_kind(other.name) == "pictures" and inside(target, other):
-            out.append(
-                {"kind": "in_picture", "why": f"its box lies inside the {other.name} {other.id}: it may be shown there"}
-            )
+            out.append(("in_picture", f"its box lies inside the {other.name} {other.id}: it may be shown there"))
             break
     if ev is not None and (usual := ev.notes.usual_area(target.name)) is not None:
         area = target.area / (graph.width * graph.height)
         if area > OVERSIZED * usual:
-            out.append(
-                {"kind": "oversized", "why": f"its box is {area / usual:.0f}x the usual size of a '{target.name}'"}
-            )
+            out.append(("oversized", f"its box is {area / usual:.0f}x the usual size of a '{target.name}'"))
     if ev is not None and ev.boxes is not None:
         misfit = ev.boxes.misfit(target.name, target.box, graph.width, graph.height, counted=True)
         if misfit is not None:
-            out.append({"kind": "box_misfit", "why": misfit.reason})
+            out.append(("box_misfit", misfit.reason))
     for other in graph.objects.values():
         if other.id != target.id and other.name == target.name and split_pair(target, other):
             why = f"its box and {other.name} {other.id} tile one rectangle: it may be half of one object"
-            out.append({"kind": "split", "why": why})
+            out.append(("split", why))
             break
     if twin is not None:
-        out.append({"kind": "unannotated_twin", "why": twin})
+        out.append(("unannotated_twin", twin))
     checked = None if wearers is None else path
     if (others := other_wholes(target, graph, words, checked, wearers or 0.0)) is not None:
-        out.append({"kind": "other_wholes", "why": others})
+        out.append(("other_wholes", others))
     own = [e.object.name for e in path.relations if words.same_kind(e.object.name, target.name)]
     if own:  # "the door to the left of a door" picks one of two: a third nobody boxed and it picks none
         why = f"it is told apart by another '{own[0]}': it holds only if the graph boxed every one there is"
-        out.append({"kind": "own_kind", "why": why})
-    for r in out:
-        r["weight"] = RISK_WEIGHTS[r["kind"]]
-    return out
+        out.append(("own_kind", why))
+    return [RiskReason(kind, why, RISK_WEIGHTS[kind]) for kind, why in out]
 
 
 class SameKind:

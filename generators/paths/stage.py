@@ -320,7 +320,7 @@ def _positive(
         generator=GENERATOR,
         spatial=is_spatial(path, res.relations),
         attribute=has_attribute(path),
-        risk_reasons=risk_reasons(path, target, graph, res.words, evidence, twin, wearers),
+        risk_reasons=[r.to_json() for r in risk_reasons(path, target, graph, res.words, evidence, twin, wearers)],
     )
 
 
