@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import Counter
 
 from hardneg.core.config import RunConfig
-from hardneg.core.pixels.claims import POSITIVE_RULES, RISK_RULES
+from hardneg.core.pixels.claims import POSITIVE_RULES, RISK_RULES, Finding
 from hardneg.core.records import RiskReason
 from hardneg.core.rows import PixelNegativeRow, PixelPositiveRow
 from hardneg.generators.paths.annotation_rules import BOX_KINDS, RISK_WEIGHTS, TWIN_KINDS, combine
@@ -39,15 +39,16 @@ def with_photo(
     if row.resolved is not None and any(r.kind == "unannotated_twin" for r in out):
         out = [r for r in out if r.kind != "unannotated_twin"]
         stats["pixels:resolved:unannotated_twin"] += 1
-    for f in row.findings:
-        if f["rule"] in RISK_RULES and not any(r.kind == f["rule"] for r in out):
-            out.append(RiskReason(f["rule"], f["reason"], RISK_WEIGHTS[f["rule"]]))
-            stats[f"pixels:risk:{f['rule']}"] += 1
-    drop = next((f for f in row.findings if f["rule"] in POSITIVE_RULES and f["rule"] in cfg.pixels.drop), None)
+    findings = [Finding.from_json(f) for f in row.findings]
+    for f in findings:
+        if f.rule in RISK_RULES and not any(r.kind == f.rule for r in out):
+            out.append(RiskReason(f.rule, f.reason, RISK_WEIGHTS[f.rule]))
+            stats[f"pixels:risk:{f.rule}"] += 1
+    drop = next((f for f in findings if f.rule in POSITIVE_RULES and f.rule in cfg.pixels.drop), None)
     if drop is None:
         return out, None
-    stats[f"pixels:removed:{drop['rule']}"] += 1
-    return out, f"pixels: {drop['rule']}: {drop['reason']}"
+    stats[f"pixels:removed:{drop.rule}"] += 1
+    return out, f"pixels: {drop.rule}: {drop.reason}"
 
 
 def negative_photo(row: PixelNegativeRow | None, cfg: RunConfig, stats: Counter) -> str | None:
@@ -55,10 +56,11 @@ def negative_photo(row: PixelNegativeRow | None, cfg: RunConfig, stats: Counter)
     if row is None:
         return None
     stats["pixels:checked:colour_still_true"] += 1
-    if row.finding is None or row.finding["rule"] not in cfg.pixels.drop:
+    finding = Finding.from_json(row.finding) if row.finding is not None else None
+    if finding is None or finding.rule not in cfg.pixels.drop:
         return None
     stats["pixels:removed:colour_still_true"] += 1
-    return f"pixels: {row.finding['rule']}: {row.finding['reason']}"
+    return f"pixels: {finding.rule}: {finding.reason}"
 
 
 def family_risks(reasons: Reasons) -> dict[str, float]:

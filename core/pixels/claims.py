@@ -76,6 +76,10 @@ class Finding:
     def to_json(self) -> dict[str, Any]:
         return {"rule": self.rule, "reason": self.reason, "objects": list(self.objects)}
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Finding:
+        return cls(data["rule"], data["reason"], tuple(data.get("objects", ())))
+
 
 @dataclass(slots=True)
 class PositiveCheck:
