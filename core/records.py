@@ -89,6 +89,30 @@ class SceneGraph:
 
 
 @dataclass(slots=True, frozen=True)
+class TextChange:
+    """What a text negative altered in its positive's path: the nodes (`PathNode.nodes()` indices), the word
+    replaced or the first swapped attribute (`word`), its replacement, the second swapped attribute (`other`),
+    the relation's index on its node (`edge`). A record stores it as `to_json()` (`change`)."""
+
+    nodes: tuple[int, ...]
+    word: str | None = None
+    replacement: str | None = None
+    other: str | None = None
+    edge: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"nodes": list(self.nodes)}
+        for key, value in (("from", self.word), ("to", self.replacement), ("with", self.other), ("edge", self.edge)):
+            if value is not None:
+                out[key] = value
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TextChange:
+        return cls(tuple(data["nodes"]), data.get("from"), data.get("to"), data.get("with"), data.get("edge"))
+
+
+@dataclass(slots=True, frozen=True)
 class RiskReason:
     """One thing a positive's graph (or its photo) cannot rule out: the rule's `kind`, `why` in words, and
     its `weight` in the positive's risk. A record stores them as `to_json()` (`risk_reasons`)."""

@@ -230,7 +230,7 @@ def test_the_detector_drops_a_positive_whose_twin_nobody_annotated(red_detector:
     assert first_failure({f.version: twin}, [rule], "positive")[1].startswith("filter: an unannotated object")
     assert first_failure({f.version: alone}, [rule], "positive") == (["detector"], None)
     # a replace_object negative "the car next to the ball" -> the ball IS visible: the negative is dropped
-    neg = text_negative_row(node("ball"), "replace_object", {"from": "car", "to": "ball"})
+    neg = text_negative_row(node("ball"), "replace_object", {"nodes": [0], "from": "car", "to": "ball"})
     [scores] = f.score([Item(3, "text_negative", neg, "x", _scene(twin=False), negative_text="y", graph=g)])
     assert scores["detector_replacement"] > 0.9
     assert not decide_text({f.version: scores}, [rule]).keep
@@ -282,10 +282,10 @@ def test_a_rewritten_negative_is_checked_like_a_rewritten_positive():
     from hardneg.generators.text.english import check_negatives
 
     bananas = PathNode("bananas", ("yellow",))
-    ok = text_negative_row(bananas, "replace_object", {}, id=1, template_expression="the yellow bananas",
+    ok = text_negative_row(bananas, "replace_object", {"nodes": [0]}, id=1, template_expression="the yellow bananas",
                            expression="the bananas that is yellow", expression_source="rewrite#1",
                            rewrites=["the bananas that is yellow", "the bananas that are yellow"])  # fmt: skip
-    bad = text_negative_row(bananas, "replace_object", {}, id=2, template_expression="a bananas",
+    bad = text_negative_row(bananas, "replace_object", {"nodes": [0]}, id=2, template_expression="a bananas",
                             expression="a bananas", rewrites=[])  # fmt: skip
     kept, rejects = check_negatives([ok, bad], EnglishCheck(Words.load()))
     assert [r.id for r in kept] == [1] and [r.sample_id for r in rejects] == [2]

@@ -28,7 +28,7 @@ from hardneg.backends.requirements import Requirement
 from hardneg.core.errors import MissingDependency
 from hardneg.core.geometry import intersection, iou
 from hardneg.core.plugins import FILTERS
-from hardneg.core.records import SceneGraph
+from hardneg.core.records import SceneGraph, TextChange
 from hardneg.core.rows import TextNegativeRow
 from hardneg.filters.base import Box, Filter, Item, ScoreLine, Scores, Settings, probability
 
@@ -154,8 +154,9 @@ class DetectorFilter(Filter):
         r = it.record
         if it.target == "positive":
             return [r.node().name]
-        if isinstance(r, TextNegativeRow) and r.negative_type == "replace_object" and "to" in r.change:
-            return [r.change["to"]]
+        if isinstance(r, TextNegativeRow) and r.negative_type == "replace_object":
+            change = TextChange.from_json(r.change)
+            return [change.replacement] if change.replacement is not None else []
         return []
 
     def _item_scores(self, it: Item, dets: list[tuple[str, float, Box]]) -> Scores:

@@ -22,7 +22,7 @@ from hardneg.core.executor import GraphIndex, execute
 from hardneg.core.gqa.annotations import SMALL, AnnotationStats
 from hardneg.core.gqa.plausibility import Plausibility
 from hardneg.core.plugins import TEXT_NEGATIVES
-from hardneg.core.records import PathNode, Reject, SceneGraph
+from hardneg.core.records import PathNode, Reject, SceneGraph, TextChange
 from hardneg.core.rows import PositiveRow, TextNegativeRow
 from hardneg.core.words.attribute_table import AttributeTable
 from hardneg.core.words.table import Words
@@ -350,10 +350,7 @@ class TextSearch(SiteSearch[SearchState]):
         if nid in st.seen:
             return False
         st.seen.add(nid)
-        change: dict[str, Any] = {"nodes": list(site.nodes)}
-        for key, value in (("from", site.word), ("to", replacement), ("with", site.other), ("edge", site.edge)):
-            if value is not None:
-                change[key] = value
+        change = TextChange(site.nodes, site.word, replacement, site.other, site.edge).to_json()
         template_text = self.ctx.renderer.render_with(neg_path, pos.tuple_type, pos.template, idx, st.path)
         worded = pos.template_expression if pos.template_expression is not None else pos.expression
         expression = carry_change(worded, pos.expression, template_text)
@@ -400,7 +397,6 @@ def iter_keep_words(path: PathNode) -> Iterator[tuple[str, str]]:
 
 def replay(positive_path: PathNode, negative: TextNegativeRow) -> PathNode:
     """Re-apply a written negative's recorded `change` to its positive's path (for re-checking)."""
-    ch = negative.change
-    site = Site(negative.negative_type, negative.negative_level, tuple(ch["nodes"]), word=ch.get("from"),
-                edge=ch.get("edge"), other=ch.get("with"))  # fmt: skip
-    return apply_site(positive_path, site, ch.get("to"))
+    ch = TextChange.from_json(negative.change)
+    site = Site(negative.negative_type, negative.negative_level, ch.nodes, word=ch.word, edge=ch.edge, other=ch.other)
+    return apply_site(positive_path, site, ch.replacement)
