@@ -135,7 +135,12 @@ def test_select_keeps_a_candidate_that_allows_an_attribute_swap_first_and_reject
 
 def test_decide_drops_a_risky_positive_with_its_negatives_and_keeps_the_rest():
     safe = positive(1, node("cup", "red", oid="1"))
-    risky = positive(2, node("cup", "red", oid="1"), image_id="2", risk=[{"kind": "in_picture", "weight": 0.4}])
+    risky = positive(
+        2,
+        node("cup", "red", oid="1"),
+        image_id="2",
+        risk=[{"kind": "in_picture", "why": "inside a picture", "weight": 0.4}],
+    )
     upstream = {
         "language": {"positives": [safe, risky], "negatives": [text_negative(11, safe), text_negative(12, risky)]},
         "images": {"image-negatives": [image_negative(21, safe)]},
@@ -194,10 +199,13 @@ def test_by_default_two_independent_doubts_drop_a_positive_of_any_level():
     """Failed before (`risk.max` was null: flag only): a level-1 positive the graph leaves open twice (another
     object with nothing to rule it out, and more people than shirts) was published, flagged. One doubt
     alone still only flags it at level 1."""
-    one = positive(1, node("shirt", oid="1"), level=1, risk=[{"kind": "unannotated_twin", "weight": 0.4}])
+    one = positive(
+        1, node("shirt", oid="1"), level=1, risk=[{"kind": "unannotated_twin", "why": "a twin", "weight": 0.4}]
+    )
     two = positive(
         2, node("shirt", oid="1"), image_id="2", level=1,
-        risk=[{"kind": "unannotated_twin", "weight": 0.4}, {"kind": "other_wholes", "weight": 0.4}],
+        risk=[{"kind": "unannotated_twin", "why": "a twin", "weight": 0.4},
+              {"kind": "other_wholes", "why": "others", "weight": 0.4}],
     )  # fmt: skip
     out = run_alone(STAGES, "decide", RunConfig(refine={"enabled": False}), {"language": {"positives": [one, two]}})
     positives = {d["id"]: d for d in out.outputs["positives"]}
