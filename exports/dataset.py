@@ -107,7 +107,6 @@ NEGATIVE_COLUMNS: list[tuple[str, str, str]] = [
     ("extra", JSON, "fields this schema does not know yet"),
 ]
 COLUMNS = {"positives": POSITIVE_COLUMNS, "negatives": NEGATIVE_COLUMNS}
-SOURCES = {"positives": "positive.json", "negatives": "negative.json"}
 IMAGE_COLUMNS = {"file_name": "image", "source_image_file_name": "source_image"}  # datasets' names for them
 
 
