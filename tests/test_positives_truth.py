@@ -96,7 +96,7 @@ def test_one_object_annotated_twice_is_merged_before_any_path():
     cleaned, changes = clean(g, words, 0.7, True)
     assert set(cleaned.objects) == {"p", "a"}
     assert cleaned.objects["p"].relations == (Relation("to the left of", "a"),)  # the two edges are one now
-    assert [c["kind"] for c in changes] == ["merged_duplicate"]
+    assert [c.kind for c in changes] == ["merged_duplicate"]
     positives, _, _ = _positives(cleaned)
     assert all(_names(p).count("tower") < 2 for p in positives)
 
@@ -107,7 +107,7 @@ def test_a_contradicted_left_right_edge_is_dropped():
     )
     cleaned, changes = clean(g, Words.load(), 0.7, True)
     assert cleaned.objects["1"].relations == ()
-    assert changes[0]["kind"] == "dropped_contradicted_edge"
+    assert changes[0].kind == "dropped_contradicted_edge"
 
 
 def test_a_relation_written_as_visual_genome_writes_it_reads_as_gqa_writes_it():
@@ -120,7 +120,7 @@ def test_a_relation_written_as_visual_genome_writes_it_reads_as_gqa_writes_it():
     )
     cleaned, changes = clean(g, Words.load(), 0.7, True)
     assert cleaned.objects["m"].relations == (Relation("wearing", "b"), Relation("on", "s"))
-    assert sorted(c["reason"] for c in changes) == ["'is on' -> 'on'", "'wears' -> 'wearing'"]
+    assert sorted(c.reason for c in changes) == ["'is on' -> 'on'", "'wears' -> 'wearing'"]
     texts = [p.expression for p in _positives(cleaned)[0]]
     assert any("wearing the silver backpack" in t for t in texts), texts
     assert not [t for t in texts if " is wears" in t or " wears " in t or "is is on" in t]

@@ -44,7 +44,7 @@ def test_objects_side_by_side_get_gqa_left_right_edges_both_ways_and_nothing_els
         ("c", "to the left of", "b"), ("b", "to the right of", "c"),
         ("p", "to the left of", "b"), ("b", "to the right of", "p"),
     }  # fmt: skip  # not the lamp (a fifth of the width away and more), not the painting (above, not beside)
-    assert Counter(c["kind"] for c in changes) == {"added_side_by_side": 3}
+    assert Counter(c.kind for c in changes) == {"added_side_by_side": 3}
 
 
 def test_a_pair_the_graph_relates_left_or_right_keeps_its_own_edge_and_the_layer_can_be_switched_off():

@@ -31,7 +31,7 @@ Each shard's cleaned graphs are also counted here, as they are cleaned (`tallies
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -94,6 +94,15 @@ def duplicates(graph: SceneGraph, words: Words, min_iou: float) -> dict[str, tup
     return into
 
 
+@dataclass(frozen=True, slots=True)
+class GraphChange:
+    """One change cleaning made to a graph: its kind (`CHANGES`), why, the objects it is about."""
+
+    kind: str
+    reason: str
+    objects: tuple[str, ...] = ()
+
+
 def clean(
     graph: SceneGraph,
     words: Words,
@@ -101,19 +110,16 @@ def clean(
     drop_spatial: bool,
     drop_person_attributes: bool = True,
     spatial_from_boxes: bool = True,
-) -> tuple[SceneGraph, list[dict[str, Any]]]:
-    """The cleaned graph and what changed (one dict per change: kind, reason, objects)."""
-    changes: list[dict[str, Any]] = []
+) -> tuple[SceneGraph, list[GraphChange]]:
+    """The cleaned graph and what changed."""
+    changes: list[GraphChange] = []
     if drop_person_attributes:
         graph = _without_person_attributes(graph, words, changes)
     into = duplicates(graph, words, min_iou)
     for dup, (kept, v) in sorted(into.items()):
         a, b = graph.objects[kept], graph.objects[dup]
-        changes.append({
-            "kind": "merged_duplicate",
-            "reason": f"'{b.name}' {dup} is the same object as '{a.name}' {kept} (IoU {v:.2f})",
-            "objects": [kept, dup],
-        })  # fmt: skip
+        why = f"'{b.name}' {dup} is the same object as '{a.name}' {kept} (IoU {v:.2f})"
+        changes.append(GraphChange("merged_duplicate", why, (kept, dup)))
 
     def target(oid: str) -> str:
         return into[oid][0] if oid in into else oid
@@ -137,14 +143,10 @@ def clean(
             if other == oid or (name, other) in seen or other not in graph.objects:
                 continue
             if name != r.name:
-                changes.append({"kind": "respelled_relation", "reason": f"'{r.name}' -> '{name}'", "objects": []})
+                changes.append(GraphChange("respelled_relation", f"'{r.name}' -> '{name}'"))
             if drop_spatial and contradicted(name, o.box, graph.objects[other].box):
-                changes.append({
-                    "kind": "dropped_contradicted_edge",
-                    "reason": f"'{o.name}' {oid} {name} '{graph.objects[other].name}' {other}: "
-                    "the boxes say the opposite",
-                    "objects": [oid, other],
-                })  # fmt: skip
+                why = f"'{o.name}' {oid} {name} '{graph.objects[other].name}' {other}: the boxes say the opposite"
+                changes.append(GraphChange("dropped_contradicted_edge", why, (oid, other)))
                 continue
             seen.add((name, other))
             rels.append(Relation(name, other))
@@ -153,7 +155,7 @@ def clean(
     return (_with_side_by_side(cleaned, changes) if spatial_from_boxes else cleaned), changes
 
 
-def clean_by(graph: SceneGraph, words: Words, hygiene: Any) -> tuple[SceneGraph, list[dict[str, Any]]]:
+def clean_by(graph: SceneGraph, words: Words, hygiene: Any) -> tuple[SceneGraph, list[GraphChange]]:
     """`clean` with a config's `hygiene` settings (`core.config.HygieneConfig`)."""
     h = hygiene
     return clean(graph, words, h.merge_iou, h.drop_contradicted_spatial, h.drop_person_attributes, h.spatial_from_boxes)
@@ -189,7 +191,7 @@ def _side_by_side_pairs(graph: SceneGraph, ids: list[str]) -> list[tuple[int, in
     return list(zip(i[order].tolist(), j[order].tolist(), strict=True))
 
 
-def _with_side_by_side(graph: SceneGraph, changes: list[dict[str, Any]]) -> SceneGraph:
+def _with_side_by_side(graph: SceneGraph, changes: list[GraphChange]) -> SceneGraph:
     """`graph` with GQA's left/right edges, both ways, between the pairs of objects side by side that it
     relates neither left nor right (`core.geometry.side_by_side`), nearest first and at most `MAX_SIDE`
     added per object; each pair counted as one change."""
@@ -206,7 +208,7 @@ def _with_side_by_side(graph: SceneGraph, changes: list[dict[str, Any]]) -> Scen
         left, right = (a, b) if side == "left" else (b, a)
         added.setdefault(left, []).append(Relation(LEFT, right))
         added.setdefault(right, []).append(Relation(RIGHT, left))
-        changes.append({"kind": "added_side_by_side", "reason": f"{left} {LEFT} {right}", "objects": [left, right]})
+        changes.append(GraphChange("added_side_by_side", f"{left} {LEFT} {right}", (left, right)))
     if not added:
         return graph
     at = {oid: k for k, oid in enumerate(ids)}  # an object's new edges in the graph's order of their partners
@@ -219,7 +221,7 @@ def _with_side_by_side(graph: SceneGraph, changes: list[dict[str, Any]]) -> Scen
     return replace(graph, objects=objects)
 
 
-def _without_person_attributes(graph: SceneGraph, words: Words, changes: list[dict[str, Any]]) -> SceneGraph:
+def _without_person_attributes(graph: SceneGraph, words: Words, changes: list[GraphChange]) -> SceneGraph:
     """`graph` with no colour, skin, ethnicity or body word on a person (`Words.is_person_attribute`): "the
     white walking man" says a race or a shirt, nobody can tell which, and a benchmark describes no one by
     their skin or body."""
@@ -231,11 +233,9 @@ def _without_person_attributes(graph: SceneGraph, words: Words, changes: list[di
         if dropped:
             objects[oid] = replace(o, attributes=tuple(a for a in o.attributes if a not in dropped))
             why = "; ".join(f"'{a}' ({words.person_attribute_reason(a)})" for a in dropped)
-            changes.append({
-                "kind": "dropped_person_attribute",
-                "reason": f"'{o.name}' {oid}: not said of a person: {why}",
-                "objects": [oid],
-            })  # fmt: skip
+            changes.append(
+                GraphChange("dropped_person_attribute", f"'{o.name}' {oid}: not said of a person: {why}", (oid,))
+            )
     return graph if objects == graph.objects else replace(graph, objects=objects)
 
 
@@ -260,10 +260,10 @@ class HygieneStage(Stage):
             unit.items_in += 1
             graph, changes = clean_by(row.scene_graph(), words, h)
             for c in changes:
-                unit.stats[c["kind"]] += 1
-                if c["kind"] in ("respelled_relation", "added_side_by_side"):
+                unit.stats[c.kind] += 1
+                if c.kind in ("respelled_relation", "added_side_by_side"):
                     continue  # the same fact spelled as GQA spells it; a fact GQA's graphs state
-                unit.reject(Reject("hygiene", c["reason"], graph.image_id, detail={"objects": c["objects"]}))
+                unit.reject(Reject("hygiene", c.reason, graph.image_id, detail={"objects": list(c.objects)}))
             rows.append(graph_to_row(graph))
             tally.add(graph, words)
         unit.write("graphs", rows)
