@@ -69,6 +69,16 @@ class Donor:
     attributes: tuple[str, ...] = ()
     carried: tuple[Carried, ...] = ()
 
+    def to_json(self) -> dict[str, Any]:
+        held = [{"name": c.name, "attributes": list(c.attributes), "rel": list(c.rel)} for c in self.carried]
+        return {"image_id": self.image_id, "object_id": self.object_id, "box": list(self.box),
+                "attributes": list(self.attributes), "carried": held}  # fmt: skip
+
+    @classmethod
+    def from_json(cls, x: dict[str, Any]) -> Donor:
+        held = tuple(Carried(c["name"], tuple(c["attributes"]), tuple(c["rel"])) for c in x.get("carried", ()))
+        return cls(x["image_id"], x["object_id"], tuple(x["box"]), tuple(x.get("attributes", ())), held)  # type: ignore[arg-type]
+
 
 def carried_by(graph: SceneGraph, box: Box, *exclude: str) -> tuple[Carried, ...]:
     """The objects of `graph` mostly inside `box` (but those named in `exclude`), relative to it."""

@@ -23,7 +23,7 @@ from __future__ import annotations
 import heapq
 import shutil
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +48,6 @@ from hardneg.core.splits import split_of
 from hardneg.core.words.table import Words
 from hardneg.core.words.vocab import Lexicon
 from hardneg.generators.images.edits import (
-    Carried,
     Donor,
     DonorUnreadable,
     ImageContext,
@@ -290,11 +289,6 @@ def _write(
     )
 
 
-def _donor(x: dict[str, Any]) -> Donor:
-    held = tuple(Carried(c["name"], tuple(c["attributes"]), tuple(c["rel"])) for c in x.get("carried", ()))
-    return Donor(x["image_id"], x["object_id"], tuple(x["box"]), tuple(x.get("attributes", ())), held)  # type: ignore[arg-type]
-
-
 class ImagesStage(Stage):
     """Negative images for the positives of the configured splits (the paper: test only)."""
 
@@ -334,10 +328,8 @@ class ImagesStage(Stage):
                 key, kept = (-o.area, g.image_id, o.id), best.setdefault(o.name, [])
                 if len(kept) == n and not key < kept[0].key:  # no better than the last of the n: never built
                     continue
-                held = [{"name": c.name, "attributes": list(c.attributes), "rel": [round(v, 4) for v in c.rel]}
-                        for c in carried_by(g, o.box, o.id)]  # fmt: skip
-                entry = {"image_id": g.image_id, "object_id": o.id, "box": list(o.box),
-                         "attributes": list(o.attributes), "carried": held}  # fmt: skip
+                held = tuple(replace(c, rel=tuple(round(v, 4) for v in c.rel)) for c in carried_by(g, o.box, o.id))
+                entry = Donor(g.image_id, o.id, o.box, o.attributes, held).to_json()  # type: ignore[arg-type]
                 (heapq.heappush if len(kept) < n else heapq.heapreplace)(kept, _Kept(key, entry))
         donors = {name: [k.entry for k in sorted(v, key=lambda k: k.key)] for name, v in sorted(best.items())}
         write_json(donors_file, donors, indent=False)
@@ -357,7 +349,8 @@ class ImagesStage(Stage):
             res = PathResources.load(cfg)
             lexicon = Lexicon.load(cfg.resolve(cfg.language.lexicon))
             donors = {
-                n: [_donor(x) for x in v] for n, v in orjson.loads((unit.dir / "donors.json").read_bytes()).items()
+                n: [Donor.from_json(x) for x in v]
+                for n, v in orjson.loads((unit.dir / "donors.json").read_bytes()).items()
             }
             ctx = ImageContext(
                 table=res.table,
