@@ -178,23 +178,20 @@ class DatasetFiles:
 
     def add(self, r: PositiveRow | TextNegativeRow | ImageNegativeRow, split: str) -> None:
         config = "positives" if isinstance(r, PositiveRow) else "negatives"
-        edited = isinstance(r, ImageNegativeRow)
-        source = r.source_image_id if isinstance(r, ImageNegativeRow) else r.image_id
-        names = (
-            (image_name(r.image_id), image_name(source) if edited else None)
-            if self.images is not None
-            else (None, None)
-        )
+        edited = r if isinstance(r, ImageNegativeRow) else None
+        source = edited.source_image_id if edited is not None else r.image_id
+        own, src_name = image_name(r.image_id), image_name(source)
+        names = (own, src_name if edited is not None else None) if self.images is not None else (None, None)
         batch = self._batches.setdefault((config, split), [])
         batch.append(_row(config, as_row(r), split, *names))
         if self.images is not None:
             out = self.stage / config / split
             (out / "images").mkdir(parents=True, exist_ok=True)
-            if isinstance(r, ImageNegativeRow):
-                _place(self.root / str(r.file_name), out / image_name(r.image_id), self.placed)
-            own = self.stage / "positives" / split / image_name(source)  # the positives' copy
-            src = own if config == "negatives" and own.exists() else image_file(self.images, source)
-            _place(src, out / image_name(source), self.placed)
+            if edited is not None:
+                _place(self.root / str(edited.file_name), out / own, self.placed)
+            copy = self.stage / "positives" / split / src_name  # the positives' copy
+            src = copy if config == "negatives" and copy.exists() else image_file(self.images, source)
+            _place(src, out / src_name, self.placed)
         if len(batch) >= BATCH:
             self._flush(config, split)
 

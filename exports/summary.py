@@ -40,15 +40,15 @@ def read_summaries(root: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
-def section(summaries: dict[str, dict[str, Any]], heading: str = "##") -> str:
+def section(summaries: dict[str, dict[str, Any]]) -> str:
     """Markdown: a table of counts per split for each exported shape ("" when none)."""
     if not summaries:
         return ""
-    parts = [f"{heading} Other benchmark shapes\n"]
+    parts = ["## Other benchmark shapes\n"]
     known = shapes()
     for shape, s in summaries.items():
         title, what = known[shape]
-        parts.append(f"{heading}# {title} (`{shape}/`)\n\n{what}.\n")
+        parts.append(f"### {title} (`{shape}/`)\n\n{what}.\n")
         counts = s.get("counts") or {}
         if not s.get("enabled", True):
             parts.append("Not exported (`exports` config: disabled).\n")
@@ -71,7 +71,7 @@ def publish(root: Path, stats: dict[str, Any], dataset: dict[str, Any]) -> dict[
     """Write stats.json, stats.md and README.md (the card, of `dataset` and the published `manifest.json`)
     from the write stage's `stats` and the exports' counts; returns those counts."""
     summaries = read_summaries(root)
-    block = section(summaries, "##")
+    block = section(summaries)
     write_json(root / "stats.json", {**stats, "exports": {k: v.get("counts", {}) for k, v in summaries.items()}})
     text = markdown(stats)
     atomic_write_bytes(root / "stats.md", _with_block(text, block).encode())
