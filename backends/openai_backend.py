@@ -260,11 +260,11 @@ class OpenAIBackend:
         """A server that answers call after call with nothing usable (no choices, text not in the asked form)
         is no language model: after `max_unusable_in_a_row` such answers the stage stops, saying what it sent,
         rather than rejecting every sample one by one."""
-        n = self._counters.answered(usable)
-        if n >= self.settings.max_unusable_in_a_row:
+        limit = self.settings.max_unusable_in_a_row
+        if self._counters.answered(usable) >= limit:  # threads answer at once: the count may pass the limit
             said = repr(self._clean(raw, EXCERPT_CHARS)) if raw else "nothing (an empty answer)"
             raise BackendUnavailable(
-                f"OpenAI-compatible server at {self._shown_url} gave no usable answer in {n} calls in a row "
+                f"OpenAI-compatible server at {self._shown_url} gave no usable answer in {limit} calls in a row "
                 f"(model {self.settings.model!r}); the last one: {said} ({self._clean(reason or '', 120)})"
             )
 

@@ -326,3 +326,14 @@ def test_prompt_errors_name_the_file(tmp_path: Path) -> None:
         OpenAIBackend(settings("http://127.0.0.1:9/v1", prompt_dir=tmp_path))
     with pytest.raises(ConfigError, match=r"not <task>\.v<N>\.md"):
         load_prompt(tmp_path / "rewrite.md")
+
+
+def test_the_stop_for_unusable_answers_names_the_limit_however_many_threads_passed_it():
+    """Regression (seen once under load): with concurrent calls a second unusable answer could land before
+    the first one's stop was raised, and the message said "7 calls in a row" for a limit of 6."""
+    from hardneg.backends.language import BackendUnavailable
+
+    backend = OpenAIBackend(settings("http://127.0.0.1:9/v1", max_unusable_in_a_row=3))
+    backend._counters.unusable_in_a_row = 3  # another thread's unusable answer came in first
+    with pytest.raises(BackendUnavailable, match="gave no usable answer in 3 calls in a row"):
+        backend._count_answer(False, "", "empty answer")
